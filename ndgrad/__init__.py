@@ -1,0 +1,45 @@
+"""ndgrad: automatic differentiation for NumPy (and CuPy) arrays.
+
+The public namespace: :class:`Tensor`, creation functions, every op, dtypes, grad modes, and
+the sub-namespaces ``autograd``, ``functional``, ``func``, ``forward_ad`` and ``checks``.
+
+Examples
+--------
+>>> import ndgrad
+>>> x = ndgrad.tensor([0.5, 1.0], requires_grad=True)
+>>> y = ndgrad.tanh(x).sum()
+>>> y.backward()
+>>> x.grad
+tensor([0.78644773, 0.41997434])
+"""
+
+from __future__ import annotations
+
+from .core.backend import (Device, bool_, complex64, complex128, device, float16, float32,
+                           float64, get_default_dtype, int8, int16, int32, int64,
+                           set_default_dtype, uint8)
+from .core.creation import (arange, asarray, empty, empty_like, eye, full, full_like, is_tensor,
+                            linspace, manual_seed, ones, ones_like, rand, randn, tensor, zeros,
+                            zeros_like)
+from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                             is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .core.tensor import Tensor
+from .core import ops as _ops
+from . import autograd  # noqa: E402
+
+bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
+
+__version__ = "0.1.0"
+
+# Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
+globals().update(_ops.PUBLIC)
+
+__all__ = sorted(
+    ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",
+     "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
+     "manual_seed", "is_tensor", "device", "Device", "float16", "float32", "float64",
+     "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool_", "bool",
+     "get_default_dtype", "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled",
+     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd"]
+    + list(_ops.PUBLIC)
+)

@@ -1,0 +1,47 @@
+"""The ``torch.autograd``-shaped facade: backward, grad, grad modes, Variable.
+
+Examples
+--------
+>>> import ndgrad
+>>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+>>> ndgrad.autograd.grad((x ** 2).sum(), x)
+(tensor([2., 4.]),)
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .core.engine import backward, grad
+from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
+                             set_grad_enabled)
+from .core.graph import Node
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "Variable", "Node"]
+
+
+def Variable(data, requires_grad=False, volatile=None):
+    """Deprecated: ``Variable(t)`` returns a Tensor (as in PyTorch >= 0.4), with a warning.
+
+    Examples
+    --------
+    >>> import warnings, ndgrad
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     v = ndgrad.autograd.Variable(ndgrad.tensor([1.0]), requires_grad=True)
+    >>> v.requires_grad
+    True
+    """
+    warnings.warn(
+        "ndgrad.autograd.Variable is deprecated: Tensors carry autograd state themselves. Use "
+        "ndgrad.tensor(data, requires_grad=...) or t.requires_grad_() instead.",
+        DeprecationWarning, stacklevel=2)
+    from .core.creation import tensor
+    from .core.tensor import Tensor
+    if isinstance(data, Tensor):
+        t = data.detach() if data.grad_fn is not None else data
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+    return tensor(data, requires_grad=requires_grad)

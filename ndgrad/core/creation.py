@@ -1,0 +1,384 @@
+"""Creation functions (``tensor``, ``zeros``, ``arange``, ``randn``, ...) and the formula
+helpers that are not ops (``zeros_like`` and friends in both formula namespaces).
+
+Every creation function takes ``dtype``, ``device`` and, where the result is floating,
+``requires_grad``. Python floats become the default dtype (:func:`set_default_dtype`).
+"""
+
+from __future__ import annotations
+
+from .backend import (NUMPY, _seed_state, as_dtype, backend_for_device, backend_of,
+                      default_complex_dtype, get_default_dtype)
+from .tensor import Tensor, _new
+
+__all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+           "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
+           "manual_seed", "is_tensor"]
+
+
+def _finish(data, requires_grad):
+    t = _new(data, False)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _default_float(arr, B):
+    """Python floats (and complexes) follow the default dtype."""
+    d = get_default_dtype()
+    if arr.dtype.kind == "f" and arr.dtype != d:
+        return arr.astype(d)
+    if arr.dtype.kind == "c" and arr.dtype != default_complex_dtype():
+        return arr.astype(default_complex_dtype())
+    return arr
+
+
+def _convert(data, dtype, device, copy):
+    dtype = as_dtype(dtype)
+    if isinstance(data, Tensor):
+        B = backend_for_device(device) if device is not None else data.backend
+        arr = data._data
+        if dtype is not None and arr.dtype != dtype:
+            arr = arr.astype(dtype)
+        elif copy:
+            arr = arr.copy()
+        return arr
+    if isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
+        data = _nested_to_lists(data)
+    B = backend_for_device(device) if device is not None else backend_of(data)
+    native = type(data) is B.array_type
+    if native or hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
+        arr = B.asarray(data, dtype=dtype, copy=copy)
+    else:
+        arr = B.asarray(data, dtype=dtype, copy=True)
+        if dtype is None:
+            arr = _default_float(arr, B)
+    if arr.dtype == object:
+        raise TypeError("could not convert the data to a numeric tensor (got an object array); "
+                        "pass numbers, nested sequences of numbers, or arrays")
+    return arr
+
+
+def _flat(seq):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def _nested_to_lists(seq):
+    return [_nested_to_lists(e) if isinstance(e, (list, tuple)) else
+            (e.detach().tolist() if isinstance(e, Tensor) else e) for e in seq]
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """Make a tensor holding a copy of ``data``.
+
+    Parameters
+    ----------
+    data : array_like
+        Nested sequences, scalars, NumPy arrays or tensors.
+    dtype : dtype, optional
+        Python floats become the default dtype (float64 unless changed), Python ints int64.
+    device : str or device, optional
+        ``"cpu"`` (default).
+    requires_grad : bool
+        Record operations on this tensor; only floating and complex dtypes may.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    tensor([[1., 2.],
+            [3., 4.]], requires_grad=True)
+    >>> ndgrad.tensor([1, 2]).dtype
+    dtype('int64')
+    """
+    return _finish(_convert(data, dtype, device, copy=True), requires_grad)
+
+
+def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
+    """Convert ``obj`` to a tensor, sharing memory with NumPy arrays where possible.
+
+    A Tensor is returned as is when no conversion is needed.
+
+    Examples
+    --------
+    >>> import numpy as np, ndgrad
+    >>> a = np.arange(3.0)
+    >>> t = ndgrad.asarray(a)
+    >>> t.numpy() is a or np.shares_memory(t.numpy(), a)
+    True
+    """
+    if isinstance(obj, Tensor) and (dtype is None or as_dtype(dtype) == obj.dtype) and \
+            (device is None or obj.device == device) and not copy:
+        if requires_grad and not obj.requires_grad:
+            obj.requires_grad_(True)
+        return obj
+    return _finish(_convert(obj, dtype, device, copy=bool(copy)), requires_grad)
+
+
+def is_tensor(obj):
+    """True if ``obj`` is an ndgrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def _dtype_or_default(dtype, floating=True):
+    d = as_dtype(dtype)
+    return d if d is not None else (get_default_dtype() if floating else None)
+
+
+def _shape(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros; ``zeros(2, 3)`` and ``zeros((2, 3))`` both work.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.zeros(2, 3).shape
+    (2, 3)
+    """
+    B = backend_for_device(device)
+    return _finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.ones(2)
+    tensor([1., 1.])
+    """
+    B = backend_for_device(device)
+    return _finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+def empty(*shape, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.empty(3, 1).shape
+    (3, 1)
+    """
+    B = backend_for_device(device)
+    return _finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with ``fill_value`` (its dtype follows the value, floats the default).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.full((2,), 7.0)
+    tensor([7., 7.])
+    """
+    B = backend_for_device(device)
+    if isinstance(shape, int):
+        shape = (shape,)
+    d = as_dtype(dtype)
+    if d is None:
+        d = _default_float(B.asarray(fill_value), B).dtype
+    return _finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
+
+
+def _like(fn_name, x, dtype, device, requires_grad, *extra):
+    if isinstance(x, Tensor):
+        B = backend_for_device(device) if device is not None else x.backend
+        data = x._data
+    else:
+        B = backend_for_device(device) if device is not None else backend_of(x)
+        data = B.asarray(x)
+    d = as_dtype(dtype) or data.dtype
+    out = getattr(B, fn_name)(data, *extra, dtype=d) if B is backend_of(data) else \
+        getattr(B, fn_name[:-5])(data.shape, *extra, dtype=d)
+    return _finish(out, requires_grad)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    """Zeros with the shape (and by default dtype and device) of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.zeros_like(ndgrad.ones(2))
+    tensor([0., 0.])
+    """
+    return _like("zeros_like", x, dtype, device, requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    """Ones with the shape (and by default dtype and device) of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.ones_like(ndgrad.zeros(2))
+    tensor([1., 1.])
+    """
+    return _like("ones_like", x, dtype, device, requires_grad)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor shaped like ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.empty_like(ndgrad.zeros(2, 2)).shape
+    (2, 2)
+    """
+    return _like("empty_like", x, dtype, device, requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` with the shape (and by default dtype and device) of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.full_like(ndgrad.zeros(2), 3.0)
+    tensor([3., 3.])
+    """
+    return _like("full_like", x, dtype, device, requires_grad, fill_value)
+
+
+def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Evenly spaced values in ``[start, stop)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.arange(4)
+    tensor([0, 1, 2, 3])
+    >>> ndgrad.arange(0.0, 1.0, 0.25)
+    tensor([0.  , 0.25, 0.5 , 0.75])
+    """
+    B = backend_for_device(device)
+    args = (start,) if stop is None else (start, stop, step)
+    d = as_dtype(dtype)
+    arr = B.arange(*args, dtype=d) if d is not None else B.arange(*args)
+    if d is None:
+        arr = _default_float(arr, B)
+    return _finish(arr, requires_grad)
+
+
+def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
+             requires_grad=False):
+    """``num`` evenly spaced values from ``start`` to ``stop``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    B = backend_for_device(device)
+    return _finish(B.linspace(start, stop, num, endpoint=endpoint,
+                              dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
+    """The ``n x m`` identity (ones on diagonal ``k``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.eye(2)
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    B = backend_for_device(device)
+    return _finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
+
+
+def manual_seed(seed):
+    """Seed ndgrad's random number generators (``randn``, ``rand``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> _ = ndgrad.manual_seed(0); a = ndgrad.randn(3)
+    >>> _ = ndgrad.manual_seed(0); b = ndgrad.randn(3)
+    >>> bool((a == b).all())
+    True
+    """
+    _seed_state["seed"] = int(seed)
+    NUMPY.manual_seed(int(seed))
+    return seed
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.randn(2, 3).shape
+    (2, 3)
+    """
+    B = backend_for_device(device)
+    d = _dtype_or_default(dtype)
+    if d.kind == "c":
+        real = B.generator().standard_normal((2,) + _shape(shape)) / 2 ** 0.5
+        arr = (real[0] + 1j * real[1]).astype(d)
+    else:
+        arr = B.generator().standard_normal(_shape(shape)).astype(d)
+    return _finish(arr, requires_grad)
+
+
+def rand(*shape, dtype=None, device=None, requires_grad=False):
+    """Uniform samples in [0, 1).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> bool(((ndgrad.rand(5) >= 0) & (ndgrad.rand(5) < 1)).all())
+    True
+    """
+    B = backend_for_device(device)
+    d = _dtype_or_default(dtype)
+    return _finish(B.generator().random(_shape(shape)).astype(d), requires_grad)
+
+
+# ------------------------------------------------------------------ formula helpers
+def iscomplexobj(x):
+    """True if ``x`` (tensor, array or scalar) is complex."""
+    if isinstance(x, Tensor):
+        return x._data.dtype.kind == "c"
+    return isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c"
+
+
+def _formula_zeros(shape, dtype=None):
+    return zeros(shape, dtype=dtype)
+
+
+def _formula_ones(shape, dtype=None):
+    return ones(shape, dtype=dtype)
+
+
+FORMULA_HELPERS = ("zeros_like", "ones_like", "full_like", "empty_like", "iscomplexobj")
+FORMULA_EXTRA = {"zeros": _formula_zeros, "ones": _formula_ones}
+
+
+def raw_helpers(B):
+    """The same helpers over raw arrays of backend ``B``."""
+    return {
+        "zeros_like": B.zeros_like,
+        "ones_like": B.ones_like,
+        "full_like": B.full_like,
+        "empty_like": B.empty_like,
+        "iscomplexobj": B.iscomplexobj,
+        "zeros": B.zeros,
+        "ones": B.ones,
+    }

@@ -1,0 +1,536 @@
+"""The backward engine: runs the graph from roots to leaves.
+
+Iterative (no recursion: a chain of 100,000 ops is fine). Nodes run in decreasing sequence
+number from a heap: a Node is always created after the Nodes of its inputs, so when a Node
+is popped every cotangent it will receive has arrived and no dependency counting is needed.
+
+Note [Broadcasting is undone by the engine]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A vjp rule may return its cotangent in the broadcast (output) shape. The engine sums it back
+to the input's shape (over leading dimensions and over dimensions the input had as 1), casts
+it to the input's dtype (a real input's cotangent keeps the real part), and then validates
+shape and dtype, naming the Node on a mismatch. This is the only place that does it.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .grad_mode import STATE
+from .graph import AccumulateGrad, leaf_accumulator
+from .tensor import Tensor, _new
+
+__all__ = ["backward", "grad", "run_backward", "accumulate_into"]
+
+
+def _as_tuple(x):
+    if isinstance(x, Tensor):
+        return (x,)
+    if x is None:
+        return ()
+    return tuple(x)
+
+
+def _make_grads(outputs, grad_outputs, is_grads_batched=False):
+    """Validate or create the root cotangents (raw arrays or Tensors)."""
+    result = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if not out._requires_grad:
+                result.append(None)
+                continue
+            if out._data.size != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs; output {i} has "
+                    f"shape {list(out.shape)}. Pass grad_outputs (or backward's gradient) with "
+                    "the output's shape, e.g. ndgrad.ones_like(output)."
+                )
+            if out.dtype.kind == "c":
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs; output {i} "
+                    f"has dtype {out.dtype}. Pass grad_outputs explicitly."
+                )
+            B = out.backend
+            result.append(B.ones_like(out._data))
+            continue
+        gdata = g._data if isinstance(g, Tensor) else out.backend.asarray(g)
+        expected = out.shape
+        gshape = gdata.shape[1:] if is_grads_batched else gdata.shape
+        if gshape != expected:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {list(gshape)} and "
+                f"output[{i}] has a shape of {list(expected)}."
+                + (" (with is_grads_batched=True the first dimension is the batch)"
+                   if is_grads_batched else "")
+            )
+        if (gdata.dtype.kind == "c") != (out.dtype.kind == "c"):
+            raise RuntimeError(
+                f"For complex tensors, both grad_output and output are required to have the same "
+                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {gdata.dtype} and "
+                f"output[{i}] has a dtype of {out.dtype}."
+            )
+        if gdata.dtype.kind not in "fc":
+            raise RuntimeError(f"grad_output[{i}] has dtype {gdata.dtype}; gradients must be "
+                               "floating point or complex")
+        if gdata.dtype != out.dtype:
+            if isinstance(g, Tensor) and g._requires_grad:
+                g = g.astype(out.dtype)
+            else:
+                gdata = gdata.astype(out.dtype)
+                g = None
+        if isinstance(g, Tensor) and g._requires_grad:
+            result.append(g)
+        else:
+            result.append(gdata)
+    return result
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
+
+    Parameters
+    ----------
+    tensors : Tensor or sequence of Tensors
+        The roots; each must require grad.
+    grad_tensors : Tensor, array or sequence, optional
+        Cotangents of the roots (the "vector" of the vector-Jacobian product); may be omitted
+        only for scalar roots.
+    retain_graph : bool, optional
+        Keep the graph's saved values for another backward (defaults to ``create_graph``).
+    create_graph : bool
+        Record the backward pass itself so that higher-order derivatives can be taken.
+    inputs : Tensor or sequence of Tensors, optional
+        Accumulate only into these tensors' ``.grad`` (leaves or not).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.autograd.backward((x * x).sum())
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _as_tuple(tensors)
+    if not tensors:
+        raise RuntimeError("backward() received no tensors to differentiate")
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor) or not isinstance(grad_tensors, (tuple, list)):
+        grad_tensors = (grad_tensors,)
+    grad_tensors = tuple(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors; pass "
+                           "one gradient (or None) per tensor")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward(): tensors[{i}] is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn. "
+                "Make sure an input of the computation has requires_grad=True and that it did "
+                "not run under ndgrad.no_grad()."
+            )
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors (inputs=) does not "
+                                   "require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(tensors, grad_tensors)
+    run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True,
+                 accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (no accumulation).
+
+    Parameters
+    ----------
+    outputs : Tensor or sequence of Tensors
+    inputs : Tensor or sequence of Tensors
+        Leaves or intermediate tensors that ``outputs`` depend on.
+    grad_outputs : sequence, optional
+        Cotangents for ``outputs`` (None is allowed for scalar outputs).
+    retain_graph : bool, optional
+        Defaults to ``create_graph``.
+    create_graph : bool
+        Make the returned gradients differentiable (for higher-order derivatives).
+    allow_unused : bool, optional
+        Return None for inputs the outputs do not depend on instead of raising.
+    is_grads_batched : bool
+        Treat the first dimension of each grad_output as a batch (vectorized through vmap).
+    materialize_grads : bool
+        Return zeros instead of None for unused inputs.
+
+    Returns
+    -------
+    tuple of Tensor (or None)
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor(2.0, requires_grad=True)
+    >>> (dx,) = ndgrad.autograd.grad(x ** 3, x, create_graph=True)
+    >>> dx
+    tensor(12., grad_fn=<MultiplyBackward0>)
+    >>> ndgrad.autograd.grad(dx, x)
+    (tensor(12.),)
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _as_tuple(outputs)
+    single_input = isinstance(inputs, Tensor)
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("grad requires at least one input")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs[{i}] is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (inputs[{i}]) does not require "
+                               "grad")
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor) or not isinstance(grad_outputs, (tuple, list)):
+        grad_outputs = (grad_outputs,)
+    grad_outputs = tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} entries but there are "
+                           f"{len(outputs)} outputs; pass one per output")
+    for i, t in enumerate(outputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): outputs[{i}] is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn. "
+                "Make sure an input of the computation has requires_grad=True and that it did "
+                "not run under ndgrad.no_grad()."
+            )
+    if retain_graph is None:
+        retain_graph = create_graph
+    if is_grads_batched:
+        from .ops import _batched_grad  # provided by the functional layer via a hook
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
+    grads = _make_grads(outputs, grad_outputs)
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs,
+                          allow_unused=allow_unused, accumulate=False)
+    out = []
+    for i, (t, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (inputs[{i}]) appears to not have been "
+                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = _new(t.backend.zeros_like(t._data), False)
+        elif not isinstance(g, Tensor):
+            g = _new(g, False)
+        out.append(g)
+    del single_input
+    return tuple(out)
+
+
+def _unbroadcast(g, shape, dtype, node, i):
+    """Note [Broadcasting is undone by the engine]."""
+    gshape = g.shape
+    if gshape != shape:
+        nd = len(gshape) - len(shape)
+        if nd < 0:
+            raise RuntimeError(_bad_shape(node, i, gshape, shape))
+        axes = tuple(range(nd)) + tuple(
+            k + nd for k, s in enumerate(shape) if s == 1 and gshape[k + nd] != 1)
+        for k, s in enumerate(shape):
+            if s != 1 and gshape[k + nd] != s:
+                raise RuntimeError(_bad_shape(node, i, gshape, shape))
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+        if nd:
+            g = g.reshape(shape)
+    gd = g.dtype
+    if gd != dtype:
+        if gd.kind == "c" and dtype.kind != "c":
+            g = g.real
+        if g.dtype != dtype:
+            g = g.astype(dtype)
+    return g
+
+
+def _bad_shape(node, i, got, want):
+    return (f"Function {node.name()} returned an invalid gradient at index {i} - got "
+            f"{list(got)} but expected shape compatible with {list(want)}")
+
+
+def _hook_tensor(g, create_graph):
+    return g if isinstance(g, Tensor) else _new(g, False)
+
+
+def _run_tensor_hooks(hooks, g, create_graph):
+    """Call tensor hooks in order, retain_grad's last; each may replace the gradient."""
+    gt = _hook_tensor(g, create_graph)
+    fns = list(hooks.values())
+    fns.sort(key=lambda f: getattr(f, "_is_retain", False))
+    for fn in fns:
+        r = fn(gt)
+        if r is not None:
+            if not isinstance(r, Tensor):
+                raise TypeError(f"a tensor hook returned a {type(r).__name__}; hooks must "
+                                "return a Tensor or None")
+            if r.shape != gt.shape:
+                raise RuntimeError(f"hook returned a gradient of shape {list(r.shape)} for a "
+                                   f"gradient of shape {list(gt.shape)}; shapes must match")
+            gt = r
+    if isinstance(g, Tensor) or create_graph:
+        return gt
+    return gt._data
+
+
+def accumulate_into(t, g, create_graph):
+    """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
+    B = t.backend
+    gdata = g._data if isinstance(g, Tensor) else g
+    if isinstance(g, Tensor) and g._requires_grad and create_graph:
+        # keep the graph of the gradient (higher order)
+        if t._grad is None:
+            t._grad = g if g._grad_fn is not None or g is not t else g.clone()
+        else:
+            t._grad = t._grad + g
+        return
+    cur = t._grad
+    if cur is None:
+        new = B.empty_like(t._data)  # same memory layout as the parameter
+        new[...] = gdata
+        t._grad = _new(new, False)
+    elif create_graph or cur._requires_grad:
+        t._grad = cur + _new(gdata, False)
+    else:
+        cur._data += gdata  # in place: .grad keeps its identity
+
+
+def run_backward(roots, grads, retain_graph, create_graph, inputs=None, allow_unused=False,
+                 accumulate=True):
+    """Run the graph. Returns the gradients for ``inputs`` when ``accumulate`` is False."""
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = bool(create_graph)
+    try:
+        return _run(roots, grads, retain_graph, create_graph, inputs, accumulate)
+    finally:
+        STATE.grad_enabled = prev
+
+
+def _root_node(t):
+    if t._grad_fn is not None:
+        return t._grad_fn, t._output_nr
+    return leaf_accumulator(t), 0
+
+
+def _needed_nodes(start, targets):
+    """Nodes from which some target node is reachable (iterative DFS)."""
+    needed = {}
+    stack = [(n, False) for n in start]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            needed[node] = node in targets or any(
+                e is not None and needed.get(e[0], False) for e in node.edges)
+            continue
+        if node in needed:
+            continue
+        needed[node] = False  # in progress (graphs are acyclic)
+        stack.append((node, True))
+        for e in node.edges:
+            if e is not None and e[0] not in needed:
+                stack.append((e[0], False))
+    return needed
+
+
+def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
+    buffers = {}
+    heap = []
+    counter = 0
+    # capture: (node, output_nr) -> index in inputs; for leaves, the AccumulateGrad node
+    capture = None
+    results = None
+    accumulate_only = None
+    if inputs is not None:
+        capture = {}
+        for k, t in enumerate(inputs):
+            capture.setdefault(_root_node(t), []).append(k)
+        results = [None] * len(inputs)
+        targets = {key[0] for key in capture}
+        if accumulate:
+            accumulate_only = targets
+    # seed
+    for t, g in zip(roots, grads):
+        if g is None:
+            continue
+        node, nr = _root_node(t)
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.nout
+            heapq.heappush(heap, (-node.seq, counter, node))
+            counter += 1
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    needed = None
+    if capture is not None:
+        needed = _needed_nodes([e[2] for e in heap], {key[0] for key in capture})
+    while heap:
+        _, _, node = heapq.heappop(heap)
+        grads_out = buffers.pop(node)
+        if needed is not None and not needed.get(node, False):
+            continue
+        if type(node) is AccumulateGrad:
+            g = grads_out[0]
+            if g is None:
+                continue
+            leaf = node.variable
+            m = leaf._meta
+            if m is not None and m.hooks:
+                g = _run_tensor_hooks(m.hooks, g, create_graph)
+            if node.pre_hooks:
+                g = _call_prehooks(node, [g], create_graph)[0]
+            ks = capture.get((node, 0)) if capture is not None else None
+            if ks is not None:
+                for k in ks:
+                    if accumulate:
+                        accumulate_into(inputs[k], g, create_graph)
+                    else:
+                        results[k] = g
+            elif accumulate and accumulate_only is None:
+                accumulate_into(leaf, g, create_graph)
+            if node.post_hooks:
+                _call_posthooks(node, [], [g], create_graph)
+            continue
+        # tensor hooks (including retain_grad) on this node's outputs, then node pre-hooks
+        th = node.tensor_hooks
+        if th:
+            for nr, hooks in th.items():
+                if hooks and grads_out[nr] is not None:
+                    grads_out[nr] = _run_tensor_hooks(hooks, grads_out[nr], create_graph)
+        if node.pre_hooks:
+            grads_out = _call_prehooks(node, grads_out, create_graph)
+        if capture is not None:
+            for nr in range(node.nout):
+                ks = capture.get((node, nr))
+                if ks is not None and grads_out[nr] is not None:
+                    for k in ks:
+                        if accumulate:
+                            accumulate_into(inputs[k], grads_out[nr], create_graph)
+                        else:
+                            results[k] = grads_out[nr]
+        if node.nout > 1:
+            if all(g is None for g in grads_out):
+                continue
+            if None in grads_out:
+                grads_out = _materialize(node, grads_out, create_graph)
+        elif grads_out[0] is None:
+            continue
+        try:
+            grads_in = node.apply_backward(grads_out, create_graph)
+        except Exception as exc:
+            if node.trace is not None:
+                _annotate_anomaly(exc, node)
+            raise
+        if not retain_graph:
+            node.release()
+        meta = node.in_meta
+        edges = node.edges
+        if len(grads_in) != len(edges):
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                               f"gradients (expected {len(edges)}, got {len(grads_in)})")
+        if meta is not None:
+            grads_in = [None if gi is None or e is None else
+                        _unbroadcast(gi, meta[i][0], meta[i][1], node, i)
+                        for i, (gi, e) in enumerate(zip(grads_in, edges))]
+        if node.post_hooks:
+            grads_in = _call_posthooks(node, grads_in, grads_out, create_graph)
+        for i, edge in enumerate(edges):
+            gi = grads_in[i]
+            if gi is None or edge is None:
+                continue
+            nxt, nr = edge
+            if needed is not None and not needed.get(nxt, False):
+                continue
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * nxt.nout
+                heapq.heappush(heap, (-nxt.seq, counter, nxt))
+                counter += 1
+            cur = buf[nr]
+            if cur is None:
+                buf[nr] = gi
+            elif create_graph or isinstance(cur, Tensor) or isinstance(gi, Tensor):
+                buf[nr] = _as_t(cur) + _as_t(gi)
+            else:
+                buf[nr] = cur + gi
+    return results
+
+
+def _as_t(g):
+    return g if isinstance(g, Tensor) else _new(g, False)
+
+
+def _materialize(node, grads_out, create_graph):
+    out = list(grads_out)
+    shapes = getattr(node, "out_shapes", None)
+    for k, g in enumerate(out):
+        if g is None:
+            ref = next(x for x in grads_out if x is not None)
+            B = ref.backend if isinstance(ref, Tensor) else _backend(ref)
+            shape, dtype = shapes[k] if shapes else (ref.shape, ref.dtype)
+            z = B.zeros(shape, dtype=dtype)
+            out[k] = _new(z, False) if create_graph else z
+    return out
+
+
+def _backend(arr):
+    from .backend import backend_of
+    return backend_of(arr)
+
+
+def _call_prehooks(node, grads_out, create_graph):
+    gts = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
+    for fn in list(node.pre_hooks.values()):
+        r = fn(gts)
+        if r is not None:
+            gts = tuple(r)
+    return [None if g is None else (g if create_graph or g._requires_grad else g._data)
+            for g in gts]
+
+
+def _call_posthooks(node, grads_in, grads_out, create_graph):
+    """Post-hooks ``fn(grad_inputs, grad_outputs)``; a returned tuple replaces grad_inputs."""
+    gi = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_in)
+    go = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
+    replaced = False
+    for fn in list(node.post_hooks.values()):
+        r = fn(gi, go)
+        if r is not None:
+            r = tuple(r)
+            if len(r) != len(gi):
+                raise RuntimeError(f"hook of {node.name()} returned {len(r)} gradients, "
+                                   f"expected {len(gi)}")
+            gi = r
+            replaced = True
+    if not replaced:
+        return grads_in
+    return [None if g is None else (g if create_graph or g._requires_grad else g._data)
+            for g in gi]
+
+
+def _annotate_anomaly(exc, node):
+    import warnings
+    warnings.warn(
+        "Error detected in " + node.name() + ". Traceback of forward call that caused the "
+        "error:\n" + "".join(node.trace), RuntimeWarning, stacklevel=3)

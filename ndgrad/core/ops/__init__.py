@@ -1,0 +1,200 @@
+"""Every primitive, and the namespaces built from the registry.
+
+Importing this package imports the op modules (each declares its primitives with
+:func:`~ndgrad.core.ops.registry.defop`), then builds from :data:`REGISTRY`:
+
+* the public functions (``ndgrad.exp``, ``ndgrad.sum``, ...), exported from this module;
+* the Tensor methods (``x.exp()``) and in-place methods (``x.exp_()``);
+* the formula namespaces ``F``: :data:`TENSOR_F` (ndgrad functions, used when formulas are
+  differentiated) and ``Backend.F`` for each backend (raw arrays, first order).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from ..backend import NUMPY, Backend
+from ..dispatch import apply, apply_inplace
+from ..graph import _TENSOR_F
+from ..tensor import Tensor, _bind
+from . import registry
+from .registry import COMPOSITES, REGISTRY, VARIADIC, Domain, defcomposite, defop
+
+# The op modules: importing them fills the registry.
+from . import elementwise, reductions, linalg, shape, indexing  # noqa: E402,F401  isort:skip
+
+__all__ = ["REGISTRY", "COMPOSITES", "TENSOR_F", "Namespace", "raw_namespace", "defop",
+           "defcomposite", "Domain", "apply", "apply_inplace"]
+
+
+def _rename(kw, aliases):
+    for old, new in aliases.items():
+        if old in kw:
+            if new in kw:
+                raise TypeError(f"got both {old!r} and {new!r}; pass one of them")
+            kw[new] = kw.pop(old)
+
+
+def _kwonly_names(fn):
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind == p.KEYWORD_ONLY]
+
+
+def _public_signature(fn, pack):
+    params = list(inspect.signature(fn).parameters.values())[1:]  # drop B / F
+    if pack:
+        var = [p for p in params if p.kind == p.VAR_POSITIONAL]
+        rest = [p for p in params if p.kind != p.VAR_POSITIONAL]
+        name = var[0].name if var else "arrays"
+        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+            p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) if p.kind == p.KEYWORD_ONLY
+            else p for p in rest]
+    return inspect.Signature(params)
+
+
+def _make_public(op, call):
+    """The public function of ``op``; ``call(op, *args, **kw)`` runs it (apply, or raw)."""
+    aliases = op.kwarg_aliases
+    if op.pack:
+        names = _kwonly_names(op.forward)
+
+        def fn(arrays, *args, **kw):
+            if aliases and kw:
+                _rename(kw, aliases)
+            if args:
+                kw.update(zip(names, args))
+            return call(op, *arrays, **kw)
+    elif aliases:
+        def fn(*args, **kw):
+            if kw:
+                _rename(kw, aliases)
+            return call(op, *args, **kw)
+    else:
+        def fn(*args, **kw):
+            return call(op, *args, **kw)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = op.__doc__
+    fn.__module__ = "ndgrad"
+    fn.__signature__ = _public_signature(op.forward, op.pack)
+    return fn
+
+
+def _make_composite_public(c, F):
+    aliases = c.kwarg_aliases
+    fn_ = c.fn
+
+    def fn(*args, **kw):
+        if aliases and kw:
+            _rename(kw, aliases)
+        return fn_(F, *args, **kw)
+    fn.__name__ = fn.__qualname__ = c.name
+    fn.__doc__ = c.__doc__
+    fn.__module__ = "ndgrad"
+    fn.__signature__ = _public_signature(c.fn, False)
+    return fn
+
+
+class Namespace:
+    """A formula namespace ``F`` (attribute access to functions)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"<formula namespace {self._name}>"
+
+
+# ------------------------------------------------------------------ the Tensor namespace
+TENSOR_F = Namespace("ndgrad")
+PUBLIC = {}
+for _op in REGISTRY.values():
+    _f = getattr(_op, "custom_public", None) or _make_public(_op, apply)
+    _op.public = _f
+    PUBLIC[_op.name] = _f
+for _c in COMPOSITES.values():
+    _c.public = _make_composite_public(_c, TENSOR_F)
+    PUBLIC[_c.name] = _c.public
+
+# Formula helpers that are not ops (creation, predicates) come from core.creation.
+from .. import creation as _creation  # noqa: E402
+
+for _name in _creation.FORMULA_HELPERS:
+    setattr(TENSOR_F, _name, getattr(_creation, _name))
+for _name, _f in _creation.FORMULA_EXTRA.items():
+    setattr(TENSOR_F, _name, _f)
+for _name, _f in PUBLIC.items():
+    setattr(TENSOR_F, _name, _f)
+_TENSOR_F[0] = TENSOR_F
+
+
+# ------------------------------------------------------------------ raw namespaces
+def _raw_call(B):
+    def call(op, *args, **kw):
+        return op.forward(B, *args, **kw)
+    return call
+
+
+def raw_namespace(B: Backend):
+    """The first-order formula namespace of backend ``B``: ops run their forward directly."""
+    ns = Namespace(B.name)
+    call = _raw_call(B)
+    for op in REGISTRY.values():
+        if op.pack:
+            f = _make_public(op, call)
+        else:
+            f = functools.partial(op.forward, B)
+        setattr(ns, op.name, f)
+    for c in COMPOSITES.values():
+        setattr(ns, c.name, functools.partial(c.fn, ns))
+    for name, fn in _creation.raw_helpers(B).items():
+        setattr(ns, name, fn)
+    return ns
+
+
+NUMPY.F = raw_namespace(NUMPY)
+
+
+# ------------------------------------------------------------------ Tensor methods
+def _make_method(f):
+    def method(self, *args, **kw):
+        return f(self, *args, **kw)
+    method.__name__ = f.__name__
+    method.__doc__ = f.__doc__
+    return method
+
+
+def _make_inplace_method(op, name):
+    aliases = op.kwarg_aliases
+
+    def method(self, *args, **kw):
+        if aliases and kw:
+            _rename(kw, aliases)
+        return apply_inplace(op, self, *args, **kw)
+    method.__name__ = name
+    method.__doc__ = f"In-place version of :func:`ndgrad.{op.name}`: ``x.{name}(...)`` " \
+                     f"sets ``x`` to ``{op.name}(x, ...)`` and returns ``x``."
+    return method
+
+
+for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
+    if _obj.method:
+        _mname = _obj.method if isinstance(_obj.method, str) else _obj.name
+        if not hasattr(Tensor, _mname) or _mname in getattr(Tensor, "_generated", ()):
+            setattr(Tensor, _mname, _make_method(_obj.public))
+    _ipm = getattr(_obj, "inplace_method", None)
+    if _ipm:
+        for _n in ([_ipm] if isinstance(_ipm, str) else _ipm):
+            setattr(Tensor, _n, _make_inplace_method(_obj, _n))
+
+_bind(REGISTRY, apply, apply_inplace)
+
+
+def __getattr__(name):
+    try:
+        return PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'ndgrad.core.ops' has no attribute {name!r}") from None
+
+
+_ = (registry, VARIADIC)

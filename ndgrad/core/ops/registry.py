@@ -1,0 +1,375 @@
+"""The op registry: one declaration per primitive.
+
+A primitive is declared once with :func:`defop`::
+
+    @defop(kind=ELEMENTWISE, domain=Domain((-3, 3)))
+    def tanh(B, x):
+        '''Hyperbolic tangent, elementwise. (public docstring, with an example)'''
+        return B.tanh(x)
+
+    tanh.defvjp(lambda F, g, out, x: g * (1 - out * out))   # one rule per input
+    tanh.defjvp_from_vjp()                                  # or defjvp / defjvp_linear
+
+From this one declaration come the public function ``ndgrad.tanh``, the Tensor method
+``Tensor.tanh``, the raw formula namespace entry ``F.tanh`` for each backend, the tests (the
+property suite iterates over :data:`REGISTRY`) and, later, the batching rule (from ``kind``).
+
+Rules
+-----
+``forward(B, *arrays, *extra, **params)`` computes on raw backend arrays.
+
+``vjp`` rules, one per differentiable input (HIPS autograd's ``defvjp`` form, so only the
+cotangents that are needed get computed): ``rule(F, g, out, *inputs, *extra, **params)``
+returns the cotangent for that input. It may return it in the broadcast (output) shape: the
+engine sums it back to the input's shape and casts it to the input's dtype, in one place
+(Note [Broadcasting is undone by the engine]). Which of ``out`` and the inputs a rule reads is
+found once, at declaration, from the rule's code, so a node saves only what its rules use
+(Note [What a node saves]).
+
+``jvp(F, tangents, out, *inputs, *extra, **params)`` returns the output tangent; ``tangents``
+has None where an input carries no tangent.
+
+Formulas are written against ``F``: array-API names and operators only, never numpy. ``F`` is
+the backend's raw namespace for first-order backward and the ndgrad namespace when the formula
+itself must be differentiated, so one formula serves every order.
+
+Sampling (the property suite)
+-----------------------------
+Where an op's inputs are drawn from is part of its declaration. By default the suite draws
+from ``domain`` according to ``kind`` (elementwise: ``nin`` mutually broadcastable shapes,
+0-d included; reductions: a shape plus ``axis`` / ``keepdims``; scans: a shape plus an int
+``axis``). Any other op gives ``sample=fn`` where ``fn(d)`` returns ``(args, kwargs)``:
+``args[:nin]`` are the array inputs (NumPy arrays or Python scalars; the floating ones are
+differentiated), ``args[nin:]`` extra positional parameters, ``kwargs`` the parameters. ``d``
+is a drawer (``ndgrad.checks.strategies.Drawer``) with:
+
+* ``d.dtype``: the floating dtype under test (float64, or complex128 when ``domain.complex``)
+* ``d.shape(min_dims=0, max_dims=3, min_side=1, max_side=4)`` -> tuple
+* ``d.shapes(n, min_dims=0, max_dims=3, min_side=1, max_side=4)`` -> n broadcastable shapes
+* ``d.array(shape, low=-2.0, high=2.0, dtype=None)`` -> array (``d.dtype`` by default)
+* ``d.int_array(shape, low, high)``, ``d.bool_array(shape)`` -> arrays (bounds inclusive)
+* ``d.integers(low, high)`` (inclusive), ``d.choice(seq)``, ``d.boolean()``
+* ``d.axis(ndim, none=True)`` -> int (maybe negative) or None; ``d.axes(ndim)`` -> tuple
+* ``d.permutation(n)`` -> tuple
+* ``d.reject()`` -> discard this draw (e.g. a sample too close to a kink)
+
+Declared exceptions go in ``notes`` (``{"gradgrad": reason, "jvp": reason, "fd": reason}``);
+the suite reads them as data and a test lists them with their reasons.
+
+Complex numbers follow PyTorch's convention: the gradient is the conjugate Wirtinger
+derivative, so a holomorphic ``f`` has ``vjp = g * conj(f'(x))`` and ``jvp = t * f'(x)``.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+
+__all__ = [
+    "Op", "defop", "defcomposite", "Domain", "REGISTRY", "COMPOSITES",
+    "ELEMENTWISE", "REDUCTION", "SCAN", "LINALG", "SHAPE", "INDEXING", "COMPARISON",
+    "VARIADIC",
+]
+
+# Kinds: a default batching rule and the property suite's sampling follow from these.
+ELEMENTWISE = "elementwise"  # broadcasting, same-shape output
+REDUCTION = "reduction"      # reduces over `axis` with `keepdims`
+SCAN = "scan"                # cumulative along `axis`
+LINALG = "linalg"            # matrix ops batched over leading dimensions
+SHAPE = "shape"              # reshapes / moves data without arithmetic
+INDEXING = "indexing"        # selects or scatters by index
+COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
+
+VARIADIC = -1
+
+REGISTRY: dict[str, "Op"] = {}
+COMPOSITES: dict[str, "Composite"] = {}
+
+
+class Domain:
+    """Where the property suite draws an op's inputs (data, read by the tests).
+
+    Parameters
+    ----------
+    *ranges : (low, high) per array input
+        Uniform ranges for real inputs; one range is reused for every input.
+    valid : callable(*arrays) -> bool array or bool, optional
+        Which draws are usable (e.g. away from a kink); invalid draws are rejected.
+    complex : bool
+        Also draw complex128 inputs (real and imaginary parts from the ranges).
+    """
+
+    def __init__(self, *ranges, valid=None, complex=False, integer_inputs=()):
+        self.ranges = ranges or ((-2.0, 2.0),)
+        self.valid = valid
+        self.complex = complex
+        self.integer_inputs = integer_inputs
+
+    def range(self, i):
+        return self.ranges[i] if i < len(self.ranges) else self.ranges[-1]
+
+
+def _referenced_args(fn):
+    """Names of ``fn``'s arguments that its code reads (including from nested closures)."""
+    code = fn.__code__
+    used = set(code.co_cellvars)  # captured by an inner function: count as read
+    for ins in dis.get_instructions(fn):
+        if ins.opname.startswith("LOAD_FAST") or ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE"):
+            val = ins.argval
+            if isinstance(val, tuple):
+                used.update(val)
+            else:
+                used.add(val)
+    return used
+
+
+class _RuleUse:
+    """Which saved values one vjp rule reads: ``out`` and a mask over the inputs."""
+
+    __slots__ = ("out", "inputs", "all_inputs")
+
+    def __init__(self, fn, nin):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        has_var = any(p.kind == p.VAR_POSITIONAL for p in params)
+        used = _referenced_args(fn)
+        names = [p.name for p in positional]
+        # positional layout: F, [i,] g, out, inputs...
+        self.out = len(names) > 2 and names[2] in used
+        if nin == VARIADIC or has_var:
+            self.all_inputs = True
+            self.inputs = None
+        else:
+            self.all_inputs = False
+            in_names = names[3:3 + nin]
+            self.inputs = tuple((n in used) for n in in_names) + (True,) * (nin - len(in_names))
+
+
+class Op:
+    """A registered primitive. See the module docstring for the declaration form."""
+
+    def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
+                 sample, method, pack, inplace_method, kwarg_aliases, notes):
+        self.name = name
+        self.forward = forward
+        self.kind = kind
+        self.nin = nin
+        self.nout = nout
+        self.domain = domain
+        self.differentiable = differentiable
+        self.view = view
+        self.sample = sample
+        self.method = method
+        self.pack = pack
+        self.inplace_method = inplace_method
+        self.kwarg_aliases = kwarg_aliases
+        # Declared exceptions, as data the tests read: {"jvp": reason, "vmap": reason, ...}
+        self.notes = dict(notes or {})
+        self.vjp_rules = None      # tuple, one rule (or None) per input
+        self.vjp_each = None       # variadic form: rule(F, i, g, out, *inputs, **params)
+        self.rule_uses = None
+        self.jvp = None
+        self.batch_rule = None
+        self.public = None
+        self.node_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+        # Saving masks by "which inputs need grad" are memoised here (Note [What a node saves]).
+        self._save_cache = {}
+
+    def __repr__(self):
+        return f"<ndgrad op {self.name}>"
+
+    # -- vjp
+    def defvjp(self, *rules):
+        """One vjp rule per input (None for a non-differentiable input)."""
+        if self.nin != VARIADIC and len(rules) != self.nin:
+            raise TypeError(f"{self.name}: defvjp expects {self.nin} rules, got {len(rules)}")
+        self.vjp_rules = rules
+        self.rule_uses = tuple(None if r is None else _RuleUse(r, self.nin) for r in rules)
+        self._save_cache.clear()
+        return self
+
+    def defvjp_each(self, rule):
+        """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``."""
+        self.vjp_each = rule
+        sig = list(inspect.signature(rule).parameters)
+        used = _referenced_args(rule)
+        use = _RuleUse.__new__(_RuleUse)
+        use.out = len(sig) > 3 and sig[3] in used
+        use.all_inputs = True
+        use.inputs = None
+        self.rule_uses = use
+        self._save_cache.clear()
+        return self
+
+    def vjp_rule(self, i):
+        if self.vjp_each is not None:
+            each = self.vjp_each
+            return lambda F, g, out, *a, **k: each(F, i, g, out, *a, **k)
+        return self.vjp_rules[i] if self.vjp_rules is not None else None
+
+    def save_mask(self, needs):
+        """(save_out, save_inputs mask) for the inputs that need grad (memoised)."""
+        r = self._save_cache.get(needs)
+        if r is not None:
+            return r
+        save_out = False
+        if self.vjp_each is not None:
+            u = self.rule_uses
+            r = (u.out, None)  # None: save every input
+        else:
+            mask = [False] * len(needs)
+            all_inputs = False
+            for i, need in enumerate(needs):
+                if not need:
+                    continue
+                u = self.rule_uses[i] if i < len(self.rule_uses) else None
+                if u is None:
+                    continue
+                save_out = save_out or u.out
+                if u.all_inputs:
+                    all_inputs = True
+                else:
+                    for j, used in enumerate(u.inputs):
+                        if used:
+                            mask[j] = True
+            r = (save_out, None if all_inputs else tuple(mask))
+        self._save_cache[needs] = r
+        return r
+
+    # -- jvp
+    def defjvp(self, rule):
+        """Joint rule ``rule(F, tangents, out, *inputs, **params)`` -> output tangent."""
+        self.jvp = rule
+        return self
+
+    def defjvp_each(self, *rules):
+        """One rule per input, ``rule(F, t, out, *inputs, **params)``; contributions add."""
+        def jvp(F, tangents, out, *inputs, **params):
+            total = None
+            for rule, t in zip(rules, tangents):
+                if t is None or rule is None:
+                    continue
+                c = rule(F, t, out, *inputs, **params)
+                total = c if total is None else total + c
+            return total
+        self.jvp = jvp
+        return self
+
+    def defjvp_linear(self):
+        """The op is linear in its differentiable inputs: its jvp is the op on the tangents."""
+        op = self
+
+        def jvp(F, tangents, out, *inputs, **params):
+            ts = [F.zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
+            return getattr(F, op.name)(*ts, **params) if not op.pack else \
+                getattr(F, op.name)(ts, **params)
+        self.jvp = jvp
+        return self
+
+    def defjvp_from_vjp(self):
+        """Elementwise ops: ``jvp_i(t) = conj(vjp_i(conj(t)))`` (exact for holomorphic and real
+        functions; a non-holomorphic op such as ``abs`` must declare its own jvp)."""
+        op = self
+
+        def jvp(F, tangents, out, *inputs, **params):
+            total = None
+            for i, t in enumerate(tangents):
+                if t is None:
+                    continue
+                rule = op.vjp_rules[i]
+                if rule is None:
+                    continue
+                if F.iscomplexobj(t) or any(F.iscomplexobj(x) for x in inputs):
+                    c = F.conj(rule(F, F.conj(t), out, *inputs, **params))
+                else:
+                    c = rule(F, t, out, *inputs, **params)
+                total = c if total is None else total + c
+            return total
+        self.jvp = jvp
+        return self
+
+
+class Composite:
+    """A function written with ``F`` from primitives (no rules of its own), registered so the
+    property suite covers it: ``fn(F, *inputs, **params)``."""
+
+    def __init__(self, name, fn, *, nin, domain, sample, method, kwarg_aliases, kind):
+        self.name = name
+        self.fn = fn
+        self.nin = nin
+        self.domain = domain
+        self.sample = sample
+        self.method = method
+        self.kwarg_aliases = kwarg_aliases
+        self.kind = kind
+        self.public = None
+        self.differentiable = True
+
+    def __repr__(self):
+        return f"<ndgrad composite {self.name}>"
+
+
+def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, view=False,
+          sample=None, method=True, pack=False, inplace_method=None, kwarg_aliases=None,
+          notes=None):
+    """Declare a primitive from its forward function (see the module docstring).
+
+    Parameters
+    ----------
+    kind : str
+        ELEMENTWISE, REDUCTION, SCAN, LINALG, SHAPE, INDEXING or COMPARISON.
+    nin : int
+        Number of array inputs (``VARIADIC`` for any number, e.g. ``broadcast_arrays``).
+    nout : int
+        Number of outputs (``VARIADIC`` when it depends on the parameters, e.g. ``split``).
+    domain : Domain
+        Where the property suite draws inputs (default: reals in [-2, 2]).
+    differentiable : bool
+        False for ops whose output never requires grad (comparisons, argmax).
+    view : bool
+        The output may share memory with the first input (shares its version counter).
+    sample : callable(draw) -> (args, kwargs), optional
+        Custom sampler for the property suite (parameters such as axes, shapes, indices).
+    method : bool or str
+        Also a Tensor method (under this name if a str).
+    pack : bool
+        The public function takes the array inputs as one sequence (``concat(arrays)``).
+    inplace_method : str, optional
+        Name of the in-place Tensor method (``"exp_"``); for elementwise ops.
+    kwarg_aliases : dict, optional
+        Extra keyword spellings accepted by the public function (``{"dim": "axis"}``).
+    notes : dict, optional
+        Declared exceptions with reasons, e.g. ``{"gradgrad": "derivative is a step"}``.
+    """
+    def deco(forward):
+        opname = name or forward.__name__
+        if opname in REGISTRY:
+            raise ValueError(f"op {opname!r} is already registered")
+        op = Op(opname, forward, kind=kind, nin=nin, nout=nout, domain=domain or Domain(),
+                differentiable=differentiable, view=view, sample=sample, method=method,
+                pack=pack, inplace_method=inplace_method,
+                kwarg_aliases=kwarg_aliases or (
+                    {"dim": "axis", "keepdim": "keepdims"} if kind in (REDUCTION, SCAN) else None),
+                notes=notes)
+        op.__doc__ = forward.__doc__
+        REGISTRY[opname] = op
+        return op
+    return deco
+
+
+def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=True,
+                 kwarg_aliases=None, kind=None):
+    """Register a function written with ``F`` from primitives (see :class:`Composite`)."""
+    def deco(fn):
+        cname = name or fn.__name__
+        if cname in COMPOSITES or cname in REGISTRY:
+            raise ValueError(f"{cname!r} is already registered")
+        c = Composite(cname, fn, nin=nin, domain=domain or Domain(), sample=sample,
+                      method=method, kind=kind,
+                      kwarg_aliases=kwarg_aliases or (
+                          {"dim": "axis", "keepdim": "keepdims"} if kind == REDUCTION else None))
+        c.__doc__ = fn.__doc__
+        COMPOSITES[cname] = c
+        return c
+    return deco

@@ -1,0 +1,643 @@
+"""The Tensor: a backend array plus autograd metadata, operators and methods.
+
+A Tensor wraps one backend array (``_data``). Its autograd state is ``requires_grad``,
+``grad_fn`` (the Node that made it, None for leaves), ``grad`` and a version counter shared
+with its views. Op methods (``x.exp()``, ``x.sum(axis=1)``) are attached from the op registry
+by :mod:`ndgrad.core.ops`; the operators below route to the same ops.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .backend import (_BACKEND_BY_TYPE, NUMPY, as_dtype, backend_of, default_complex_dtype,
+                      get_default_dtype)
+from .grad_mode import STATE
+from .graph import VersionCounter, leaf_accumulator
+
+__all__ = ["Tensor"]
+
+
+class _Meta:
+    """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
+
+    __slots__ = ("hooks", "retains_grad", "inference", "retain_handle")
+
+    def __init__(self):
+        self.hooks = None
+        self.retains_grad = False
+        self.inference = False
+        self.retain_handle = None
+
+
+_object_new = object.__new__
+
+
+def _new(data, requires_grad):
+    """Wrap a raw array (hot path: no validation)."""
+    t = _object_new(Tensor)
+    t._data = data
+    t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._version = None
+    t._base = None
+    t._meta = None
+    t._accumulator = None
+    t._tangents = None
+    return t
+
+
+def _mark_inference(t):
+    m = t._meta = _Meta()
+    m.inference = True
+
+
+def _meta(t):
+    m = t._meta
+    if m is None:
+        m = t._meta = _Meta()
+    return m
+
+
+def _check_devices(op, args):
+    devs = []
+    for a in args:
+        if isinstance(a, Tensor) and a.device not in devs:
+            devs.append(a.device)
+    if len(devs) > 1:
+        raise RuntimeError(
+            f"{getattr(op, 'name', op)}: expected all tensors to be on the same device, but found "
+            f"at least two devices, {devs[0]} and {devs[1]}; move them with .to(device)"
+        )
+
+
+def _ops():
+    from . import ops
+    return ops
+
+
+class Tensor:
+    """An n-dimensional array that records operations for automatic differentiation.
+
+    Make tensors with :func:`ndgrad.tensor` and the other creation functions.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = (x ** 2).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+    """
+
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
+                 "_base", "_meta", "_accumulator", "_tangents", "__weakref__")
+
+    # NumPy defers binary operators to us (np_array + tensor -> Tensor.__radd__).
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __new__(cls, data=None, *, dtype=None, device=None, requires_grad=False):
+        from .creation import tensor
+        return tensor([] if data is None else data, dtype=dtype, device=device,
+                      requires_grad=requires_grad)
+
+    @classmethod
+    def _wrap(cls, data):
+        return _new(data, False)
+
+    @classmethod
+    def _from_node(cls, data, node, output_nr):
+        t = _new(data, True)
+        t._grad_fn = node
+        t._output_nr = output_nr
+        return t
+
+    # ------------------------------------------------------------------ array attributes
+    @property
+    def shape(self):
+        """The shape, a tuple of ints."""
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The dtype (``ndgrad.float64``, ...); compares equal to NumPy dtypes."""
+        return self._data.dtype
+
+    @property
+    def device(self):
+        """The device the data lives on (``device('cpu')``)."""
+        return _BACKEND_BY_TYPE[type(self._data)].device_of(self._data)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def size(self):
+        return self._data.size
+
+    def dim(self):
+        """Number of dimensions (PyTorch spelling of ``ndim``)."""
+        return self._data.ndim
+
+    def numel(self):
+        """Number of elements (PyTorch spelling of ``size``)."""
+        return self._data.size
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def T(self):
+        """All dimensions reversed (NumPy's ``.T``)."""
+        return _ops().permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        """The last two dimensions swapped (a batch of matrix transposes)."""
+        return _ops().matrix_transpose(self)
+
+    @property
+    def backend(self):
+        return _BACKEND_BY_TYPE[type(self._data)]
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self):
+        """Whether gradients are computed for this tensor. Settable on leaves."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` on a leaf, in place; returns self.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> w = ndgrad.zeros(3).requires_grad_()
+        >>> w.requires_grad
+        True
+        """
+        requires_grad = bool(requires_grad)
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"only Tensors of floating point and complex dtype can require gradients; this "
+                f"tensor has dtype {self._data.dtype}. Convert it first, e.g. "
+                "`t.astype(ndgrad.float64).requires_grad_()`."
+            )
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        """The Node that created this tensor (None for leaves)."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        """True for tensors not made by a recorded operation."""
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        """The accumulated gradient (a Tensor or None); settable, also to None."""
+        if self._grad_fn is not None and self._grad is None and not (
+                self._meta is not None and self._meta.retains_grad):
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the gradient for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None, got {type(value).__name__}")
+        if value.shape != self.shape:
+            raise RuntimeError(f"assigned grad has shape {list(value.shape)}, but the tensor has "
+                               f"shape {list(self.shape)}; they must match")
+        if value.dtype != self.dtype:
+            raise RuntimeError(f"assigned grad has dtype {value.dtype}, but the tensor has dtype "
+                               f"{self.dtype}; they must match (use .astype())")
+        if value.device != self.device:
+            raise RuntimeError(f"assigned grad is on {value.device}, but the tensor is on "
+                               f"{self.device}; they must match (use .to())")
+        self._grad = value
+
+    @property
+    def data(self):
+        """A detached alias of this tensor (shares storage and version counter)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f".data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def detach(self):
+        """A new tensor sharing storage with this one, cut from the graph.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0], requires_grad=True)
+        >>> (x * 2).detach().requires_grad
+        False
+        """
+        t = _new(self._data, False)
+        c = self._version
+        if c is None:
+            c = self._version = VersionCounter()
+        t._version = c
+        return t
+
+    def detach_(self):
+        """Detach this tensor from the graph in place (it becomes a leaf)."""
+        if self._base is not None:
+            raise RuntimeError("detach_() is not allowed on a view; use detach() instead")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        """Populate ``.grad`` for this non-leaf tensor during backward.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> y.retain_grad()
+        >>> y.sum().backward()
+        >>> y.grad
+        tensor([1., 1.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None:
+            return  # leaves keep their grad anyway
+        m = _meta(self)
+        if m.retains_grad:
+            return
+        m.retains_grad = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def _retain(grad):
+            t = ref()
+            if t is not None:
+                from .engine import accumulate_into
+                accumulate_into(t, grad, STATE.grad_enabled)
+            return None
+        _retain._is_retain = True
+        m.retain_handle = self._grad_fn._add_tensor_hook(self._output_nr, _retain)
+
+    @property
+    def retains_grad(self):
+        return self._meta is not None and self._meta.retains_grad
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None``, called with this tensor's gradient.
+
+        A returned tensor replaces the gradient. Returns a handle with ``remove()``.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([20., 40.])
+        >>> h.remove()
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        m = _meta(self)
+        if m.hooks is None:
+            m.hooks = {}
+        from .graph import _add_hook
+        return _add_hook(m.hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+        See :func:`ndgrad.autograd.backward`.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor(3.0, requires_grad=True)
+        >>> (x ** 3).backward()
+        >>> x.grad
+        tensor(27.)
+        """
+        from .engine import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph,
+                 create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self):
+        """The data as a NumPy array (shares memory). Errors while the tensor requires grad.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> ndgrad.tensor([1.0, 2.0]).numpy()
+        array([1., 2.])
+        """
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        return _BACKEND_BY_TYPE[type(self._data)].to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't convert a Tensor that requires grad to a NumPy array. Use "
+                "np.asarray(tensor.detach()) instead."
+            )
+        arr = _BACKEND_BY_TYPE[type(self._data)].to_numpy(self._data)
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar; item() needs exactly one element")
+        return self._data.item()
+
+    def tolist(self):
+        """The data as (nested) Python lists."""
+        return self._data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is "
+                               "ambiguous; use .any() or .all()")
+        return bool(self._data.item())
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __repr__(self):
+        B = _BACKEND_BY_TYPE[type(self._data)]
+        arr = B.to_numpy(self._data)
+        import numpy as _np  # only for printing
+        body = _np.array2string(arr, separator=", ", prefix="tensor(")
+        extras = []
+        if self._data.dtype not in (get_default_dtype(), _np.dtype("int64"), _np.dtype("bool"),
+                                    default_complex_dtype()) or self._data.size == 0:
+            extras.append(f"dtype={self._data.dtype}")
+        dev = self.device
+        if dev != "cpu":
+            extras.append(f"device='{dev}'")
+        if self._grad_fn is not None:
+            extras.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    __hash__ = object.__hash__
+
+    # ------------------------------------------------------------------ misc methods
+    def clone(self):
+        """A copy with its own storage; differentiable (gradient flows back to self)."""
+        return _ops().clone(self)
+
+    def astype(self, dtype):
+        """Cast to ``dtype``; differentiable between floating/complex dtypes."""
+        return _ops().astype(self, as_dtype(dtype))
+
+    def type_as(self, other):
+        return self.astype(other.dtype)
+
+    def double(self):
+        return self.astype("float64")
+
+    def float(self):
+        return self.astype("float32")
+
+    def size_(self):  # pragma: no cover - not public
+        return self._data.size
+
+    def is_complex(self):
+        return self._data.dtype.kind == "c"
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    @property
+    def is_inference(self):
+        return self._meta is not None and self._meta.inference
+
+    # ------------------------------------------------------------------ operators
+    def __add__(self, other):
+        return _apply(_OP["add"], self, other)
+
+    def __radd__(self, other):
+        return _apply(_OP["add"], other, self)
+
+    def __sub__(self, other):
+        return _apply(_OP["subtract"], self, other)
+
+    def __rsub__(self, other):
+        return _apply(_OP["subtract"], other, self)
+
+    def __mul__(self, other):
+        return _apply(_OP["multiply"], self, other)
+
+    def __rmul__(self, other):
+        return _apply(_OP["multiply"], other, self)
+
+    def __truediv__(self, other):
+        return _apply(_OP["divide"], self, other)
+
+    def __rtruediv__(self, other):
+        return _apply(_OP["divide"], other, self)
+
+    def __floordiv__(self, other):
+        return _apply(_OP["floor_divide"], self, other)
+
+    def __rfloordiv__(self, other):
+        return _apply(_OP["floor_divide"], other, self)
+
+    def __mod__(self, other):
+        return _apply(_OP["remainder"], self, other)
+
+    def __rmod__(self, other):
+        return _apply(_OP["remainder"], other, self)
+
+    def __pow__(self, other):
+        return _apply(_OP["pow"], self, other)
+
+    def __rpow__(self, other):
+        return _apply(_OP["pow"], other, self)
+
+    def __matmul__(self, other):
+        return _apply(_OP["matmul"], self, other)
+
+    def __rmatmul__(self, other):
+        return _apply(_OP["matmul"], other, self)
+
+    def __neg__(self):
+        return _apply(_OP["negative"], self)
+
+    def __pos__(self):
+        return _apply(_OP["positive"], self)
+
+    def __abs__(self):
+        return _apply(_OP["abs"], self)
+
+    def __invert__(self):
+        return _apply(_OP["logical_not"], self) if self.dtype.kind == "b" else \
+            _apply(_OP["bitwise_invert"], self)
+
+    def __and__(self, other):
+        return _apply(_OP["logical_and"], self, other)
+
+    def __rand__(self, other):
+        return _apply(_OP["logical_and"], other, self)
+
+    def __or__(self, other):
+        return _apply(_OP["logical_or"], self, other)
+
+    def __ror__(self, other):
+        return _apply(_OP["logical_or"], other, self)
+
+    def __xor__(self, other):
+        return _apply(_OP["logical_xor"], self, other)
+
+    def __rxor__(self, other):
+        return _apply(_OP["logical_xor"], other, self)
+
+    def __eq__(self, other):
+        return _apply(_OP["equal"], self, other)
+
+    def __ne__(self, other):
+        return _apply(_OP["not_equal"], self, other)
+
+    def __lt__(self, other):
+        return _apply(_OP["less"], self, other)
+
+    def __le__(self, other):
+        return _apply(_OP["less_equal"], self, other)
+
+    def __gt__(self, other):
+        return _apply(_OP["greater"], self, other)
+
+    def __ge__(self, other):
+        return _apply(_OP["greater_equal"], self, other)
+
+    # augmented assignment: in place, like NumPy (Note: rebases history, see dispatch)
+    def __iadd__(self, other):
+        return _apply_inplace(_OP["add"], self, other)
+
+    def __isub__(self, other):
+        return _apply_inplace(_OP["subtract"], self, other)
+
+    def __imul__(self, other):
+        return _apply_inplace(_OP["multiply"], self, other)
+
+    def __itruediv__(self, other):
+        return _apply_inplace(_OP["divide"], self, other)
+
+    def __ifloordiv__(self, other):
+        return _apply_inplace(_OP["floor_divide"], self, other)
+
+    def __imod__(self, other):
+        return _apply_inplace(_OP["remainder"], self, other)
+
+    def __ipow__(self, other):
+        return _apply_inplace(_OP["pow"], self, other)
+
+    def __imatmul__(self, other):
+        return _apply_inplace(_OP["matmul"], self, other)
+
+    def __getitem__(self, index):
+        return _getitem(self, index)
+
+    def __setitem__(self, index, value):
+        _setitem(self, index, value)
+
+
+# Filled by ndgrad.core.ops after the registry is built (avoids an import cycle).
+_OP: dict = {}
+_apply = None
+_apply_inplace = None
+_getitem = None
+_setitem = None
+
+
+def _bind(ops_registry, apply, apply_inplace):
+    global _apply, _apply_inplace, _getitem, _setitem
+    from .ops import indexing
+    _OP.update(ops_registry)
+    _apply = apply
+    _apply_inplace = apply_inplace
+    _getitem = indexing._getitem_public
+    _setitem = indexing.setitem
+
+
+def leaf_node(t):  # re-export for the engine
+    return leaf_accumulator(t)
+
+
+def as_tensor_data(value, B=None):
+    """Raw array for ``value`` (Tensor, array or Python data) on backend ``B``."""
+    if isinstance(value, Tensor):
+        return value._data
+    B = B or backend_of(value)
+    return B.asarray(value)
+
+
+_ = NUMPY
