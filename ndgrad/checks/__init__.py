@@ -1,0 +1,6 @@
+"""Correctness checks for derivatives: :func:`gradcheck`, :func:`gradgradcheck`, and (with
+hypothesis installed) the strategies in :mod:`ndgrad.checks.strategies`."""
+
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .backend import NUMPY, _BACKEND_BY_TYPE
 from .grad_mode import STATE
-from .graph import OpNode, VersionCounter, leaf_accumulator, new_seq
+from .graph import OpNode, VersionCounter, _NodeHooks, leaf_accumulator
+from .graph import _seq as _seq_counter
 from .ops.registry import VARIADIC
 from .tensor import Tensor, _check_devices, _mark_inference, _new
 
@@ -22,17 +23,157 @@ _DIFF_KINDS = frozenset("fc")
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
     nin = op.nin
-    if nin == VARIADIC:
-        nin = len(args)
-        datas = []
+    n = len(args)
+    # Fast paths: one or two inputs and no extra positional parameters (most calls).
+    if n == nin == 1:
+        a = args[0]
+        if type(a) is Tensor:
+            d = a._data
+            out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params)
+            requires_grad = a._requires_grad
+        else:
+            out = op.forward(NUMPY, a, **params)
+            requires_grad = False
         extra = ()
-    elif len(args) > nin:
+    elif n == nin == 2:
+        a, b = args
+        requires_grad = False
+        if type(a) is Tensor:
+            da = a._data
+            B = _BACKEND_BY_TYPE[type(da)]
+            requires_grad = a._requires_grad
+            if type(b) is Tensor:
+                db = b._data
+                if type(db) is not B.array_type:
+                    _check_devices(op, args)
+                if b._requires_grad:
+                    requires_grad = True
+            else:
+                db = b
+        elif type(b) is Tensor:
+            da = a
+            db = b._data
+            B = _BACKEND_BY_TYPE[type(db)]
+            requires_grad = b._requires_grad
+        else:
+            da, db, B = a, b, NUMPY
+        out = op.forward(B, da, db, **params)
+        extra = ()
+    else:
+        return _apply_general(op, args, params)
+    if op.nout != 1:
+        return _wrap_outputs(op, args, extra, params, out, requires_grad)
+    if type(out) is not _NDARRAY:
+        out = _as_array(out)
+    if requires_grad and op.differentiable and STATE.grad_enabled and \
+            out.dtype.kind in _DIFF_KINDS:
+        t = _new(out, True)
+        t._grad_fn = _record_fast(op, args, params, t, out)
+    else:
+        t = _new(out, False)
+        if STATE.inference:
+            _mark_inference(t)
+    if op.view:
+        _share_version(args[0], t)
+    return t
+
+
+_NDARRAY = NUMPY.array_type
+
+
+def _record_fast(op, args, params, t, out):
+    """_record for one or two inputs, one output, no extra positionals (the common case)."""
+    node = _OpNode_new(OpNode)
+    if len(args) == 1:
+        a = args[0]
+        fn = a._grad_fn
+        edges = ((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0),)
+        d = a._data
+        meta = ((d.shape, d.dtype),)
+        needs = _ONE_NEEDED
+    else:
+        edges = []
+        meta = []
+        needs = []
+        for a in args:
+            if type(a) is Tensor and a._requires_grad:
+                fn = a._grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
+                d = a._data
+                meta.append((d.shape, d.dtype))
+                needs.append(True)
+            else:
+                edges.append(None)
+                meta.append(None)
+                needs.append(False)
+        needs = tuple(needs)
+    plan = op._save_cache.get(needs)
+    if plan is None:
+        plan = op.save_mask(needs)
+    save_out, mask = plan
+    if mask is None or True in mask:
+        _save_inputs(node, op, args, mask)
+    else:
+        node.saved = None
+    if save_out:
+        c = t._version = VersionCounter()
+        node.out_data = out
+        node.out_version = (c, 0)
+    else:
+        node.out_data = None
+    node.op = op
+    node.extra = ()
+    node.params = params
+    node.in_meta = meta
+    node.edges = edges
+    node.seq = _next_seq()
+    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
+    node.nout = 1
+    return node
+
+
+_ONE_NEEDED = (True,)
+
+
+def _save_inputs(node, op, args, mask):
+    """Save the inputs in ``mask`` (None: all) with their versions."""
+    saved = []
+    versions = []
+    for k, a in enumerate(args):
+        if mask is None or mask[k]:
+            if type(a) is Tensor:
+                m = a._meta
+                if m is not None and m.inference:
+                    _raise_inference_save(op)
+                c = a._version
+                versions.append(c.value if c is not None else 0)
+            else:
+                versions.append(0)
+            saved.append(a)
+        else:
+            saved.append(None)
+            versions.append(0)
+    node.saved = saved
+    node.versions = versions
+
+
+def _as_array(out):
+    """Forward results that are not arrays of their backend (NumPy scalars from 0-d ops)."""
+    if type(out) in _BACKEND_BY_TYPE:
+        return out
+    return NUMPY.asarray(out)
+
+
+def _apply_general(op, args, params):
+    nin = op.nin
+    if nin == VARIADIC:
+        extra = ()
+    else:
+        if len(args) < nin:
+            raise TypeError(f"{op.name}() takes {nin} array argument(s), got {len(args)}")
         extra = args[nin:]
         args = args[:nin]
-        datas = []
-    else:
-        extra = ()
-        datas = []
+    datas = []
     B = None
     requires_grad = False
     for a in args:
@@ -50,32 +191,37 @@ def apply(op, *args, **params):
     if B is None:
         B = NUMPY
     out = op.forward(B, *datas, *extra, **params)
+    if op.nout != 1:
+        return _wrap_outputs(op, args, extra, params, out, requires_grad)
+    if type(out) is not B.array_type:
+        out = _as_array(out)
+    if requires_grad and op.differentiable and STATE.grad_enabled and \
+            out.dtype.kind in _DIFF_KINDS:
+        t = _new(out, True)
+        t._grad_fn = _record(op, args, extra, params, (t,), (out,))
+    else:
+        t = _new(out, False)
+        if STATE.inference:
+            _mark_inference(t)
+    if op.view:
+        _share_version(args[0], t)
+    return t
 
-    record = requires_grad and op.differentiable and STATE.grad_enabled
-    if op.nout == 1:
-        if type(out) is not B.array_type:
-            out = B.asarray(out)
-        if record and out.dtype.kind in _DIFF_KINDS:
-            t = _new(out, True)
-            node = _record(op, B, args, extra, params, (t,), (out,))
-            t._grad_fn = node
-        else:
-            t = _new(out, False)
-            if STATE.inference:
-                _mark_inference(t)
-        if op.view:
-            _share_version(args[0], t)
-        return t
 
-    outs = tuple(o if type(o) is B.array_type else B.asarray(o) for o in out)
-    if record and outs and outs[0].dtype.kind in _DIFF_KINDS:
+def _wrap_outputs(op, args, extra, params, out, requires_grad):
+    outs = tuple(_as_array(o) for o in out)
+    if requires_grad and op.differentiable and STATE.grad_enabled and outs and \
+            outs[0].dtype.kind in _DIFF_KINDS:
         ts = tuple(_new(o, True) for o in outs)
-        node = _record(op, B, args, extra, params, ts, outs)
+        node = _record(op, args, extra, params, ts, outs)
         for i, t in enumerate(ts):
             t._grad_fn = node
             t._output_nr = i
     else:
         ts = tuple(_new(o, False) for o in outs)
+        if STATE.inference:
+            for t in ts:
+                _mark_inference(t)
     if op.view:
         for t in ts:
             _share_version(args[0], t)
@@ -93,42 +239,29 @@ def _share_version(src, t):
     t._base = src._base if src._base is not None else src
 
 
-def _record(op, B, args, extra, params, out_tensors, out_arrays):
+def _record(op, args, extra, params, out_tensors, out_arrays):
     """Build the Node for one recorded call (Note [What a node saves])."""
-    needs = tuple(type(a) is Tensor and a._requires_grad for a in args)
-    node = OpNode.__new__(OpNode)
+    needs = []
     edges = []
-    for a, need in zip(args, needs):
-        if not need:
-            edges.append(None)
-        elif a._grad_fn is not None:
-            edges.append((a._grad_fn, a._output_nr))
+    meta = []
+    for a in args:
+        if type(a) is Tensor and a._requires_grad:
+            needs.append(True)
+            fn = a._grad_fn
+            edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
+            d = a._data
+            meta.append((d.shape, d.dtype))
         else:
-            edges.append((leaf_accumulator(a), 0))
+            needs.append(False)
+            edges.append(None)
+            meta.append(None)
+    needs = tuple(needs)
     save_out, mask = op.save_mask(needs)
-    saved = None
-    versions = None
+    node = _OpNode_new(OpNode)
     if mask is None or True in mask:
-        saved = []
-        versions = []
-        for k, a in enumerate(args):
-            if mask is None or mask[k]:
-                if type(a) is Tensor:
-                    if a._meta is not None and a._meta.inference:
-                        _raise_inference_save(op)
-                    c = a._version
-                    versions.append(c.value if c is not None else 0)
-                else:
-                    versions.append(0)
-                saved.append(a)
-            else:
-                saved.append(None)
-                versions.append(0)
-    node.op = op
-    node.extra = extra
-    node.params = params
-    node.saved = saved
-    node.versions = versions
+        _save_inputs(node, op, args, mask)
+    else:
+        node.saved = None
     if save_out:
         c = VersionCounter()
         for t in out_tensors:
@@ -137,20 +270,24 @@ def _record(op, B, args, extra, params, out_tensors, out_arrays):
         node.out_version = (c, 0)
     else:
         node.out_data = None
-        node.out_version = None
-    node.in_meta = tuple((a._data.shape, a._data.dtype) if need else None
-                         for a, need in zip(args, needs))
-    node.needs = needs
-    node.backend = B
-    node.edges = tuple(edges)
-    node.seq = new_seq()
-    node.pre_hooks = None
-    node.post_hooks = None
-    node.tensor_hooks = None
-    node.nout = len(out_arrays)
-    node.out_shapes = None if op.nout == 1 else tuple((o.shape, o.dtype) for o in out_arrays)
-    node.trace = _anomaly_trace() if _ANOMALY[0] else None
+    node.op = op
+    node.extra = extra
+    node.params = params
+    node.in_meta = meta
+    node.edges = edges
+    node.seq = _next_seq()
+    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
+    if op.nout == 1:
+        node.nout = 1
+        node.out_shapes = None
+    else:
+        node.nout = len(out_arrays)
+        node.out_shapes = tuple((o.shape, o.dtype) for o in out_arrays)
     return node
+
+
+_OpNode_new = object.__new__
+_next_seq = _seq_counter.__next__
 
 
 # Anomaly mode (core/anomaly.py) flips this flag; a list so the check is one index.
@@ -233,7 +370,7 @@ def apply_inplace(op, target, *args, **params):
     c.value += 1
     if record and result._grad_fn is not None:
         node = result._grad_fn
-        if node.out_version is not None:
+        if node.out_data is not None:
             # The saved output is now target's storage, at target's new version.
             node.out_data = data
             node.out_version = (c, c.value)

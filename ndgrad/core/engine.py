@@ -15,10 +15,11 @@ shape and dtype, naming the Node on a mismatch. This is the only place that does
 from __future__ import annotations
 
 import heapq
+from heapq import heappop, heappush
 
 from .grad_mode import STATE
-from .graph import AccumulateGrad, leaf_accumulator
-from .tensor import Tensor, _new
+from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
+from .tensor import Tensor, _new, _wrap_raw
 
 __all__ = ["backward", "grad", "run_backward", "accumulate_into"]
 
@@ -236,7 +237,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if materialize_grads:
                 g = _new(t.backend.zeros_like(t._data), False)
         elif not isinstance(g, Tensor):
-            g = _new(g, False)
+            g = _wrap_raw(g)
         out.append(g)
     del single_input
     return tuple(out)
@@ -273,7 +274,7 @@ def _bad_shape(node, i, got, want):
 
 
 def _hook_tensor(g, create_graph):
-    return g if isinstance(g, Tensor) else _new(g, False)
+    return g if isinstance(g, Tensor) else _wrap_raw(g)
 
 
 def _run_tensor_hooks(hooks, g, create_graph):
@@ -313,7 +314,7 @@ def accumulate_into(t, g, create_graph):
         new[...] = gdata
         t._grad = _new(new, False)
     elif create_graph or cur._requires_grad:
-        t._grad = cur + _new(gdata, False)
+        t._grad = cur + _wrap_raw(gdata)
     else:
         cur._data += gdata  # in place: .grad keeps its identity
 
@@ -357,21 +358,16 @@ def _needed_nodes(start, targets):
 
 def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
     buffers = {}
-    heap = []
-    counter = 0
-    # capture: (node, output_nr) -> index in inputs; for leaves, the AccumulateGrad node
+    heap = []  # (-seq, node): sequence numbers are unique, so nodes are never compared
+    # capture: (node, output_nr) -> indices in inputs (leaves: their AccumulateGrad node)
     capture = None
     results = None
-    accumulate_only = None
+    needed = None
     if inputs is not None:
         capture = {}
         for k, t in enumerate(inputs):
             capture.setdefault(_root_node(t), []).append(k)
         results = [None] * len(inputs)
-        targets = {key[0] for key in capture}
-        if accumulate:
-            accumulate_only = targets
-    # seed
     for t, g in zip(roots, grads):
         if g is None:
             continue
@@ -379,106 +375,147 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node.nout
-            heapq.heappush(heap, (-node.seq, counter, node))
-            counter += 1
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
-    needed = None
+            heappush(heap, (-node.seq, node))
+        buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
     if capture is not None:
-        needed = _needed_nodes([e[2] for e in heap], {key[0] for key in capture})
+        # only run what leads to a requested input
+        needed = _needed_nodes([e[1] for e in heap], {key[0] for key in capture})
     while heap:
-        _, _, node = heapq.heappop(heap)
+        node = heappop(heap)[1]
         grads_out = buffers.pop(node)
         if needed is not None and not needed.get(node, False):
             continue
         if type(node) is AccumulateGrad:
-            g = grads_out[0]
-            if g is None:
-                continue
-            leaf = node.variable
-            m = leaf._meta
-            if m is not None and m.hooks:
-                g = _run_tensor_hooks(m.hooks, g, create_graph)
-            if node.pre_hooks:
-                g = _call_prehooks(node, [g], create_graph)[0]
-            ks = capture.get((node, 0)) if capture is not None else None
-            if ks is not None:
-                for k in ks:
-                    if accumulate:
-                        accumulate_into(inputs[k], g, create_graph)
-                    else:
-                        results[k] = g
-            elif accumulate and accumulate_only is None:
-                accumulate_into(leaf, g, create_graph)
-            if node.post_hooks:
-                _call_posthooks(node, [], [g], create_graph)
+            _accumulate_node(node, grads_out[0], capture, results, inputs, accumulate,
+                             create_graph)
             continue
-        # tensor hooks (including retain_grad) on this node's outputs, then node pre-hooks
-        th = node.tensor_hooks
-        if th:
-            for nr, hooks in th.items():
-                if hooks and grads_out[nr] is not None:
-                    grads_out[nr] = _run_tensor_hooks(hooks, grads_out[nr], create_graph)
-        if node.pre_hooks:
-            grads_out = _call_prehooks(node, grads_out, create_graph)
+        hooks = node.hooks
+        if hooks is not None:
+            grads_out = _before_node(node, hooks, grads_out, create_graph)
         if capture is not None:
-            for nr in range(node.nout):
-                ks = capture.get((node, nr))
-                if ks is not None and grads_out[nr] is not None:
-                    for k in ks:
-                        if accumulate:
-                            accumulate_into(inputs[k], grads_out[nr], create_graph)
-                        else:
-                            results[k] = grads_out[nr]
+            _capture(node, grads_out, capture, results, inputs, accumulate, create_graph)
         if node.nout > 1:
             if all(g is None for g in grads_out):
                 continue
-            if None in grads_out:
+            if any(g is None for g in grads_out):  # not `None in`: that compares arrays
                 grads_out = _materialize(node, grads_out, create_graph)
         elif grads_out[0] is None:
             continue
-        try:
+        if hooks is not None and hooks.trace is not None:
+            try:
+                grads_in = node.apply_backward(grads_out, create_graph)
+            except Exception:
+                _annotate_anomaly(node)
+                raise
+        else:
             grads_in = node.apply_backward(grads_out, create_graph)
-        except Exception as exc:
-            if node.trace is not None:
-                _annotate_anomaly(exc, node)
-            raise
         if not retain_graph:
-            node.release()
-        meta = node.in_meta
+            # release the saved values (inlined OpNode.release; other nodes define their own)
+            if type(node) is OpNode:
+                if node.saved is not None:
+                    node.saved = FREED
+                if node.out_data is not None:
+                    node.out_data = FREED
+            else:
+                node.release()
         edges = node.edges
         if len(grads_in) != len(edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(edges)}, got {len(grads_in)})")
-        if meta is not None:
-            grads_in = [None if gi is None or e is None else
-                        _unbroadcast(gi, meta[i][0], meta[i][1], node, i)
-                        for i, (gi, e) in enumerate(zip(grads_in, edges))]
-        if node.post_hooks:
-            grads_in = _call_posthooks(node, grads_in, grads_out, create_graph)
+        meta = node.in_meta
+        if hooks is not None and hooks.post:
+            grads_in = _call_posthooks(node, _checked(node, grads_in, meta), grads_out,
+                                       create_graph)
+            meta = None
         for i, edge in enumerate(edges):
-            gi = grads_in[i]
-            if gi is None or edge is None:
+            if edge is None:
                 continue
+            gi = grads_in[i]
+            if gi is None:
+                continue
+            if meta is not None:
+                shape, dtype = meta[i]
+                if gi.shape != shape or gi.dtype != dtype:
+                    gi = _unbroadcast(gi, shape, dtype, node, i)
             nxt, nr = edge
             if needed is not None and not needed.get(nxt, False):
                 continue
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt.nout
-                heapq.heappush(heap, (-nxt.seq, counter, nxt))
-                counter += 1
-            cur = buf[nr]
-            if cur is None:
+                heappush(heap, (-nxt.seq, nxt))
                 buf[nr] = gi
-            elif create_graph or isinstance(cur, Tensor) or isinstance(gi, Tensor):
-                buf[nr] = _as_t(cur) + _as_t(gi)
             else:
-                buf[nr] = cur + gi
+                cur = buf[nr]
+                buf[nr] = gi if cur is None else _add(cur, gi, create_graph)
     return results
 
 
+def _add(a, b, create_graph):
+    """Sum two cotangents (raw arrays in first order, Tensors when recording)."""
+    if create_graph or isinstance(a, Tensor) or isinstance(b, Tensor):
+        return _as_t(a) + _as_t(b)
+    return a + b
+
+
+def _before_node(node, hooks, grads_out, create_graph):
+    """Tensor hooks (retain_grad included) on the node's outputs, then node pre-hooks."""
+    if hooks.tensor:
+        grads_out = list(grads_out)
+        for nr, hs in hooks.tensor.items():
+            if hs and grads_out[nr] is not None:
+                grads_out[nr] = _run_tensor_hooks(hs, grads_out[nr], create_graph)
+    if hooks.pre:
+        grads_out = _call_prehooks(node, grads_out, create_graph)
+    return grads_out
+
+
+def _capture(node, grads_out, capture, results, inputs, accumulate, create_graph):
+    """Record (or accumulate) the gradient of requested non-leaf inputs made by ``node``."""
+    for nr in range(node.nout):
+        ks = capture.get((node, nr))
+        if ks is not None and grads_out[nr] is not None:
+            for k in ks:
+                if accumulate:
+                    accumulate_into(inputs[k], grads_out[nr], create_graph)
+                else:
+                    results[k] = grads_out[nr]
+
+
+def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph):
+    """A leaf's AccumulateGrad: leaf hooks, then accumulate into .grad or capture."""
+    if g is None:
+        return
+    leaf = node.variable
+    m = leaf._meta
+    if m is not None and m.hooks:
+        g = _run_tensor_hooks(m.hooks, g, create_graph)
+    hooks = node.hooks
+    if hooks is not None and hooks.pre:
+        g = _call_prehooks(node, [g], create_graph)[0]
+    ks = capture.get((node, 0)) if capture is not None else None
+    if ks is not None:
+        for k in ks:
+            if accumulate:
+                accumulate_into(inputs[k], g, create_graph)
+            else:
+                results[k] = g
+    elif accumulate and capture is None:
+        accumulate_into(leaf, g, create_graph)
+    if hooks is not None and hooks.post:
+        _call_posthooks(node, [], [g], create_graph)
+
+
+def _checked(node, grads_in, meta):
+    """Unbroadcast and cast every gradient (before post-hooks see them)."""
+    if meta is None:
+        return list(grads_in)
+    return [None if gi is None or meta[i] is None else
+            _unbroadcast(gi, meta[i][0], meta[i][1], node, i) for i, gi in enumerate(grads_in)]
+
+
 def _as_t(g):
-    return g if isinstance(g, Tensor) else _new(g, False)
+    return g if isinstance(g, Tensor) else _wrap_raw(g)
 
 
 def _materialize(node, grads_out, create_graph):
@@ -501,10 +538,10 @@ def _backend(arr):
 
 def _call_prehooks(node, grads_out, create_graph):
     gts = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
-    for fn in list(node.pre_hooks.values()):
+    for fn in list(node.hooks.pre.values()):
         r = fn(gts)
         if r is not None:
-            gts = tuple(r)
+            gts = _hook_result(node, "pre-hook", r, gts)
     return [None if g is None else (g if create_graph or g._requires_grad else g._data)
             for g in gts]
 
@@ -514,14 +551,10 @@ def _call_posthooks(node, grads_in, grads_out, create_graph):
     gi = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_in)
     go = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
     replaced = False
-    for fn in list(node.post_hooks.values()):
+    for fn in list(node.hooks.post.values()):
         r = fn(gi, go)
         if r is not None:
-            r = tuple(r)
-            if len(r) != len(gi):
-                raise RuntimeError(f"hook of {node.name()} returned {len(r)} gradients, "
-                                   f"expected {len(gi)}")
-            gi = r
+            gi = _hook_result(node, "hook", r, gi)
             replaced = True
     if not replaced:
         return grads_in
@@ -529,8 +562,28 @@ def _call_posthooks(node, grads_in, grads_out, create_graph):
             for g in gi]
 
 
-def _annotate_anomaly(exc, node):
+def _hook_result(node, kind, new, old):
+    """A node hook may replace gradients, but not change their number or shapes (a wrong
+    shape would otherwise broadcast silently into the leaves' ``.grad``)."""
+    new = tuple(new)
+    if len(new) != len(old):
+        raise RuntimeError(f"{kind} of {node.name()} returned {len(new)} gradients, expected "
+                           f"{len(old)}")
+    for i, (n, o) in enumerate(zip(new, old)):
+        if n is None:
+            continue
+        if not isinstance(n, Tensor):
+            raise TypeError(f"{kind} of {node.name()} returned a {type(n).__name__} at index "
+                            f"{i}; hooks must return Tensors or None")
+        if o is not None and n.shape != o.shape:
+            raise RuntimeError(f"{kind} of {node.name()} returned a gradient of shape "
+                               f"{list(n.shape)} at index {i}, but the gradient it replaces has "
+                               f"shape {list(o.shape)}; shapes must match")
+    return new
+
+
+def _annotate_anomaly(node):
     import warnings
     warnings.warn(
         "Error detected in " + node.name() + ". Traceback of forward call that caused the "
-        "error:\n" + "".join(node.trace), RuntimeWarning, stacklevel=3)
+        "error:\n" + "".join(node.hooks.trace), RuntimeWarning, stacklevel=3)

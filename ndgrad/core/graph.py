@@ -28,12 +28,15 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from .backend import _BACKEND_BY_TYPE
+from .backend import NUMPY as _NUMPY
 from .grad_mode import STATE
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "VersionCounter",
            "FREED"]
 
 _seq = itertools.count()
+_acc_seq = itertools.count()
 
 
 class VersionCounter:
@@ -89,15 +92,27 @@ def _add_hook(container, fn):
     return h
 
 
+class _NodeHooks:
+    """Hooks of one Node (and its anomaly trace), allocated only when there are any."""
+
+    __slots__ = ("pre", "post", "tensor", "trace")
+
+    def __init__(self, trace=None):
+        self.pre = None
+        self.post = None
+        self.tensor = None
+        self.trace = trace
+
+
 class Node:
     """Base class of the backward graph's nodes.
 
     Subclasses implement ``apply_backward(grads, create_graph)`` returning one gradient (or
-    None) per input edge, and ``name()``.
+    None) per input edge, and ``name()``. ``hooks`` is None unless hooks were registered or
+    anomaly mode recorded a trace: the engine checks that one slot per node.
     """
 
-    __slots__ = ("edges", "seq", "pre_hooks", "post_hooks", "tensor_hooks", "nout",
-                 "trace", "__weakref__")
+    __slots__ = ("edges", "seq", "hooks", "nout", "__weakref__")
 
     def name(self):
         return type(self).__name__
@@ -107,22 +122,47 @@ class Node:
         """((Node or None, output_nr), ...) for each input, as in PyTorch."""
         return tuple((None, 0) if e is None else e for e in self.edges)
 
+    def _hooks(self):
+        h = self.hooks
+        if h is None:
+            h = self.hooks = _NodeHooks()
+        return h
+
+    @property
+    def pre_hooks(self):
+        return None if self.hooks is None else self.hooks.pre
+
+    @property
+    def post_hooks(self):
+        return None if self.hooks is None else self.hooks.post
+
+    @property
+    def tensor_hooks(self):
+        return None if self.hooks is None else self.hooks.tensor
+
+    @property
+    def trace(self):
+        return None if self.hooks is None else self.hooks.trace
+
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after this node; may return new grad_inputs."""
-        if self.post_hooks is None:
-            self.post_hooks = {}
-        return _add_hook(self.post_hooks, fn)
+        h = self._hooks()
+        if h.post is None:
+            h.post = {}
+        return _add_hook(h.post, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
-        if self.pre_hooks is None:
-            self.pre_hooks = {}
-        return _add_hook(self.pre_hooks, fn)
+        h = self._hooks()
+        if h.pre is None:
+            h.pre = {}
+        return _add_hook(h.pre, fn)
 
     def _add_tensor_hook(self, output_nr, fn):
-        if self.tensor_hooks is None:
-            self.tensor_hooks = {}
-        d = self.tensor_hooks.setdefault(output_nr, {})
+        h = self._hooks()
+        if h.tensor is None:
+            h.tensor = {}
+        d = h.tensor.setdefault(output_nr, {})
         return _add_hook(d, fn)
 
     def __repr__(self):
@@ -133,76 +173,88 @@ class OpNode(Node):
     """The Node recorded for one call of a registered op."""
 
     __slots__ = ("op", "extra", "params", "saved", "versions", "out_data", "out_version",
-                 "in_meta", "backend", "needs", "out_shapes")
+                 "in_meta", "out_shapes")
 
     def name(self):
         return self.op.node_name
 
     def release(self):
-        """Drop saved values after a backward without retain_graph."""
-        if self.saved is not None or self.out_data is not None:
+        """Drop saved values after a backward without retain_graph (the engine inlines this)."""
+        if self.saved is not None:
             self.saved = FREED
+        if self.out_data is not None:
             self.out_data = FREED
 
-    def _unpack(self, create_graph):
-        """Saved inputs and output, version-checked (Note [Saved tensors and versions])."""
+    def _unpack_inputs(self, create_graph):
+        """Saved inputs, version-checked (Note [Saved tensors and versions])."""
         saved = self.saved
         if saved is FREED:
             raise RuntimeError(_FREED_MSG)
-        from .tensor import Tensor
-        inputs = ()
-        if saved is not None:
-            vs = self.versions
-            out = []
-            for k, v in enumerate(saved):
-                if type(v) is Tensor:
-                    cur = v._version.value if v._version is not None else 0
-                    if cur != vs[k]:
-                        raise RuntimeError(_modified_msg(self, v._data, f"input {k}", cur, vs[k]))
-                    if not create_graph:
-                        v = v._data
-                out.append(v)
-            inputs = out
+        Tensor = _TENSOR[0]
+        vs = self.versions
+        out = []
+        for k, v in enumerate(saved):
+            if type(v) is Tensor:
+                c = v._version
+                cur = c.value if c is not None else 0
+                if cur != vs[k]:
+                    raise RuntimeError(_modified_msg(self, v._data, f"input {k}", cur, vs[k]))
+                if not create_graph:
+                    v = v._data
+            out.append(v)
+        return out
+
+    def _unpack_out(self, create_graph):
         out = self.out_data
-        if out is not None:
-            counter, ver = self.out_version
-            if counter.value != ver:
-                arr = out[0] if isinstance(out, tuple) else out
-                raise RuntimeError(_modified_msg(self, arr, "output 0", counter.value, ver))
-            if create_graph:
-                if isinstance(out, tuple):
-                    out = tuple(Tensor._from_node(o, self, i) for i, o in enumerate(out))
-                else:
-                    out = Tensor._from_node(out, self, 0)
-        return inputs, out
+        if out is FREED:
+            raise RuntimeError(_FREED_MSG)
+        counter, ver = self.out_version
+        if counter.value != ver:
+            arr = out[0] if isinstance(out, tuple) else out
+            raise RuntimeError(_modified_msg(self, arr, "output 0", counter.value, ver))
+        if create_graph:
+            Tensor = _TENSOR[0]
+            if isinstance(out, tuple):
+                return tuple(Tensor._from_node(o, self, i) for i, o in enumerate(out))
+            return Tensor._from_node(out, self, 0)
+        return out
 
     def apply_backward(self, grads, create_graph):
-        from .tensor import Tensor
         op = self.op
-        inputs, out = self._unpack(create_graph)
+        edges = self.edges
+        if self.saved is not None:
+            inputs = self._unpack_inputs(create_graph)
+        else:
+            inputs = (None,) * len(edges)
+        out = self._unpack_out(create_graph) if self.out_data is not None else None
         if create_graph:
             F = _TENSOR_F[0]
-            grads = tuple(g if g is None or type(g) is Tensor else Tensor._wrap(g) for g in grads)
+            wrap = _TENSOR[0]._wrap
+            grads = tuple(g if g is None or type(g) is _TENSOR[0] else wrap(g) for g in grads)
         else:
-            F = self.backend.F
+            g0 = grads[0]
+            F = _NUMPY_F[0] if type(g0) is _NDARRAY else _BACKEND_BY_TYPE.get(type(g0), _NUMPY).F
         g = grads[0] if op.nout == 1 else grads
-        nin = len(self.edges)
-        if not inputs:
-            inputs = (None,) * nin
-        elif len(inputs) < nin:  # pragma: no cover - defensive
-            inputs = tuple(inputs) + (None,) * (nin - len(inputs))
         extra = self.extra
         params = self.params
+        rules = op.vjp_rules
+        if rules is None:
+            each = op.vjp_each
+            result = []
+            for i, e in enumerate(edges):
+                result.append(None if e is None else
+                              each(F, i, g, out, *inputs, *extra, **params))
+            return result
+        if len(edges) == 1:
+            return (rules[0](F, g, out, *inputs, *extra, **params),)
         result = []
-        for i, edge in enumerate(self.edges):
-            if edge is None:
+        for i, e in enumerate(edges):
+            if e is None:
                 result.append(None)
-                continue
-            rule = op.vjp_rule(i)
-            if rule is None:
-                result.append(None)
-                continue
-            result.append(rule(F, g, out, *inputs, *extra, **params))
+            else:
+                rule = rules[i]
+                result.append(None if rule is None else
+                              rule(F, g, out, *inputs, *extra, **params))
         return result
 
 
@@ -214,12 +266,11 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
         self.edges = ()
-        self.seq = -1
-        self.pre_hooks = None
-        self.post_hooks = None
-        self.tensor_hooks = None
+        # Unique and below every op node's: leaves accumulate after all ops have run, and
+        # heap entries (-seq, node) never tie.
+        self.seq = -1 - next(_acc_seq)
+        self.hooks = None
         self.nout = 1
-        self.trace = None
 
     def name(self):
         return "AccumulateGrad"
@@ -231,6 +282,10 @@ def new_seq():
 
 # The ndgrad namespace used as F when formulas are differentiated; set by ndgrad.core.ops.
 _TENSOR_F = [None]
+_NDARRAY = _NUMPY.array_type
+_NUMPY_F = [None]  # NUMPY.F, set by ndgrad.core.ops
+# The Tensor class, set by core.tensor (which imports this module).
+_TENSOR = [None]
 
 
 def _modified_msg(node, arr, which, cur, expected):

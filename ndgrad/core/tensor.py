@@ -13,6 +13,7 @@ import warnings
 from .backend import (_BACKEND_BY_TYPE, NUMPY, as_dtype, backend_of, default_complex_dtype,
                       get_default_dtype)
 from .grad_mode import STATE
+from . import graph as _graph
 from .graph import VersionCounter, leaf_accumulator
 
 __all__ = ["Tensor"]
@@ -47,6 +48,13 @@ def _new(data, requires_grad):
     t._accumulator = None
     t._tangents = None
     return t
+
+
+def _wrap_raw(data):
+    """Wrap a raw result that may be a NumPy scalar (ops on 0-d arrays return those)."""
+    if type(data) not in _BACKEND_BY_TYPE:
+        data = backend_of(data).asarray(data)
+    return _new(data, False)
 
 
 def _mark_inference(t):
@@ -107,7 +115,7 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, data):
-        return _new(data, False)
+        return _wrap_raw(data)
 
     @classmethod
     def _from_node(cls, data, node, output_nr):
@@ -162,6 +170,16 @@ class Tensor:
     def mT(self):
         """The last two dimensions swapped (a batch of matrix transposes)."""
         return _ops().matrix_transpose(self)
+
+    @property
+    def real(self):
+        """The real part (NumPy's ``.real``): a differentiable view of a complex tensor."""
+        return _ops().real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (NumPy's ``.imag``; zeros for a real tensor), differentiable."""
+        return _ops().imag(self)
 
     @property
     def backend(self):
@@ -237,7 +255,8 @@ class Tensor:
             self._grad = None
             return
         if not isinstance(value, Tensor):
-            raise TypeError(f"assigned grad expected to be a Tensor or None, got {type(value).__name__}")
+            raise TypeError("assigned grad expected to be a Tensor or None, got "
+                            f"{type(value).__name__}")
         if value.shape != self.shape:
             raise RuntimeError(f"assigned grad has shape {list(value.shape)}, but the tensor has "
                                f"shape {list(self.shape)}; they must match")
@@ -251,8 +270,12 @@ class Tensor:
 
     @property
     def data(self):
-        """A detached alias of this tensor (shares storage and version counter)."""
-        return self.detach()
+        """A detached alias of this tensor: shares storage, but not the version counter.
+
+        As in PyTorch, in-place changes made through ``.data`` are invisible to autograd (no
+        "modified by an inplace operation" check); use :meth:`detach` to keep that check.
+        """
+        return _new(self._data, False)
 
     @data.setter
     def data(self, value):
@@ -609,6 +632,8 @@ class Tensor:
     def __setitem__(self, index, value):
         _setitem(self, index, value)
 
+
+_graph._TENSOR[0] = Tensor
 
 # Filled by ndgrad.core.ops after the registry is built (avoids an import cycle).
 _OP: dict = {}

@@ -16,13 +16,14 @@ import inspect
 
 from ..backend import NUMPY, Backend
 from ..dispatch import apply, apply_inplace
+from .. import graph as _graph
 from ..graph import _TENSOR_F
 from ..tensor import Tensor, _bind
 from . import registry
 from .registry import COMPOSITES, REGISTRY, VARIADIC, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
-from . import elementwise, reductions, linalg, shape, indexing  # noqa: E402,F401  isort:skip
+from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "TENSOR_F", "Namespace", "raw_namespace", "defop",
            "defcomposite", "Domain", "apply", "apply_inplace"]
@@ -56,7 +57,14 @@ def _public_signature(fn, pack):
 def _make_public(op, call):
     """The public function of ``op``; ``call(op, *args, **kw)`` runs it (apply, or raw)."""
     aliases = op.kwarg_aliases
-    if op.pack:
+    # An op whose optional inputs may be passed by keyword or left out (``clip(x, max=1.0)``)
+    # gives ``normalize_args(*args, **kw) -> (args, kw)`` with every array input positional.
+    norm = getattr(op, "normalize_args", None)
+    if norm is not None:
+        def fn(*args, **kw):
+            args, kw = norm(*args, **kw)
+            return call(op, *args, **kw)
+    elif op.pack:
         names = _kwonly_names(op.forward)
 
         def fn(arrays, *args, **kw):
@@ -126,6 +134,11 @@ for _name, _f in _creation.FORMULA_EXTRA.items():
 for _name, _f in PUBLIC.items():
     setattr(TENSOR_F, _name, _f)
 _TENSOR_F[0] = TENSOR_F
+# Aliases (``sub`` for ``subtract``) are public names only: formulas use the canonical names.
+for _alias, _target in registry.ALIASES.items():
+    if _alias in PUBLIC:
+        raise ValueError(f"alias {_alias!r} (of {_target!r}) is also a registered op")
+    PUBLIC[_alias] = PUBLIC[_target]
 
 
 # ------------------------------------------------------------------ raw namespaces
@@ -153,6 +166,7 @@ def raw_namespace(B: Backend):
 
 
 NUMPY.F = raw_namespace(NUMPY)
+_graph._NUMPY_F[0] = NUMPY.F
 
 
 # ------------------------------------------------------------------ Tensor methods
@@ -166,10 +180,14 @@ def _make_method(f):
 
 def _make_inplace_method(op, name):
     aliases = op.kwarg_aliases
+    norm = getattr(op, "normalize_args", None)
 
     def method(self, *args, **kw):
         if aliases and kw:
             _rename(kw, aliases)
+        if norm is not None:
+            args, kw = norm(self, *args, **kw)
+            args = args[1:]
         return apply_inplace(op, self, *args, **kw)
     method.__name__ = name
     method.__doc__ = f"In-place version of :func:`ndgrad.{op.name}`: ``x.{name}(...)`` " \
@@ -177,11 +195,17 @@ def _make_inplace_method(op, name):
     return method
 
 
+_ALIASES_OF = {}
+for _alias, _target in registry.ALIASES.items():
+    _ALIASES_OF.setdefault(_target, []).append(_alias)
 for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
     if _obj.method:
         _mname = _obj.method if isinstance(_obj.method, str) else _obj.name
         if not hasattr(Tensor, _mname) or _mname in getattr(Tensor, "_generated", ()):
             setattr(Tensor, _mname, _make_method(_obj.public))
+        for _alias in _ALIASES_OF.get(_obj.name, ()):
+            if not hasattr(Tensor, _alias) or _alias in getattr(Tensor, "_generated", ()):
+                setattr(Tensor, _alias, _make_method(_obj.public))
     _ipm = getattr(_obj, "inplace_method", None)
     if _ipm:
         for _n in ([_ipm] if isinstance(_ipm, str) else _ipm):

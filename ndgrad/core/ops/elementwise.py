@@ -3,23 +3,72 @@
 
 Binary ops broadcast; their vjp rules return cotangents in the broadcast shape and the engine
 sums them back (Note [Broadcasting is undone by the engine]). Complex-capable ops follow the
-conjugate Wirtinger convention: ``vjp = g * conj(f'(x))``.
+conjugate Wirtinger convention: a holomorphic ``f`` has ``vjp = g * conj(f'(x))`` and
+``jvp = t * f'(x)``; the non-holomorphic ones (``abs``, ``sign``, ``real``, ``imag``, ``conj``)
+spell out both rules.
+
+Note [Gradients at kinks]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+Where an op is not differentiable (``abs`` and ``sign`` at 0, ties of ``maximum``, the bounds
+of ``clip``, the jumps of ``floor`` and friends) the rules return what PyTorch returns, so that
+results agree with it: ``abs'(0) = 0``; a tie of ``maximum``/``minimum`` splits the gradient
+evenly; ``clip`` passes the gradient on the closed interval ``min <= x <= max``; step
+functions (``floor``, ``ceil``, ``round``, ``trunc``, ``sign``, ``floor_divide``) have zero
+gradient. The domains keep the property suite's draws away from these points, where finite
+differences are meaningless.
 """
 
 from __future__ import annotations
 
-from .registry import COMPARISON, ELEMENTWISE, Domain, defop
+import math
+
+from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
-# kinks and poles, where finite differences are meaningless.
+# kinks and poles, where finite differences are meaningless. Complex draws take real and
+# imaginary parts from the same ranges, so a range also keeps complex draws off branch cuts.
 REALS = Domain((-2.0, 2.0), complex=True)
 REALS_ONLY = Domain((-2.0, 2.0))
-POSITIVE = Domain((0.2, 3.0))
+POSITIVE = Domain((0.2, 3.0), complex=True)
+UNIT = Domain((-0.9, 0.9), complex=True)  # inside the branch points of asin, atanh, ...
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
 
 
-def _away_from_zero(x, *rest):
-    import numpy as np  # test-time predicate on sampled NumPy arrays, not a formula
-    return bool(np.all(np.abs(x) > 1e-2))
+# ------------------------------------------------------------------------- sampling helpers
+# Test-time code (the property suite calls these on NumPy arrays), so NumPy is imported
+# inside them; the rules below never touch NumPy.
+def _np():
+    import numpy as np
+    return np
+
+
+def _signed(low, high):
+    """Sampler for a unary op with a kink or pole at 0: ``|x|`` in [low, high], random signs
+    (complex draws land in the first or third quadrant, at least ``low`` from 0)."""
+    def sample(d):
+        np = _np()
+        shape = d.shape()
+        mag = d.array(shape, low, high)
+        return (np.where(d.bool_array(shape), mag, -mag),), {}
+    return sample
+
+
+def _far(a, b, tol=1e-3):
+    np = _np()
+    return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) > tol))
+
+
+def _off_integers(x, *rest, tol=1e-3, **kw):
+    np = _np()
+    x = np.asarray(x)
+    return bool(np.all(np.abs(x - np.round(x)) > tol))
+
+
+def _off_integer_quotients(x, y, **kw):
+    np = _np()
+    return _off_integers(np.asarray(x) / np.asarray(y))
 
 
 # ------------------------------------------------------------------------- arithmetic
@@ -41,9 +90,10 @@ add.defvjp(lambda F, g, out, x, y: g,
 add.defjvp_linear()
 
 
-@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False, inplace_method="sub_")
+@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False,
+       inplace_method=["sub_", "subtract_"])
 def subtract(B, x, y):
-    """Elementwise ``x - y``, broadcasting.
+    """Elementwise ``x - y``, broadcasting. Alias: ``sub``.
 
     Examples
     --------
@@ -59,9 +109,10 @@ subtract.defvjp(lambda F, g, out, x, y: g,
 subtract.defjvp_linear()
 
 
-@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False, inplace_method="mul_")
+@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False,
+       inplace_method=["mul_", "multiply_"])
 def multiply(B, x, y):
-    """Elementwise ``x * y``, broadcasting.
+    """Elementwise ``x * y``, broadcasting. Alias: ``mul``.
 
     Examples
     --------
@@ -79,9 +130,10 @@ multiply.defjvp_each(lambda F, t, out, x, y: t * y,
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), (0.5, 2.0), complex=True),
-       method=False, inplace_method="div_")
+       method=False, inplace_method=["div_", "divide_", "true_divide_"])
 def divide(B, x, y):
-    """Elementwise ``x / y`` (true division), broadcasting.
+    """Elementwise ``x / y`` (true division), broadcasting. Aliases: ``div``,
+    ``true_divide``.
 
     Examples
     --------
@@ -99,9 +151,55 @@ divide.defjvp_each(lambda F, t, out, x, y: t / y,
                    lambda F, t, out, x, y: -t * out / y)
 
 
-@defop(kind=ELEMENTWISE, domain=REALS, method=False, inplace_method="neg_")
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
+                                               valid=_off_integer_quotients),
+       inplace_method="floor_divide_")
+def floor_divide(B, x, y):
+    """Elementwise ``floor(x / y)`` (Python's ``//``), broadcasting.
+
+    A step function: its gradient is zero with respect to both inputs (Note [Gradients at
+    kinks]).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.floor_divide(ndgrad.tensor([7.0, -7.0]), 2.0)
+    tensor([ 3., -4.])
+    """
+    return B.floor_divide(x, y)
+
+
+floor_divide.defvjp(lambda F, g, out, x, y: F.zeros_like(g),
+                    lambda F, g, out, x, y: F.zeros_like(g))
+floor_divide.defjvp(lambda F, tangents, out, x, y: F.zeros_like(out))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
+                                               valid=_off_integer_quotients),
+       inplace_method="remainder_")
+def remainder(B, x, y):
+    """Elementwise remainder of ``x / y`` with the sign of ``y`` (Python's ``%``), i.e.
+    ``x - floor(x / y) * y``.
+
+    Gradients: ``1`` for ``x`` and ``-floor(x / y)`` for ``y``, as PyTorch.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.remainder(ndgrad.tensor([7.0, -7.0]), 3.0)
+    tensor([1., 2.])
+    """
+    return B.remainder(x, y)
+
+
+remainder.defvjp(lambda F, g, out, x, y: g,
+                 lambda F, g, out, x, y: -g * F.floor_divide(x, y))
+remainder.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, method=False, inplace_method=["neg_", "negative_"])
 def negative(B, x):
-    """Elementwise ``-x``.
+    """Elementwise ``-x``. Alias: ``neg``.
 
     Examples
     --------
@@ -116,86 +214,238 @@ negative.defvjp(lambda F, g, out, x: -g)
 negative.defjvp_linear()
 
 
-# ------------------------------------------------------------------------- exp / log / trig
-@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="exp_")
-def exp(B, x):
-    """Elementwise exponential.
+@defop(kind=ELEMENTWISE, domain=REALS)
+def positive(B, x):
+    """Elementwise ``+x`` (a copy of ``x``).
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.exp(ndgrad.tensor([0.0, 1.0]))
-    tensor([1.        , 2.71828183])
+    >>> ndgrad.positive(ndgrad.tensor([1.0, -2.0]))
+    tensor([ 1., -2.])
     """
-    return B.exp(x)
+    return B.positive(x)
 
 
-exp.defvjp(lambda F, g, out, x: g * F.conj(out))
-exp.defjvp_from_vjp()
+positive.defvjp(lambda F, g, out, x: g)
+positive.defjvp_linear()
 
 
-@defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="log_")
-def log(B, x):
-    """Natural logarithm, elementwise.
+# ------------------------------------------------------------------------- pow and friends
+def _pow_vjp_x(F, g, out, x, y):
+    # d x**y / dx = y * x**(y - 1); 0 where y == 0 (as PyTorch), without evaluating 0 * inf
+    if isinstance(y, (int, float)):
+        if y == 0:
+            return F.zeros_like(g)
+        return g * F.conj(y * x ** (y - 1))
+    return g * F.conj(y * x ** F.where(y == 0, 1.0, y - 1))
+
+
+def _pow_vjp_y(F, g, out, x, y):
+    # d x**y / dy = x**y * log(x); 0 where x == 0 (PyTorch masks x == 0 for y >= 0)
+    if isinstance(x, (int, float, complex)):
+        if x == 0:
+            return F.zeros_like(g)
+        return g * F.conj(out * F.log(x))
+    return g * F.conj(out * F.log(F.where(x == 0, 1.0, x)))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((0.5, 2.0), (-2.0, 2.0), complex=True),
+       inplace_method="pow_")
+def pow(B, x, y):
+    """Elementwise power ``x ** y``, broadcasting. Alias: ``power``.
+
+    Both inputs are differentiable: ``d/dx = y * x**(y-1)`` (0 where ``y == 0``) and
+    ``d/dy = x**y * log(x)`` (0 where ``x == 0``). A negative base with a real exponent gives
+    ``nan`` unless the exponent is an integer, as in NumPy.
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.log(ndgrad.tensor([1.0]))
-    tensor([0.])
+    >>> x = ndgrad.tensor([-2.0, 3.0], requires_grad=True)
+    >>> y = ndgrad.pow(x, 2)
+    >>> y
+    tensor([4., 9.], grad_fn=<PowBackward0>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([-4.,  6.])
     """
-    return B.log(x)
+    return B.power(x, y)
 
 
-log.defvjp(lambda F, g, out, x: g / F.conj(x))
-log.defjvp_from_vjp()
+pow.defvjp(_pow_vjp_x, _pow_vjp_y)
+pow.defjvp_from_vjp()
 
 
-@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="tanh_")
-def tanh(B, x):
-    """Hyperbolic tangent, elementwise.
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="square_")
+def square(B, x):
+    """Elementwise ``x * x``.
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.tanh(ndgrad.tensor([0.0]))
-    tensor([0.])
+    >>> ndgrad.square(ndgrad.tensor([-3.0, 0.5]))
+    tensor([9.  , 0.25])
     """
-    return B.tanh(x)
+    return B.square(x)
 
 
-# d tanh = 1 - tanh^2, reusing the saved output
-tanh.defvjp(lambda F, g, out, x: g * F.conj(1 - out * out))
-tanh.defjvp_from_vjp()
+square.defvjp(lambda F, g, out, x: g * F.conj(2 * x))
+square.defjvp_from_vjp()
 
 
-# ------------------------------------------------------------------------- comparisons
-def _comparison(name, np_name, doc_example):
-    def forward(B, x, y):
-        return getattr(B, np_name)(x, y)
-    forward.__name__ = name
-    forward.__doc__ = (f"Elementwise ``{doc_example}`` (a bool tensor that never requires "
-                       "grad).\n\n    Examples\n    --------\n    >>> import ndgrad\n"
-                       f"    >>> ndgrad.{name}(ndgrad.tensor([1.0, 2.0]), 1.0)\n"
-                       "    tensor(" + _EXAMPLES[name] + ")\n    ")
-    return defop(kind=COMPARISON, nin=2, differentiable=False, method=False,
-                 domain=REALS_ONLY, notes={"vjp": "comparisons are not differentiable"})(forward)
+@defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="sqrt_")
+def sqrt(B, x):
+    """Elementwise square root (principal branch for complex inputs).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.sqrt(ndgrad.tensor([4.0, 2.25]))
+    tensor([2. , 1.5])
+    """
+    return B.sqrt(x)
 
 
-_EXAMPLES = {
-    "equal": "[ True, False]", "not_equal": "[False,  True]", "less": "[False, False]",
-    "less_equal": "[ True, False]", "greater": "[False,  True]",
-    "greater_equal": "[ True,  True]",
-}
-equal = _comparison("equal", "equal", "x == y")
-not_equal = _comparison("not_equal", "not_equal", "x != y")
-less = _comparison("less", "less", "x < y")
-less_equal = _comparison("less_equal", "less_equal", "x <= y")
-greater = _comparison("greater", "greater", "x > y")
-greater_equal = _comparison("greater_equal", "greater_equal", "x >= y")
+sqrt.defvjp(lambda F, g, out, x: g / F.conj(2 * out))
+sqrt.defjvp_from_vjp()
 
 
-# ------------------------------------------------------------------------- complex parts
+@defop(kind=ELEMENTWISE, domain=Domain((0.3, 2.0), complex=True), sample=_signed(0.3, 2.0),
+       inplace_method="reciprocal_")
+def reciprocal(B, x):
+    """Elementwise ``1 / x`` (floating point also for integer inputs).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.reciprocal(ndgrad.tensor([2.0, -0.5]))
+    tensor([ 0.5, -2. ])
+    """
+    return B.divide(1, x)
+
+
+reciprocal.defvjp(lambda F, g, out, x: -g * F.conj(out * out))
+reciprocal.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- abs, sign, parts
+def _sign_vjp(F, g, out, x):
+    if not F.iscomplexobj(x):
+        return F.zeros_like(g)  # a step function
+    # sgn(z) = z/|z| (PyTorch's sgn): vjp = (g - conj(g) sgn^2) / (2|z|), 0 at z = 0
+    a = F.abs(x)
+    zero = a == 0
+    return F.where(zero, 0.0, (g - F.conj(g) * (out * out)) / (2 * F.where(zero, 1.0, a)))
+
+
+def _sign_jvp(F, tangents, out, x):
+    t = tangents[0]
+    if not F.iscomplexobj(x):
+        return F.zeros_like(out)
+    # d sgn = (t - sgn^2 conj(t)) / (2|z|)
+    a = F.abs(x)
+    zero = a == 0
+    return F.where(zero, 0.0, (t - (out * out) * F.conj(t)) / (2 * F.where(zero, 1.0, a)))
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((0.1, 2.0), complex=True), sample=_signed(0.1, 2.0),
+       inplace_method="sign_")
+def sign(B, x):
+    """Elementwise sign: -1, 0 or 1 for real ``x``; ``x / |x|`` (0 at 0) for complex ``x``
+    (NumPy 2's convention, PyTorch's ``sgn``).
+
+    Real inputs: zero gradient. Complex inputs: the derivative of ``z / |z|`` (0 at 0).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.sign(ndgrad.tensor([-2.0, 0.0, 3.0]))
+    tensor([-1.,  0.,  1.])
+    >>> ndgrad.sign(ndgrad.tensor([3 + 4j]))
+    tensor([0.6+0.8j])
+    """
+    return B.sign(x)
+
+
+sign.defvjp(_sign_vjp)
+sign.defjvp(_sign_jvp)
+
+
+def _abs_jvp(F, tangents, out, x):
+    t = tangents[0]
+    if F.iscomplexobj(x):
+        # d|z| = Re(conj(z) dz) / |z| = Re(conj(sgn z) dz)
+        return F.real(F.conj(F.sign(x)) * t)
+    return t * F.sign(x)
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((0.1, 2.0), complex=True), sample=_signed(0.1, 2.0),
+       inplace_method=["abs_", "absolute_"])
+def abs(B, x):
+    """Elementwise absolute value (the modulus for complex ``x``). Alias: ``absolute``.
+
+    The gradient is ``g * sign(x)`` (``g * x / |x|`` for complex ``x``), 0 at ``x = 0``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.abs(ndgrad.tensor([-1.5, 2.0]))
+    tensor([1.5, 2. ])
+    >>> ndgrad.abs(ndgrad.tensor([3 + 4j]))
+    tensor([5.])
+    """
+    return B.abs(x)
+
+
+abs.defvjp(lambda F, g, out, x: g * F.sign(x))
+abs.defjvp(_abs_jvp)
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
+def real(B, x):
+    """Real part, elementwise (``x`` itself for real ``x``; a view of a complex ``x``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.real(ndgrad.tensor([1 + 2j, 3 - 1j]))
+    tensor([1., 3.])
+    """
+    return B.real(x)
+
+
+# real(z) = (z + conj z)/2: the cotangent comes back as g (+ 0j); the engine casts it
+real.defvjp(lambda F, g, out, x: g)
+real.defjvp_linear()
+
+
+def _imag_vjp(F, g, out, x):
+    if not F.iscomplexobj(x):
+        return F.zeros_like(g)  # imag of a real input is constant 0
+    return 1j * g  # imag(z) = (z - conj z)/(2i): PyTorch's convention gives g * 1j
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
+def imag(B, x):
+    """Imaginary part, elementwise (zeros for real ``x``, as NumPy; a view of a complex
+    ``x``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.imag(ndgrad.tensor([1 + 2j, 3 - 1j]))
+    tensor([ 2., -1.])
+    """
+    if getattr(x, "dtype", None) is not None and x.dtype.kind != "c":
+        return B.zeros_like(x)  # a writeable array (NumPy's imag of a real array is not)
+    return B.imag(x)
+
+
+imag.defvjp(_imag_vjp)
+imag.defjvp_linear()
+
+
 @defop(kind=ELEMENTWISE, domain=REALS)
 def conj(B, x):
     """Complex conjugate, elementwise (returns a real input unchanged).
@@ -226,3 +476,838 @@ def _conj_public(x):
 
 _conj_public.__doc__ = conj.__doc__
 conj.custom_public = _conj_public
+
+
+# ------------------------------------------------------------------------- exp / log
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="exp_")
+def exp(B, x):
+    """Elementwise exponential.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.exp(ndgrad.tensor([0.0, 1.0]))
+    tensor([1.        , 2.71828183])
+    """
+    return B.exp(x)
+
+
+exp.defvjp(lambda F, g, out, x: g * F.conj(out))
+exp.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="expm1_")
+def expm1(B, x):
+    """Elementwise ``exp(x) - 1``, accurate for small ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.expm1(ndgrad.tensor([0.0, 1e-10]))
+    tensor([0.e+00, 1.e-10])
+    """
+    return B.expm1(x)
+
+
+expm1.defvjp(lambda F, g, out, x: g * F.conj(out + 1))
+expm1.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="log_")
+def log(B, x):
+    """Natural logarithm, elementwise (principal branch for complex inputs).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.log(ndgrad.tensor([1.0]))
+    tensor([0.])
+    """
+    return B.log(x)
+
+
+log.defvjp(lambda F, g, out, x: g / F.conj(x))
+log.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((-0.5, 2.0), complex=True), inplace_method="log1p_")
+def log1p(B, x):
+    """Elementwise ``log(1 + x)``, accurate for small ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.log1p(ndgrad.tensor([0.0, 1e-10]))
+    tensor([0.e+00, 1.e-10])
+    """
+    return B.log1p(x)
+
+
+log1p.defvjp(lambda F, g, out, x: g / F.conj(1 + x))
+log1p.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="log2_")
+def log2(B, x):
+    """Base-2 logarithm, elementwise.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.log2(ndgrad.tensor([1.0, 8.0]))
+    tensor([0., 3.])
+    """
+    return B.log2(x)
+
+
+log2.defvjp(lambda F, g, out, x: g / F.conj(x * _LN2))
+log2.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="log10_")
+def log10(B, x):
+    """Base-10 logarithm, elementwise.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.log10(ndgrad.tensor([1.0, 100.0]))
+    tensor([0., 2.])
+    """
+    return B.log10(x)
+
+
+log10.defvjp(lambda F, g, out, x: g / F.conj(x * _LN10))
+log10.defjvp_from_vjp()
+
+
+def _logaddexp_rule(F, g, out, x, y):
+    return g * F.exp(x - out)
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0)))
+def logaddexp(B, x, y):
+    """Elementwise ``log(exp(x) + exp(y))``, computed without overflow.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.logaddexp(ndgrad.tensor([0.0, 1000.0]), 0.0)
+    tensor([6.93147181e-01, 1.00000000e+03])
+    """
+    return B.logaddexp(x, y)
+
+
+# d/dx = exp(x) / (exp(x) + exp(y)) = exp(x - out)
+logaddexp.defvjp(lambda F, g, out, x, y: g * F.exp(x - out),
+                 lambda F, g, out, x, y: g * F.exp(y - out))
+logaddexp.defjvp_from_vjp()
+
+
+def _sigmoid_reference(x):
+    np = _np()
+    return 1 / (1 + np.exp(-np.asarray(x)))
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="sigmoid_")
+def sigmoid(B, x):
+    """Logistic sigmoid ``1 / (1 + exp(-x))``, elementwise (SciPy's ``expit``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.sigmoid(ndgrad.tensor([0.0, 2.0]))
+    tensor([0.5       , 0.88079708])
+    """
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        return 1 / (1 + B.exp(-x))
+    return B.special.expit(x)
+
+
+sigmoid.defvjp(lambda F, g, out, x: g * F.conj(out * (1 - out)))
+sigmoid.defjvp_from_vjp()
+sigmoid.reference = _sigmoid_reference
+
+
+# ------------------------------------------------------------------------- trigonometric
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="sin_")
+def sin(B, x):
+    """Elementwise sine.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.sin(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 0.84147098])
+    """
+    return B.sin(x)
+
+
+sin.defvjp(lambda F, g, out, x: g * F.conj(F.cos(x)))
+sin.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="cos_")
+def cos(B, x):
+    """Elementwise cosine.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cos(ndgrad.tensor([0.0, 1.0]))
+    tensor([1.        , 0.54030231])
+    """
+    return B.cos(x)
+
+
+cos.defvjp(lambda F, g, out, x: -g * F.conj(F.sin(x)))
+cos.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((-1.2, 1.2), complex=True), inplace_method="tan_")
+def tan(B, x):
+    """Elementwise tangent.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.tan(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 1.55740772])
+    """
+    return B.tan(x)
+
+
+tan.defvjp(lambda F, g, out, x: g * F.conj(1 + out * out))
+tan.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["asin_", "arcsin_"])
+def asin(B, x):
+    """Elementwise inverse sine. Alias: ``arcsin``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.asin(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 1.57079633])
+    """
+    return B.arcsin(x)
+
+
+asin.defvjp(lambda F, g, out, x: g / F.conj(F.sqrt(1 - x * x)))
+asin.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["acos_", "arccos_"])
+def acos(B, x):
+    """Elementwise inverse cosine. Alias: ``arccos``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.acos(ndgrad.tensor([1.0, 0.0]))
+    tensor([0.        , 1.57079633])
+    """
+    return B.arccos(x)
+
+
+acos.defvjp(lambda F, g, out, x: -g / F.conj(F.sqrt(1 - x * x)))
+acos.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["atan_", "arctan_"])
+def atan(B, x):
+    """Elementwise inverse tangent. Alias: ``arctan``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.atan(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 0.78539816])
+    """
+    return B.arctan(x)
+
+
+atan.defvjp(lambda F, g, out, x: g / F.conj(1 + x * x))
+atan.defjvp_from_vjp()
+
+
+def _atan2_denominator(F, y, x):
+    r2 = x * x + y * y
+    return F.where(r2 == 0, 1.0, r2)  # the gradient at the origin is 0, as PyTorch
+
+
+def _atan2_valid(y, x, **kw):
+    np = _np()
+    y, x = np.broadcast_arrays(np.asarray(y), np.asarray(x))
+    # away from the origin and from the branch cut (x < 0, y = 0), where atan2 jumps by 2 pi
+    return bool(np.all(x * x + y * y > 1e-2) and np.all((x > 0) | (np.abs(y) > 1e-3)))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_atan2_valid),
+       inplace_method=["atan2_", "arctan2_"])
+def atan2(B, y, x):
+    """Elementwise angle of the point ``(x, y)``, ``arctan(y / x)`` in the right quadrant,
+    broadcasting. Alias: ``arctan2``.
+
+    Gradients: ``x / (x**2 + y**2)`` for ``y`` and ``-y / (x**2 + y**2)`` for ``x``; 0 at the
+    origin.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.atan2(ndgrad.tensor([1.0, 1.0]), ndgrad.tensor([1.0, -1.0]))
+    tensor([0.78539816, 2.35619449])
+    """
+    return B.arctan2(y, x)
+
+
+atan2.defvjp(lambda F, g, out, y, x: g * x / _atan2_denominator(F, y, x),
+             lambda F, g, out, y, x: -g * y / _atan2_denominator(F, y, x))
+atan2.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- hyperbolic
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="sinh_")
+def sinh(B, x):
+    """Elementwise hyperbolic sine.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.sinh(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 1.17520119])
+    """
+    return B.sinh(x)
+
+
+sinh.defvjp(lambda F, g, out, x: g * F.conj(F.cosh(x)))
+sinh.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=REALS, inplace_method="cosh_")
+def cosh(B, x):
+    """Elementwise hyperbolic cosine.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cosh(ndgrad.tensor([0.0, 1.0]))
+    tensor([1.        , 1.54308063])
+    """
+    return B.cosh(x)
+
+
+cosh.defvjp(lambda F, g, out, x: g * F.conj(F.sinh(x)))
+cosh.defjvp_from_vjp()
+
+
+# complex draws stay off the poles of tanh at +-i pi/2
+@defop(kind=ELEMENTWISE, domain=Domain((-1.2, 1.2), complex=True), inplace_method="tanh_")
+def tanh(B, x):
+    """Hyperbolic tangent, elementwise.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.tanh(ndgrad.tensor([0.0]))
+    tensor([0.])
+    """
+    return B.tanh(x)
+
+
+# d tanh = 1 - tanh^2, reusing the saved output
+tanh.defvjp(lambda F, g, out, x: g * F.conj(1 - out * out))
+tanh.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["asinh_", "arcsinh_"])
+def asinh(B, x):
+    """Elementwise inverse hyperbolic sine. Alias: ``arcsinh``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.asinh(ndgrad.tensor([0.0, 1.0]))
+    tensor([0.        , 0.88137359])
+    """
+    return B.arcsinh(x)
+
+
+asinh.defvjp(lambda F, g, out, x: g / F.conj(F.sqrt(1 + x * x)))
+asinh.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((1.1, 3.0), complex=True),
+       inplace_method=["acosh_", "arccosh_"])
+def acosh(B, x):
+    """Elementwise inverse hyperbolic cosine (real for ``x >= 1``). Alias: ``arccosh``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.acosh(ndgrad.tensor([1.0, 2.0]))
+    tensor([0.        , 1.3169579])
+    """
+    return B.arccosh(x)
+
+
+# sqrt(x - 1) * sqrt(x + 1) (not sqrt(x*x - 1)): the principal branch for complex x too
+acosh.defvjp(lambda F, g, out, x: g / F.conj(F.sqrt(x - 1) * F.sqrt(x + 1)))
+acosh.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["atanh_", "arctanh_"])
+def atanh(B, x):
+    """Elementwise inverse hyperbolic tangent (real for ``|x| < 1``). Alias: ``arctanh``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.atanh(ndgrad.tensor([0.0, 0.5]))
+    tensor([0.        , 0.54930614])
+    """
+    return B.arctanh(x)
+
+
+atanh.defvjp(lambda F, g, out, x: g / F.conj(1 - x * x))
+atanh.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- rounding
+def _zero_vjp(F, g, out, x):
+    return F.zeros_like(g)  # reads neither x nor out, so the node saves nothing
+
+
+def _zero_jvp(F, tangents, out, *inputs, **params):
+    return F.zeros_like(out)
+
+
+_STEP = Domain((-3.0, 3.0), valid=_off_integers)
+
+
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="floor_")
+def floor(B, x):
+    """Elementwise floor: the largest integer ``<= x`` (as a float). Zero gradient.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.floor(ndgrad.tensor([-1.5, 1.5]))
+    tensor([-2.,  1.])
+    """
+    return B.floor(x)
+
+
+floor.defvjp(_zero_vjp)
+floor.defjvp(_zero_jvp)
+
+
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="ceil_")
+def ceil(B, x):
+    """Elementwise ceiling: the smallest integer ``>= x`` (as a float). Zero gradient.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.ceil(ndgrad.tensor([-1.5, 1.5]))
+    tensor([-1.,  2.])
+    """
+    return B.ceil(x)
+
+
+ceil.defvjp(_zero_vjp)
+ceil.defjvp(_zero_jvp)
+
+
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="trunc_")
+def trunc(B, x):
+    """Elementwise truncation toward zero (as a float). Zero gradient.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.trunc(ndgrad.tensor([-1.5, 1.5]))
+    tensor([-1.,  1.])
+    """
+    return B.trunc(x)
+
+
+trunc.defvjp(_zero_vjp)
+trunc.defjvp(_zero_jvp)
+
+
+def _round_sample(d):
+    np = _np()
+    shape = d.shape()
+    decimals = d.choice([0, 1, 2])
+    x = d.array(shape, -3.0, 3.0)
+    # kinks at the half-steps (k + 1/2) / 10**decimals
+    if not _off_integers(np.asarray(x) * 10.0 ** decimals - 0.5, tol=1e-3):
+        d.reject()
+    return (x,), {"decimals": decimals}
+
+
+@defop(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0)), sample=_round_sample,
+       inplace_method="round_")
+def round(B, x, decimals=0):
+    """Round to ``decimals`` decimal places, halves to even (NumPy's rule; PyTorch's too).
+    Zero gradient.
+
+    Parameters
+    ----------
+    x : tensor
+    decimals : int
+        Number of decimal places (negative: to the left of the point).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.round(ndgrad.tensor([0.5, 1.5, 2.675]))
+    tensor([0., 2., 3.])
+    >>> ndgrad.round(ndgrad.tensor([1.234, -5.678]), decimals=1)
+    tensor([ 1.2, -5.7])
+    """
+    return B.round(x, decimals=decimals)
+
+
+round.defvjp(lambda F, g, out, x, decimals=0: F.zeros_like(g))
+round.defjvp(_zero_jvp)
+
+
+# ------------------------------------------------------------------------- two-input, non-smooth
+def _apart(x, y, **kw):
+    return _far(*_np().broadcast_arrays(_np().asarray(x), _np().asarray(y)))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_apart))
+def maximum(B, x, y):
+    """Elementwise maximum, broadcasting (NaN if either is NaN).
+
+    Where ``x == y`` the gradient is split evenly, ``g / 2`` to each input (as PyTorch).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.maximum(ndgrad.tensor([1.0, 5.0]), ndgrad.tensor([3.0, 2.0]))
+    tensor([3., 5.])
+    """
+    return B.maximum(x, y)
+
+
+maximum.defvjp(lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x < y, 0.0, g)),
+               lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x > y, 0.0, g)))
+maximum.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_apart))
+def minimum(B, x, y):
+    """Elementwise minimum, broadcasting (NaN if either is NaN).
+
+    Where ``x == y`` the gradient is split evenly, ``g / 2`` to each input (as PyTorch).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.minimum(ndgrad.tensor([1.0, 5.0]), ndgrad.tensor([3.0, 2.0]))
+    tensor([1., 2.])
+    """
+    return B.minimum(x, y)
+
+
+minimum.defvjp(lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x > y, 0.0, g)),
+               lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x < y, 0.0, g)))
+minimum.defjvp_from_vjp()
+
+
+def _hypot_denominator(F, out):
+    return F.where(out == 0, 1.0, out)  # the gradient at the origin is 0
+
+
+def _hypot_valid(x, y, **kw):
+    np = _np()
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    return bool(np.all(x * x + y * y > 1e-2))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_hypot_valid),
+       inplace_method="hypot_")
+def hypot(B, x, y):
+    """Elementwise ``sqrt(x**2 + y**2)``, without overflow, broadcasting.
+
+    Gradients ``x / hypot`` and ``y / hypot``; 0 at the origin (where PyTorch gives NaN).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.hypot(ndgrad.tensor([3.0, 5.0]), 4.0)
+    tensor([5.        , 6.40312424])
+    """
+    return B.hypot(x, y)
+
+
+hypot.defvjp(lambda F, g, out, x, y: g * x / _hypot_denominator(F, out),
+             lambda F, g, out, x, y: g * y / _hypot_denominator(F, out))
+hypot.defjvp_from_vjp()
+
+
+def _copysign_valid(x, y, **kw):
+    np = _np()
+    return bool(np.all(np.abs(x) > 1e-3) and np.all(np.abs(y) > 1e-3))
+
+
+@defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_copysign_valid),
+       inplace_method="copysign_")
+def copysign(B, x, y):
+    """Elementwise ``|x|`` with the sign of ``y``, broadcasting.
+
+    Gradients (as PyTorch): ``g * copysign(x, y) / x`` for ``x`` (0 at ``x = 0``), zero for
+    ``y``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.copysign(ndgrad.tensor([1.0, -2.0, 3.0]), -1.0)
+    tensor([-1., -2., -3.])
+    """
+    return B.copysign(x, y)
+
+
+# out / x is +-1 (and out = +-0 where x = 0, so out / 1 gives the 0 there)
+copysign.defvjp(lambda F, g, out, x, y: g * (out / F.where(x == 0, 1.0, x)),
+                lambda F, g, out, x, y: F.zeros_like(g))
+copysign.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- where, clip
+def _where_sample(d):
+    s_c, s_x, s_y = d.shapes(3)
+    return (d.bool_array(s_c), d.array(s_x), d.array(s_y)), {}
+
+
+def _where_jvp(F, tangents, out, condition, x, y):
+    _, tx, ty = tangents
+    if tx is None:
+        tx = F.zeros_like(x)
+    if ty is None:
+        ty = F.zeros_like(y)
+    return F.where(condition, tx, ty)
+
+
+@defop(kind=ELEMENTWISE, nin=3, domain=REALS, sample=_where_sample, method=False)
+def where(B, condition, x, y):
+    """Elementwise selection: ``x`` where ``condition`` is true, else ``y``, broadcasting.
+
+    Parameters
+    ----------
+    condition : bool tensor or array_like
+        Not differentiable.
+    x, y : tensor or scalar
+        Both differentiable; each gets the gradient where it was selected, zero elsewhere.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    >>> y = ndgrad.where(x > 0, x, 0.0)
+    >>> y
+    tensor([1., 0., 3.], grad_fn=<WhereBackward0>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([1., 0., 1.])
+    """
+    return B.where(condition, x, y)
+
+
+where.defvjp(None,
+             lambda F, g, out, condition, x, y: F.where(condition, g, 0.0),
+             lambda F, g, out, condition, x, y: F.where(condition, 0.0, g))
+where.defjvp(_where_jvp)
+
+
+def _clip_args(x, min=None, max=None, *, a_min=None, a_max=None):
+    """Every array input positional (``min``/``max`` may be tensors, scalars or None);
+    NumPy's ``a_min``/``a_max`` spellings are accepted too."""
+    if a_min is not None:
+        min = a_min
+    if a_max is not None:
+        max = a_max
+    return (x, min, max), {}
+
+
+def _clip_vjp_x(F, g, out, x, min, max):
+    # the closed interval min <= x <= max passes the gradient (PyTorch's clamp)
+    if min is None and max is None:
+        return g
+    if min is None:
+        keep = x <= max
+    elif max is None:
+        keep = x >= min
+    else:
+        keep = (x >= min) & (x <= max)
+    return F.where(keep, g, 0.0)
+
+
+def _clip_vjp_min(F, g, out, x, min, max):
+    # min is the result where x < min, unless max wins (min > max gives max everywhere)
+    take = x < min if max is None else (x < min) & (min < max)
+    return F.where(take, g, 0.0)
+
+
+def _clip_vjp_max(F, g, out, x, min, max):
+    take = x > max if min is None else (x > max) | (max < min)
+    return F.where(take, g, 0.0)
+
+
+def _clip_sample(d):
+    np = _np()
+    s_x, s_lo, s_hi = d.shapes(3)
+    x = d.array(s_x, -2.0, 2.0)
+    lo = d.choice(["array", "scalar", "none"])
+    hi = d.choice(["array", "scalar", "none"])
+    lo = d.array(s_lo, -1.5, -0.1) if lo == "array" else (-0.5 if lo == "scalar" else None)
+    hi = d.array(s_hi, 0.1, 1.5) if hi == "array" else (0.5 if hi == "scalar" else None)
+    for bound in (lo, hi):  # stay away from the kinks at the bounds
+        if bound is not None and not _far(*np.broadcast_arrays(x, np.asarray(bound))):
+            d.reject()
+    return (x, lo, hi), {}
+
+
+@defop(kind=ELEMENTWISE, nin=3, domain=Domain((-2.0, 2.0)), sample=_clip_sample,
+       inplace_method=["clip_", "clamp_"])
+def clip(B, x, min=None, max=None):
+    """Clamp ``x`` elementwise to ``[min, max]``. Alias: ``clamp``.
+
+    Parameters
+    ----------
+    x : tensor
+    min, max : tensor, scalar or None
+        Bounds, broadcasting with ``x``; None leaves that side unbounded. Tensor bounds are
+        differentiable (as in PyTorch's ``clamp``). Where ``min > max`` the result is ``max``.
+
+    Notes
+    -----
+    ``x`` gets the gradient on the closed interval ``min <= x <= max``; a bound gets it where
+    it is the result (as PyTorch).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    >>> y = ndgrad.clip(x, -1.0, 1.0)
+    >>> y
+    tensor([-1. ,  0.5,  1. ], grad_fn=<ClipBackward0>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([0., 1., 0.])
+    >>> ndgrad.clamp(ndgrad.tensor([-2.0, 3.0]), min=0.0)
+    tensor([0., 3.])
+    """
+    if min is None and max is None:
+        return B.copy(x)
+    return B.clip(x, min, max)
+
+
+clip.defvjp(_clip_vjp_x, _clip_vjp_min, _clip_vjp_max)
+clip.defjvp_from_vjp()
+clip.normalize_args = _clip_args
+
+
+# ------------------------------------------------------------------------- comparisons
+def _comparison(name, np_name, doc_example):
+    def forward(B, x, y):
+        return getattr(B, np_name)(x, y)
+    forward.__name__ = name
+    forward.__doc__ = (f"Elementwise ``{doc_example}`` (a bool tensor that never requires "
+                       "grad).\n\n    Examples\n    --------\n    >>> import ndgrad\n"
+                       f"    >>> ndgrad.{name}(ndgrad.tensor([1.0, 2.0]), 1.0)\n"
+                       "    tensor(" + _EXAMPLES[name] + ")\n    ")
+    return defop(kind=COMPARISON, nin=2, differentiable=False, method=False,
+                 domain=REALS_ONLY, notes={"vjp": "comparisons are not differentiable"})(forward)
+
+
+_EXAMPLES = {
+    "equal": "[ True, False]", "not_equal": "[False,  True]", "less": "[False, False]",
+    "less_equal": "[ True, False]", "greater": "[False,  True]",
+    "greater_equal": "[ True,  True]",
+}
+equal = _comparison("equal", "equal", "x == y")
+not_equal = _comparison("not_equal", "not_equal", "x != y")
+less = _comparison("less", "less", "x < y")
+less_equal = _comparison("less_equal", "less_equal", "x <= y")
+greater = _comparison("greater", "greater", "x > y")
+greater_equal = _comparison("greater_equal", "greater_equal", "x >= y")
+
+
+# ------------------------------------------------------------------------- logical predicates
+def _bool_sample(n):
+    def sample(d):
+        return tuple(d.bool_array(s) for s in d.shapes(n)), {}
+    return sample
+
+
+def _special_values_sample(d):
+    np = _np()
+    shape = d.shape()
+    x = d.array(shape)
+    pick = d.array(shape, 0.0, 1.0, dtype=np.float64)
+    x = np.where(pick < 0.2, np.nan, np.where(pick > 0.9, np.inf,
+                                              np.where(pick > 0.8, -np.inf, x)))
+    return (x.astype(d.dtype),), {}
+
+
+_NOT_DIFFERENTIABLE = {"vjp": "logical predicates are not differentiable (bool output)"}
+
+
+def _predicate(name, nin, doc, example, result, sample):
+    # named signatures (x) / (x, y): the public function's signature comes from these
+    if nin == 1:
+        def forward(B, x):
+            return getattr(B, name)(x)
+    else:
+        def forward(B, x, y):
+            return getattr(B, name)(x, y)
+    forward.__name__ = name
+    forward.__doc__ = (f"{doc} (a bool tensor that never requires grad).\n\n"
+                       "    Examples\n    --------\n    >>> import ndgrad\n"
+                       f"    >>> {example}\n    {result}\n    ")
+    return defop(kind=COMPARISON, nin=nin, differentiable=False, sample=sample,
+                 domain=REALS if sample is _special_values_sample else REALS_ONLY,
+                 notes=_NOT_DIFFERENTIABLE)(forward)
+
+
+_B2 = "ndgrad.tensor([True, True, False, False]), ndgrad.tensor([True, False, True, False])"
+logical_and = _predicate(
+    "logical_and", 2, "Elementwise logical AND (nonzero is true)",
+    f"ndgrad.logical_and({_B2})", "tensor([ True, False, False, False])", _bool_sample(2))
+logical_or = _predicate(
+    "logical_or", 2, "Elementwise logical OR (nonzero is true)",
+    f"ndgrad.logical_or({_B2})", "tensor([ True,  True,  True, False])", _bool_sample(2))
+logical_xor = _predicate(
+    "logical_xor", 2, "Elementwise logical XOR (nonzero is true)",
+    f"ndgrad.logical_xor({_B2})", "tensor([False,  True,  True, False])", _bool_sample(2))
+logical_not = _predicate(
+    "logical_not", 1, "Elementwise logical NOT (nonzero is true)",
+    "ndgrad.logical_not(ndgrad.tensor([True, False]))", "tensor([False,  True])",
+    _bool_sample(1))
+_SPECIAL = "ndgrad.tensor([1.0, float('nan'), float('inf'), -float('inf')])"
+isnan = _predicate("isnan", 1, "Elementwise test for NaN", f"ndgrad.isnan({_SPECIAL})",
+                   "tensor([False,  True, False, False])", _special_values_sample)
+isinf = _predicate("isinf", 1, "Elementwise test for positive or negative infinity",
+                   f"ndgrad.isinf({_SPECIAL})", "tensor([False, False,  True,  True])",
+                   _special_values_sample)
+isfinite = _predicate("isfinite", 1, "Elementwise test for finiteness (not NaN, not infinite)",
+                      f"ndgrad.isfinite({_SPECIAL})", "tensor([ True, False, False, False])",
+                      _special_values_sample)
+
+
+# ------------------------------------------------------------------------- aliases
+# One declaration, more public names (and Tensor methods, where the op has one): the names a
+# PyTorch or NumPy user reaches for.
+for _alias, _target in {
+    "sub": "subtract", "mul": "multiply", "div": "divide", "true_divide": "divide",
+    "neg": "negative", "absolute": "abs", "power": "pow", "clamp": "clip",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+}.items():
+    defalias(_alias, _target)

@@ -66,7 +66,7 @@ import dis
 import inspect
 
 __all__ = [
-    "Op", "defop", "defcomposite", "Domain", "REGISTRY", "COMPOSITES",
+    "Op", "defop", "defcomposite", "defalias", "Domain", "REGISTRY", "COMPOSITES", "ALIASES",
     "ELEMENTWISE", "REDUCTION", "SCAN", "LINALG", "SHAPE", "INDEXING", "COMPARISON",
     "VARIADIC",
 ]
@@ -84,6 +84,8 @@ VARIADIC = -1
 
 REGISTRY: dict[str, "Op"] = {}
 COMPOSITES: dict[str, "Composite"] = {}
+# Extra public names of one declaration (``sub`` -> ``subtract``): alias -> canonical name.
+ALIASES: dict[str, str] = {}
 
 
 class Domain:
@@ -373,3 +375,13 @@ def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=True,
         COMPOSITES[cname] = c
         return c
     return deco
+
+
+def defalias(alias, target):
+    """Make ``alias`` another public name (and Tensor method, where ``target`` has one) of the
+    op or composite ``target``: ``defalias("sub", "subtract")``. One declaration, two names;
+    the formula namespaces ``F`` keep only the canonical name."""
+    if alias in REGISTRY or alias in COMPOSITES or alias in ALIASES:
+        raise ValueError(f"{alias!r} is already registered")
+    ALIASES[alias] = target
+    return alias

@@ -1,0 +1,216 @@
+"""Core reverse-mode benchmarks: ndgrad against the same computation written by hand in NumPy.
+
+Run by hand (never a timed test):  python benchmarks/bench_core.py [--rounds N] [--torch]
+
+Each workload runs ndgrad and the hand-written NumPy forward + analytic backward side by side
+in one process, alternating, and reports the median of repeated rounds as a ratio to NumPy
+(and to PyTorch CPU when installed and ``--torch`` is given).
+
+W1  16 float64 values, 100 x ``y = tanh(y * 1.0001 + 0.5)``, ``y.sum().backward()``:
+    microseconds per recorded op (fwd + bwd).            target <= 4x NumPy
+W2  the same with 1,000,000 values and 10 iterations.    target <= 1.05x NumPy,
+    peak traced memory (tracemalloc)                      target <= 1.3x NumPy's
+W3  float32 MLP, X 256x512, layers 512-512-512-10 with tanh, mean squared output,
+    gradients of all six parameters.                       target <= 1.05x NumPy
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+
+import ndgrad
+
+
+# ----------------------------------------------------------------------------- W1 / W2
+def chain_numpy(x0, n):
+    ys = []
+    y = x0
+    for _ in range(n):
+        y = np.tanh(y * 1.0001 + 0.5)
+        ys.append(y)
+    _ = y.sum()
+    g = np.ones_like(y)
+    for y in reversed(ys):
+        g = g * (1.0 - y * y) * 1.0001
+    return g
+
+
+def chain_ndgrad(x0, n):
+    x = ndgrad.tensor(x0, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = ndgrad.tanh(y * 1.0001 + 0.5)
+    y.sum().backward()
+    return x.grad.numpy()
+
+
+def chain_torch(x0, n):  # pragma: no cover - optional peer
+    import torch
+    x = torch.tensor(x0, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = torch.tanh(y * 1.0001 + 0.5)
+    y.sum().backward()
+    return x.grad.numpy()
+
+
+# ----------------------------------------------------------------------------- W3
+def mlp_params(rng):
+    def layer(i, o):
+        return (rng.standard_normal((i, o)).astype(np.float32) / np.sqrt(i),
+                np.zeros(o, np.float32))
+    W1, b1 = layer(512, 512)
+    W2, b2 = layer(512, 512)
+    W3, b3 = layer(512, 10)
+    X = rng.standard_normal((256, 512)).astype(np.float32)
+    return X, [W1, b1, W2, b2, W3, b3]
+
+
+def mlp_numpy(X, params):
+    W1, b1, W2, b2, W3, b3 = params
+    h1 = np.tanh(X @ W1 + b1)
+    h2 = np.tanh(h1 @ W2 + b2)
+    out = h2 @ W3 + b3
+    _ = (out * out).mean()
+    g_out = (2.0 / out.size) * out
+    gW3 = h2.T @ g_out
+    gb3 = g_out.sum(0)
+    g_h2 = g_out @ W3.T
+    g_a2 = g_h2 * (1 - h2 * h2)
+    gW2 = h1.T @ g_a2
+    gb2 = g_a2.sum(0)
+    g_h1 = g_a2 @ W2.T
+    g_a1 = g_h1 * (1 - h1 * h1)
+    gW1 = X.T @ g_a1
+    gb1 = g_a1.sum(0)
+    return [gW1, gb1, gW2, gb2, gW3, gb3]
+
+
+def mlp_ndgrad(X, params):
+    ps = [ndgrad.asarray(p, requires_grad=True) for p in params]
+    W1, b1, W2, b2, W3, b3 = ps
+    Xt = ndgrad.asarray(X)
+    h1 = ndgrad.tanh(Xt @ W1 + b1)
+    h2 = ndgrad.tanh(h1 @ W2 + b2)
+    out = h2 @ W3 + b3
+    loss = (out * out).mean()
+    loss.backward()
+    return [p.grad.numpy() for p in ps]
+
+
+def mlp_torch(X, params):  # pragma: no cover - optional peer
+    import torch
+    ps = [torch.tensor(p, requires_grad=True) for p in params]
+    W1, b1, W2, b2, W3, b3 = ps
+    Xt = torch.tensor(X)
+    h1 = torch.tanh(Xt @ W1 + b1)
+    h2 = torch.tanh(h1 @ W2 + b2)
+    out = h2 @ W3 + b3
+    loss = (out * out).mean()
+    loss.backward()
+    return [p.grad.numpy() for p in ps]
+
+
+# ----------------------------------------------------------------------------- harness
+def timed(fn, *args):
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def compare(label, fns, args, rounds, inner=1):
+    """Median seconds per call of each fn, alternating the fns every round."""
+    times = {name: [] for name in fns}
+    for fn in fns.values():  # warm up
+        fn(*args)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            gc.collect()
+            gc.disable()
+            try:
+                t = min(timed(fn, *args) for _ in range(inner))
+            finally:
+                gc.enable()
+            times[name].append(t)
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    return med
+
+
+def peak_memory(fn, *args):
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    fn(*args)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=21)
+    p.add_argument("--torch", action="store_true", help="also time PyTorch CPU if installed")
+    opts = p.parse_args(argv)
+    peers = {}
+    if opts.torch:
+        try:
+            import torch
+            torch.set_num_threads(1)
+            peers = {"torch": True}
+        except ImportError:
+            print("(PyTorch not installed: skipping the peer column)")
+    rng = np.random.default_rng(0)
+
+    # correctness first: the benchmark compares like with like
+    x_small = rng.standard_normal(16)
+    np.testing.assert_allclose(chain_ndgrad(x_small, 100), chain_numpy(x_small, 100), rtol=1e-12)
+    X, params = mlp_params(rng)
+    for a, b in zip(mlp_ndgrad(X, params), mlp_numpy(X, params)):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-6)
+
+    print(f"ndgrad {ndgrad.__version__}, NumPy {np.__version__}; median of {opts.rounds} rounds")
+    print(f"{'workload':44s} {'numpy':>10s} {'ndgrad':>10s} {'ratio':>7s}"
+          + ("  torch   ratio" if peers else ""))
+
+    def row(label, med, unit_div=1.0, unit="ms"):
+        scale = 1e3 if unit == "ms" else 1e6
+        line = (f"{label:44s} {med['numpy'] * scale / unit_div:9.2f}{unit[0]} "
+                f"{med['ndgrad'] * scale / unit_div:9.2f}{unit[0]} "
+                f"{med['ndgrad'] / med['numpy']:6.2f}x")
+        if "torch" in med:
+            line += f" {med['torch'] * scale / unit_div:7.2f}  {med['torch'] / med['numpy']:5.2f}x"
+        print(line)
+
+    # W1
+    fns = {"numpy": chain_numpy, "ndgrad": chain_ndgrad}
+    if peers:
+        fns["torch"] = chain_torch
+    n_ops = 100 * 3 + 1
+    med = compare("W1", fns, (x_small, 100), opts.rounds, inner=5)
+    row(f"W1 16 values, 100 iters (us per recorded op)", med, unit_div=n_ops, unit="us")
+
+    # W2
+    x_big = rng.standard_normal(1_000_000)
+    med = compare("W2", fns, (x_big, 10), max(5, opts.rounds // 3))
+    row("W2 1e6 values, 10 iters (ms per run)", med)
+    mem_np = peak_memory(chain_numpy, x_big, 10)
+    mem_nd = peak_memory(chain_ndgrad, x_big, 10)
+    print(f"{'W2 peak traced memory (MB)':44s} {mem_np / 1e6:9.1f}M {mem_nd / 1e6:9.1f}M "
+          f"{mem_nd / mem_np:6.2f}x")
+
+    # W3
+    fns = {"numpy": mlp_numpy, "ndgrad": mlp_ndgrad}
+    if peers:
+        fns["torch"] = mlp_torch
+    med = compare("W3", fns, (X, params), max(5, opts.rounds // 2))
+    row("W3 float32 MLP fwd+bwd (ms per run)", med)
+
+
+if __name__ == "__main__":
+    main()
