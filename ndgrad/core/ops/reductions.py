@@ -3,12 +3,42 @@ logsumexp, cumulative_sum, cumulative_prod.
 
 Reductions take ``axis`` (int, tuple or None) and ``keepdims``; the public functions also
 accept PyTorch's ``dim`` / ``keepdim``. A vjp re-expands the cotangent with
-:func:`expand_reduced`, which undoes ``keepdims=False``.
+:func:`expand_reduced` (or :func:`unreduce`, which only restores the reduced axes as length-1
+dimensions and lets broadcasting do the rest), which undoes ``keepdims=False``.
+
+Scans (``cumulative_sum``, ``cumulative_prod``) follow the array API: ``axis`` is required
+for inputs with more than one dimension and ``include_initial=True`` prepends the identity.
+
+Note [Products with zeros]
+--------------------------
+The derivative of a product with respect to one factor is the product of all the *other*
+factors. Dividing the result by the factor (``out / x``) is exact, cheap and differentiable
+when no factor is zero, and is what ``prod`` and ``cumulative_prod`` use then. With zeros,
+as ``torch.prod`` / ``torch.cumprod`` do, the rules switch to formulas without division:
+
+* ``prod``: the product of the other elements of a slice is the product of an exclusive
+  cumulative product from the left and one from the right (O(n), differentiable to any
+  order, since it is made of ``cumulative_prod`` and slicing). A reduction over several
+  axes is a chain of one-axis reductions, so its "others" product is the product of the
+  one-axis factors of the chain.
+* ``cumulative_prod``: first order (raw arrays) uses an O(n) formula that treats the
+  elements before the first zero, the first zero and the rest separately. Under
+  ``create_graph`` (Tensors) that formula's derivative would be wrong at the zeros, so,
+  like PyTorch, the rule switches to an O(n^2) formula that is exact to every order: the
+  products ``prod_{j <= k, j != i} x_j`` for all pairs ``(i, k)`` of the scanned axis.
 """
 
 from __future__ import annotations
 
-from .registry import REDUCTION, Domain, defop
+import builtins
+
+from ..tensor import Tensor
+from .registry import REDUCTION, SCAN, Domain, defop
+
+# This module defines ops named sum, max, min, all and any: the helpers use the builtins.
+_bmax = builtins.max
+_bsum = builtins.sum
+_bany = builtins.any
 
 
 def normalize_axis(axis, ndim):
@@ -20,7 +50,7 @@ def normalize_axis(axis, ndim):
     out = []
     for a in axis:
         a = int(a)
-        if not -max(ndim, 1) <= a < max(ndim, 1):
+        if not -_bmax(ndim, 1) <= a < _bmax(ndim, 1):
             raise ValueError(f"axis {a} is out of bounds for a tensor of dimension {ndim}")
         out.append(a % ndim if ndim else 0)
     if len(set(out)) != len(out):
@@ -28,18 +58,146 @@ def normalize_axis(axis, ndim):
     return tuple(sorted(out))
 
 
+def _kept_shape(x_shape, axis):
+    """The keepdims=True shape of a reduction of ``x_shape`` over ``axis``."""
+    axes = normalize_axis(axis, len(x_shape))
+    return tuple(1 if k in axes else s for k, s in enumerate(x_shape))
+
+
+def _numel(x_shape, axis):
+    n = 1
+    for a in normalize_axis(axis, len(x_shape)):
+        n *= x_shape[a]
+    return n
+
+
+def unreduce(F, g, x_shape, axis, keepdims):
+    """A reduced array ``g`` with the reduced axes restored as length-1 dimensions (it
+    broadcasts against ``x_shape``)."""
+    if keepdims or not len(x_shape):
+        return g
+    shape = _kept_shape(x_shape, axis)
+    return g if tuple(g.shape) == shape else F.reshape(g, shape)
+
+
 def expand_reduced(F, g, x_shape, axis, keepdims):
     """Broadcast a reduced cotangent ``g`` back to ``x_shape``."""
-    if not keepdims and axis is not None and len(x_shape):
-        axes = normalize_axis(axis, len(x_shape))
-        shape = tuple(1 if k in axes else s for k, s in enumerate(x_shape))
-        g = F.reshape(g, shape)
-    return F.broadcast_to(g, x_shape)
+    return F.broadcast_to(unreduce(F, g, x_shape, axis, keepdims), x_shape)
 
 
+def _is_taped(*arrays):
+    """True when a formula runs on Tensors (create_graph, nested forward levels): rules with a
+    cheaper first-order-only variant must then use the variant that is exact to every order."""
+    return _bany(isinstance(a, Tensor) for a in arrays)
+
+
+def _slice_along(ndim, axis, s):
+    return (slice(None),) * axis + (s,)
+
+
+def _flip(x, axis):
+    return x[_slice_along(x.ndim, axis, slice(None, None, -1))]
+
+
+# ----------------------------------------------------------------------------- samplers
+def _reduction_kwargs(d, shape):
+    ndim = len(shape)
+    return {"axis": d.choice([None] + ([d.axis(ndim, none=False), d.axes(ndim)] if ndim else [])),
+            "keepdims": d.boolean()}
+
+
+def _distinct_array(d, shape):
+    """Values at least ~3/size apart: no near-ties, so finite differences of max/min/argmax
+    are valid (ties are tested separately, against torch)."""
+    import numpy as np  # sampling runs in the test suite, not in formulas
+    n = 1
+    for s in shape:
+        n *= s
+    perm = np.asarray(d.permutation(n), dtype=np.float64)
+    spacing = 3.0 / _bmax(n, 1)
+    x = (perm - (n - 1) / 2.0) * spacing + d.array((n,), -0.2 * spacing, 0.2 * spacing,
+                                                    dtype=np.float64)
+    return x.reshape(shape)
+
+
+def _sample_distinct(d):
+    shape = d.shape()
+    return (_distinct_array(d, shape),), _reduction_kwargs(d, shape)
+
+
+def _sample_arg(d):
+    shape = d.shape()
+    axis = d.axis(len(shape)) if shape else None
+    return (_distinct_array(d, shape),), {"axis": axis, "keepdims": d.boolean()}
+
+
+def _sample_bool(d):
+    shape = d.shape()
+    x = d.bool_array(shape) if d.boolean() else d.int_array(shape, -1, 1).astype(d.dtype)
+    return (x,), _reduction_kwargs(d, shape)
+
+
+def _sample_var(d):
+    shape = d.shape()
+    kw = _reduction_kwargs(d, shape)
+    kw["correction"] = d.choice([0, 1, 0.5])
+    if _numel(shape, kw["axis"]) - kw["correction"] <= 0:
+        d.reject()
+    return (d.array(shape),), kw
+
+
+def _sample_std(d):
+    # at least two elements per slice: a one-element slice has zero variance, where std's
+    # derivative is infinite (NaN gradient, as torch's)
+    args, kw = _sample_var(d)
+    if _numel(args[0].shape, kw["axis"]) < 2:
+        d.reject()
+    return args, kw
+
+
+def _sample_scan(d):
+    shape = d.shape(min_dims=1)
+    kw = {"axis": d.axis(len(shape), none=len(shape) == 1)}
+    if d.boolean():
+        kw["include_initial"] = True
+    return (d.array(shape),), kw
+
+
+def _unit_array(d, shape):
+    """Magnitudes in [0.5, 1.5], either sign (or phase): products of many of them stay
+    moderate, so finite differences stay accurate; zeros are tested separately (vs torch)."""
+    sign = d.bool_array(shape) * 2.0 - 1.0
+    x = sign * d.array(shape, 0.5, 1.5, dtype="float64")
+    if d.dtype.kind == "c":
+        x = x * (1 + 0.3j * d.array(shape, -1.0, 1.0, dtype="float64"))
+    return x.astype(d.dtype)
+
+
+def _sample_prod(d):
+    shape = d.shape()
+    return (_unit_array(d, shape),), _reduction_kwargs(d, shape)
+
+
+def _sample_cumprod(d):
+    args, kw = _sample_scan(d)
+    return (_unit_array(d, args[0].shape),), kw
+
+
+# ----------------------------------------------------------------------------- sum, mean
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True))
-def sum(B, x, axis=None, keepdims=False):
+def sum(B, x, axis=None, keepdims=False, *, dtype=None):
     """Sum of elements over ``axis`` (all axes by default).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (negative counts from the end); None reduces all. ``dim`` is
+        accepted as an alias.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+    dtype : dtype, optional
+        Accumulate and return in this dtype.
 
     Examples
     --------
@@ -51,9 +209,621 @@ def sum(B, x, axis=None, keepdims=False):
     tensor([[3.],
             [7.]])
     """
-    return B.sum(x, axis=axis, keepdims=keepdims)
+    return B.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
-sum.defvjp(lambda F, g, out, x, axis=None, keepdims=False:
+sum.defvjp(lambda F, g, out, x, axis=None, keepdims=False, dtype=None:
            expand_reduced(F, g, x.shape, axis, keepdims))
 sum.defjvp_linear()
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True))
+def mean(B, x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (all axes by default).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 2.0], [3.0, 5.0]], requires_grad=True)
+    >>> ndgrad.mean(x, axis=1)
+    tensor([1.5, 4. ], grad_fn=<MeanBackward0>)
+    >>> x.mean().backward()
+    >>> x.grad
+    tensor([[0.25, 0.25],
+            [0.25, 0.25]])
+    """
+    return B.mean(x, axis=axis, keepdims=keepdims)
+
+
+mean.defvjp(lambda F, g, out, x, axis=None, keepdims=False:
+            expand_reduced(F, g, x.shape, axis, keepdims) / _numel(x.shape, axis))
+mean.defjvp_linear()
+
+
+# ----------------------------------------------------------------------------- prod
+def _exclusive_prod(F, y, a):
+    """For each element of ``y``, the product of the other elements along axis ``a``."""
+    nd = y.ndim
+    drop_last = _slice_along(nd, a, slice(None, -1))
+    left = F.cumulative_prod(y, axis=a, include_initial=True)[drop_last]
+    right = _flip(F.cumulative_prod(_flip(y, a), axis=a, include_initial=True)[drop_last], a)
+    return left * right
+
+
+def _prod_others(F, x, out, axis, keepdims):
+    """For each element of ``x``, the product of the other elements of its reduced slice
+    (Note [Products with zeros]); broadcastable to ``x.shape``."""
+    if x.ndim == 0:
+        return F.ones_like(x)
+    if not bool(F.any(F.equal(x, 0))):
+        return unreduce(F, out, x.shape, axis, keepdims) / x
+    others = None
+    y = x
+    for a in normalize_axis(axis, x.ndim):
+        f = _exclusive_prod(F, y, a)
+        others = f if others is None else others * f
+        y = F.prod(y, axis=a, keepdims=True)
+    return F.ones_like(x) if others is None else others
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_prod)
+def prod(B, x, axis=None, keepdims=False, *, dtype=None):
+    """Product of elements over ``axis`` (all axes by default).
+
+    The gradient is exact when the input has zeros (one or several), as ``torch.prod``'s.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+    dtype : dtype, optional
+        Accumulate and return in this dtype.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([2.0, 0.0, 3.0], requires_grad=True)
+    >>> y = ndgrad.prod(x)
+    >>> y
+    tensor(0., grad_fn=<ProdBackward0>)
+    >>> y.backward()
+    >>> x.grad
+    tensor([0., 6., 0.])
+    """
+    return B.prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+prod.defvjp(lambda F, g, out, x, axis=None, keepdims=False, dtype=None:
+            unreduce(F, g, x.shape, axis, keepdims)
+            * F.conj(_prod_others(F, x, out, axis, keepdims)))
+
+
+def _prod_jvp(F, tangents, out, x, axis=None, keepdims=False, dtype=None):
+    r = F.sum(tangents[0] * _prod_others(F, x, out, axis, keepdims), axis=axis,
+              keepdims=keepdims)
+    return r if dtype is None else F.astype(r, dtype)
+
+
+prod.defjvp(_prod_jvp)
+
+
+# ----------------------------------------------------------------------------- var, std
+def _var_vjp(F, g, out, x, axis=None, keepdims=False, correction=0):
+    # d var = 2 (x - mean) / (N - correction), as torch's var_backward (also for complex x)
+    n = _numel(x.shape, axis) - correction
+    return unreduce(F, g, x.shape, axis, keepdims) * (2.0 / n) * (
+        x - F.mean(x, axis=axis, keepdims=True))
+
+
+def _var_jvp(F, tangents, out, x, axis=None, keepdims=False, correction=0):
+    n = _numel(x.shape, axis) - correction
+    return F.sum((x - F.mean(x, axis=axis, keepdims=True)) * tangents[0], axis=axis,
+                 keepdims=keepdims) * (2.0 / n)
+
+
+_VAR_ALIASES = {"dim": "axis", "keepdim": "keepdims", "ddof": "correction"}
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_var,
+       kwarg_aliases=_VAR_ALIASES)
+def var(B, x, axis=None, *, correction=0, keepdims=False):
+    """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    correction : int or float
+        Degrees-of-freedom correction (alias ``ddof``): 0 (the default, as NumPy and the
+        array API) gives the population variance, 1 the unbiased sample variance (PyTorch's
+        default).
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0, 3.0, 4.0])
+    >>> ndgrad.var(x)
+    tensor(1.25)
+    >>> x.var(correction=1)
+    tensor(1.66666667)
+    """
+    return B.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+
+var.defvjp(_var_vjp)
+var.defjvp(_var_jvp)
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_std,
+       kwarg_aliases=_VAR_ALIASES)
+def std(B, x, axis=None, *, correction=0, keepdims=False):
+    """Standard deviation over ``axis``: the square root of :func:`var`.
+
+    Where the variance is zero the derivative is infinite; the gradient there is 0, as
+    PyTorch's.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    correction : int or float
+        Degrees-of-freedom correction (alias ``ddof``), 0 by default.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 3.0], [2.0, 2.0]])
+    >>> ndgrad.std(x, axis=1)
+    tensor([1., 0.])
+    """
+    return B.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+
+def _half_over(F, g, out):
+    # g / (2 std), and 0 where std == 0, as torch's std_backward (the derivative is infinite
+    # there; the masked value keeps a constant slice from poisoning the gradient with NaN)
+    zero = F.equal(out, 0)
+    return F.where(zero, 0.0, g / (2.0 * F.where(zero, 1.0, out)))
+
+
+std.defvjp(lambda F, g, out, x, axis=None, keepdims=False, correction=0:
+           _var_vjp(F, _half_over(F, g, out), out, x, axis, keepdims, correction))
+std.defjvp(lambda F, tangents, out, x, axis=None, keepdims=False, correction=0:
+           _half_over(F, _var_jvp(F, tangents, out, x, axis, keepdims, correction), out))
+
+
+# ----------------------------------------------------------------------------- max, min
+def _minmax_vjp(F, g, out, x, axis=None, keepdims=False):
+    # ties share the gradient evenly, as torch.amax / torch.amin
+    mask = F.equal(x, unreduce(F, out, x.shape, axis, keepdims))
+    count = F.sum(mask, axis=axis, keepdims=True)
+    return F.where(mask, unreduce(F, g, x.shape, axis, keepdims) / count, 0.0)
+
+
+def _minmax_jvp(F, tangents, out, x, axis=None, keepdims=False):
+    mask = F.equal(x, unreduce(F, out, x.shape, axis, keepdims))
+    count = F.sum(mask, axis=axis, keepdims=keepdims)
+    return F.sum(F.where(mask, tangents[0], 0.0), axis=axis, keepdims=keepdims) / count
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
+def max(B, x, axis=None, keepdims=False):
+    """Largest element over ``axis`` (all axes by default), as ``torch.amax``.
+
+    Ties share the gradient evenly.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 5.0], [5.0, 2.0]], requires_grad=True)
+    >>> ndgrad.max(x, axis=1)
+    tensor([5., 5.], grad_fn=<MaxBackward0>)
+    >>> x.max().backward()
+    >>> x.grad
+    tensor([[0. , 0.5],
+            [0.5, 0. ]])
+    """
+    return B.max(x, axis=axis, keepdims=keepdims)
+
+
+max.defvjp(_minmax_vjp)
+max.defjvp(_minmax_jvp)
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
+def min(B, x, axis=None, keepdims=False):
+    """Smallest element over ``axis`` (all axes by default), as ``torch.amin``.
+
+    Ties share the gradient evenly.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 5.0], [0.0, 2.0]])
+    >>> ndgrad.min(x, axis=0)
+    tensor([0., 2.])
+    >>> x.min(dim=1, keepdim=True)
+    tensor([[1.],
+            [0.]])
+    """
+    return B.min(x, axis=axis, keepdims=keepdims)
+
+
+min.defvjp(_minmax_vjp)
+min.defjvp(_minmax_jvp)
+
+
+# ----------------------------------------------------------------------------- arg / logic
+_NOT_DIFF = {"vjp": "integer or boolean output: not differentiable",
+             "jvp": "integer or boolean output: not differentiable"}
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_arg,
+       notes=_NOT_DIFF)
+def argmax(B, x, axis=None, keepdims=False):
+    """Index of the largest element along ``axis`` (of the flattened input when None).
+
+    The first occurrence wins on ties. Returns an int64 tensor that never requires grad.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int, optional
+        Axis to search (alias ``dim``); None searches the flattened input.
+    keepdims : bool
+        Keep the reduced axis as a length-1 dimension (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
+    >>> ndgrad.argmax(x, axis=1)
+    tensor([1, 0])
+    >>> x.argmax()
+    tensor(3)
+    """
+    return B.argmax(x, axis=axis, keepdims=keepdims)
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_arg,
+       notes=_NOT_DIFF)
+def argmin(B, x, axis=None, keepdims=False):
+    """Index of the smallest element along ``axis`` (of the flattened input when None).
+
+    The first occurrence wins on ties. Returns an int64 tensor that never requires grad.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int, optional
+        Axis to search (alias ``dim``); None searches the flattened input.
+    keepdims : bool
+        Keep the reduced axis as a length-1 dimension (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
+    >>> ndgrad.argmin(x, axis=1, keepdims=True)
+    tensor([[0],
+            [1]])
+    """
+    return B.argmin(x, axis=axis, keepdims=keepdims)
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_bool,
+       notes=_NOT_DIFF)
+def all(B, x, axis=None, keepdims=False):
+    """Whether every element over ``axis`` is true (non-zero); a bool tensor.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 0.0], [2.0, 3.0]])
+    >>> ndgrad.all(x, axis=1)
+    tensor([False,  True])
+    >>> x.all()
+    tensor(False)
+    """
+    return B.all(x, axis=axis, keepdims=keepdims)
+
+
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_bool,
+       notes=_NOT_DIFF)
+def any(B, x, axis=None, keepdims=False):
+    """Whether any element over ``axis`` is true (non-zero); a bool tensor.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[0.0, 0.0], [2.0, 0.0]])
+    >>> ndgrad.any(x, axis=1)
+    tensor([False,  True])
+    >>> x.any()
+    tensor(True)
+    """
+    return B.any(x, axis=axis, keepdims=keepdims)
+
+
+# ----------------------------------------------------------------------------- logsumexp
+def _logsumexp_reference(x, axis=None, keepdims=False):
+    import numpy as np  # the property suite's reference (inputs are small), not a formula
+    return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+
+
+@defop(kind=REDUCTION, domain=Domain((-3.0, 3.0)))
+def logsumexp(B, x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is subtracted first).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Axes to reduce (alias ``dim``); None reduces all.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions (alias ``keepdim``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[0.0, 0.0], [1000.0, 1000.0]], requires_grad=True)
+    >>> y = ndgrad.logsumexp(x, axis=1)
+    >>> y.tolist()  # no overflow: exp(1000) is never formed
+    [0.6931471805599453, 1000.6931471805599]
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([[0.5, 0.5],
+            [0.5, 0.5]])
+    """
+    if x.dtype.kind not in "fc":
+        x = B.asarray(x, dtype=B.float64)
+    m = B.max(x, axis=axis, keepdims=True, initial=-B.inf)
+    m = B.where(B.isfinite(m), m, 0)
+    with B.errstate(divide="ignore"):  # log(0) = -inf for an all -inf (or empty) slice
+        out = B.log(B.sum(B.exp(x - m), axis=axis, keepdims=True)) + m
+    if not keepdims:
+        out = B.reshape(out, tuple(s for k, s in enumerate(x.shape)
+                                   if k not in normalize_axis(axis, x.ndim)))
+    return out
+
+
+logsumexp.reference = _logsumexp_reference
+logsumexp.defvjp(lambda F, g, out, x, axis=None, keepdims=False:
+                 unreduce(F, g, x.shape, axis, keepdims)
+                 * F.exp(x - unreduce(F, out, x.shape, axis, keepdims)))
+logsumexp.defjvp(lambda F, tangents, out, x, axis=None, keepdims=False:
+                 F.sum(tangents[0] * F.exp(x - unreduce(F, out, x.shape, axis, keepdims)),
+                       axis=axis, keepdims=keepdims))
+
+
+# ----------------------------------------------------------------------------- scans
+def _scan_axis(axis, ndim, name):
+    if axis is None:
+        if ndim > 1:
+            raise ValueError(f"{name}: `axis` is required for inputs with more than one "
+                             f"dimension (got {ndim}); pass axis= (or dim=)")
+        return 0
+    return normalize_axis(axis, _bmax(ndim, 1))[0]
+
+
+def _scan(B, fn, x, axis, dtype, include_initial, name):
+    a = _scan_axis(axis, x.ndim, name)
+    if x.ndim == 0:  # as torch: a 0-d input scans as one element
+        r = fn(B.reshape(x, (1,)), axis=0, dtype=dtype, include_initial=include_initial)
+        return r if include_initial else B.reshape(r, ())
+    return fn(x, axis=a, dtype=dtype, include_initial=include_initial)
+
+
+def _revcumsum(F, g, a):
+    return _flip(F.cumulative_sum(_flip(g, a), axis=a), a)
+
+
+def _drop_initial(F, arr, x, a, include_initial):
+    """The scan output ``arr`` without its initial element (and in ``x``'s shape)."""
+    if include_initial:
+        arr = arr[_slice_along(_bmax(arr.ndim, 1), a, slice(1, None))]
+    if x.ndim == 0:
+        arr = F.reshape(arr, ())
+    return arr
+
+
+def _cumsum_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
+    a = _scan_axis(axis, x.ndim, "cumulative_sum")
+    g = _drop_initial(F, g, x, a, include_initial)
+    return g if x.ndim == 0 else _revcumsum(F, g, a)
+
+
+@defop(kind=SCAN, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_scan)
+def cumulative_sum(B, x, axis=None, *, dtype=None, include_initial=False):
+    """Cumulative sum along ``axis`` (array-API ``cumulative_sum``; NumPy's ``cumsum``).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int, optional
+        Axis to scan (alias ``dim``); required when ``x`` has more than one dimension.
+    dtype : dtype, optional
+        Accumulate and return in this dtype.
+    include_initial : bool
+        Prepend the sum of no elements (zero): the result is one longer along ``axis``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    >>> ndgrad.cumulative_sum(x, axis=1)
+    tensor([[ 1.,  3.,  6.],
+            [ 4.,  9., 15.]])
+    >>> ndgrad.cumulative_sum(ndgrad.tensor([1.0, 2.0]), include_initial=True)
+    tensor([0., 1., 3.])
+    """
+    return _scan(B, B.cumulative_sum, x, axis, dtype, include_initial, "cumulative_sum")
+
+
+cumulative_sum.defvjp(_cumsum_vjp)
+cumulative_sum.defjvp_linear()
+
+
+def _cumprod_zero_masks(F, x, a):
+    z = F.equal(x, 0)
+    c = F.cumulative_sum(z, axis=a)          # number of zeros up to and including here
+    before = F.equal(c, 0)                   # before the first zero
+    first = F.equal(F.where(z, c, 0), 1)     # the first zero
+    between = F.equal(F.where(z, 0, c), 1)   # strictly between the first and second zeros
+    return c, before, first, between
+
+
+def _iota(F, ndim, a, n):
+    """0, 1, ..., n-1 along axis ``a`` of an ``ndim``-dim array (length 1 elsewhere)."""
+    shape = tuple(n if k == a else 1 for k in range(ndim))
+    return F.cumulative_sum(F.ones(shape), axis=a) - 1
+
+
+def _cumprod_pairs(F, x, a):
+    """(P, ge): ``P[.., i, k, ..] = prod_{j <= k, j != i} x_j`` over the scanned axis ``a``
+    (split into axes a: i and a+1: k), and the mask ``k >= i``. O(n^2): exact to any order."""
+    n = x.shape[a]
+    r = _iota(F, x.ndim, a, n)
+    ri = F.expand_dims(r, a + 1)             # i along axis a
+    rk = F.expand_dims(r, a)                 # k along axis a + 1
+    xs = F.where(F.equal(ri, rk), 1, F.expand_dims(x, a))   # x_j with x_i replaced by 1
+    return F.cumulative_prod(xs, axis=a + 1), F.greater_equal(rk, ri)
+
+
+def _cumprod_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
+    a = _scan_axis(axis, x.ndim, "cumulative_prod")
+    g = _drop_initial(F, g, x, a, include_initial)
+    if x.ndim == 0 or x.shape[a] <= 1:
+        return g
+    out = _drop_initial(F, out, x, a, include_initial)
+    if not bool(F.any(F.equal(x, 0))):
+        return _revcumsum(F, g * F.conj(out), a) / F.conj(x)
+    if _is_taped(g, x, out):
+        # Note [Products with zeros]: dx_i = sum_{k >= i} g_k conj(prod_{j <= k, j != i} x_j)
+        P, ge = _cumprod_pairs(F, x, a)
+        return F.sum(F.where(ge, F.expand_dims(g, a) * F.conj(P), 0), axis=a + 1)
+    # first order, O(n): before the first zero dx_i = revcumsum(g out)_i / x_i; at the first
+    # zero z, dx_z = prod_{j<z} x_j * sum_{z <= k < z2} g_k prod_{z<j<=k} x_j; elsewhere 0.
+    c, before, first, between = _cumprod_zero_masks(F, x, a)
+    xs = F.where(before, x, 1)
+    dx_before = _revcumsum(F, g * F.conj(out), a) / F.conj(xs)
+    tail = F.cumulative_prod(F.where(between, x, 1), axis=a)
+    s = F.sum(F.where(F.equal(c, 1), g, 0) * F.conj(tail), axis=a, keepdims=True)
+    excl = F.cumulative_prod(x, axis=a, include_initial=True)[
+        _slice_along(x.ndim, a, slice(None, -1))]
+    return F.where(before, dx_before, F.where(first, s * F.conj(excl), 0))
+
+
+def _prepend_zero(F, r, x, a, include_initial):
+    if x.ndim == 0:
+        return F.concat([F.zeros_like(F.reshape(r, (1,))), F.reshape(r, (1,))], axis=0) \
+            if include_initial else r
+    if not include_initial:
+        return r
+    return F.concat([F.zeros_like(r[_slice_along(r.ndim, a, slice(0, 1))]), r], axis=a)
+
+
+def _cumprod_jvp(F, tangents, out, x, axis=None, dtype=None, include_initial=False):
+    t = tangents[0]
+    a = _scan_axis(axis, x.ndim, "cumulative_prod")
+    if x.ndim == 0:
+        return _prepend_zero(F, t, x, a, include_initial)
+    if not bool(F.any(F.equal(x, 0))):
+        return out * F.cumulative_sum(t / x, axis=a, include_initial=include_initial)
+    if _is_taped(t, x, out):
+        P, ge = _cumprod_pairs(F, x, a)
+        r = F.sum(F.where(ge, F.expand_dims(t, a + 1) * P, 0), axis=a)
+        return _prepend_zero(F, r, x, a, include_initial)
+    out = _drop_initial(F, out, x, a, include_initial)
+    c, before, first, between = _cumprod_zero_masks(F, x, a)
+    xs = F.where(before, x, 1)
+    excl = F.cumulative_prod(x, axis=a, include_initial=True)[
+        _slice_along(x.ndim, a, slice(None, -1))]
+    tz = F.sum(F.where(first, t * excl, 0), axis=a, keepdims=True)   # t_z prod_{j<z} x_j
+    tail = F.cumulative_prod(F.where(between, x, 1), axis=a)
+    r = F.where(before, out * F.cumulative_sum(t / xs, axis=a),
+                F.where(F.equal(c, 1), tz * tail, 0))
+    return _prepend_zero(F, r, x, a, include_initial)
+
+
+@defop(kind=SCAN, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_cumprod)
+def cumulative_prod(B, x, axis=None, *, dtype=None, include_initial=False):
+    """Cumulative product along ``axis`` (array-API ``cumulative_prod``; NumPy's ``cumprod``).
+
+    The gradient is exact when the input has zeros, as ``torch.cumprod``'s.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int, optional
+        Axis to scan (alias ``dim``); required when ``x`` has more than one dimension.
+    dtype : dtype, optional
+        Accumulate and return in this dtype.
+    include_initial : bool
+        Prepend the product of no elements (one): the result is one longer along ``axis``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([2.0, 0.0, 3.0], requires_grad=True)
+    >>> y = ndgrad.cumulative_prod(x)
+    >>> y
+    tensor([2., 0., 0.], grad_fn=<CumulativeProdBackward0>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([1., 8., 0.])
+    """
+    return _scan(B, B.cumulative_prod, x, axis, dtype, include_initial, "cumulative_prod")
+
+
+cumulative_prod.defvjp(_cumprod_vjp)
+cumulative_prod.defjvp(_cumprod_jvp)
