@@ -11,7 +11,10 @@ Note [What a node saves]
 Which of ``out`` and the inputs an op's vjp rules read is found once, when the op is declared
 (``registry._RuleUse``); a Node saves exactly what the rules for its grad-requiring inputs
 read. ``y = x * 2.0`` saves nothing but the scalar; ``tanh`` saves only its output. This is
-what keeps the memory of a recorded computation close to the hand-written one.
+what keeps the memory of a recorded computation close to the hand-written one. A rule that
+reads an input only as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size`` (``sum``'s does)
+does not make it saved: the Node's ``in_meta`` records shape and dtype, and the rule gets an
+:class:`InputMeta` stand-in. So ``s = a.sum(); a += 1; s.backward()`` is fine, as in PyTorch.
 
 Note [Saved tensors and versions]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -46,6 +49,30 @@ class VersionCounter:
 
     def __init__(self):
         self.value = 0
+
+
+class InputMeta:
+    """Stand-in for an unsaved input whose rule reads only its shape, ndim, dtype or size."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"InputMeta(shape={self.shape}, dtype={self.dtype})"
 
 
 class _Freed:
@@ -226,6 +253,10 @@ class OpNode(Node):
             inputs = self._unpack_inputs(create_graph)
         else:
             inputs = (None,) * len(edges)
+        if op.meta_standins:
+            # inputs read only for shape/dtype were not saved (Note [What a node saves])
+            inputs = [InputMeta(*m) if x is None and m is not None else x
+                      for x, m in zip(inputs, self.in_meta)]
         out = self._unpack_out(create_graph) if self.out_data is not None else None
         if create_graph:
             F = _TENSOR_F[0]

@@ -111,41 +111,63 @@ class Domain:
         return self.ranges[i] if i < len(self.ranges) else self.ranges[-1]
 
 
+# Reading only these attributes of an input needs no saved array (Note [What a node saves]).
+META_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
+_PLAIN_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST",
+                          "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"})
+
+
 def _referenced_args(fn):
-    """Names of ``fn``'s arguments that its code reads (including from nested closures)."""
+    """(names read as values, names read only for shape/ndim/dtype/size) in ``fn``'s code.
+
+    A name whose every load is immediately followed by one of :data:`META_ATTRS` is
+    metadata-only; one captured by an inner function counts as read.
+    """
     code = fn.__code__
-    used = set(code.co_cellvars)  # captured by an inner function: count as read
-    for ins in dis.get_instructions(fn):
-        if ins.opname.startswith("LOAD_FAST") or ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE"):
-            val = ins.argval
-            if isinstance(val, tuple):
-                used.update(val)
-            else:
-                used.add(val)
-    return used
+    full = set(code.co_cellvars)
+    meta = set()
+    instructions = list(dis.get_instructions(fn))
+    for k, ins in enumerate(instructions):
+        op = ins.opname
+        if not (op.startswith("LOAD_FAST") or op in ("LOAD_DEREF", "LOAD_CLOSURE")):
+            continue
+        vals = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+        full.update(vals[:-1])  # all but the last are consumed later, not by the next op
+        last = vals[-1]
+        nxt = instructions[k + 1] if k + 1 < len(instructions) else None
+        if op in _PLAIN_LOADS and nxt is not None and nxt.opname == "LOAD_ATTR" and \
+                nxt.argval in META_ATTRS:
+            meta.add(last)
+        else:
+            full.add(last)
+    return full, meta - full
 
 
 class _RuleUse:
-    """Which saved values one vjp rule reads: ``out`` and a mask over the inputs."""
+    """Which saved values one vjp rule reads: ``out``, and masks over the inputs of those it
+    reads as values and those it reads only for their metadata."""
 
-    __slots__ = ("out", "inputs", "all_inputs")
+    __slots__ = ("out", "inputs", "meta_inputs", "all_inputs")
 
     def __init__(self, fn, nin):
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         has_var = any(p.kind == p.VAR_POSITIONAL for p in params)
-        used = _referenced_args(fn)
+        used, meta = _referenced_args(fn)
         names = [p.name for p in positional]
         # positional layout: F, [i,] g, out, inputs...
         self.out = len(names) > 2 and names[2] in used
         if nin == VARIADIC or has_var:
             self.all_inputs = True
             self.inputs = None
+            self.meta_inputs = None
         else:
             self.all_inputs = False
             in_names = names[3:3 + nin]
-            self.inputs = tuple((n in used) for n in in_names) + (True,) * (nin - len(in_names))
+            pad = (True,) * (nin - len(in_names))
+            self.inputs = tuple((n in used) for n in in_names) + pad
+            self.meta_inputs = tuple((n in meta) for n in in_names) + (False,) * len(pad)
 
 
 class Op:
@@ -171,6 +193,7 @@ class Op:
         self.vjp_rules = None      # tuple, one rule (or None) per input
         self.vjp_each = None       # variadic form: rule(F, i, g, out, *inputs, **params)
         self.rule_uses = None
+        self.meta_standins = False
         self.jvp = None
         self.batch_rule = None
         self.public = None
@@ -188,6 +211,7 @@ class Op:
             raise TypeError(f"{self.name}: defvjp expects {self.nin} rules, got {len(rules)}")
         self.vjp_rules = rules
         self.rule_uses = tuple(None if r is None else _RuleUse(r, self.nin) for r in rules)
+        self.meta_standins = self.reads_metadata
         self._save_cache.clear()
         return self
 
@@ -195,11 +219,12 @@ class Op:
         """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``."""
         self.vjp_each = rule
         sig = list(inspect.signature(rule).parameters)
-        used = _referenced_args(rule)
+        used = set().union(*_referenced_args(rule))
         use = _RuleUse.__new__(_RuleUse)
         use.out = len(sig) > 3 and sig[3] in used
         use.all_inputs = True
         use.inputs = None
+        use.meta_inputs = None
         self.rule_uses = use
         self._save_cache.clear()
         return self
@@ -211,7 +236,12 @@ class Op:
         return self.vjp_rules[i] if self.vjp_rules is not None else None
 
     def save_mask(self, needs):
-        """(save_out, save_inputs mask) for the inputs that need grad (memoised)."""
+        """(save_out, save mask over inputs (None: all)) for the inputs that need grad.
+
+        An input a rule reads only for its metadata is not saved when it needs grad: the
+        engine hands the rule a stand-in built from the Node's ``in_meta``
+        (Note [What a node saves]). Memoised per ``needs``.
+        """
         r = self._save_cache.get(needs)
         if r is not None:
             return r
@@ -231,13 +261,22 @@ class Op:
                 save_out = save_out or u.out
                 if u.all_inputs:
                     all_inputs = True
-                else:
-                    for j, used in enumerate(u.inputs):
-                        if used:
-                            mask[j] = True
+                    continue
+                for j, used in enumerate(u.inputs):
+                    if used or (u.meta_inputs[j] and not needs[j]):
+                        mask[j] = True
             r = (save_out, None if all_inputs else tuple(mask))
         self._save_cache[needs] = r
         return r
+
+    @property
+    def reads_metadata(self):
+        """Whether some rule reads an input only for its metadata (stand-ins needed)."""
+        uses = self.rule_uses
+        if not isinstance(uses, tuple):
+            return False
+        return any(u is not None and u.meta_inputs is not None and any(u.meta_inputs)
+                   for u in uses)
 
     # -- jvp
     def defjvp(self, rule):
