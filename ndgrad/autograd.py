@@ -40,8 +40,6 @@ def Variable(data, requires_grad=False, volatile=None):
     from .core.creation import tensor
     from .core.tensor import Tensor
     if isinstance(data, Tensor):
-        t = data.detach() if data.grad_fn is not None else data
-        if requires_grad:
-            t.requires_grad_(True)
-        return t
+        # As PyTorch's: a new leaf sharing ``data``'s storage; ``data`` itself is untouched.
+        return data.detach().requires_grad_(requires_grad)
     return tensor(data, requires_grad=requires_grad)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .backend import (NUMPY, _seed_state, as_dtype, backend_for_device, backend_of,
                       default_complex_dtype, get_default_dtype)
-from .tensor import Tensor, _new
+from .grad_mode import STATE
+from .tensor import Tensor, _mark_inference, _new
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
@@ -20,6 +21,8 @@ def _finish(data, requires_grad):
     t = _new(data, False)
     if requires_grad:
         t.requires_grad_(True)
+    if STATE.inference:  # tensors made under inference_mode are inference tensors
+        _mark_inference(t)
     return t
 
 
@@ -39,6 +42,9 @@ def _convert(data, dtype, device, copy):
         B = backend_for_device(device) if device is not None else data.backend
         arr = data._data
         if dtype is not None and arr.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"asarray(copy=False): converting {arr.dtype} to {dtype} needs "
+                                 "a copy; pass copy=None to copy only when needed")
             arr = arr.astype(dtype)
         elif copy:
             arr = arr.copy()
@@ -101,7 +107,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     """Convert ``obj`` to a tensor, sharing memory with NumPy arrays where possible.
 
-    A Tensor is returned as is when no conversion is needed.
+    A Tensor is returned as is when no conversion is needed. ``copy`` follows the array API:
+    None copies only when needed (a dtype change), True always copies, False never does (and
+    raises ValueError when a copy would be needed).
 
     Examples
     --------
@@ -116,7 +124,7 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
         if requires_grad and not obj.requires_grad:
             obj.requires_grad_(True)
         return obj
-    return _finish(_convert(obj, dtype, device, copy=bool(copy)), requires_grad)
+    return _finish(_convert(obj, dtype, device, copy=copy), requires_grad)
 
 
 def is_tensor(obj):

@@ -8,6 +8,7 @@ decorator.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
@@ -44,12 +45,42 @@ def is_inference_mode_enabled() -> bool:
 
 
 class _Mode:
-    """Base of the grad-mode context managers; subclasses define ``_enter_state``."""
+    """Base of the grad-mode context managers; subclasses define ``_enter_state``.
+
+    As a decorator, a mode wraps each call in a fresh instance of itself; a generator function
+    runs each of its steps in the mode, and its caller runs in its own mode between steps (as
+    PyTorch's decorators do).
+    """
 
     def __call__(self, fn):
+        cls, mode_args = self.__class__, self._args()
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                try:
+                    with cls(*mode_args):
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with cls(*mode_args):
+                                gen.close()
+                            raise
+                        except BaseException as exc:
+                            with cls(*mode_args):
+                                response = gen.throw(exc)
+                        else:
+                            with cls(*mode_args):
+                                response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
+            return generator_wrapper
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__(*self._args()):
+            with cls(*mode_args):
                 return fn(*args, **kwargs)
         return wrapper
 
@@ -66,8 +97,22 @@ class _Mode:
         return False
 
 
-class no_grad(_Mode):
+class _NoParamMode(_Mode):
+    """A mode without arguments, also usable as a bare decorator (``@ndgrad.no_grad``)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        if not callable(orig_func):
+            raise TypeError(f"{cls.__name__}() takes no arguments (got {orig_func!r}); use "
+                            f"`with ndgrad.{cls.__name__}():` or `@ndgrad.{cls.__name__}`")
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamMode):
     """Disable recording: results of operations do not require grad.
+
+    A context manager, and a decorator with or without parentheses.
 
     Examples
     --------
@@ -77,13 +122,18 @@ class no_grad(_Mode):
     ...     y = x * 2
     >>> y.requires_grad
     False
+    >>> @ndgrad.no_grad
+    ... def double(t):
+    ...     return t * 2
+    >>> double(x).requires_grad
+    False
     """
 
     def _enter_state(self):
         STATE.grad_enabled = False
 
 
-class enable_grad(_Mode):
+class enable_grad(_NoParamMode):
     """Enable recording inside a :class:`no_grad` block.
 
     Examples
@@ -150,6 +200,11 @@ class inference_mode(_Mode):
     >>> y.requires_grad
     False
     """
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # bare decorator: @ndgrad.inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)

@@ -22,13 +22,17 @@ __all__ = ["Tensor"]
 class _Meta:
     """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
 
-    __slots__ = ("hooks", "retains_grad", "inference", "retain_handle")
+    __slots__ = ("hooks", "retains_grad", "inference", "retain_handle", "base", "accumulator",
+                 "tangents")
 
     def __init__(self):
         self.hooks = None
         self.retains_grad = False
         self.inference = False
         self.retain_handle = None
+        self.base = None          # the tensor this one is a view of
+        self.accumulator = None   # weakref to the leaf's AccumulateGrad node
+        self.tangents = None      # forward-mode tangents, per dual level
 
 
 _object_new = object.__new__
@@ -43,10 +47,7 @@ def _new(data, requires_grad):
     t._output_nr = 0
     t._grad = None
     t._version = None
-    t._base = None
     t._meta = None
-    t._accumulator = None
-    t._tangents = None
     return t
 
 
@@ -102,7 +103,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
-                 "_base", "_meta", "_accumulator", "_tangents", "__weakref__")
+                 "_meta", "__weakref__")
 
     # NumPy defers binary operators to us (np_array + tensor -> Tensor.__radd__).
     __array_ufunc__ = None
@@ -112,6 +113,36 @@ class Tensor:
         from .creation import tensor
         return tensor([] if data is None else data, dtype=dtype, device=device,
                       requires_grad=requires_grad)
+
+    # Rarely set state lives in `_meta` (Note: keeps `_new`, run for every op, cheap).
+    @property
+    def _base(self):
+        m = self._meta
+        return None if m is None else m.base
+
+    @_base.setter
+    def _base(self, value):
+        if value is not None or self._meta is not None:
+            _meta(self).base = value
+
+    @property
+    def _accumulator(self):
+        m = self._meta
+        return None if m is None else m.accumulator
+
+    @_accumulator.setter
+    def _accumulator(self, value):
+        _meta(self).accumulator = value
+
+    @property
+    def _tangents(self):
+        m = self._meta
+        return None if m is None else m.tangents
+
+    @_tangents.setter
+    def _tangents(self, value):
+        if value is not None or self._meta is not None:
+            _meta(self).tangents = value
 
     @classmethod
     def _wrap(cls, data):
