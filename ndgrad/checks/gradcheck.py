@@ -192,8 +192,8 @@ def gradcheck(func, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True
                 "complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex.", UserWarning, stacklevel=2)
     # Perturbation happens in place on the inputs' data: work on private copies.
-    work = tuple(_tensor(_np(t), dtype=t.dtype, requires_grad=True) if n in idx else t
-                 for n, t in enumerate(inputs))
+    work = tuple(_tensor(np.ascontiguousarray(_np(t)), dtype=t.dtype, requires_grad=True)
+                 if n in idx else t for n, t in enumerate(inputs))
     outs, numerical = _numerical_jacobian(func, work, idx, eps)
     meta = [(o.size, o.shape, o.dtype.kind == "c", o.dtype) for o in outs]
     analytical = _analytical_rows(func, work, idx, meta)

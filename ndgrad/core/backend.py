@@ -144,7 +144,8 @@ class Device:
         elif isinstance(type, str) and ":" in type:
             type, _, idx = type.partition(":")
             if not idx.isdigit():
-                raise ValueError(f"invalid device string {type}:{idx!r}; expected 'cpu' or 'cuda:N'")
+                raise ValueError(
+                    f"invalid device string {type}:{idx!r}; expected 'cpu' or 'cuda:N'")
             index = int(idx)
         if type not in ("cpu", "cuda"):
             raise ValueError(f"unknown device type {type!r}; expected 'cpu' or 'cuda'")
@@ -215,7 +216,8 @@ class NumpyBackend(Backend):
         # Copy NumPy's public callables onto the instance: `B.tanh` is then a plain
         # instance-dict lookup, as fast as `np.tanh`.
         for name in dir(np):
-            if not name.startswith("_"):
+            # the class's own methods (asarray, ...) win over NumPy's same-named functions
+            if not name.startswith("_") and not hasattr(type(self), name):
                 try:
                     setattr(self, name, getattr(np, name))
                 except AttributeError:  # pragma: no cover
@@ -230,7 +232,8 @@ class NumpyBackend(Backend):
         return _CPU
 
     def asarray(self, data, dtype=None, device=None, copy=None):
-        return np.asarray(data, dtype=dtype) if not copy else np.array(data, dtype=dtype)
+        """Array-API ``asarray``: ``copy`` True (always), False (never, or raise), None."""
+        return np.asarray(data, dtype=dtype, copy=copy)
 
     def to_numpy(self, array):
         return array

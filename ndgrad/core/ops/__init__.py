@@ -170,10 +170,12 @@ _graph._NUMPY_F[0] = NUMPY.F
 
 
 # ------------------------------------------------------------------ Tensor methods
-def _make_method(f):
+def _make_method(f, name):
     def method(self, *args, **kw):
         return f(self, *args, **kw)
-    method.__name__ = f.__name__
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__module__ = "ndgrad"
     method.__doc__ = f.__doc__
     return method
 
@@ -190,6 +192,8 @@ def _make_inplace_method(op, name):
             args = args[1:]
         return apply_inplace(op, self, *args, **kw)
     method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__module__ = "ndgrad"
     method.__doc__ = f"In-place version of :func:`ndgrad.{op.name}`: ``x.{name}(...)`` " \
                      f"sets ``x`` to ``{op.name}(x, ...)`` and returns ``x``."
     return method
@@ -202,10 +206,10 @@ for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
     if _obj.method:
         _mname = _obj.method if isinstance(_obj.method, str) else _obj.name
         if not hasattr(Tensor, _mname) or _mname in getattr(Tensor, "_generated", ()):
-            setattr(Tensor, _mname, _make_method(_obj.public))
+            setattr(Tensor, _mname, _make_method(_obj.public, _mname))
         for _alias in _ALIASES_OF.get(_obj.name, ()):
             if not hasattr(Tensor, _alias) or _alias in getattr(Tensor, "_generated", ()):
-                setattr(Tensor, _alias, _make_method(_obj.public))
+                setattr(Tensor, _alias, _make_method(_obj.public, _alias))
     _ipm = getattr(_obj, "inplace_method", None)
     if _ipm:
         for _n in ([_ipm] if isinstance(_ipm, str) else _ipm):

@@ -1,0 +1,1 @@
+"""ndgrad.core: the Tensor, the op registry, dispatch and the reverse-mode engine."""
