@@ -93,8 +93,13 @@ def ops_page() -> str:
 
     groups: dict[str, list[str]] = {}
     for name in sorted(ops.PUBLIC):
-        op = ops.REGISTRY.get(name)
-        kind = op.kind if op is not None else "composite"
+        target = ops.registry.ALIASES.get(name, name)  # an alias sits beside its op
+        op = ops.REGISTRY.get(target)
+        if op is None and target in ops.COMPOSITES:
+            op = ops.COMPOSITES[target]
+            kind = op.kind or "composite"
+        else:
+            kind = op.kind if op is not None else "composite"
         groups.setdefault(kind, []).append(name)
     order = list(_KIND_TITLES) + sorted(set(groups) - set(_KIND_TITLES))
 

@@ -222,7 +222,7 @@ def test_jvp_matches_finite_differences(name, data):
         got = _jvp_of(op, args, kwargs, tuple(tangents))
         eps = 1e-6
 
-        def at(s):
+        def at(s, args=args, kwargs=kwargs, pos=pos, nin=nin, tangents=tangents):
             moved = list(args)
             for p in pos:
                 moved[p] = args[p] + s * tangents[p]

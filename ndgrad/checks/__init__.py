@@ -1,5 +1,6 @@
 """Correctness checks for derivatives: :func:`gradcheck`, :func:`gradgradcheck`, and (with
 hypothesis installed) the strategies in :mod:`ndgrad.checks.strategies`."""
+from __future__ import annotations
 
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 

@@ -62,7 +62,7 @@ def _numerical_jacobian(func, inputs, idx, eps):
             x = inputs[i]
             data = x._data
             flat = data.reshape(-1)  # a view: perturb in place, restore after
-            if not np.shares_memory(flat, data):
+            if flat.size and not np.shares_memory(flat, data):
                 raise RuntimeError("gradcheck needs contiguous inputs")
             parts = [1.0] if data.dtype.kind != "c" else [1.0, 1j]
             cols = [[] for _ in outs0]
@@ -192,7 +192,7 @@ def gradcheck(func, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True
                 "complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex.", UserWarning, stacklevel=2)
     # Perturbation happens in place on the inputs' data: work on private copies.
-    work = tuple(_tensor(np.ascontiguousarray(_np(t)), dtype=t.dtype, requires_grad=True)
+    work = tuple(_tensor(np.array(_np(t), order="C"), dtype=t.dtype, requires_grad=True)
                  if n in idx else t for n, t in enumerate(inputs))
     outs, numerical = _numerical_jacobian(func, work, idx, eps)
     meta = [(o.size, o.shape, o.dtype.kind == "c", o.dtype) for o in outs]

@@ -375,8 +375,12 @@ def _formula_ones(shape, dtype=None):
     return ones(shape, dtype=dtype)
 
 
+def _formula_arange(n):
+    return arange(n)
+
+
 FORMULA_HELPERS = ("zeros_like", "ones_like", "full_like", "empty_like", "iscomplexobj")
-FORMULA_EXTRA = {"zeros": _formula_zeros, "ones": _formula_ones}
+FORMULA_EXTRA = {"zeros": _formula_zeros, "ones": _formula_ones, "arange": _formula_arange}
 
 
 def raw_helpers(B):
@@ -389,4 +393,5 @@ def raw_helpers(B):
         "iscomplexobj": B.iscomplexobj,
         "zeros": B.zeros,
         "ones": B.ones,
+        "arange": B.arange,
     }

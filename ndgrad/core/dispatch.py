@@ -74,7 +74,7 @@ def apply(op, *args, **params):
         if STATE.inference:
             _mark_inference(t)
     if op.view:
-        _share_version(args[0], t)
+        _link_view(args, t)
     return t
 
 
@@ -86,6 +86,8 @@ def _record_fast(op, args, params, t, out):
     node = _OpNode_new(OpNode)
     if len(args) == 1:
         a = args[0]
+        if a._meta is not None:
+            _check_view_history(a)
         fn = a._grad_fn
         edges = ((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0),)
         d = a._data
@@ -97,6 +99,8 @@ def _record_fast(op, args, params, t, out):
         needs = []
         for a in args:
             if type(a) is Tensor and a._requires_grad:
+                if a._meta is not None:
+                    _check_view_history(a)
                 fn = a._grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
                 d = a._data
@@ -204,7 +208,7 @@ def _apply_general(op, args, params):
         if STATE.inference:
             _mark_inference(t)
     if op.view:
-        _share_version(args[0], t)
+        _link_view(args, t)
     return t
 
 
@@ -224,19 +228,35 @@ def _wrap_outputs(op, args, extra, params, out, requires_grad):
                 _mark_inference(t)
     if op.view:
         for t in ts:
-            _share_version(args[0], t)
+            _link_view(args, t)
     return ts
 
 
 def _share_version(src, t):
-    """A view shares its base's version counter (Note [Saved tensors and versions])."""
-    if type(src) is not Tensor and not isinstance(src, Tensor):
-        return
+    """Make ``t`` a view of ``src``: it shares src's version counter and base
+    (Note [Saved tensors and versions])."""
     c = src._version
     if c is None:
         c = src._version = VersionCounter()
     t._version = c
-    t._base = src._base if src._base is not None else src
+    base = src._base
+    if base is None:
+        base = src
+    t._base = base
+    t._meta.view_fn = base._grad_fn  # the base's history when the view was made
+
+
+def _link_view(args, t):
+    """For a ``view=True`` op: link ``t`` to the input whose memory it shares, if any (NumPy
+    copies for some inputs, e.g. ``reshape`` of a non-contiguous array or advanced
+    indexing; a multi-output op such as ``broadcast_arrays`` views a different input per
+    output)."""
+    d = t._data
+    B = _BACKEND_BY_TYPE[type(d)]
+    for src in args:
+        if type(src) is Tensor and B.may_share_memory(src._data, d):
+            _share_version(src, t)
+            return
 
 
 def _record(op, args, extra, params, out_tensors, out_arrays):
@@ -246,6 +266,8 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
     meta = []
     for a in args:
         if type(a) is Tensor and a._requires_grad:
+            if a._meta is not None:
+                _check_view_history(a)
             needs.append(True)
             fn = a._grad_fn
             edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
@@ -287,6 +309,28 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
 
 
 _OpNode_new = object.__new__
+
+
+# Note [In-place on views]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A view shares memory with its base. In-place changes through the base after the view was
+# made would leave the view with a stale history (its values changed, its grad_fn did not),
+# and in-place changes through a view would not reach the base's history. Until those
+# histories are rebased (PyTorch's CopySlices), both are refused with an error rather than
+# giving a silently wrong gradient: apply_inplace refuses in-place ops on views inside a
+# differentiable computation, and recording an op on a view whose base's history changed
+# since the view was made raises here.
+def _check_view_history(t):
+    m = t._meta
+    base = m.base
+    if base is not None and base._grad_fn is not m.view_fn:
+        raise RuntimeError(
+            f"a view (shape {list(t.shape)}) is used after its base (shape "
+            f"{list(base.shape)}) was modified by an in-place operation in a differentiable "
+            "computation; the view's recorded history is stale, so its gradient would be "
+            "wrong. Take the view again after the in-place operation (e.g. `z = y[0:2]` "
+            "after `y.mul_(2)`)."
+        )
 _next_seq = _seq_counter.__next__
 
 
@@ -333,6 +377,15 @@ def apply_inplace(op, target, *args, **params):
     # Run the op functionally, with a stand-in for target that carries its current history.
     record = grad_on and op.differentiable and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    if base is not None and (record or (grad_on and base._requires_grad)):
+        # Note [In-place on views]: the base's history would not see this change.
+        raise RuntimeError(
+            f"in-place operation ({op.name}) on a view of a tensor that is part of a "
+            "differentiable computation: ndgrad does not yet propagate in-place changes of a "
+            "view into its base's history, so the gradient would be wrong. Write it out of "
+            "place on the base instead, e.g. `y = ndgrad.index_put(y, values, index=...)` "
+            "for `y[index][...] = values`, or `.clone()` the view first."
+        )
     if record:
         needs = (target._requires_grad,) + tuple(
             isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])

@@ -14,7 +14,6 @@ shape and dtype, naming the Node on a mismatch. This is the only place that does
 
 from __future__ import annotations
 
-import heapq
 from heapq import heappop, heappush
 
 from .grad_mode import STATE
@@ -221,7 +220,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
-        from .ops import _batched_grad  # provided by the functional layer via a hook
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)
     grads = _make_grads(outputs, grad_outputs)
@@ -240,6 +238,46 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = _wrap_raw(g)
         out.append(g)
     del single_input
+    return tuple(out)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad(..., is_grads_batched=True)``: one backward per batch element, stacked.
+
+    The first dimension of every grad_output is the batch. This runs the backward passes in a
+    loop; the vectorized version (one batched pass through vmap) replaces it together with
+    the functional transforms.
+    """
+    sizes = {g.shape[0] for g in grad_outputs if g is not None and len(g.shape) > 0}
+    if any(g is not None and len(g.shape) == 0 for g in grad_outputs) or len(sizes) != 1:
+        shapes = [None if g is None else tuple(g.shape) for g in grad_outputs]
+        raise RuntimeError("with is_grads_batched=True every grad_output needs the same "
+                           f"leading batch dimension; got shapes {shapes}")
+    n = sizes.pop()
+    _make_grads(outputs, grad_outputs, is_grads_batched=True)  # validates the shapes
+    from .ops import PUBLIC
+    per_input = [[] for _ in inputs]
+    for b in range(n):
+        gos = tuple(None if g is None else g[b] for g in grad_outputs)
+        last = b == n - 1
+        res = grad(outputs, inputs, gos, retain_graph=retain_graph if last else True,
+                   create_graph=create_graph, allow_unused=True,
+                   materialize_grads=materialize_grads)
+        for k, r in enumerate(res):
+            per_input[k].append(r)
+    out = []
+    for k, rs in enumerate(per_input):
+        if all(r is None for r in rs):
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (inputs[{k}]) appears to not have been "
+                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
+            out.append(None)
+        else:
+            t = inputs[k]
+            rs = [r if r is not None else _wrap_raw(t.backend.zeros_like(t._data)) for r in rs]
+            out.append(PUBLIC["stack"](rs))
     return tuple(out)
 
 

@@ -23,7 +23,7 @@ class _Meta:
     """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
 
     __slots__ = ("hooks", "retains_grad", "inference", "retain_handle", "base", "accumulator",
-                 "tangents")
+                 "tangents", "view_fn")
 
     def __init__(self):
         self.hooks = None
@@ -33,6 +33,7 @@ class _Meta:
         self.base = None          # the tensor this one is a view of
         self.accumulator = None   # weakref to the leaf's AccumulateGrad node
         self.tangents = None      # forward-mode tangents, per dual level
+        self.view_fn = None       # base's grad_fn at view creation (Note [In-place on views])
 
 
 _object_new = object.__new__
@@ -593,8 +594,10 @@ class Tensor:
         return _apply(_OP["abs"], self)
 
     def __invert__(self):
-        return _apply(_OP["logical_not"], self) if self.dtype.kind == "b" else \
-            _apply(_OP["bitwise_invert"], self)
+        if self.dtype.kind != "b":
+            raise TypeError(f"~ is defined for bool tensors (logical not); this tensor has "
+                            f"dtype {self.dtype}. Use ndgrad.logical_not or `-x - 1`.")
+        return _apply(_OP["logical_not"], self)
 
     def __and__(self, other):
         return _apply(_OP["logical_and"], self, other)

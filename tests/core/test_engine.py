@@ -658,3 +658,21 @@ def test_grad_mode_is_restored_when_backward_fails():
         with pytest.raises(RuntimeError, match="retain_graph"):
             y.backward(create_graph=True)
         assert not nd.is_grad_enabled()
+
+
+# ----------------------------------------------------------------------------- is_grads_batched
+def test_is_grads_batched_gives_the_jacobian_rows():
+    x = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    A = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 4.0]])
+    y = nd.tanh(nd.matmul(nd.tensor(A), x))
+    (jac,) = nd.autograd.grad(y, x, nd.tensor(np.eye(2)), is_grads_batched=True)
+    # d tanh(Ax) / dx = diag(1 - tanh^2(Ax)) A
+    expected = (1 - np.tanh(A @ np.array([1.0, 2.0, 3.0])) ** 2)[:, None] * A
+    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-12)
+
+
+def test_is_grads_batched_checks_the_batch_dimension():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        nd.autograd.grad(y, x, nd.ones(3, 5), is_grads_batched=True)

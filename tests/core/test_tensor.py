@@ -700,3 +700,31 @@ def test_in_place_on_an_unsaved_tensor_is_fine():
     a += 5.0  # a's history is rebased; y was computed before and still differentiates
     y.sum().backward()
     close(x.grad, [3.0, 3.0])
+
+
+# --------------------------------------------------------- views (Note [In-place on views])
+def test_in_place_through_a_view_in_a_differentiable_computation_is_refused():
+    # the base's history would not see the change: refuse rather than give a wrong gradient
+    a = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = a * 1
+    with pytest.raises(RuntimeError, match="on a view of a tensor that is part of a"):
+        y[0:2].mul_(10)
+
+
+def test_a_view_with_a_stale_history_is_refused():
+    a = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = a * 1
+    z = y[0:2]
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="Take the view again"):
+        z.sum()
+    z = y[0:2]  # taken again: its history includes the in-place multiply
+    z.sum().backward()
+    close(a.grad, [2.0, 2.0, 0.0])
+
+
+def test_in_place_through_a_view_under_no_grad_updates_the_base():
+    w = nd.ones(3, requires_grad=True)
+    with nd.no_grad():
+        w[0:2].mul_(3.0)
+    close(w, [3.0, 3.0, 1.0])

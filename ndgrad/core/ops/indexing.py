@@ -1,18 +1,29 @@
 """Indexing primitives: ``__getitem__`` (basic and advanced), ``index_put`` (the op behind
 ``__setitem__``), ``index_add`` (scatter-add, the vjp of advanced indexing), take,
-take_along_axis, sort.
+take_along_axis, sort and the non-differentiable argsort.
+
+Indices are parameters, not inputs: Tensors and lists in an index are replaced by backend
+arrays once, by the public functions (:func:`normalize_index`), so formulas index raw
+cotangents and Tensors alike with ``g[index]`` / ``F.getitem(g, index)``. Repeated indices
+accumulate in every backward (``index_add`` scatters with addition).
 """
 
 from __future__ import annotations
+
+import numbers
 
 from ..tensor import Tensor
 from .registry import INDEXING, Domain, defop
 
 ANY = Domain((-2.0, 2.0), complex=True)
+REAL = Domain((-2.0, 2.0))
 
 
 def normalize_index(index):
-    """Index with Tensors replaced by their arrays and lists by arrays (hashable-free)."""
+    """``index`` with Tensors replaced by their arrays and lists by arrays.
+
+    Raises IndexError for float Tensors or lists (only integer and bool arrays index).
+    """
     if isinstance(index, tuple):
         return tuple(normalize_index(i) for i in index)
     if isinstance(index, Tensor):
@@ -21,11 +32,17 @@ def normalize_index(index):
         return index._data
     if isinstance(index, list):
         from ..backend import NUMPY
+        if any(isinstance(i, Tensor) for i in index):
+            index = [i._data if isinstance(i, Tensor) else i for i in index]
         arr = NUMPY.asarray(index)
-        if arr.dtype.kind not in "iub":
+        if arr.dtype.kind not in "iub" and arr.size:
             raise IndexError("lists used as indices must hold integers or bools")
-        return arr
+        return arr if arr.size else arr.astype("int64")
     return index
+
+
+def _is_integer(i):
+    return isinstance(i, numbers.Integral) and not isinstance(i, bool)
 
 
 def is_basic(index):
@@ -33,14 +50,104 @@ def is_basic(index):
     if not isinstance(index, tuple):
         index = (index,)
     for i in index:
-        if not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+        if not (i is None or i is Ellipsis or isinstance(i, slice) or _is_integer(i)):
             return False
     return True
 
 
-@defop(kind=INDEXING, domain=ANY, view=True, method=False)
+def iota(F, n):
+    """``[0, 1, ..., n - 1]`` (int64) in a formula: for index arrays built from shapes."""
+    return F.arange(n)
+
+
+def _values_cotangent(F, gv, values):
+    """NumPy drops leading length-1 dimensions of assigned values (``x[0] = v[None]``); give
+    their cotangent those dimensions back so the engine can match it to ``values``."""
+    vnd = getattr(values, "ndim", 0)
+    if vnd > gv.ndim:
+        gv = F.reshape(gv, (1,) * (vnd - gv.ndim) + tuple(gv.shape))
+    return gv
+
+
+# ------------------------------------------------------------------------------ samplers
+def _draw_slice(d, s):
+    """A non-empty slice of a side of length ``s``, any step, spelled in NumPy's ways."""
+    step = d.choice([1, 2, -1, -2, None])
+    start = d.integers(0, s - 1)
+    if step is None or step > 0:
+        stop = d.integers(start + 1, s + 1)  # s + 1: past the end is allowed
+        stop = None if stop >= s and d.boolean() else stop
+    else:
+        stop = d.integers(-1, start - 1)
+        stop = None if stop == -1 else stop - s  # a negative stop counts from the end
+    start = start - s if d.boolean() else start
+    return slice(start, stop, step)
+
+
+def _draw_index(d, shape, advanced=True, repeats=True):
+    """A random index into ``shape``: basic, advanced (repeats included), boolean or mixed.
+
+    The selection is never empty (the finite-difference checks need elements).
+    """
+    nd = len(shape)
+    kind = d.choice(["basic", "advanced", "bool", "mixed"] if advanced and nd else ["basic"])
+    if kind == "bool":
+        k = d.integers(1, nd)
+        mask = d.bool_array(shape[:k])
+        mask[tuple(d.integers(0, s - 1) for s in shape[:k])] = True  # selects something
+        if k == nd and d.boolean():
+            return mask
+        return (mask,) + tuple(slice(None) for _ in range(d.integers(0, nd - k)))
+    if kind == "advanced":
+        k = d.integers(1, min(nd, 2))
+        m = d.integers(1, 4)
+        parts = []
+        for s in shape[:k]:
+            arr = d.int_array((m,), -s, s - 1)
+            if repeats and m > 1 and d.boolean():
+                arr[-1] = arr[0]  # a repeated index
+            parts.append(arr)
+        if k == 1 and d.boolean():
+            return parts[0] if d.boolean() else parts[0].reshape(m, 1)
+        return tuple(parts)
+    parts = []
+    first_len = None
+    for s in shape:
+        r = d.integers(0, 2 if kind == "basic" else 3)
+        if r == 0:
+            parts.append(d.integers(-s, s - 1))
+        elif r == 1:
+            parts.append(_draw_slice(d, s))
+        elif r == 2 and kind == "basic" or r == 2 and d.boolean():
+            parts.append(slice(None))
+        else:  # an index array; later ones broadcast against the first
+            m = d.integers(1, 3) if first_len is None else d.choice([1, first_len])
+            first_len = m if first_len is None else first_len
+            arr = d.int_array((m,), -s, s - 1)
+            if repeats and m > 1 and d.boolean():
+                arr[-1] = arr[0]
+            parts.append(arr)
+        if d.integers(0, 4) == 0:
+            parts.append(None)
+    if parts and d.integers(0, 4) == 0:  # an Ellipsis standing for some leading dimensions
+        parts = [Ellipsis] + parts[d.integers(0, len(parts)):]
+    return tuple(parts)
+
+
+# ------------------------------------------------------------------------------ getitem
+def _sample_getitem(d):
+    shape = d.shape(max_dims=3)
+    return (d.array(shape),), {"index": _draw_index(d, shape)}
+
+
+@defop(kind=INDEXING, domain=ANY, view=True, method=False, sample=_sample_getitem)
 def getitem(B, x, index):
-    """``x[index]``: basic indexing (a view) or advanced indexing (a copy).
+    """``x[index]``, NumPy's indexing: basic (a view) or advanced (a copy).
+
+    Basic indices are ints, slices (any step), ``None`` and ``Ellipsis``; advanced ones are
+    integer arrays (lists, arrays or integer Tensors; negative entries count from the end)
+    and boolean masks, alone or mixed with basic ones. Repeated indices accumulate in the
+    gradient.
 
     Examples
     --------
@@ -51,33 +158,65 @@ def getitem(B, x, index):
     >>> x[:, [0, 0]]
     tensor([[0., 0.],
             [3., 3.]])
+    >>> x[x > 2.5]
+    tensor([3., 4., 5.])
+    >>> w = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> w[[0, 0, 1]].sum().backward()
+    >>> w.grad
+    tensor([2., 1.])
     """
-    return x[index]
+    out = x[index]
+    if type(out) is not B.array_type:  # NumPy gives a scalar for a 0-d result
+        if is_basic(index):  # a trailing Ellipsis makes it a 0-d view
+            return x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
+        return B.asarray(out)
+    return out
 
 
 # repeated indices accumulate: index_add scatters with addition
 getitem.defvjp(lambda F, g, out, x, index: F.index_add(F.zeros_like(x), g, index=index))
-getitem.defjvp_linear()
+getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
 
 
 def _getitem_public(x, index):
     from ..dispatch import apply
-    return apply(getitem, x, index=normalize_index(index))
+    index = normalize_index(index)
+    return apply(getitem, x, index=index)
 
 
+_getitem_public.__name__ = _getitem_public.__qualname__ = "getitem"
 _getitem_public.__doc__ = getitem.__doc__
+_getitem_public.__module__ = "ndgrad"
 getitem.custom_public = _getitem_public
+getitem.reference = lambda x, index: x[index]
 
 
-@defop(kind=INDEXING, nin=2, domain=ANY, method=False)
+# ------------------------------------------------------------------------------ index_add
+def _sample_index_add(d):
+    shape = d.shape(min_dims=1, max_dims=3)
+    index = _draw_index(d, shape)
+    import numpy as np  # a test-time sampler, not a formula
+    vshape = np.empty(shape)[index].shape
+    if vshape and d.boolean():  # values that broadcast
+        vshape = vshape[1:] if d.boolean() else (1,) + vshape[1:]
+    return (d.array(shape), d.array(vshape)), {"index": index}
+
+
+@defop(kind=INDEXING, nin=2, domain=ANY, method=False, sample=_sample_index_add)
 def index_add(B, x, values, index):
-    """``x`` with ``values`` added at ``index``; repeated indices accumulate.
+    """``x`` with ``values`` added at ``x[index]``; repeated indices accumulate.
+
+    The functional form of ``x[index] += values`` when ``index`` may repeat (PyTorch's
+    ``index_put(..., accumulate=True)``). ``values`` broadcasts to ``x[index]``'s shape.
 
     Examples
     --------
     >>> import ndgrad
     >>> ndgrad.index_add(ndgrad.zeros(3), ndgrad.ones(2), index=[0, 0])
     tensor([2., 0., 0.])
+    >>> ndgrad.index_add(ndgrad.zeros((2, 2)), 1.5, index=(slice(None), 1))
+    tensor([[0. , 1.5],
+            [0. , 1.5]])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
     if is_basic(index):
@@ -88,8 +227,18 @@ def index_add(B, x, values, index):
 
 
 index_add.defvjp(lambda F, g, out, x, values, index: g,
-                 lambda F, g, out, x, values, index: g[index])
-index_add.defjvp_linear()
+                 lambda F, g, out, x, values, index:
+                 _values_cotangent(F, F.getitem(g, index), values))
+
+
+def _index_add_jvp(F, tangents, out, x, values, index):
+    tx, tv = tangents
+    if tv is None:
+        return tx
+    return F.index_add(F.zeros_like(out) if tx is None else tx, tv, index=index)
+
+
+index_add.defjvp(_index_add_jvp)
 
 
 def _index_add_public(x, values, index):
@@ -97,44 +246,394 @@ def _index_add_public(x, values, index):
     return apply(index_add, x, values, index=normalize_index(index))
 
 
+_index_add_public.__name__ = _index_add_public.__qualname__ = "index_add"
 _index_add_public.__doc__ = index_add.__doc__
+_index_add_public.__module__ = "ndgrad"
 index_add.custom_public = _index_add_public
 
 
-@defop(kind=INDEXING, nin=2, domain=ANY, method=False)
+def _index_add_reference(x, values, index):
+    import numpy as np  # the property suite's reference, not a formula
+    out = np.array(x, copy=True, dtype=np.result_type(x, values))
+    np.add.at(out, index, values)
+    return out
+
+
+index_add.reference = _index_add_reference
+
+
+# ------------------------------------------------------------------------------ index_put
+def _sample_index_put(d):
+    import numpy as np  # a test-time sampler, not a formula
+    shape = d.shape(min_dims=1, max_dims=3)
+    index = _draw_index(d, shape)  # repeats included: the public function keeps the last
+    vshape = np.empty(shape)[index].shape
+    if d.integers(0, 3) == 0:
+        return (d.array(shape), d.choice([0.5, -1.25])), {"index": index}
+    if vshape and d.boolean():
+        vshape = vshape[1:]
+    return (d.array(shape), d.array(vshape)), {"index": index}
+
+
+@defop(kind=INDEXING, nin=2, domain=ANY, method=False, sample=_sample_index_put)
 def index_put(B, x, values, index):
     """``x`` with ``x[index] = values`` (the functional form of ``__setitem__``).
+
+    ``values`` (a scalar or a Tensor) broadcasts to ``x[index]``'s shape. Where an advanced
+    index repeats a position, NumPy keeps the last value written there; the public function
+    then gives the earlier, overwritten values a zero gradient (only the value that survives
+    reaches the output). PyTorch's ``index_put_`` instead passes the gradient to every
+    duplicate.
 
     Examples
     --------
     >>> import ndgrad
     >>> ndgrad.index_put(ndgrad.zeros(3), 5.0, index=1)
     tensor([0., 5., 0.])
+    >>> v = ndgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = ndgrad.index_put(ndgrad.zeros(2), v, index=[0, 0, 1])
+    >>> y
+    tensor([2., 3.], grad_fn=<IndexPutBackward0>)
+    >>> y.sum().backward()
+    >>> v.grad
+    tensor([0., 1., 1.])
     """
-    out = B.array(x, copy=True)
+    out = B.array(x, copy=True, dtype=B.result_type(x, values))
     out[index] = values
     return out
 
 
-def _index_put_vjp_x(F, g, out, x, values, index):
-    return F.index_put(g, F.zeros_like(g[index]), index=index)
+index_put.defvjp(lambda F, g, out, x, values, index: F.index_put(g, 0, index=index),
+                 lambda F, g, out, x, values, index:
+                 _values_cotangent(F, F.getitem(g, index), values))
 
 
-index_put.defvjp(_index_put_vjp_x,
-                 lambda F, g, out, x, values, index: g[index])
-index_put.defjvp_linear()
+def _index_put_jvp(F, tangents, out, x, values, index):
+    tx, tv = tangents
+    return F.index_put(F.zeros_like(out) if tx is None else tx, 0 if tv is None else tv,
+                       index=index)
+
+
+index_put.defjvp(_index_put_jvp)
+
+
+def _last_write_wins(x, values, index):
+    """Drop the writes that a later write to the same position overwrites.
+
+    ``x[[0, 0]] = v`` keeps ``v[1]`` (NumPy writes in order); recording the assignment
+    restricted to the surviving writes gives ``v[0]`` its true gradient, zero. Only done
+    when it can matter: ``values`` requires grad and an integer index array repeats.
+    """
+    if not (isinstance(values, Tensor) and values._requires_grad):
+        return values, index
+    parts = index if isinstance(index, tuple) else (index,)
+    if not any(getattr(p, "dtype", None) is not None and p.dtype.kind in "iu" and p.size > 1
+               for p in parts):
+        return values, index
+    from ..backend import backend_of
+    from ..dispatch import apply
+    xd = x._data if isinstance(x, Tensor) else x
+    B = backend_of(xd)
+    pos = B.arange(xd.size).reshape(xd.shape)[index]  # the flat target of every write
+    flat = pos.reshape(-1)
+    _, first_from_end = B.unique(flat[::-1], return_index=True)
+    if first_from_end.size == flat.size:
+        return values, index  # no position is written twice
+    keep = B.zeros(flat.size, dtype=bool)
+    keep[flat.size - 1 - first_from_end] = True
+    keep = keep.reshape(pos.shape)
+    from .shape import broadcast_to, reshape
+    v = values
+    if v.ndim > pos.ndim:  # NumPy drops leading length-1 dimensions of values
+        v = apply(reshape, v, shape=v.shape[v.ndim - pos.ndim:])
+    v = apply(getitem, apply(broadcast_to, v, shape=pos.shape), index=keep)
+    return v, tuple(B.unravel_index(pos[keep], xd.shape))
 
 
 def _index_put_public(x, values, index):
     from ..dispatch import apply
-    return apply(index_put, x, values, index=normalize_index(index))
+    index = normalize_index(index)
+    values, index = _last_write_wins(x, values, index)
+    return apply(index_put, x, values, index=index)
 
 
+_index_put_public.__name__ = _index_put_public.__qualname__ = "index_put"
 _index_put_public.__doc__ = index_put.__doc__
+_index_put_public.__module__ = "ndgrad"
 index_put.custom_public = _index_put_public
+
+
+def _index_put_reference(x, values, index):
+    import numpy as np  # the property suite's reference, not a formula
+    out = np.array(x, copy=True, dtype=np.result_type(x, values))
+    out[index] = values
+    return out
+
+
+index_put.reference = _index_put_reference
 
 
 def setitem(x, index, value):
     """``x[index] = value`` in place (rebases ``x``'s history when recording)."""
     from ..dispatch import apply_inplace
-    return apply_inplace(index_put, x, value, index=normalize_index(index))
+    index = normalize_index(index)
+    value, index = _last_write_wins(x, value, index)
+    return apply_inplace(index_put, x, value, index=index)
+
+
+# ------------------------------------------------------------------------------ take
+def _sample_take(d):
+    shape = d.shape(min_dims=1, max_dims=3)
+    axis = d.axis(len(shape))
+    n = 1
+    if axis is None:
+        for s in shape:
+            n *= s
+    else:
+        n = shape[axis]
+    ishape = d.shape(max_dims=2, max_side=3)
+    return (d.array(shape), d.int_array(ishape, -n, n - 1)), {"axis": axis}
+
+
+@defop(kind=INDEXING, nin=2, domain=Domain((-2.0, 2.0), complex=True, integer_inputs=(1,)),
+       sample=_sample_take)
+def take(B, x, indices, axis=None):
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (NumPy's ``take``).
+
+    Parameters
+    ----------
+    x : Tensor
+    indices : int array or Tensor
+        May repeat (repeats accumulate in the gradient) and be negative.
+    axis : int, optional
+        None: index the flattened ``x``.
+
+    Returns
+    -------
+    Tensor
+        ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> ndgrad.take(x, ndgrad.tensor([3, 0]))
+    tensor([4., 1.])
+    >>> x.take([1, 1], axis=1)
+    tensor([[2., 2.],
+            [4., 4.]])
+    """
+    return B.asarray(B.take(x, indices, axis=axis))
+
+
+def _take_vjp(F, g, out, x, indices, axis=None):
+    if axis is None:
+        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype), g, index=indices)
+        return F.reshape(flat, x.shape)
+    ax = axis % x.ndim
+    return F.index_add(F.zeros(x.shape, dtype=g.dtype), g,
+                       index=(slice(None),) * ax + (indices,))
+
+
+take.defvjp(_take_vjp, None)
+take.defjvp(lambda F, tangents, out, x, indices, axis=None:
+            F.take(tangents[0], indices, axis=axis))
+
+
+def _along_axis_index(F, indices, axis, shape):
+    """The advanced index equivalent to ``take_along_axis(., indices, axis)``."""
+    nd = len(shape)
+    index = []
+    for d in range(nd):
+        if d == axis:
+            index.append(indices)
+        else:
+            index.append(F.reshape(iota(F, shape[d]), (1,) * d + (shape[d],) + (1,) * (nd - d - 1)))
+    return tuple(index)
+
+
+def _sample_take_along_axis(d):
+    shape = d.shape(min_dims=1, max_dims=3)
+    if d.integers(0, 4) == 0:
+        n = 1
+        for s in shape:
+            n *= s
+        return (d.array(shape), d.int_array((d.integers(1, 5),), -n, n - 1)), {"axis": None}
+    axis = d.axis(len(shape), none=False)
+    ishape = tuple(d.integers(1, 4) if k == axis % len(shape) else
+                   (1 if d.integers(0, 3) == 0 else s) for k, s in enumerate(shape))
+    n = shape[axis]
+    return (d.array(shape), d.int_array(ishape, -n, n - 1)), {"axis": axis}
+
+
+@defop(kind=INDEXING, nin=2, method=False, sample=_sample_take_along_axis,
+       domain=Domain((-2.0, 2.0), complex=True, integer_inputs=(1,)))
+def take_along_axis(B, x, indices, axis=-1):
+    """Pick values from ``x`` at ``indices`` along ``axis`` (NumPy / array-API
+    ``take_along_axis``, PyTorch's ``gather``).
+
+    Parameters
+    ----------
+    x : Tensor
+    indices : int array or Tensor
+        As many dimensions as ``x``; the others broadcast against ``x``'s. Typically the
+        output of :func:`argsort` or of ``argmax(..., keepdims=True)``.
+    axis : int or None
+        None: ``x`` flattened, ``indices`` 1-D.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[3.0, 1.0, 2.0], [0.5, 2.5, 1.5]])
+    >>> ndgrad.take_along_axis(x, ndgrad.argsort(x, axis=1), axis=1)
+    tensor([[1. , 2. , 3. ],
+            [0.5, 1.5, 2.5]])
+    """
+    return B.take_along_axis(x, indices, axis=axis)
+
+
+def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
+    if axis is None:
+        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype), g, index=indices)
+        return F.reshape(flat, x.shape)
+    index = _along_axis_index(F, indices, axis % x.ndim, tuple(x.shape))
+    return F.index_add(F.zeros(x.shape, dtype=g.dtype), g, index=index)
+
+
+take_along_axis.defvjp(_take_along_axis_vjp, None)
+take_along_axis.defjvp(lambda F, tangents, out, x, indices, axis=-1:
+                       F.take_along_axis(tangents[0], indices, axis=axis))
+
+
+# ------------------------------------------------------------------------------ sort
+def _sample_sort(d):
+    import numpy as np  # a test-time sampler, not a formula
+    shape = d.shape(max_dims=2)
+    axis = d.axis(len(shape)) if shape else None
+    x = d.array(shape)
+    # no ties: sort is not differentiable where two values swap
+    flat = np.sort(x.ravel())
+    if flat.size > 1 and np.min(np.diff(flat)) < 1e-3:
+        d.reject()
+    kw = {"axis": axis}
+    if d.boolean():
+        kw["descending"] = True
+    return (x,), kw
+
+
+@defop(kind=INDEXING, domain=REAL, sample=_sample_sort)
+def sort(B, x, axis=-1, descending=False, stable=True):
+    """The values of ``x`` sorted along ``axis`` (NumPy's ``sort``; array-API keywords).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or None
+        None: sort the flattened tensor.
+    descending : bool
+    stable : bool
+        Keep the order of equal elements (matters for :func:`argsort`).
+
+    Returns
+    -------
+    Tensor
+        The sorted values; for the permutation use :func:`argsort`. The gradient flows back
+        through the permutation (at ties, to one of the equal elements).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    >>> y = ndgrad.sort(x)
+    >>> y
+    tensor([1., 2., 3.], grad_fn=<SortBackward0>)
+    >>> (y * ndgrad.tensor([1.0, 10.0, 100.0])).sum().backward()
+    >>> x.grad
+    tensor([100.,   1.,  10.])
+    """
+    if axis is None:
+        x, axis = B.reshape(x, (-1,)), -1
+    out = B.sort(x, axis=axis, kind="stable" if stable else None)
+    return B.flip(out, axis=axis) if descending else out
+
+
+def _sort_vjp(F, g, out, x, axis=-1, descending=False, stable=True):
+    xf = F.reshape(x, (-1,)) if axis is None else x
+    ax = -1 if axis is None else axis
+    perm = F.argsort(xf, axis=ax, descending=descending, stable=stable)
+    gx = F.take_along_axis(g, F.argsort(perm, axis=ax), axis=ax)  # g through perm's inverse
+    return F.reshape(gx, x.shape) if axis is None else gx
+
+
+def _sort_jvp(F, tangents, out, x, axis=-1, descending=False, stable=True):
+    t = tangents[0]
+    if axis is None:
+        x, t, axis = F.reshape(x, (-1,)), F.reshape(t, (-1,)), -1
+    perm = F.argsort(x, axis=axis, descending=descending, stable=stable)
+    return F.take_along_axis(t, perm, axis=axis)
+
+
+sort.defvjp(_sort_vjp)
+sort.defjvp(_sort_jvp)
+
+
+def _sort_reference(x, axis=-1, descending=False, stable=True):
+    import numpy as np  # the property suite's reference, not a formula
+    out = np.sort(x, axis=axis, kind="stable")
+    return np.flip(out, axis=-1 if axis is None else axis) if descending else out
+
+
+sort.reference = _sort_reference
+
+
+@defop(kind=INDEXING, domain=REAL, differentiable=False, sample=_sample_sort)
+def argsort(B, x, axis=-1, descending=False, stable=True):
+    """The indices that sort ``x`` along ``axis`` (array-API ``argsort``; not differentiable).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or None
+        None: indices into the flattened tensor.
+    descending : bool
+    stable : bool
+        Equal elements keep their relative order (also when descending).
+
+    Returns
+    -------
+    Tensor
+        int64 indices; ``take_along_axis(x, argsort(x, axis), axis)`` is ``sort(x, axis)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.argsort(ndgrad.tensor([3.0, 1.0, 2.0]))
+    tensor([1, 2, 0])
+    >>> ndgrad.argsort(ndgrad.tensor([1.0, 2.0, 1.0]), descending=True)
+    tensor([1, 0, 2])
+    """
+    if axis is None:
+        x, axis = B.reshape(x, (-1,)), -1
+    kind = "stable" if stable else None
+    if not descending:
+        return B.argsort(x, axis=axis, kind=kind)
+    # stable descending: sort the reversed array ascending, reverse, map the indices back
+    n = x.shape[axis]
+    rev = B.argsort(B.flip(x, axis=axis), axis=axis, kind=kind)
+    return (n - 1) - B.flip(rev, axis=axis)
+
+
+def _argsort_reference(x, axis=-1, descending=False, stable=True):
+    import numpy as np  # the property suite's reference, not a formula
+    if axis is None:
+        x, axis = x.ravel(), -1
+    if descending:  # stable descending: larger first, ties in index order
+        return np.argsort(-x, axis=axis, kind="stable")
+    return np.argsort(x, axis=axis, kind="stable")
+
+
+argsort.reference = _argsort_reference

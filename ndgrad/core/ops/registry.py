@@ -82,8 +82,8 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 
 VARIADIC = -1
 
-REGISTRY: dict[str, "Op"] = {}
-COMPOSITES: dict[str, "Composite"] = {}
+REGISTRY: dict[str, Op] = {}
+COMPOSITES: dict[str, Composite] = {}
 # Extra public names of one declaration (``sub`` -> ``subtract``): alias -> canonical name.
 ALIASES: dict[str, str] = {}
 
@@ -302,9 +302,12 @@ class Op:
         op = self
 
         def jvp(F, tangents, out, *inputs, **params):
-            ts = [F.zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
-            return getattr(F, op.name)(*ts, **params) if not op.pack else \
-                getattr(F, op.name)(ts, **params)
+            # `inputs` also holds the extra positional parameters, after the arrays
+            n = len(tangents)
+            ts = [F.zeros_like(x) if t is None else t for t, x in zip(tangents, inputs[:n])]
+            extra = inputs[n:]
+            return getattr(F, op.name)(*ts, *extra, **params) if not op.pack else \
+                getattr(F, op.name)(ts, *extra, **params)
         self.jvp = jvp
         return self
 

@@ -1,40 +1,405 @@
-"""Shape primitives: reshape, permute_dims, moveaxis, expand_dims, squeeze, broadcast_to,
-broadcast_arrays, concat, stack, split, unstack, flip, roll, tile, repeat, pad, tril, triu,
-clone, astype.
+"""Shape primitives: reshape, permute_dims (and the composites transpose, swapaxes), moveaxis,
+expand_dims, squeeze, broadcast_to, broadcast_arrays, concat, stack, split, unstack, flip,
+roll, tile, repeat, pad, tril, triu, clone, astype.
 
-All are linear, so their jvp is the op applied to the tangent; their vjp rules route the
-cotangent back to the input's layout.
+All are linear in their array inputs, so their jvp is the op applied to the tangent; their vjp
+rules route the cotangent back to the input's layout. The jvp rules are written out (one line
+each) rather than taken from ``defjvp_linear`` because these ops are often called with their
+parameters positionally (``reshape(x, (2, 3))``, ``split(x, 3)``), and such parameters reach a
+rule as extra positional arguments, which a rule must pass on.
+
+Semantics follow NumPy where NumPy and PyTorch disagree (``transpose``, ``split``, ``repeat``,
+``pad``); each docstring says so.
 """
 
 from __future__ import annotations
 
-from .registry import SHAPE, Domain, defop
+import operator
+
+from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
 
 ANY = Domain((-2.0, 2.0), complex=True)
 
 
-@defop(kind=SHAPE, domain=ANY, view=True)
+def _np():
+    import numpy  # for the property suite's references only, never in a formula
+    return numpy
+
+
+def _linear_jvp(op):
+    """The jvp of an op linear in its one array input: the op applied to the tangent."""
+    name = op.name
+
+    def jvp(F, tangents, out, x, *extra, **params):
+        return getattr(F, name)(tangents[0], *extra, **params)
+    op.defjvp(jvp)
+    return op
+
+
+def _as_int_tuple(seq):
+    if hasattr(seq, "tolist"):  # a backend array (or a Tensor) of ints
+        seq = seq.tolist()
+    if isinstance(seq, int) or hasattr(seq, "__index__") and not isinstance(seq, (list, tuple)):
+        return (operator.index(seq),)
+    return tuple(operator.index(s) for s in seq)
+
+
+# ------------------------------------------------------------------------------ reshape
+def _sample_reshape(d):
+    shape = d.shape(max_dims=3)
+    size = 1
+    for s in shape:
+        size *= s
+    target = d.choice([(size,), (-1,), (1, size), tuple(reversed(shape)), shape + (1,),
+                       (size, 1, 1)])
+    if d.boolean() and len(target) > 1:  # one inferred size
+        k = d.integers(0, len(target) - 1)
+        target = target[:k] + (-1,) + target[k + 1:] if -1 not in target else target
+    return (d.array(shape),), {"shape": target}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_reshape)
 def reshape(B, x, shape):
-    """Give ``x`` a new shape with the same number of elements (``-1`` infers one size).
+    """Give ``x`` a new shape with the same number of elements.
+
+    Parameters
+    ----------
+    x : Tensor
+    shape : int or tuple of ints
+        The new shape; one entry may be ``-1``, inferred from the size. The method also takes
+        the sizes as separate arguments, as NumPy's and PyTorch's do: ``x.reshape(3, 2)``.
+
+    Returns
+    -------
+    Tensor
+        A view of ``x`` where NumPy can make one, a copy otherwise.
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.reshape(ndgrad.arange(6.0), (2, 3)).shape
-    (2, 3)
-    >>> ndgrad.arange(6.0).reshape(3, 2).shape
+    >>> ndgrad.reshape(ndgrad.arange(6.0), (2, 3))
+    tensor([[0., 1., 2.],
+            [3., 4., 5.]])
+    >>> ndgrad.arange(6.0).reshape(3, -1).shape
     (3, 2)
     """
     return B.reshape(x, shape)
 
 
 reshape.defvjp(lambda F, g, out, x, shape: F.reshape(g, x.shape))
-reshape.defjvp_linear()
+_linear_jvp(reshape)
 
 
-@defop(kind=SHAPE, domain=ANY, method=False)
+def _reshape_public(x, *shape, **kw):
+    from ..dispatch import apply
+    if "shape" in kw:
+        if shape:
+            raise TypeError("reshape() got the shape both positionally and as shape=")
+        shape = (kw.pop("shape"),)
+    if kw:
+        raise TypeError(f"reshape() got unexpected keyword arguments {sorted(kw)}")
+    if not shape:
+        raise TypeError("reshape() missing the new shape, e.g. reshape(x, (2, 3)) or "
+                        "x.reshape(2, 3)")
+    shape = _as_int_tuple(shape[0]) if len(shape) == 1 else _as_int_tuple(shape)
+    return apply(reshape, x, shape=shape)
+
+
+_reshape_public.__name__ = _reshape_public.__qualname__ = "reshape"
+_reshape_public.__doc__ = reshape.__doc__
+_reshape_public.__module__ = "ndgrad"
+reshape.custom_public = _reshape_public
+
+
+# ------------------------------------------------------------------------------ permutations
+def _inverse_permutation(axes, ndim):
+    inv = [0] * ndim
+    for i, a in enumerate(axes):
+        inv[operator.index(a) % ndim] = i
+    return tuple(inv)
+
+
+def _sample_permute_dims(d):
+    shape = d.shape(max_dims=4)
+    axes = d.permutation(len(shape))
+    if axes and d.boolean():  # negative spellings are allowed
+        axes = tuple(a - len(shape) if d.boolean() else a for a in axes)
+    return (d.array(shape),), {"axes": axes}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_permute_dims)
+def permute_dims(B, x, axes):
+    """Permute the dimensions of ``x``: output dimension ``i`` is input dimension ``axes[i]``.
+
+    The array-API name; :func:`transpose` is NumPy's spelling (``axes`` optional) and
+    :func:`swapaxes` exchanges two dimensions (PyTorch's ``x.transpose(0, 1)``).
+
+    Parameters
+    ----------
+    x : Tensor
+    axes : tuple of ints
+        A permutation of ``range(x.ndim)`` (negative entries count from the end).
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.permute_dims(ndgrad.ones(2, 3, 4), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
+    return B.permute_dims(x, tuple(axes))
+
+
+permute_dims.defvjp(lambda F, g, out, x, axes:
+                    F.permute_dims(g, _inverse_permutation(axes, g.ndim)))
+_linear_jvp(permute_dims)
+
+
+def _sample_transpose(d):
+    shape = d.shape(max_dims=4)
+    form = d.choice(["none", "tuple", "varargs"])
+    if form == "none":
+        return (d.array(shape),), {}
+    axes = d.permutation(len(shape))
+    if form == "tuple":
+        return (d.array(shape), axes), {}
+    return (d.array(shape),) + tuple(axes), {}
+
+
+@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_transpose)
+def transpose(F, x, axes=None, *more_axes):
+    """Permute the dimensions of ``x`` with NumPy's semantics (all reversed by default).
+
+    ``transpose(x)`` reverses the dimensions; ``transpose(x, axes)`` is
+    :func:`permute_dims`. Like ``ndarray.transpose``, the method also takes the axes as
+    separate arguments: ``x.transpose(1, 0, 2)``.
+
+    Note that this is NumPy's meaning, not PyTorch's: for a PyTorch-style
+    ``x.transpose(dim0, dim1)`` (exchange two dimensions) use :func:`swapaxes`. On a 2-D
+    tensor ``x.transpose(0, 1)`` is the identity permutation here.
+
+    Parameters
+    ----------
+    x : Tensor
+    axes : tuple of ints, optional
+        A permutation of ``range(x.ndim)``; default: reversed.
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, 3, 4)
+    >>> ndgrad.transpose(x).shape
+    (4, 3, 2)
+    >>> x.transpose(1, 0, 2).shape
+    (3, 2, 4)
+    >>> ndgrad.transpose(x, (0, 2, 1)).shape
+    (2, 4, 3)
+    """
+    if more_axes:
+        axes = (axes,) + more_axes
+    elif axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    else:
+        axes = _as_int_tuple(axes)
+    if len(axes) != x.ndim:
+        raise ValueError(
+            f"transpose: axes {tuple(axes)} don't match a tensor of {x.ndim} dimensions; pass "
+            "a permutation of all dimensions (NumPy semantics), or use swapaxes(x, i, j) to "
+            "exchange two dimensions as PyTorch's x.transpose(i, j) does")
+    return F.permute_dims(x, tuple(axes))
+
+
+transpose.reference = lambda x, axes=None, *more: _np().transpose(x, (axes,) + more if more
+                                                                   else axes)
+
+
+def _sample_swapaxes(d):
+    shape = d.shape(min_dims=1, max_dims=4)
+    return (d.array(shape),), {"axis1": d.axis(len(shape), none=False),
+                                "axis2": d.axis(len(shape), none=False)}
+
+
+@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_swapaxes)
+def swapaxes(F, x, axis1, axis2):
+    """Exchange two dimensions of ``x`` (PyTorch's ``x.transpose(dim0, dim1)``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.ones(2, 3, 4).swapaxes(0, 2).shape
+    (4, 3, 2)
+    """
+    nd = x.ndim
+    a, b = operator.index(axis1), operator.index(axis2)
+    if not (-nd <= a < nd and -nd <= b < nd):
+        raise ValueError(f"swapaxes: axes ({a}, {b}) out of range for {nd} dimensions")
+    axes = list(range(nd))
+    axes[a % nd], axes[b % nd] = axes[b % nd], axes[a % nd]
+    return F.permute_dims(x, tuple(axes))
+
+
+def _sample_moveaxis(d):
+    shape = d.shape(min_dims=1, max_dims=4)
+    nd = len(shape)
+    if d.boolean():
+        return (d.array(shape),), {"source": d.axis(nd, none=False),
+                                    "destination": d.axis(nd, none=False)}
+    k = d.integers(1, nd)
+    src = d.permutation(nd)[:k]
+    dst = d.permutation(nd)[:k]
+    return (d.array(shape),), {"source": src, "destination": dst}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_moveaxis)
+def moveaxis(B, x, source, destination):
+    """Move dimensions ``source`` of ``x`` to positions ``destination``; the others keep
+    their order.
+
+    Parameters
+    ----------
+    x : Tensor
+    source, destination : int or sequence of ints
+        As many destinations as sources; each is distinct.
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.moveaxis(ndgrad.ones(2, 3, 4), 0, -1).shape
+    (3, 4, 2)
+    >>> ndgrad.moveaxis(ndgrad.ones(2, 3, 4), (0, 1), (2, 0)).shape
+    (3, 4, 2)
+    """
+    return B.moveaxis(x, source, destination)
+
+
+moveaxis.defvjp(lambda F, g, out, x, source, destination: F.moveaxis(g, destination, source))
+_linear_jvp(moveaxis)
+
+
+# ------------------------------------------------------------------------------ length-1 dims
+def _sample_expand_dims(d):
+    shape = d.shape(max_dims=3)
+    if d.boolean():
+        return (d.array(shape),), {"axis": d.axis(len(shape) + 1, none=False)}
+    k = d.integers(1, 2)
+    axes = d.permutation(len(shape) + k)[:k]
+    return (d.array(shape),), {"axis": axes}
+
+
+def _axis_arg(axis):
+    return axis if axis is None or isinstance(axis, int) else tuple(axis)
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_expand_dims)
+def expand_dims(B, x, axis=0):
+    """Insert length-1 dimensions at ``axis`` (PyTorch's ``unsqueeze``).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints
+        Positions of the new dimensions in the output (default 0).
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.expand_dims(ndgrad.ones(3), 0).shape
+    (1, 3)
+    >>> ndgrad.ones(3).expand_dims((0, -1)).shape
+    (1, 3, 1)
+    """
+    return B.expand_dims(x, _axis_arg(axis))
+
+
+# the inserted dimensions are the ones to squeeze (axis counts in the output, like g's)
+expand_dims.defvjp(lambda F, g, out, x, axis=0: F.squeeze(g, axis=_axis_arg(axis)))
+_linear_jvp(expand_dims)
+
+
+def _sample_squeeze(d):
+    shape = list(d.shape(max_dims=3))
+    for _ in range(d.integers(0, 2)):  # make sure there are length-1 dimensions
+        shape.insert(d.integers(0, len(shape)), 1)
+    shape = tuple(shape)
+    ones = [k for k, s in enumerate(shape) if s == 1]
+    if not ones or d.boolean():
+        return (d.array(shape),), {}
+    chosen = [k for k in ones if d.boolean()] or ones[:1]
+    if len(chosen) == 1 and d.boolean():
+        return (d.array(shape),), {"axis": chosen[0] - len(shape)}
+    return (d.array(shape),), {"axis": tuple(chosen)}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_squeeze)
+def squeeze(B, x, axis=None):
+    """Remove length-1 dimensions: those in ``axis``, or all of them.
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+        Dimensions to remove; each must have length 1.
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.squeeze(ndgrad.ones(1, 3, 1)).shape
+    (3,)
+    >>> ndgrad.ones(1, 3, 1).squeeze(axis=0).shape
+    (3, 1)
+    """
+    return B.squeeze(x, axis=_axis_arg(axis))
+
+
+squeeze.defvjp(lambda F, g, out, x, axis=None: F.reshape(g, x.shape))
+_linear_jvp(squeeze)
+
+
+# ------------------------------------------------------------------------------ broadcasting
+def _sample_broadcast_to(d):
+    base = d.shape(max_dims=3)
+    xshape = tuple(1 if d.boolean() else s for s in base)
+    target = d.shape(max_dims=2) + base
+    return (d.array(xshape),), {"shape": target}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_broadcast_to)
 def broadcast_to(B, x, shape):
-    """Broadcast ``x`` to ``shape`` (NumPy rules).
+    """Broadcast ``x`` to ``shape`` with NumPy's rules (PyTorch's ``expand``).
+
+    Parameters
+    ----------
+    x : Tensor
+    shape : tuple of ints
+
+    Returns
+    -------
+    Tensor
+        A read-only view of ``x``; its gradient sums over the broadcast dimensions.
 
     Examples
     --------
@@ -46,54 +411,654 @@ def broadcast_to(B, x, shape):
     return B.broadcast_to(x, shape)
 
 
-# the engine sums the cotangent back to x's shape
+# the engine sums the cotangent back to x's shape (Note [Broadcasting is undone by the engine])
 broadcast_to.defvjp(lambda F, g, out, x, shape: g)
-broadcast_to.defjvp_linear()
+_linear_jvp(broadcast_to)
 
 
-@defop(kind=SHAPE, domain=ANY)
-def expand_dims(B, x, axis):
-    """Insert a length-1 dimension at ``axis``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.expand_dims(ndgrad.ones(3), 0).shape
-    (1, 3)
-    """
-    return B.expand_dims(x, axis)
+def _sample_broadcast_arrays(d):
+    shapes = d.shapes(d.integers(1, 3), max_dims=3)
+    return tuple(d.array(s) for s in shapes), {}
 
 
-expand_dims.defvjp(lambda F, g, out, x, axis: F.reshape(g, x.shape))
-expand_dims.defjvp_linear()
+@defop(kind=SHAPE, nin=VARIADIC, nout=VARIADIC, domain=ANY, method=False, view=True,
+       sample=_sample_broadcast_arrays)
+def broadcast_arrays(B, *arrays):
+    """Broadcast the arrays against each other (NumPy rules).
 
+    Parameters
+    ----------
+    *arrays : Tensors
 
-@defop(kind=SHAPE, domain=ANY)
-def squeeze(B, x, axis=None):
-    """Remove length-1 dimensions (those in ``axis``, or all).
+    Returns
+    -------
+    tuple of Tensor
+        Read-only views, one per input, all of the broadcast shape.
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.squeeze(ndgrad.ones(1, 3, 1)).shape
-    (3,)
+    >>> a, b = ndgrad.broadcast_arrays(ndgrad.ones(3), ndgrad.zeros(2, 1))
+    >>> a.shape, b.shape
+    ((2, 3), (2, 3))
     """
-    return B.squeeze(x, axis=axis)
+    return tuple(B.broadcast_arrays(*arrays))
 
 
-squeeze.defvjp(lambda F, g, out, x, axis=None: F.reshape(g, x.shape))
-squeeze.defjvp_linear()
+broadcast_arrays.defvjp_each(lambda F, i, g, out, *arrays: g[i])
+broadcast_arrays.defjvp_linear()
 
 
-@defop(kind=SHAPE, domain=ANY, method=False)
+def _broadcast_arrays_public(*arrays):
+    from ..dispatch import apply
+    return apply(broadcast_arrays, *arrays)
+
+
+_broadcast_arrays_public.__name__ = _broadcast_arrays_public.__qualname__ = "broadcast_arrays"
+_broadcast_arrays_public.__doc__ = broadcast_arrays.__doc__
+_broadcast_arrays_public.__module__ = "ndgrad"
+broadcast_arrays.custom_public = _broadcast_arrays_public
+
+
+# ------------------------------------------------------------------------------ joining
+def _sample_concat(d):
+    n = d.integers(1, 3)
+    if d.integers(0, 4) == 0:  # axis=None: any shapes, flattened
+        return tuple(d.array(d.shape(max_dims=3)) for _ in range(n)), {"axis": None}
+    shape = list(d.shape(min_dims=1, max_dims=3))
+    axis = d.axis(len(shape), none=False)
+    arrays = []
+    for _ in range(n):
+        shape[axis] = d.integers(1, 3)
+        arrays.append(d.array(tuple(shape)))
+    return tuple(arrays), {"axis": axis}
+
+
+@defop(kind=SHAPE, nin=VARIADIC, domain=ANY, method=False, pack=True, sample=_sample_concat)
+def concat(B, *arrays, axis=0):
+    """Join tensors along an existing dimension (PyTorch's ``cat``).
+
+    Parameters
+    ----------
+    arrays : sequence of Tensors
+        Same shape except along ``axis``.
+    axis : int or None
+        The dimension to join along; None flattens the inputs first (NumPy).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.concat([ndgrad.zeros(2), ndgrad.ones(1)])
+    tensor([0., 0., 1.])
+    >>> ndgrad.concat([ndgrad.zeros((2, 1)), ndgrad.ones((2, 2))], axis=1)
+    tensor([[0., 1., 1.],
+            [0., 1., 1.]])
+    >>> ndgrad.concat([ndgrad.zeros((1, 2)), ndgrad.ones(1)], axis=None)
+    tensor([0., 0., 1.])
+    """
+    return B.concat(arrays, axis=axis)
+
+
+def _concat_vjp(F, i, g, out, *arrays, axis=0):
+    if axis is None:
+        start = 0
+        for a in arrays[:i]:
+            start += a.size
+        x = arrays[i]
+        return F.reshape(g[start:start + x.size], x.shape)
+    ax = axis % g.ndim
+    start = 0
+    for a in arrays[:i]:
+        start += a.shape[ax]
+    return g[(slice(None),) * ax + (slice(start, start + arrays[i].shape[ax]),)]
+
+
+concat.defvjp_each(_concat_vjp)
+concat.defjvp_linear()
+concat.reference = lambda *arrays, axis=0: _np().concat(arrays, axis=axis)
+defalias("cat", "concat")
+
+
+def _sample_stack(d):
+    shape = d.shape(max_dims=3)
+    n = d.integers(1, 3)
+    return tuple(d.array(shape) for _ in range(n)), {"axis": d.axis(len(shape) + 1, none=False)}
+
+
+@defop(kind=SHAPE, nin=VARIADIC, domain=ANY, method=False, pack=True, sample=_sample_stack)
+def stack(B, *arrays, axis=0):
+    """Join same-shaped tensors along a new dimension ``axis``.
+
+    Parameters
+    ----------
+    arrays : sequence of Tensors
+        All of the same shape.
+    axis : int
+        Position of the new dimension in the output.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.stack([ndgrad.zeros(2), ndgrad.ones(2)], axis=1)
+    tensor([[0., 1.],
+            [0., 1.]])
+    """
+    return B.stack(arrays, axis=axis)
+
+
+stack.defvjp_each(lambda F, i, g, out, *arrays, axis=0:
+                  g[(slice(None),) * (axis % g.ndim) + (i,)])
+stack.defjvp_linear()
+stack.reference = lambda *arrays, axis=0: _np().stack(arrays, axis=axis)
+
+
+# ------------------------------------------------------------------------------ splitting
+def _sample_split(d):
+    shape = list(d.shape(min_dims=1, max_dims=3))
+    axis = d.axis(len(shape), none=False)
+    if shape[axis] == 1 or d.boolean():
+        k = d.integers(1, 3)
+        shape[axis] = k * d.integers(1, 2)
+        return (d.array(tuple(shape)),), {"indices_or_sections": k, "axis": axis}
+    n = shape[axis]  # cuts inside (0, n): no empty part
+    cuts = sorted({d.integers(1, n - 1) for _ in range(d.integers(1, 3))})
+    return (d.array(tuple(shape)),), {"indices_or_sections": cuts, "axis": axis}
+
+
+@defop(kind=SHAPE, nout=VARIADIC, domain=ANY, view=True, sample=_sample_split)
+def split(B, x, indices_or_sections, axis=0):
+    """Split ``x`` into several tensors along ``axis`` (NumPy semantics).
+
+    Parameters
+    ----------
+    x : Tensor
+    indices_or_sections : int or sequence of ints
+        An int ``n``: ``n`` equal parts (the length along ``axis`` must divide). A sequence:
+        the indices where the cuts go (``[2, 3]`` gives ``x[:2], x[2:3], x[3:]``). Note that
+        PyTorch's ``split`` takes part *sizes* instead.
+    axis : int
+
+    Returns
+    -------
+    tuple of Tensor
+        Views of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.split(ndgrad.arange(6.0), 3)
+    (tensor([0., 1.]), tensor([2., 3.]), tensor([4., 5.]))
+    >>> [p.shape for p in ndgrad.split(ndgrad.ones(2, 5), [1, 4], axis=1)]
+    [(2, 1), (2, 3), (2, 1)]
+    """
+    if not isinstance(indices_or_sections, int) and hasattr(indices_or_sections, "__len__"):
+        indices_or_sections = _as_int_tuple(indices_or_sections)
+    return tuple(B.split(x, indices_or_sections, axis=axis))
+
+
+split.defvjp(lambda F, g, out, x, indices_or_sections, axis=0: F.concat(g, axis=axis))
+_linear_jvp(split)
+
+
+def _sample_unstack(d):
+    shape = d.shape(min_dims=1, max_dims=3)
+    return (d.array(shape),), {"axis": d.axis(len(shape), none=False)}
+
+
+@defop(kind=SHAPE, nout=VARIADIC, domain=ANY, view=True, sample=_sample_unstack)
+def unstack(B, x, axis=0):
+    """Split ``x`` into the tensors along ``axis`` (that dimension removed): the inverse of
+    :func:`stack` (PyTorch's ``unbind``).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int
+
+    Returns
+    -------
+    tuple of Tensor
+        ``x.shape[axis]`` views of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.unstack(ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    (tensor([1., 3.]), tensor([2., 4.]))
+    """
+    return tuple(B.moveaxis(x, axis, 0))
+
+
+unstack.defvjp(lambda F, g, out, x, axis=0: F.stack(g, axis=axis))
+_linear_jvp(unstack)
+
+
+# ------------------------------------------------------------------------------ reordering
+def _sample_flip(d):
+    shape = d.shape(max_dims=3)
+    r = d.integers(0, 2)
+    if r == 0 or not shape:
+        return (d.array(shape),), {}
+    if r == 1:
+        return (d.array(shape),), {"axis": d.axis(len(shape), none=False)}
+    return (d.array(shape),), {"axis": d.axes(len(shape))}
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_flip)
+def flip(B, x, axis=None):
+    """Reverse the order of elements along ``axis`` (all axes by default).
+
+    Parameters
+    ----------
+    x : Tensor
+    axis : int or tuple of ints, optional
+
+    Returns
+    -------
+    Tensor
+        A view of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.flip(ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    tensor([[2., 1.],
+            [4., 3.]])
+    """
+    return B.flip(x, axis=_axis_arg(axis))
+
+
+flip.defvjp(lambda F, g, out, x, axis=None: F.flip(g, axis=axis))
+_linear_jvp(flip)
+
+
+def _negated(shift):
+    return -shift if isinstance(shift, int) else tuple(-s for s in shift)
+
+
+def _sample_roll(d):
+    shape = d.shape(min_dims=1, max_dims=3)
+    if d.boolean():
+        return (d.array(shape),), {"shift": d.integers(-5, 5), "axis": None}
+    axes = d.axes(len(shape)) or (0,)
+    if len(axes) == 1 and d.boolean():
+        return (d.array(shape),), {"shift": d.integers(-5, 5), "axis": axes[0]}
+    return (d.array(shape),), {"shift": tuple(d.integers(-5, 5) for _ in axes), "axis": axes}
+
+
+@defop(kind=SHAPE, domain=ANY, sample=_sample_roll)
+def roll(B, x, shift, axis=None):
+    """Shift elements cyclically by ``shift`` along ``axis`` (None: over the flattened
+    tensor, keeping the shape).
+
+    Parameters
+    ----------
+    x : Tensor
+    shift : int or tuple of ints
+        One shift, or one per axis in ``axis``.
+    axis : int or tuple of ints, optional
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.roll(ndgrad.arange(5.0), 2)
+    tensor([3., 4., 0., 1., 2.])
+    """
+    if not isinstance(shift, int):
+        shift = _as_int_tuple(shift)
+    return B.roll(x, shift, axis=_axis_arg(axis))
+
+
+roll.defvjp(lambda F, g, out, x, shift, axis=None: F.roll(g, _negated(shift), axis=axis))
+_linear_jvp(roll)
+
+
+# ------------------------------------------------------------------------------ tile / repeat
+def _sample_tile(d):
+    shape = d.shape(max_dims=3)
+    if d.boolean():
+        return (d.array(shape),), {"reps": d.integers(1, 3)}
+    return (d.array(shape),), {"reps": tuple(d.integers(1, 3) for _ in range(d.integers(0, 4)))}
+
+
+@defop(kind=SHAPE, domain=ANY, sample=_sample_tile)
+def tile(B, x, reps):
+    """Repeat the whole of ``x`` ``reps`` times along each dimension (NumPy's ``tile``,
+    PyTorch's ``Tensor.repeat``).
+
+    Parameters
+    ----------
+    x : Tensor
+    reps : int or tuple of ints
+        Repetitions per dimension; a longer ``reps`` adds leading dimensions to ``x``, a
+        shorter one is padded with 1s at the front.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.tile(ndgrad.tensor([1.0, 2.0]), 2)
+    tensor([1., 2., 1., 2.])
+    >>> ndgrad.tile(ndgrad.tensor([1.0, 2.0]), (2, 1))
+    tensor([[1., 2.],
+            [1., 2.]])
+    """
+    return B.tile(x, reps)
+
+
+def _tile_vjp(F, g, out, x, reps):
+    reps = _as_int_tuple(reps)
+    nd = max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    xs = (1,) * (nd - x.ndim) + tuple(x.shape)
+    split_shape = []
+    for r, s in zip(reps, xs):
+        split_shape += [r, s]
+    g = F.reshape(g, tuple(split_shape))
+    return F.reshape(F.sum(g, axis=tuple(range(0, 2 * nd, 2))), x.shape)
+
+
+tile.defvjp(_tile_vjp)
+_linear_jvp(tile)
+
+
+def _sample_repeat(d):
+    shape = d.shape(max_dims=3)
+    axis = d.axis(len(shape)) if shape else None
+    n = 1
+    if axis is None:
+        for s in shape:
+            n *= s
+    else:
+        n = shape[axis]
+    if d.boolean():
+        return (d.array(shape),), {"repeats": d.integers(1, 3), "axis": axis}
+    repeats = [d.integers(0, 3) for _ in range(n)]  # some zeros: elements dropped
+    repeats[d.integers(0, n - 1)] = d.integers(1, 3)  # a non-empty result
+    return (d.array(shape),), {"repeats": tuple(repeats), "axis": axis}
+
+
+@defop(kind=SHAPE, domain=ANY, sample=_sample_repeat)
+def repeat(B, x, repeats, axis=None):
+    """Repeat each element of ``x`` (NumPy's ``repeat``, PyTorch's ``repeat_interleave``).
+
+    Note that ``x.repeat(...)`` is NumPy's method; PyTorch's ``Tensor.repeat`` is
+    :func:`tile` here.
+
+    Parameters
+    ----------
+    x : Tensor
+    repeats : int or sequence of ints
+        Repetitions of every element, or of each element along ``axis`` (non-negative).
+    axis : int, optional
+        The axis to repeat along; None repeats the flattened tensor (a 1-D result).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.repeat(ndgrad.tensor([1.0, 2.0]), 2)
+    tensor([1., 1., 2., 2.])
+    >>> ndgrad.repeat(ndgrad.tensor([[1.0, 2.0]]), [1, 3], axis=1)
+    tensor([[1., 2., 2., 2.]])
+    """
+    if not isinstance(repeats, int):
+        repeats = _as_int_tuple(repeats)
+    return B.repeat(x, repeats, axis=axis)
+
+
+def _repeat_vjp(F, g, out, x, repeats, axis=None):
+    from .indexing import iota
+    if axis is None:
+        n, ax, gx_shape = x.size, 0, (x.size,)
+    else:
+        ax = axis % x.ndim
+        n = x.shape[ax]
+        gx_shape = x.shape
+    if not isinstance(repeats, int):
+        repeats = _as_int_tuple(repeats)
+        if len(repeats) == 1:
+            repeats = repeats[0]
+    if isinstance(repeats, int):  # equal segments: a reshape and a sum
+        gs = tuple(g.shape)
+        gx = F.sum(F.reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
+    else:  # segments of different lengths: scatter-add each output to its source
+        seg = F.repeat(iota(F, n), repeats)
+        zeros = F.zeros(gx_shape, dtype=g.dtype)
+        gx = F.index_add(zeros, g, index=(slice(None),) * ax + (seg,))
+    return F.reshape(gx, x.shape)
+
+
+repeat.defvjp(_repeat_vjp)
+_linear_jvp(repeat)
+
+
+# ------------------------------------------------------------------------------ pad
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def _pad_widths(pad_width, ndim):
+    """NumPy's ``pad_width`` broadcast to ``((before, after),) * ndim`` (Python ints)."""
+    pw = pad_width.tolist() if hasattr(pad_width, "tolist") else pad_width
+    if not isinstance(pw, (list, tuple)):
+        pw = [[pw]]
+    elif not pw or not isinstance(pw[0], (list, tuple)):
+        pw = [list(pw)]
+    rows = [list(r) for r in pw]
+    if len(rows) not in (1, ndim) or any(len(r) not in (1, 2) for r in rows):
+        raise ValueError(f"pad: pad_width {pad_width!r} can't be broadcast to ({ndim}, 2); "
+                         "give an int, (before, after), or one (before, after) per dimension")
+    rows = rows * ndim if len(rows) == 1 else rows
+    out = []
+    for r in rows:
+        b, a = (r[0], r[0]) if len(r) == 1 else r
+        b, a = operator.index(b), operator.index(a)
+        if b < 0 or a < 0:
+            raise ValueError(f"pad: pad widths must be non-negative, got {pad_width!r}")
+        out.append((b, a))
+    return tuple(out)
+
+
+def _pad_source(n, before, after, mode):
+    """For each output position along one axis, the input index it copies (NumPy's modes)."""
+    src = []
+    for i in range(-before, n + after):
+        if mode == "edge":
+            m = min(max(i, 0), n - 1)
+        elif mode == "wrap":
+            m = i % n
+        elif mode == "symmetric":
+            m = i % (2 * n)
+            m = m if m < n else 2 * n - 1 - m
+        elif n == 1:  # reflect
+            m = 0
+        else:
+            p = 2 * (n - 1)
+            m = i % p
+            m = m if m < n else p - m
+        src.append(m)
+    return src
+
+
+def _sample_pad(d):
+    shape = d.shape(max_dims=3)
+    mode = d.choice(_PAD_MODES)
+    r = d.integers(0, 2)
+    if r == 0 or not shape:
+        pw = d.integers(0, 3)
+    elif r == 1:
+        pw = (d.integers(0, 3), d.integers(0, 3))
+    else:
+        pw = tuple((d.integers(0, 3), d.integers(0, 3)) for _ in shape)
+    kw = {"pad_width": pw, "mode": mode}
+    if mode == "constant" and d.boolean():
+        kw["constant_values"] = d.choice([1.5, -2.0])
+    return (d.array(shape),), kw
+
+
+@defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_pad)
+def pad(B, x, pad_width, mode="constant", constant_values=0):
+    """Pad ``x`` with NumPy's ``pad_width`` convention.
+
+    Parameters
+    ----------
+    x : Tensor
+    pad_width : int or sequence
+        ``((before_0, after_0), ..., (before_n, after_n))``, or one ``(before, after)`` pair
+        or one int for every dimension. (PyTorch's ``pad`` lists the *last* dimension first;
+        this is NumPy's order.)
+    mode : {"constant", "edge", "reflect", "symmetric", "wrap"}
+        As in NumPy.
+    constant_values : scalar
+        The fill value of ``"constant"`` (not differentiated).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.pad(ndgrad.tensor([1.0, 2.0]), (1, 2))
+    tensor([0., 1., 2., 0., 0.])
+    >>> ndgrad.pad(ndgrad.tensor([1.0, 2.0, 3.0]), 2, mode="reflect")
+    tensor([3., 2., 1., 2., 3., 2., 1.])
+    """
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode {mode!r} is not supported; use one of {_PAD_MODES}")
+    pw = _pad_widths(pad_width, x.ndim)
+    if not pw:  # a 0-d tensor has nothing to pad
+        return B.array(x, copy=True)
+    if mode == "constant":
+        return B.pad(x, pw, mode="constant", constant_values=constant_values)
+    if mode != "constant" and any(s == 0 and w != (0, 0) for s, w in zip(x.shape, pw)):
+        raise ValueError(f"pad: can't pad an empty dimension in mode {mode!r}")
+    return B.pad(x, pw, mode=mode)
+
+
+def _pad_vjp(F, g, out, x, pad_width, mode="constant", constant_values=0):
+    pw = _pad_widths(pad_width, g.ndim)
+    if mode == "constant":  # the cotangent of x is the middle of g
+        return g[tuple(slice(b, s - a) for (b, a), s in zip(pw, g.shape))]
+    for k, (b, a) in enumerate(pw):  # every other mode copies along each axis in turn
+        if b == 0 and a == 0:
+            continue
+        n = g.shape[k] - b - a
+        src = _pad_source(n, b, a, mode)
+        shape = tuple(g.shape[:k]) + (n,) + tuple(g.shape[k + 1:])
+        g = F.index_add(F.zeros(shape, dtype=g.dtype), g, index=(slice(None),) * k + (src,))
+    return g
+
+
+pad.defvjp(_pad_vjp)
+# constant_values is not differentiated: the tangent pads with zeros
+pad.defjvp(lambda F, tangents, out, x, pad_width, mode="constant", constant_values=0:
+           F.pad(tangents[0], pad_width, mode=mode))
+
+
+# ------------------------------------------------------------------------------ triangles
+def _sample_tri(d):
+    shape = d.shape(min_dims=2, max_dims=4)
+    return (d.array(shape),), {"k": d.integers(-2, 2)}
+
+
+@defop(kind=SHAPE, domain=ANY, sample=_sample_tri)
+def tril(B, x, k=0):
+    """The lower triangle of the matrices in ``x`` (last two dimensions); the rest zeroed.
+
+    Parameters
+    ----------
+    x : Tensor
+        At least 2-D.
+    k : int
+        Diagonal above which to zero (0: the main diagonal, > 0 above it).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.tril(ndgrad.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
+    if x.ndim < 2:
+        raise ValueError(f"tril needs at least 2 dimensions, got shape {x.shape}")
+    return B.tril(x, k=k)
+
+
+tril.defvjp(lambda F, g, out, x, k=0: F.tril(g, k=k))
+_linear_jvp(tril)
+
+
+@defop(kind=SHAPE, domain=ANY, sample=_sample_tri)
+def triu(B, x, k=0):
+    """The upper triangle of the matrices in ``x`` (last two dimensions); the rest zeroed.
+
+    Parameters
+    ----------
+    x : Tensor
+        At least 2-D.
+    k : int
+        Diagonal below which to zero (0: the main diagonal, > 0 above it).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.triu(ndgrad.ones(3, 3), k=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
+    if x.ndim < 2:
+        raise ValueError(f"triu needs at least 2 dimensions, got shape {x.shape}")
+    return B.triu(x, k=k)
+
+
+triu.defvjp(lambda F, g, out, x, k=0: F.triu(g, k=k))
+_linear_jvp(triu)
+
+
+# ------------------------------------------------------------------------------ copies, casts
+def _sample_clone(d):
+    return (d.array(d.shape()),), {}
+
+
+@defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_clone)
 def clone(B, x):
-    """A copy of ``x`` with its own storage (differentiable).
+    """A copy of ``x`` with its own storage (differentiable: the gradient flows back to ``x``).
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.clone(ndgrad.tensor([1.0]))
-    tensor([1.])
+    >>> x = ndgrad.tensor([1.0], requires_grad=True)
+    >>> ndgrad.clone(x)
+    tensor([1.], grad_fn=<CloneBackward0>)
     """
     return B.array(x, copy=True)
 
@@ -102,15 +1067,22 @@ clone.defvjp(lambda F, g, out, x: g)
 clone.defjvp_linear()
 
 
-@defop(kind=SHAPE, domain=Domain((-2.0, 2.0)), method=False)
+def _sample_astype(d):
+    import numpy as np  # a test-time sampler, not a formula
+    return (d.array(d.shape()),), {"dtype": d.choice([np.dtype("float64"),
+                                                      np.dtype("complex128")])}
+
+
+@defop(kind=SHAPE, domain=Domain((-2.0, 2.0)), method=False, sample=_sample_astype)
 def astype(B, x, dtype):
-    """Cast ``x`` to ``dtype``; the gradient is cast back to ``x``'s dtype.
+    """Cast ``x`` to ``dtype``; the gradient is cast back to ``x``'s dtype (a real input keeps
+    the real part of a complex cotangent).
 
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.astype(ndgrad.tensor([1.5]), ndgrad.float32).dtype
-    dtype('float32')
+    >>> ndgrad.astype(ndgrad.tensor([1.5]), ndgrad.float32)
+    tensor([1.5], dtype=float32)
     """
     return x.astype(dtype)
 
@@ -118,3 +1090,4 @@ def astype(B, x, dtype):
 # the engine casts the cotangent to x's dtype (a real input keeps the real part)
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
+astype.reference = lambda x, dtype: x.astype(dtype)
