@@ -63,8 +63,8 @@ def chain_torch(x0, n):  # pragma: no cover - optional peer
 # ----------------------------------------------------------------------------- W3
 def mlp_params(rng):
     def layer(i, o):
-        return (rng.standard_normal((i, o)).astype(np.float32) / np.sqrt(i),
-                np.zeros(o, np.float32))
+        w = (rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32)
+        return w, np.zeros(o, np.float32)
     W1, b1 = layer(512, 512)
     W2, b2 = layer(512, 512)
     W3, b3 = layer(512, 10)
@@ -168,6 +168,7 @@ def main(argv=None):
     np.testing.assert_allclose(chain_ndgrad(x_small, 100), chain_numpy(x_small, 100), rtol=1e-12)
     X, params = mlp_params(rng)
     for a, b in zip(mlp_ndgrad(X, params), mlp_numpy(X, params)):
+        assert a.dtype == b.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-6)
 
     print(f"ndgrad {ndgrad.__version__}, NumPy {np.__version__}; median of {opts.rounds} rounds")

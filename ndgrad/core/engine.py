@@ -335,7 +335,14 @@ def _run_tensor_hooks(hooks, g, create_graph):
     return gt._data
 
 
-def accumulate_into(t, g, create_graph):
+# Note [Keeping fresh gradients]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf's first gradient is copied into a new array with the parameter's memory layout,
+# unless the engine knows the array is its own (see _owned: made by a rule or by the
+# engine's own sums, referenced nowhere else) and already has the parameter's dtype and
+# strides: then it becomes ``.grad`` as is, as PyTorch steals an unshared gradient. For
+# large parameters the copy (and the fresh allocation's page faults) is a visible cost.
+def accumulate_into(t, g, create_graph, owned=False):
     """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
     B = t.backend
     gdata = g._data if isinstance(g, Tensor) else g
@@ -348,7 +355,12 @@ def accumulate_into(t, g, create_graph):
         return
     cur = t._grad
     if cur is None:
-        new = B.empty_like(t._data)  # same memory layout as the parameter
+        p = t._data
+        if owned and type(gdata) is type(p) and gdata.dtype == p.dtype and \
+                gdata.strides == p.strides:
+            t._grad = _new(gdata, False)  # Note [Keeping fresh gradients]
+            return
+        new = B.empty_like(p)  # same memory layout as the parameter
         new[...] = gdata
         t._grad = _new(new, False)
     elif create_graph or cur._requires_grad:
@@ -418,53 +430,28 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
     if capture is not None:
         # only run what leads to a requested input
         needed = _needed_nodes([e[1] for e in heap], {key[0] for key in capture})
+    pop = buffers.pop
+    owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone (may be kept)
     while heap:
         node = heappop(heap)[1]
-        grads_out = buffers.pop(node)
-        if needed is not None and not needed.get(node, False):
-            continue
-        if type(node) is AccumulateGrad:
-            _accumulate_node(node, grads_out[0], capture, results, inputs, accumulate,
-                             create_graph)
-            continue
-        hooks = node.hooks
-        if hooks is not None:
-            grads_out = _before_node(node, hooks, grads_out, create_graph)
-        if capture is not None:
-            _capture(node, grads_out, capture, results, inputs, accumulate, create_graph)
-        if node.nout > 1:
-            if all(g is None for g in grads_out):
+        grads_out = pop(node)
+        if type(node) is OpNode and node.hooks is None and node.nout == 1 and needed is None:
+            # the common case: an op node, one output, no hooks, nothing to capture
+            if grads_out[0] is None:
                 continue
-            if any(g is None for g in grads_out):  # not `None in`: that compares arrays
-                grads_out = _materialize(node, grads_out, create_graph)
-        elif grads_out[0] is None:
-            continue
-        if hooks is not None and hooks.trace is not None:
-            try:
-                grads_in = node.apply_backward(grads_out, create_graph)
-            except Exception:
-                _annotate_anomaly(node)
-                raise
-        else:
+            step = None
             grads_in = node.apply_backward(grads_out, create_graph)
-        if not retain_graph:
-            # release the saved values (inlined OpNode.release; other nodes define their own)
-            if type(node) is OpNode:
-                if node.saved is not None:
-                    node.saved = FREED
-                if node.out_data is not None:
-                    node.out_data = FREED
-            else:
-                node.release()
+            meta = node.in_meta
+        else:
+            step = _general_node(node, grads_out, needed, capture, results, inputs, accumulate,
+                                 create_graph, owned)
+            if step is None:
+                continue
+            grads_in, meta = step
         edges = node.edges
         if len(grads_in) != len(edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(edges)}, got {len(grads_in)})")
-        meta = node.in_meta
-        if hooks is not None and hooks.post:
-            grads_in = _call_posthooks(node, _checked(node, grads_in, meta), grads_out,
-                                       create_graph)
-            meta = None
         for i, edge in enumerate(edges):
             if edge is None:
                 continue
@@ -483,10 +470,66 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
                 buf = buffers[nxt] = [None] * nxt.nout
                 heappush(heap, (-nxt.seq, nxt))
                 buf[nr] = gi
+                if type(nxt) is AccumulateGrad:
+                    owned[nxt] = _owned(gi, node, grads_out, grads_in)
             else:
                 cur = buf[nr]
-                buf[nr] = gi if cur is None else _add(cur, gi, create_graph)
+                if cur is None:
+                    buf[nr] = gi
+                else:
+                    buf[nr] = _add(cur, gi, create_graph)
+                    if type(nxt) is AccumulateGrad:
+                        owned[nxt] = True  # a sum the engine just made
+        if not retain_graph:
+            if type(node) is OpNode:  # release the saved values (inlined OpNode.release)
+                if node.saved is not None:
+                    node.saved = FREED
+                if node.out_data is not None:
+                    node.out_data = FREED
+            elif step is not None:
+                node.release()
     return results
+
+
+def _general_node(node, grads_out, needed, capture, results, inputs, accumulate, create_graph,
+                  owned):
+    """Everything but the common case: leaves, hooks, capture, several outputs, anomaly
+    traces, other node types. Returns (grads_in, in_meta) or None when nothing flows on."""
+    if needed is not None and not needed.get(node, False):
+        return None
+    if type(node) is AccumulateGrad:
+        _accumulate_node(node, grads_out[0], capture, results, inputs, accumulate, create_graph,
+                         owned.pop(node, False))
+        return None
+    hooks = node.hooks
+    if hooks is not None:
+        grads_out = _before_node(node, hooks, grads_out, create_graph)
+    if capture is not None:
+        _capture(node, grads_out, capture, results, inputs, accumulate, create_graph)
+    if node.nout > 1:
+        if all(g is None for g in grads_out):
+            return None
+        if any(g is None for g in grads_out):
+            grads_out = _materialize(node, grads_out, create_graph)
+    elif grads_out[0] is None:
+        return None
+    if hooks is not None and hooks.trace is not None:
+        try:
+            grads_in = node.apply_backward(grads_out, create_graph)
+        except Exception:
+            _annotate_anomaly(node)
+            raise
+    else:
+        grads_in = node.apply_backward(grads_out, create_graph)
+    meta = getattr(node, "in_meta", None)
+    if hooks is not None and hooks.post:
+        if len(grads_in) != len(node.edges):
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                               f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
+        grads_in = _call_posthooks(node, _checked(node, grads_in, meta), grads_out,
+                                   create_graph)
+        meta = None
+    return grads_in, meta
 
 
 def _add(a, b, create_graph):
@@ -520,7 +563,34 @@ def _capture(node, grads_out, capture, results, inputs, accumulate, create_graph
                     results[k] = grads_out[nr]
 
 
-def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph):
+def _owned(gi, node, grads_out, grads_in):
+    """Whether gradient array ``gi``, going to a leaf, is referenced by nothing but the engine:
+    a fresh result of ``node``'s rule (not a view, not its incoming cotangent passed
+    through, not returned for two inputs, not a saved value). Such an array may become the
+    leaf's ``.grad`` without a copy (Note [Keeping fresh gradients])."""
+    if type(node) is not OpNode or getattr(gi, "base", 0) is not None:
+        return False
+    for x in grads_out:
+        if x is gi:
+            return False
+    n = 0
+    for x in grads_in:
+        if x is gi:
+            n += 1
+    if n > 1:
+        return False
+    out = node.out_data
+    if out is gi or (type(out) is tuple and any(o is gi for o in out)):
+        return False
+    saved = node.saved
+    if saved is not None and saved is not FREED:
+        for v in saved:
+            if v is gi or (type(v) is Tensor and v._data is gi):
+                return False
+    return True
+
+
+def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph, owned=False):
     """A leaf's AccumulateGrad: leaf hooks, then accumulate into .grad or capture."""
     if g is None:
         return
@@ -528,9 +598,11 @@ def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph
     m = leaf._meta
     if m is not None and m.hooks:
         g = _run_tensor_hooks(m.hooks, g, create_graph)
+        owned = False  # a hook may have kept a reference
     hooks = node.hooks
     if hooks is not None and hooks.pre:
         g = _call_prehooks(node, [g], create_graph)[0]
+        owned = False
     ks = capture.get((node, 0)) if capture is not None else None
     if ks is not None:
         for k in ks:
@@ -539,7 +611,7 @@ def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph
             else:
                 results[k] = g
     elif accumulate and capture is None:
-        accumulate_into(leaf, g, create_graph)
+        accumulate_into(leaf, g, create_graph, owned)
     if hooks is not None and hooks.post:
         _call_posthooks(node, [], [g], create_graph)
 

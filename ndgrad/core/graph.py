@@ -257,7 +257,11 @@ class OpNode(Node):
             # inputs read only for shape/dtype were not saved (Note [What a node saves])
             inputs = [InputMeta(*m) if x is None and m is not None else x
                       for x, m in zip(inputs, self.in_meta)]
-        out = self._unpack_out(create_graph) if self.out_data is not None else None
+        out = self.out_data
+        if out is not None:
+            c, v = self.out_version
+            if create_graph or c.value != v or out is FREED:
+                out = self._unpack_out(create_graph)
         if create_graph:
             F = _TENSOR_F[0]
             wrap = _TENSOR[0]._wrap

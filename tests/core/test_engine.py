@@ -676,3 +676,34 @@ def test_is_grads_batched_checks_the_batch_dimension():
     y = x * x
     with pytest.raises(RuntimeError, match="Mismatch in shape"):
         nd.autograd.grad(y, x, nd.ones(3, 5), is_grads_batched=True)
+
+
+# ------------------------------------------------ Note [Keeping fresh gradients]
+def test_leaves_sharing_a_passed_through_gradient_get_separate_grads():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    y = nd.tensor([3.0, 4.0], requires_grad=True)
+    (x + y).sum().backward()
+    x.grad.numpy()[0] = 100.0  # in-place edit of one leaf's .grad ...
+    close(y.grad, [1.0, 1.0])  # ... does not reach the other's
+    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+
+
+def test_grad_never_aliases_the_callers_gradient_array():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    g = np.array([5.0, 7.0])
+    (x + 0.0).backward(nd.asarray(g))
+    assert not np.shares_memory(x.grad.numpy(), g)
+    (x + 0.0).backward(nd.asarray(g))  # accumulates in place into .grad ...
+    np.testing.assert_array_equal(g, [5.0, 7.0])  # ... never into the caller's array
+    close(x.grad, [10.0, 14.0])
+
+
+def test_a_kept_rule_result_is_not_shared_with_a_second_leaf():
+    W = nd.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    v = nd.tensor([1.0, -1.0, 2.0], requires_grad=True)
+    y = nd.matmul(W, v).sum()
+    y.backward()
+    close(W.grad, np.ones((2, 1)) * np.array([1.0, -1.0, 2.0]))
+    close(v.grad, np.arange(6.0).reshape(2, 3).sum(0))
+    W.grad.numpy()[...] = 0.0
+    close(v.grad, [3.0, 5.0, 7.0])
