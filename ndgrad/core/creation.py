@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .backend import (NUMPY, _seed_state, as_dtype, backend_for_device, backend_of,
                       default_complex_dtype, get_default_dtype)
-from .grad_mode import STATE
+from .grad_mode import INFERENCE_BLOCKS, STATE
 from .tensor import Tensor, _mark_inference, _new
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -21,7 +21,8 @@ def _finish(data, requires_grad):
     t = _new(data, False)
     if requires_grad:
         t.requires_grad_(True)
-    if STATE.inference:  # tensors made under inference_mode are inference tensors
+    # tensors made under inference_mode are inference tensors
+    if INFERENCE_BLOCKS[0] and STATE.inference:
         _mark_inference(t)
     return t
 

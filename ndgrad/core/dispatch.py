@@ -9,7 +9,8 @@ lean: every added attribute read here is paid on every operation (see benchmarks
 from __future__ import annotations
 
 from .backend import NUMPY, _BACKEND_BY_TYPE
-from .grad_mode import STATE
+from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
+from .grad_mode import INFERENCE_BLOCKS, STATE
 from .graph import OpNode, VersionCounter, _NodeHooks, leaf_accumulator
 from .graph import _seq as _seq_counter
 from .ops.registry import VARIADIC
@@ -65,13 +66,13 @@ def apply(op, *args, **params):
         return _wrap_outputs(op, args, extra, params, out, requires_grad)
     if type(out) is not _NDARRAY:
         out = _as_array(out)
-    if requires_grad and op.differentiable and STATE.grad_enabled and \
+    if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
             out.dtype.kind in _DIFF_KINDS:
         t = _new(out, True)
         t._grad_fn = _record_fast(op, args, params, t, out)
     else:
         t = _new(out, False)
-        if STATE.inference:
+        if INFERENCE_BLOCKS[0] and STATE.inference:
             _mark_inference(t)
     if op.view:
         _link_view(args, t)
@@ -122,12 +123,13 @@ def _record_fast(op, args, params, t, out):
     if save_out:
         c = t._version = VersionCounter()
         node.out_data = out
-        node.out_version = (c, 0)
+        node.out_version = c
+        node.out_expected = 0
     else:
         node.out_data = None
     node.op = op
     node.extra = ()
-    node.params = params
+    node.params = params if params else _NO_PARAMS
     node.in_meta = meta
     node.edges = edges
     node.seq = _next_seq()
@@ -137,6 +139,7 @@ def _record_fast(op, args, params, t, out):
 
 
 _ONE_NEEDED = (True,)
+_NO_PARAMS = {}  # shared by every node whose op got no parameters: never mutated
 
 
 def _save_inputs(node, op, args, mask):
@@ -199,13 +202,13 @@ def _apply_general(op, args, params):
         return _wrap_outputs(op, args, extra, params, out, requires_grad)
     if type(out) is not B.array_type:
         out = _as_array(out)
-    if requires_grad and op.differentiable and STATE.grad_enabled and \
+    if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
             out.dtype.kind in _DIFF_KINDS:
         t = _new(out, True)
         t._grad_fn = _record(op, args, extra, params, (t,), (out,))
     else:
         t = _new(out, False)
-        if STATE.inference:
+        if INFERENCE_BLOCKS[0] and STATE.inference:
             _mark_inference(t)
     if op.view:
         _link_view(args, t)
@@ -214,8 +217,8 @@ def _apply_general(op, args, params):
 
 def _wrap_outputs(op, args, extra, params, out, requires_grad):
     outs = tuple(_as_array(o) for o in out)
-    if requires_grad and op.differentiable and STATE.grad_enabled and outs and \
-            outs[0].dtype.kind in _DIFF_KINDS:
+    if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
+            outs and outs[0].dtype.kind in _DIFF_KINDS:
         ts = tuple(_new(o, True) for o in outs)
         node = _record(op, args, extra, params, ts, outs)
         for i, t in enumerate(ts):
@@ -223,7 +226,7 @@ def _wrap_outputs(op, args, extra, params, out, requires_grad):
             t._output_nr = i
     else:
         ts = tuple(_new(o, False) for o in outs)
-        if STATE.inference:
+        if INFERENCE_BLOCKS[0] and STATE.inference:
             for t in ts:
                 _mark_inference(t)
     if op.view:
@@ -289,7 +292,8 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
         for t in out_tensors:
             t._version = c
         node.out_data = out_arrays[0] if op.nout == 1 else out_arrays
-        node.out_version = (c, 0)
+        node.out_version = c
+        node.out_expected = 0
     else:
         node.out_data = None
     node.op = op
@@ -426,7 +430,8 @@ def apply_inplace(op, target, *args, **params):
         if node.out_data is not None:
             # The saved output is now target's storage, at target's new version.
             node.out_data = data
-            node.out_version = (c, c.value)
+            node.out_version = c
+            node.out_expected = c.value
         target._grad_fn = node
         target._output_nr = 0
         target._requires_grad = True

@@ -16,11 +16,35 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
 
 
 class _State(threading.local):
-    # Class attributes are the per-thread defaults.
-    grad_enabled = True
+    """Per-thread grad mode. Class attributes are each thread's defaults."""
+
+    _grad = True
     inference = False
 
+    @property
+    def grad_enabled(self):
+        return self._grad
 
+    @grad_enabled.setter
+    def grad_enabled(self, value):
+        value = bool(value)
+        if value != self._grad:
+            with _LOCK:
+                GRAD_DISABLED_THREADS[0] += -1 if value else 1
+            self._grad = value
+
+
+# Note [Grad mode on the hot path]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Reading a thread-local costs more than the rest of a small op's bookkeeping. So two global
+# counters say whether any thread has grad mode off (GRAD_DISABLED_THREADS) or is inside
+# inference_mode (INFERENCE_BLOCKS); while they are 0 (the common case) `apply` skips the
+# thread-local reads: `not GRAD_DISABLED_THREADS[0] or STATE.grad_enabled`. The counters
+# change under a lock, whenever a thread's mode changes; they are read without one.
+GRAD_DISABLED_THREADS = [0]
+INFERENCE_BLOCKS = [0]
+_LOCK = threading.Lock()
+_INFERENCE_LOCK = _LOCK
 STATE = _State()
 
 
@@ -216,3 +240,11 @@ class inference_mode(_Mode):
         if self.mode:
             STATE.grad_enabled = False
             STATE.inference = True
+            with _INFERENCE_LOCK:
+                INFERENCE_BLOCKS[0] += 1
+
+    def __exit__(self, *exc):
+        if self.mode:
+            with _INFERENCE_LOCK:
+                INFERENCE_BLOCKS[0] -= 1
+        return super().__exit__(*exc)

@@ -200,6 +200,7 @@ class OpNode(Node):
     """The Node recorded for one call of a registered op."""
 
     __slots__ = ("op", "extra", "params", "saved", "versions", "out_data", "out_version",
+                 "out_expected",
                  "in_meta", "out_shapes")
 
     def name(self):
@@ -235,7 +236,7 @@ class OpNode(Node):
         out = self.out_data
         if out is FREED:
             raise RuntimeError(_FREED_MSG)
-        counter, ver = self.out_version
+        counter, ver = self.out_version, self.out_expected
         if counter.value != ver:
             arr = out[0] if isinstance(out, tuple) else out
             raise RuntimeError(_modified_msg(self, arr, "output 0", counter.value, ver))
@@ -259,8 +260,7 @@ class OpNode(Node):
                       for x, m in zip(inputs, self.in_meta)]
         out = self.out_data
         if out is not None:
-            c, v = self.out_version
-            if create_graph or c.value != v or out is FREED:
+            if create_graph or self.out_version.value != self.out_expected or out is FREED:
                 out = self._unpack_out(create_graph)
         if create_graph:
             F = _TENSOR_F[0]

@@ -72,7 +72,7 @@ def _off_integer_quotients(x, y, **kw):
 
 
 # ------------------------------------------------------------------------- arithmetic
-@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False, inplace_method="add_")
+@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=True, inplace_method="add_")
 def add(B, x, y):
     """Elementwise ``x + y``, broadcasting.
 
@@ -90,7 +90,7 @@ add.defvjp(lambda F, g, out, x, y: g,
 add.defjvp_linear()
 
 
-@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False,
+@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=True,
        inplace_method=["sub_", "subtract_"])
 def subtract(B, x, y):
     """Elementwise ``x - y``, broadcasting. Alias: ``sub``.
@@ -109,7 +109,7 @@ subtract.defvjp(lambda F, g, out, x, y: g,
 subtract.defjvp_linear()
 
 
-@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=False,
+@defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=True,
        inplace_method=["mul_", "multiply_"])
 def multiply(B, x, y):
     """Elementwise ``x * y``, broadcasting. Alias: ``mul``.
@@ -130,7 +130,7 @@ multiply.defjvp_each(lambda F, t, out, x, y: t * y,
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), (0.5, 2.0), complex=True),
-       method=False, inplace_method=["div_", "divide_", "true_divide_"])
+       method=True, inplace_method=["div_", "divide_", "true_divide_"])
 def divide(B, x, y):
     """Elementwise ``x / y`` (true division), broadcasting. Aliases: ``div``,
     ``true_divide``.
@@ -197,7 +197,7 @@ remainder.defvjp(lambda F, g, out, x, y: g,
 remainder.defjvp_from_vjp()
 
 
-@defop(kind=ELEMENTWISE, domain=REALS, method=False, inplace_method=["neg_", "negative_"])
+@defop(kind=ELEMENTWISE, domain=REALS, method=True, inplace_method=["neg_", "negative_"])
 def negative(B, x):
     """Elementwise ``-x``. Alias: ``neg``.
 

@@ -77,7 +77,7 @@ def _sample_matmul(d):
     return (d.array(tuple(bx) + (n, k)), d.array(tuple(by) + (k, m))), {}
 
 
-@defop(kind=LINALG, nin=2, domain=ANY, method=False, sample=_sample_matmul)
+@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_matmul)
 def matmul(B, x, y):
     """Matrix product with NumPy's rules (1-D promotion, broadcast batch dimensions).
 
