@@ -31,6 +31,28 @@ def _as_tuple(x):
     return tuple(x)
 
 
+def _roots_and_grads(fname, what, roots, grads):
+    """Validate the roots of a backward pass; return one gradient (or None) per root."""
+    if grads is None:
+        grads = (None,) * len(roots)
+    elif isinstance(grads, Tensor) or not isinstance(grads, (tuple, list)):
+        grads = (grads,)
+    grads = tuple(grads)
+    if len(grads) != len(roots):
+        raise RuntimeError(f"{fname}(): got {len(grads)} gradients for {len(roots)} {what}; pass "
+                           f"one gradient (or None) per entry of {what}")
+    for i, t in enumerate(roots):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fname}(): {what}[{i}] is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn. "
+                "Make sure an input of the computation has requires_grad=True and that it did "
+                "not run under ndgrad.no_grad()."
+            )
+    return grads
+
+
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     """Validate or create the root cotangents (raw arrays or Tensors)."""
     result = []
@@ -116,23 +138,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     tensors = _as_tuple(tensors)
     if not tensors:
         raise RuntimeError("backward() received no tensors to differentiate")
-    if grad_tensors is None:
-        grad_tensors = (None,) * len(tensors)
-    elif isinstance(grad_tensors, Tensor) or not isinstance(grad_tensors, (tuple, list)):
-        grad_tensors = (grad_tensors,)
-    grad_tensors = tuple(grad_tensors)
-    if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors; pass "
-                           "one gradient (or None) per tensor")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"backward(): tensors[{i}] is a {type(t).__name__}, not a Tensor")
-        if not t._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn. "
-                "Make sure an input of the computation has requires_grad=True and that it did "
-                "not run under ndgrad.no_grad()."
-            )
+    grad_tensors = _roots_and_grads("backward", "tensors", tensors, grad_tensors)
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if not inputs:
@@ -200,23 +206,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (inputs[{i}]) does not require "
                                "grad")
-    if grad_outputs is None:
-        grad_outputs = (None,) * len(outputs)
-    elif isinstance(grad_outputs, Tensor) or not isinstance(grad_outputs, (tuple, list)):
-        grad_outputs = (grad_outputs,)
-    grad_outputs = tuple(grad_outputs)
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} entries but there are "
-                           f"{len(outputs)} outputs; pass one per output")
-    for i, t in enumerate(outputs):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad(): outputs[{i}] is a {type(t).__name__}, not a Tensor")
-        if not t._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn. "
-                "Make sure an input of the computation has requires_grad=True and that it did "
-                "not run under ndgrad.no_grad()."
-            )
+    grad_outputs = _roots_and_grads("grad", "outputs", outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:

@@ -111,7 +111,7 @@ def test_grad_outputs_of_another_floating_dtype_are_cast():
 def test_grad_outputs_count_must_match():
     x = nd.tensor(XV, requires_grad=True)
     y = x.sum()
-    with pytest.raises(RuntimeError, match="grad_outputs has 2 entries but there are 1 outputs"):
+    with pytest.raises(RuntimeError, match=r"grad\(\): got 2 gradients for 1 outputs"):
         grad(y, x, grad_outputs=[nd.tensor(1.0), nd.tensor(1.0)])
     with pytest.raises(RuntimeError, match="got 2 gradients for 1 tensors"):
         backward([y], [nd.tensor(1.0), nd.tensor(1.0)])
