@@ -1,4 +1,5 @@
-"""The ``torch.autograd``-shaped facade: backward, grad, grad modes, Variable.
+"""The ``torch.autograd``-shaped facade: backward, grad, grad modes, custom Functions,
+anomaly detection, Variable.
 
 Examples
 --------
@@ -10,15 +11,25 @@ Examples
 
 from __future__ import annotations
 
+import sys
 import warnings
 
+from .core import function
+from .core.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                           set_detect_anomaly)
 from .core.engine import backward, grad
+from .core.function import Function, FunctionCtx, once_differentiable
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
 from .core.graph import Node
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "Variable", "Node"]
+           "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
+           "once_differentiable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "function"]
+
+# `from ndgrad.autograd.function import once_differentiable` works, as with torch.autograd.
+sys.modules.setdefault(__name__ + ".function", function)
 
 
 def Variable(data, requires_grad=False, volatile=None):

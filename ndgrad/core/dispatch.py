@@ -343,8 +343,9 @@ _ANOMALY = [False]
 
 
 def _anomaly_trace():
-    import traceback
-    return traceback.format_stack()[:-3]
+    """The forward traceback a Node records in anomaly mode, up to the user's own frame."""
+    from .anomaly import forward_trace
+    return forward_trace()
 
 
 def _raise_inference_save(op):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
+from .anomaly import _CHECK_NAN, annotate, check_nan
+from .dispatch import _ANOMALY
 from .grad_mode import STATE
 from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
 from .tensor import Tensor, _new, _wrap_raw
@@ -420,12 +422,14 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
     if capture is not None:
         # only run what leads to a requested input
         needed = _needed_nodes([e[1] for e in heap], {key[0] for key in capture})
+    # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off])
+    fast = needed is None and not _ANOMALY[0]
     pop = buffers.pop
     owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone (may be kept)
     while heap:
         node = heappop(heap)[1]
         grads_out = pop(node)
-        if type(node) is OpNode and node.hooks is None and node.nout == 1 and needed is None:
+        if type(node) is OpNode and node.hooks is None and node.nout == 1 and fast:
             # the common case: an op node, one output, no hooks, nothing to capture
             if grads_out[0] is None:
                 continue
@@ -499,15 +503,19 @@ def _general_node(node, grads_out, needed, capture, results, inputs, accumulate,
     if node.nout > 1:
         if all(g is None for g in grads_out):
             return None
-        if any(g is None for g in grads_out):
+        if any(g is None for g in grads_out) and not getattr(node, "_fn_outs", None):
+            # (a custom Function's node materializes, or not, by itself: core/function.py)
             grads_out = _materialize(node, grads_out, create_graph)
     elif grads_out[0] is None:
         return None
-    if hooks is not None and hooks.trace is not None:
+    if (hooks is not None and hooks.trace is not None) or _ANOMALY[0]:
         try:
             grads_in = node.apply_backward(grads_out, create_graph)
-        except Exception:
-            _annotate_anomaly(node)
+            if _ANOMALY[0] and _CHECK_NAN[0]:
+                check_nan(node, grads_in)
+        except Exception as exc:
+            if node.hooks is not None and node.hooks.trace is not None:
+                _annotate_anomaly(node, exc)
             raise
     else:
         grads_in = node.apply_backward(grads_out, create_graph)
@@ -682,8 +690,6 @@ def _hook_result(node, kind, new, old):
     return new
 
 
-def _annotate_anomaly(node):
-    import warnings
-    warnings.warn(
-        "Error detected in " + node.name() + ". Traceback of forward call that caused the "
-        "error:\n" + "".join(node.hooks.trace), RuntimeWarning, stacklevel=3)
+def _annotate_anomaly(node, exc):
+    """Show the forward traceback of the node whose backward raised ``exc`` (core/anomaly.py)."""
+    annotate(node, exc)

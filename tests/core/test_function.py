@@ -1,0 +1,793 @@
+"""Custom Functions: ndgrad.autograd.Function, ctx, once_differentiable (issue 3, "Custom
+Function").
+
+References are closed forms, finite differences (gradcheck / gradgradcheck) and PyTorch's
+documented behaviour (torch.autograd.Function); torch itself is never imported.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import ndgrad as nd
+from ndgrad.autograd import Function, grad, once_differentiable
+from ndgrad.checks import gradcheck, gradgradcheck
+from ndgrad.core.graph import _FREED_MSG
+
+
+def val(t):
+    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
+    return t.detach().numpy()
+
+
+def close(a, b, **kw):
+    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
+
+
+XV = np.array([0.3, -1.2, 0.8])
+
+
+class Exp(Function):
+    """exp, saving its output; backward written with ndgrad ops (so it is differentiable)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = nd.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+class MulSin(Function):
+    """f(x, y) = x * y + sin(x), saving its inputs."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y + nd.sin(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * (y + nd.cos(x)), g * x
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * g * x
+
+
+def returning(*grads_fn):
+    """A Function y = 2x (x, plus extra inputs) whose backward returns ``grads_fn(g)``."""
+
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x, *rest):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return grads_fn[0](g)
+    return Bad
+
+
+# ---------------------------------------------------------------------------- basics
+def test_exp_function_values_and_gradient():
+    x = nd.tensor(XV, requires_grad=True)
+    y = Exp.apply(x)
+    close(y, np.exp(XV))
+    assert y.requires_grad and not y.is_leaf
+    assert y.grad_fn.name() == "ExpBackward"
+    assert type(y.grad_fn).__name__ == "ExpBackward"
+    assert repr(y).endswith("grad_fn=<ExpBackward>)")
+    assert y.grad_fn.next_functions == ((x.grad_fn or _acc(x), 0),)
+    y.sum().backward()
+    close(x.grad, np.exp(XV))
+
+
+def _acc(x):
+    from ndgrad.core.graph import leaf_accumulator
+    return leaf_accumulator(x)
+
+
+def test_ctx_is_the_grad_fn_and_keeps_attributes():
+    seen = {}
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            seen["ctx"] = ctx
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x = nd.tensor(XV, requires_grad=True)
+    y = Scale.apply(x, 3.5)
+    assert y.grad_fn is seen["ctx"]
+    assert y.grad_fn.k == 3.5
+    y.sum().backward()
+    close(x.grad, np.full(3, 3.5))
+
+
+def test_function_composes_with_ops_and_matches_closed_form():
+    x = nd.tensor(XV, requires_grad=True)
+    y = nd.tensor([2.0, -1.0, 0.5], requires_grad=True)
+    out = (MulSin.apply(x * 2.0, y) ** 2).sum()
+    out.backward()
+    u = 2 * XV
+    f = u * y.detach().numpy() + np.sin(u)
+    close(x.grad, 2 * f * (y.detach().numpy() + np.cos(u)) * 2)
+    close(y.grad, 2 * f * u)
+
+
+def test_gradcheck_and_gradgradcheck_through_functions():
+    x = nd.tensor(XV, requires_grad=True)
+    y = nd.tensor([2.0, -1.0, 0.5], requires_grad=True)
+    assert gradcheck(MulSin.apply, (x, y))
+    assert gradgradcheck(MulSin.apply, (x, y))
+    assert gradcheck(Exp.apply, (x,))
+    assert gradgradcheck(Exp.apply, (x,))
+
+
+def test_double_and_triple_backward_through_a_saved_output():
+    # Exp's backward reads its saved *output*: d/dx (g * y) must go back through Exp itself.
+    x = nd.tensor(XV, requires_grad=True)
+    (d1,) = grad(Exp.apply(x).sum(), x, create_graph=True)
+    (d2,) = grad(d1.sum(), x, create_graph=True)
+    (d3,) = grad(d2.sum(), x)
+    for d in (d1, d2, d3):
+        close(d, np.exp(XV))
+
+
+def test_double_backward_closed_form_for_two_inputs():
+    x = nd.tensor(XV, requires_grad=True)
+    y = nd.tensor([2.0, -1.0, 0.5], requires_grad=True)
+    gx, gy = grad(MulSin.apply(x, y).sum(), (x, y), create_graph=True)
+    hxx, hxy = grad(gx.sum(), (x, y))
+    close(hxx, -np.sin(XV))          # d/dx (y + cos x)
+    close(hxy, np.ones(3))           # d/dy (y + cos x)
+    (hyx,) = grad(gy.sum(), x)
+    close(hyx, np.ones(3))           # d/dx x
+
+
+def test_grad_mode_is_off_in_forward_and_follows_create_graph_in_backward():
+    modes = {}
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, x):
+            modes["forward"] = nd.is_grad_enabled()
+            inner = x * 2.0
+            modes["inner_requires_grad"] = inner.requires_grad
+            return inner
+
+        @staticmethod
+        def backward(ctx, g):
+            modes.setdefault("backward", []).append(nd.is_grad_enabled())
+            return g * 2.0
+
+    x = nd.tensor(XV, requires_grad=True)
+    Probe.apply(x).sum().backward()
+    grad(Probe.apply(x).sum(), x, create_graph=True)
+    assert modes == {"forward": False, "inner_requires_grad": False, "backward": [False, True]}
+
+
+def test_inputs_that_do_not_require_grad_give_a_plain_result():
+    x = nd.tensor(XV)
+    y = Exp.apply(x)
+    assert not y.requires_grad and y.grad_fn is None
+    close(y, np.exp(XV))
+    with nd.no_grad():
+        z = Exp.apply(nd.tensor(XV, requires_grad=True))
+    assert not z.requires_grad and z.grad_fn is None
+
+
+def test_non_tensor_arguments_and_keywords():
+    class Affine(Function):
+        @staticmethod
+        def forward(ctx, x, a, b=0.0, *, scale=1.0):
+            ctx.a, ctx.scale = a, scale
+            ctx.n_inputs = len(ctx.needs_input_grad)
+            return (x * a + b) * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * ctx.a * ctx.scale,) + (None,) * (ctx.n_inputs - 1)
+
+    x = nd.tensor(XV, requires_grad=True)
+    y = Affine.apply(x, 3.0, b=1.0, scale=2.0)   # b becomes a positional input
+    assert y.grad_fn.n_inputs == 3
+    close(y, (XV * 3 + 1) * 2)
+    y.sum().backward()
+    close(x.grad, np.full(3, 6.0))
+    # a keyword naming a later parameter fills the skipped ones with their defaults
+    x.grad = None
+    y = Affine.apply(x, a=4.0)
+    assert y.grad_fn.n_inputs == 2
+    y.sum().backward()
+    close(x.grad, np.full(3, 4.0))
+
+
+def test_needs_input_grad():
+    seen = []
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            seen.append(ctx.needs_input_grad)
+            return a * b * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    a = nd.tensor(XV, requires_grad=True)
+    b = nd.tensor(XV)
+    Probe.apply(a, b, 2.0)
+    Probe.apply(b, a, 2.0)
+    Probe.apply(b, b, 2.0)
+    with nd.no_grad():  # reports the inputs' requires_grad, as PyTorch does
+        Probe.apply(a, b, 2.0)
+    assert seen == [(True, False, False), (False, True, False), (False, False, False),
+                    (True, False, False)]
+
+
+def test_next_functions_cover_tensor_inputs_only():
+    a = nd.tensor(XV, requires_grad=True)
+    b = nd.tensor(XV)
+    y = returning(lambda g: (g, None, None))
+    out = y.apply(a * 1.0, b, 5)
+    nf = out.grad_fn.next_functions
+    assert len(nf) == 2
+    assert nf[0][0].name() == "MultiplyBackward0" and nf[1] == (None, 0)
+
+
+# ---------------------------------------------------------------------------- outputs
+def test_several_outputs_with_a_non_tensor_one():
+    received = []
+
+    class Split(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0, "label", x * 3.0
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            received.append((g1, g2, g3))
+            return g1 * 2.0 + g3 * 3.0
+
+    x = nd.tensor(XV, requires_grad=True)
+    a, label, c = Split.apply(x)
+    assert label == "label"
+    assert (a.output_nr, c.output_nr) == (0, 2)
+    assert a.grad_fn is c.grad_fn
+    a.sum().backward()               # c gets no gradient: materialized as zeros
+    g1, g2, g3 = received[0]
+    close(g1, np.ones(3))
+    assert g2 is None
+    close(g3, np.zeros(3))
+    close(x.grad, np.full(3, 2.0))
+    x.grad = None
+    (a * 1.0 + c * 10.0).sum().backward()
+    close(x.grad, np.full(3, 32.0))
+
+
+def test_set_materialize_grads_false_passes_none():
+    received = []
+
+    class Two(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2.0, x * 3.0
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            received.append((g1, g2))
+            out = None
+            if g1 is not None:
+                out = g1 * 2.0
+            if g2 is not None:
+                out = g2 * 3.0 if out is None else out + g2 * 3.0
+            return out
+
+    x = nd.tensor(XV, requires_grad=True)
+    a, b = Two.apply(x)
+    assert a.grad_fn.materialize_grads is False
+    b.sum().backward()
+    assert received[0][0] is None
+    close(received[0][1], np.ones(3))
+    close(x.grad, np.full(3, 3.0))
+
+
+def test_mark_non_differentiable():
+    received = []
+
+    class MaxWithMask(Function):
+        @staticmethod
+        def forward(ctx, x):
+            m = nd.max(x)
+            mask = (x == m).astype(x.dtype)
+            idx = nd.argmax(x)
+            ctx.mark_non_differentiable(mask)
+            ctx.save_for_backward(mask)
+            return m, mask, idx
+
+        @staticmethod
+        def backward(ctx, g_m, g_mask, g_idx):
+            received.append((g_m, g_mask, g_idx))
+            (mask,) = ctx.saved_tensors
+            return g_m * mask
+
+    x = nd.tensor(XV, requires_grad=True)
+    m, mask, idx = MaxWithMask.apply(x)
+    assert m.requires_grad and m.grad_fn.name() == "MaxWithMaskBackward"
+    assert not mask.requires_grad and mask.grad_fn is None
+    assert not idx.requires_grad and idx.grad_fn is None   # integer outputs: never differentiable
+    assert int(idx.item()) == 2
+    m.backward()
+    close(x.grad, [0.0, 0.0, 1.0])
+    _, g_mask, g_idx = received[0]
+    close(g_mask, np.zeros(3))       # materialized zeros, as in PyTorch
+    close(g_idx, np.zeros(()))
+
+
+def test_input_returned_as_is_is_a_new_tensor_sharing_data():
+    class Identity(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5.0
+
+    x = nd.tensor(XV, requires_grad=True)
+    y = Identity.apply(x)
+    assert y is not x
+    assert y.grad_fn.name() == "IdentityBackward" and x.is_leaf
+    assert np.shares_memory(y.detach().numpy(), x.detach().numpy())
+    assert y._version is x._version    # one version counter, as for a view
+    y.sum().backward()
+    close(x.grad, np.full(3, 5.0))
+
+
+def test_a_function_used_twice_in_one_graph():
+    x = nd.tensor(XV, requires_grad=True)
+    s = Square.apply(x)
+    out = (s + Square.apply(s)).sum()      # x^2 + x^4
+    out.backward()
+    close(x.grad, 2 * XV + 4 * XV ** 3)
+    assert s.grad_fn is not None
+
+
+def test_function_output_hooks_and_retain_grad():
+    x = nd.tensor(XV, requires_grad=True)
+    y = Exp.apply(x)
+    y.retain_grad()
+    y.register_hook(lambda g: g * 2.0)
+    calls = []
+    y.grad_fn.register_hook(lambda gi, go: calls.append((val(gi[0]).copy(), val(go[0]).copy())))
+    y.sum().backward()
+    close(y.grad, np.full(3, 2.0))
+    close(x.grad, 2.0 * np.exp(XV))
+    np.testing.assert_allclose(calls[0][0], 2.0 * np.exp(XV))
+    np.testing.assert_allclose(calls[0][1], np.full(3, 2.0))
+
+
+# ---------------------------------------------------------------------------- mark_dirty
+class DoubleInPlace(Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2.0)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def test_mark_dirty_rebases_history_and_bumps_the_version():
+    x = nd.tensor(XV, requires_grad=True)
+    a = x * 3.0
+    v0 = a._version.value if a._version is not None else 0
+    b = DoubleInPlace.apply(a)
+    assert b is a                                   # keeps its identity
+    assert a.grad_fn.name() == "DoubleInPlaceBackward"
+    assert a._version.value == v0 + 2               # mul_ and mark_dirty, as in PyTorch
+    close(a, 6 * XV)
+    (a * a).sum().backward()                        # (6x)^2
+    close(x.grad, 72 * XV)
+
+
+def test_mark_dirty_with_saved_dirty_tensor():
+    class AddOneInPlace(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            x.add_(y)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x, y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            assert x.grad_fn is ctx   # the saved dirty input is this Function's output now
+            return g * y, g * x
+
+    x = nd.tensor(XV, requires_grad=True)
+    y = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x * 1.0
+    out = AddOneInPlace.apply(a, y)
+    out.sum().backward()
+    # the toy rule says d/da = y, d/dy = a (after the update): check it routes correctly
+    close(x.grad, [1.0, 2.0, 3.0])
+    close(y.grad, XV + [1.0, 2.0, 3.0])
+
+
+def test_mark_dirty_on_a_leaf_that_requires_grad_is_an_error():
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"DoubleInPlace: a leaf tensor that requires grad "
+                                           r"\(shape \[3\]\) was modified in place"):
+        DoubleInPlace.apply(x)
+
+
+def test_mark_dirty_on_a_leaf_is_allowed_under_no_grad():
+    x = nd.tensor(XV, requires_grad=True)
+    with nd.no_grad():
+        y = DoubleInPlace.apply(x)
+    assert y is x and x.is_leaf and x.requires_grad
+    close(x, 2 * XV)
+
+
+def test_dirty_input_must_be_returned():
+    class Forgets(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2.0)
+            ctx.mark_dirty(x)
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = nd.tensor(XV, requires_grad=True) * 1.0
+    with pytest.raises(RuntimeError, match="an input marked dirty .* must be returned"):
+        Forgets.apply(a)
+
+
+# ---------------------------------------------------------------------------- saved tensors
+def test_saved_input_modified_in_place_is_detected():
+    x = nd.tensor(XV, requires_grad=True)
+    a = x * 1.0
+    y = Square.apply(a)
+    a.mul_(2.0)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: [float64 array of shape [3]], which is saved tensor 0 (input 0) "
+            "saved by SquareBackward, is at version 1; expected version 0 instead.")):
+        y.sum().backward()
+
+
+def test_saved_output_modified_in_place_is_detected():
+    x = nd.tensor(XV, requires_grad=True)
+    y = Exp.apply(x)
+    with nd.no_grad():
+        y.add_(1.0)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "which is saved tensor 0 (output 0) saved by ExpBackward, is at version 1; "
+            "expected version 0 instead.")):
+        y.sum().backward()
+
+
+def test_backward_twice_frees_the_saved_tensors():
+    x = nd.tensor(XV, requires_grad=True)
+    y = Square.apply(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    close(x.grad, 4 * XV)
+    with pytest.raises(RuntimeError, match=re.escape(_FREED_MSG)):
+        y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        _ = y.grad_fn.next_functions[0][0].saved_tensors
+
+
+def test_saved_tensors_after_forward_are_the_saved_values():
+    x = nd.tensor(XV, requires_grad=True)
+    a = x * 1.0
+    y = MulSin.apply(a, x)
+    sa, sx = y.grad_fn.saved_tensors
+    assert sa is a and sx is x
+    e = Exp.apply(x)
+    (se,) = e.grad_fn.saved_tensors     # a saved output: rebuilt around the same data
+    assert se.grad_fn is e.grad_fn and np.shares_memory(val(se), val(e))
+
+
+def test_save_for_backward_rejects_non_tensors():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3.0)
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="save_for_backward can only save tensors .* argument 1 "
+                                        "is of type float"):
+        Bad.apply(nd.tensor(XV, requires_grad=True))
+
+
+def test_inference_tensors_cannot_be_saved():
+    with nd.inference_mode():
+        c = nd.tensor(XV)
+
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Inference tensors cannot be saved for backward "
+                                           r"\(MulSin\)"):
+        MulSin.apply(x, c)
+
+
+# ---------------------------------------------------------------------------- wrong gradients
+def test_wrong_number_of_gradients():
+    Bad = returning(lambda g: g)
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "function BadBackward returned an incorrect number of gradients (expected 2, "
+            "got 1)")):
+        Bad.apply(x, 2.0).sum().backward()
+    Bad3 = returning(lambda g: (g, None, g))
+    with pytest.raises(RuntimeError, match=re.escape("(expected 2, got 3)")):
+        Bad3.apply(x, 2.0).sum().backward()
+
+
+def test_extra_trailing_nones_are_dropped():
+    Ok = returning(lambda g: (g * 2.0, None, None, None))
+    x = nd.tensor(XV, requires_grad=True)
+    Ok.apply(x, 2.0).sum().backward()
+    close(x.grad, np.full(3, 2.0))
+
+
+def test_wrong_shape_gradient():
+    Bad = returning(lambda g: nd.ones(4))
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Function BadBackward returned an invalid gradient at index 0 - got [4] but "
+            "expected shape compatible with [3]")):
+        Bad.apply(x).sum().backward()
+
+
+def test_wrong_shape_names_the_input_index():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, k, x, y):      # input 2 (y) is the second tensor: index 2, not 1
+            return x * k + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g, nd.ones(2)
+
+    x = nd.tensor(XV, requires_grad=True)
+    y = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Function BadBackward returned an invalid gradient at index 2 - got [2] but "
+            "expected shape compatible with [3]")):
+        Bad.apply(2.0, x, y).sum().backward()
+
+
+def test_broadcastable_gradient_is_summed_to_the_input_shape():
+    Ok = returning(lambda g: nd.ones((4, 3)) * g)
+    x = nd.tensor(XV, requires_grad=True)
+    Ok.apply(x).sum().backward()
+    close(x.grad, np.full(3, 4.0))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_or_bool_gradient_is_an_error(dtype):
+    Bad = returning(lambda g: nd.ones(3).astype(dtype))
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Function BadBackward returned an invalid gradient at index 0 - expected a "
+            f"gradient of dtype float64 (or another floating dtype) for an input of dtype "
+            f"float64, but got dtype {dtype}")):
+        Bad.apply(x).sum().backward()
+
+
+def test_complex_gradient_for_a_real_input_is_an_error():
+    Bad = returning(lambda g: g * (1 + 1j))
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"invalid gradient at index 0 - .* but got dtype "
+                                           r"complex128"):
+        Bad.apply(x).sum().backward()
+
+
+def test_other_floating_dtype_is_cast_to_the_input_dtype():
+    Ok = returning(lambda g: (g * 3.0).astype("float32"))
+    x = nd.tensor(XV, requires_grad=True)
+    Ok.apply(x).sum().backward()
+    assert x.grad.dtype == nd.float64
+    close(x.grad, np.full(3, 3.0))
+
+
+def test_gradient_for_a_non_tensor_input_is_an_error():
+    Bad = returning(lambda g: (g, g))
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "function BadBackward returned a gradient different than None at index 1, but "
+            "the corresponding forward input is not a Tensor (it is a float)")):
+        Bad.apply(x, 2.0).sum().backward()
+
+
+def test_gradient_for_a_tensor_input_without_requires_grad_is_ignored():
+    # PyTorch's contract: "If an input is not a Tensor or is a Tensor not requiring grads,
+    # you can just pass None" -- a value there is dropped, not an error.
+    Ok = returning(lambda g: (g * 2.0, g * 7.0))
+    x = nd.tensor(XV, requires_grad=True)
+    c = nd.tensor(XV)
+    Ok.apply(x, c).sum().backward()
+    close(x.grad, np.full(3, 2.0))
+    assert c.grad is None
+
+
+def test_non_tensor_gradient_is_an_error():
+    Bad = returning(lambda g: 3.0)
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "function BadBackward returned a float as the gradient at index 0; expected a "
+            "Tensor or None")):
+        Bad.apply(x).sum().backward()
+
+
+# ---------------------------------------------------------------------------- setup_context
+class MulConst(Function):
+    @staticmethod
+    def forward(x, k=2.0):
+        return x * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, k = inputs
+        ctx.k = k
+        ctx.save_for_backward(x)
+        ctx.seen = (len(inputs), nd.is_grad_enabled())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.k, None
+
+
+def test_setup_context_form():
+    x = nd.tensor(XV, requires_grad=True)
+    y = MulConst.apply(x)                 # the default k=2.0 is bound, as in PyTorch
+    assert y.grad_fn.seen == (2, False)
+    assert y.grad_fn.saved_tensors[0] is x
+    y.sum().backward()
+    close(x.grad, np.full(3, 2.0))
+    x.grad = None
+    MulConst.apply(x, k=5.0).sum().backward()
+    close(x.grad, np.full(3, 5.0))
+    assert gradgradcheck(lambda t: MulConst.apply(t, 3.0) ** 2, (x,))
+
+
+def test_vjp_is_an_alias_of_backward():
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def vjp(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = nd.tensor(XV, requires_grad=True)
+    Cube.apply(x).sum().backward()
+    close(x.grad, 3 * XV ** 2)
+
+
+def test_missing_backward_and_instance_call_are_errors():
+    class NoBackward(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+    x = nd.tensor(XV, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="implement either the backward or vjp"):
+        NoBackward.apply(x).sum().backward()
+    with pytest.raises(RuntimeError, match=r"call it through NoBackward.apply\(\.\.\.\)"):
+        NoBackward()(x)
+
+
+def test_function_module_alias():
+    from ndgrad.autograd.function import Function as F2
+    from ndgrad.autograd.function import once_differentiable as od
+    assert F2 is Function and od is once_differentiable
+
+
+# ---------------------------------------------------------------------------- once_differentiable
+class OnceCube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        ctx.grad_mode_in_backward = nd.is_grad_enabled()
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * g
+
+
+def test_once_differentiable_first_order_is_correct():
+    x = nd.tensor(XV, requires_grad=True)
+    y = OnceCube.apply(x)
+    y.sum().backward()
+    close(x.grad, 3 * XV ** 2)
+    assert y.grad_fn.grad_mode_in_backward is False
+
+
+def test_once_differentiable_refuses_a_second_derivative():
+    x = nd.tensor(XV, requires_grad=True)
+    y = OnceCube.apply(x)
+    (g,) = grad(y.sum(), x, create_graph=True)
+    close(g, 3 * XV ** 2)
+    assert y.grad_fn.grad_mode_in_backward is False   # backward itself ran without recording
+    assert g.grad_fn.name() == "DelayedError"
+    msg = re.escape("trying to differentiate twice a function that was marked with "
+                    "@once_differentiable (OnceCubeBackward)")
+    with pytest.raises(RuntimeError, match=msg):
+        grad(g.sum(), x)
+    (g,) = grad(OnceCube.apply(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match=msg):
+        g.sum().backward()
+
+
+def test_once_differentiable_keeps_the_wrapped_function_metadata():
+    assert OnceCube.backward.__name__ == "backward"
+    assert OnceCube.backward._once_differentiable is True
+
+
+def test_mark_dirty_of_a_non_input_warns():
+    class Odd(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2.0
+            ctx.mark_dirty(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    x = nd.tensor(XV, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = Odd.apply(x)
+    assert any("only input tensors should be given to ctx.mark_dirty()" in str(w.message)
+               for w in caught)
+    y.sum().backward()
+    close(x.grad, np.full(3, 2.0))
