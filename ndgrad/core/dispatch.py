@@ -32,8 +32,8 @@ def apply(op, *args, **params):
             d = a._data
             out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params)
             requires_grad = a._requires_grad
-        else:
-            out = op.forward(NUMPY, a, **params)
+        else:  # an array or a Python scalar: its own backend (NumPy for scalars)
+            out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
             requires_grad = False
         extra = ()
     elif n == nin == 2:
@@ -57,7 +57,8 @@ def apply(op, *args, **params):
             B = _BACKEND_BY_TYPE[type(db)]
             requires_grad = b._requires_grad
         else:
-            da, db, B = a, b, NUMPY
+            da, db = a, b
+            B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
         out = op.forward(B, da, db, **params)
         extra = ()
     else:
@@ -195,8 +196,9 @@ def _apply_general(op, args, params):
             datas.append(d)
         else:
             datas.append(a)
-    if B is None:
-        B = NUMPY
+    if B is None:  # no tensor among the inputs: the first array's backend
+        B = next((_BACKEND_BY_TYPE[type(d)] for d in datas if type(d) in _BACKEND_BY_TYPE),
+                 NUMPY)
     out = op.forward(B, *datas, *extra, **params)
     if op.nout != 1:
         return _wrap_outputs(op, args, extra, params, out, requires_grad)
