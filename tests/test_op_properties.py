@@ -320,3 +320,49 @@ def test_registry_is_populated_from_declarations():
 
 
 _ = defop  # the declaration API the suite relies on
+
+
+# ----------------------------------------------------------------------------- views
+VIEWS = sorted(name for name, op in REGISTRY.items() if op.view)
+
+
+def test_every_view_op_declares_how_to_write_back():
+    """A view op declares a scatter rule (in-place on its views reaches the base: PyTorch's
+    CopySlices) or says why its views cannot be written; one that writes back saves nothing
+    (its node must not hold the base, which the write changes)."""
+    assert VIEWS
+    for name in VIEWS:
+        op = REGISTRY[name]
+        assert op.scatter is not None or "scatter" in op.notes, name
+        if op.scatter is not None:
+            nin = 1 if op.nin == VARIADIC else op.nin
+            save_out, mask = op.save_mask((True,) * nin)
+            assert not save_out and mask is not None and True not in mask, name
+
+
+@pytest.mark.parametrize("name", [n for n in VIEWS if REGISTRY[n].scatter is not None])
+@given(data=st.data())
+def test_scatter_inverts_the_view(name, data):
+    """scatter(p, view(p)) == p and view(scatter(p, c)) == c, where the output is a view."""
+    op = REGISTRY[name]
+    for complex_ in _dtypes(op):
+        args, kwargs = data.draw(op_samples(op, complex=complex_))
+        x = args[0]
+        if not isinstance(x, np.ndarray):
+            continue
+        outs = _outs(op.forward(NUMPY, x, *args[1:], **kwargs))
+        for k, out in enumerate(outs):
+            if not np.may_share_memory(out, x):
+                continue  # a copy, not a view: nothing to write back
+            rng = np.random.default_rng(k)
+            c = rng.standard_normal(np.shape(out)).astype(x.dtype)
+
+            def scatter(parent, child, k=k, args=args, kwargs=kwargs):
+                lead = (k,) if op.nout != 1 else ()
+                return np.asarray(op.scatter(NUMPY.F, *lead, parent, child, *args[1:],
+                                             **kwargs))
+            np.testing.assert_array_equal(scatter(x, np.array(out)), x, err_msg=name)
+            written = scatter(x, c)
+            assert written.shape == x.shape, name
+            again = _outs(op.forward(NUMPY, written, *args[1:], **kwargs))[k]
+            np.testing.assert_array_equal(again, c, err_msg=name)

@@ -8,13 +8,16 @@ lean: every added attribute read here is paid on every operation (see benchmarks
 
 from __future__ import annotations
 
+from weakref import ref as _weakref
+
 from .backend import NUMPY, _BACKEND_BY_TYPE
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, STATE
-from .graph import OpNode, VersionCounter, _NodeHooks, leaf_accumulator
+from .graph import _TENSOR_F, OpNode, VersionCounter, _NodeHooks, leaf_accumulator
 from .graph import _seq as _seq_counter
 from .ops.registry import VARIADIC
-from .tensor import Tensor, _check_devices, _mark_inference, _new
+from . import tensor as _tensor_mod
+from .tensor import Tensor, _check_devices, _mark_inference, _meta, _new
 
 __all__ = ["apply", "apply_inplace"]
 
@@ -76,7 +79,7 @@ def apply(op, *args, **params):
         if INFERENCE_BLOCKS[0] and STATE.inference:
             _mark_inference(t)
     if op.view:
-        _link_view(args, t)
+        _link_view(op, args, (), params, t, 0)
     return t
 
 
@@ -213,7 +216,7 @@ def _apply_general(op, args, params):
         if INFERENCE_BLOCKS[0] and STATE.inference:
             _mark_inference(t)
     if op.view:
-        _link_view(args, t)
+        _link_view(op, args, extra, params, t, 0)
     return t
 
 
@@ -232,35 +235,71 @@ def _wrap_outputs(op, args, extra, params, out, requires_grad):
             for t in ts:
                 _mark_inference(t)
     if op.view:
-        for t in ts:
-            _link_view(args, t)
+        for k, t in enumerate(ts):
+            _link_view(op, args, extra, params, t, k)
     return ts
 
 
-def _share_version(src, t):
-    """Make ``t`` a view of ``src``: it shares src's version counter and base
-    (Note [Saved tensors and versions])."""
+def _share_version(src, t, link):
+    """Make ``t`` a view of ``src``: it shares src's version counter and base, and records
+    how it was made from src (Note [Saved tensors and versions], Note [In-place on views])."""
+    sm = src._meta
+    if sm is not None and sm.inference:
+        return  # inference tensors track no versions and have no history to rebase
     c = src._version
     if c is None:
         c = src._version = VersionCounter()
     t._version = c
-    base = src._base
+    base = sm.base if sm is not None else None
     if base is None:
         base = src
-    t._base = base
-    t._meta.view_fn = base._grad_fn  # the base's history when the view was made
+    m = _meta(t)
+    m.base = base
+    m.view_of = link
+    m.view_fn = base._grad_fn  # the base's history when the view was made
+    if not base._requires_grad:
+        _track_view(base, t)
 
 
-def _link_view(args, t):
-    """For a ``view=True`` op: link ``t`` to the input whose memory it shares, if any (NumPy
-    copies for some inputs, e.g. ``reshape`` of a non-contiguous array or advanced
-    indexing; a multi-output op such as ``broadcast_arrays`` views a different input per
-    output)."""
+def _track_view(base, t):
+    """Remember (weakly) a view of a base that requires no grad: if an in-place op makes the
+    base require grad, its views must too (their histories are then regenerated)."""
+    bm = _meta(base)
+    views = bm.views
+    if views is None:
+        views = bm.views = []
+    elif len(views) >= 32 and len(views) & (len(views) - 1) == 0:  # prune at powers of two
+        views[:] = [r for r in views if r() is not None]
+    views.append(_weakref(t))
+
+
+def _base_now_requires_grad(base):
+    """``base`` started to require grad through an in-place op: so do its views."""
+    bm = base._meta
+    if bm is None or bm.views is None:
+        return
+    for r in bm.views:
+        v = r()
+        if v is not None and v._meta.base is base:
+            v._requires_grad = True  # its history is regenerated where it is read
+    bm.views = None
+
+
+def _link_view(op, args, extra, params, t, k):
+    """For a ``view=True`` op: link ``t`` (output ``k``) to the input whose memory it shares,
+    if any (NumPy copies for some inputs, e.g. ``reshape`` of a non-contiguous array or
+    advanced indexing; a multi-output op such as ``broadcast_arrays`` views a different
+    input per output)."""
     d = t._data
     B = _BACKEND_BY_TYPE[type(d)]
     for src in args:
         if type(src) is Tensor and B.may_share_memory(src._data, d):
-            _share_version(src, t)
+            if op.view_replay is not None:
+                vop, extra, params = op.view_replay(k, t)
+                link = (src, vop, extra, params, -1)
+            else:
+                link = (src, op, extra, params, k if op.nout != 1 else -1)
+            _share_version(src, t, link)
             return
 
 
@@ -319,24 +358,111 @@ _OpNode_new = object.__new__
 
 # Note [In-place on views]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
-# A view shares memory with its base. In-place changes through the base after the view was
-# made would leave the view with a stale history (its values changed, its grad_fn did not),
-# and in-place changes through a view would not reach the base's history. Until those
-# histories are rebased (PyTorch's CopySlices), both are refused with an error rather than
-# giving a silently wrong gradient: apply_inplace refuses in-place ops on views inside a
-# differentiable computation, and recording an op on a view whose base's history changed
-# since the view was made raises here.
+# A view shares memory (and the version counter) with its base, the tensor at the root of
+# its chain of views. Each view records in its _meta the link it was made by,
+# ``view_of = (parent, op, extra, params, k)`` (k: the output index of a multi-output op,
+# -1 for single-output ones), so views of views compose, and ``view_fn``, the base's
+# grad_fn when its history was last derived from the base's.
+#
+# In-place on a view inside a differentiable computation (PyTorch's CopySlices): the new
+# value of the view is computed functionally, recorded (``new = op(v_old, ...)``), then
+# written back up the chain with each view op's declared ``scatter`` rule
+# (``parent_new = scatter(parent_old, child_new)``, recorded with ndgrad ops, so any order
+# of derivatives works), up to the base. The data is written once, through the view's own
+# memory (it is the base's), the shared version is bumped, the BASE's history is rebased
+# onto the last scatter node, and the view's history is regenerated as its chain of view
+# ops applied to the base's new history (no data is copied: view ops make views).
+#
+# A view whose base's history changed since (an in-place op on the base, or on another view
+# of it) is stale: wherever its history is read (recording an op on it, grad_fn,
+# requires_grad, backward roots), it is regenerated from the base's current history through
+# the chain, as PyTorch does. The check is one comparison, and runs only for tensors that
+# have a _meta; tensors that are not views never pay for it.
 def _check_view_history(t):
     m = t._meta
     base = m.base
     if base is not None and base._grad_fn is not m.view_fn:
-        raise RuntimeError(
-            f"a view (shape {list(t.shape)}) is used after its base (shape "
-            f"{list(base.shape)}) was modified by an in-place operation in a differentiable "
-            "computation; the view's recorded history is stale, so its gradient would be "
-            "wrong. Take the view again after the in-place operation (e.g. `z = y[0:2]` "
-            "after `y.mul_(2)`)."
-        )
+        _regenerate(t)
+
+
+_tensor_mod._VIEW_CHECK[0] = _check_view_history
+
+
+def _regenerate(t):
+    """Derive view ``t``'s history from its base's current one (Note [In-place on views])."""
+    m = t._meta
+    base = m.base
+    parent, vop, extra, params, k = m.view_of
+    if parent is not base:
+        pm = parent._meta
+        if pm.base is not None and base._grad_fn is not pm.view_fn:
+            _regenerate(parent)
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = True
+    try:
+        r = apply(vop, parent, *extra, **params)
+    finally:
+        STATE.grad_enabled = prev
+    if k >= 0:
+        r = r[k]
+    if r._grad_fn is not None:
+        t._grad_fn = r._grad_fn
+        t._output_nr = r._output_nr
+        t._requires_grad = True
+    else:
+        t._grad_fn = None
+        t._output_nr = 0
+        t._requires_grad = parent._requires_grad  # a view of a leaf: its own leaf
+    m.view_fn = base._grad_fn
+
+
+def _stand_in(t):
+    """A Tensor with ``t``'s data and current history, to record functional ops on."""
+    s = _new(t._data, t._requires_grad)
+    s._grad_fn = t._grad_fn
+    s._output_nr = t._output_nr
+    return s
+
+
+def _write_back(view, new):
+    """Record ``new`` (the new value of ``view``) up the view chain into the base; return
+    the base's new value (recorded; its data is not the base's memory)."""
+    F = _TENSOR_F[0]
+    child = new
+    t = view
+    while True:
+        parent, vop, extra, params, k = t._meta.view_of
+        if vop.scatter is None:
+            raise RuntimeError(
+                f"in-place operation on a view made by {vop.name}, which cannot be written "
+                f"to: {vop.notes.get('scatter', 'it declares no scatter rule')}")
+        pm = parent._meta
+        if pm is not None and pm.base is not None:
+            _check_view_history(parent)
+        pin = _stand_in(parent)
+        if k >= 0:
+            child = vop.scatter(F, k, pin, child, *extra, **params)
+        else:
+            child = vop.scatter(F, pin, child, *extra, **params)
+        if parent._meta is None or parent._meta.base is None:
+            return child
+        t = parent
+
+
+def _rebase_base(base, new_base):
+    """Point ``base``'s history at ``new_base``'s node (its data is already written)."""
+    node = new_base._grad_fn
+    if node is not None:
+        if not base._requires_grad:
+            _base_now_requires_grad(base)
+        base._grad_fn = node
+        base._output_nr = new_base._output_nr
+        base._requires_grad = True
+        if type(node) is OpNode and node.out_data is not None:
+            # the scatter node's output is the base's memory at the new version
+            node.out_data = base._data
+            node.out_version = base._version
+            node.out_expected = base._version.value
 _next_seq = _seq_counter.__next__
 
 
@@ -361,38 +487,41 @@ def _raise_inference_save(op):
 def apply_inplace(op, target, *args, **params):
     """``target <- op(target, *args, **params)`` in place, rebasing ``target``'s history.
 
-    In-place on a leaf that requires grad is an error under grad mode (allowed under
-    ``no_grad``, for parameter updates). A Node that needs ``target``'s old value saves a
-    copy of it, with its old history.
+    In-place on a leaf that requires grad (or a view of one) is an error under grad mode
+    (allowed under ``no_grad``, for parameter updates). A Node that needs ``target``'s old
+    value saves a copy of it, with its old history. In-place on a view carries the change
+    into its base's history (Note [In-place on views]).
     """
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: in-place target must be a Tensor, got {type(target).__name__}")
+    m = target._meta
+    if m is not None and m.inference and not STATE.inference:
+        raise RuntimeError(
+            f"Inplace update to inference tensor outside InferenceMode is not allowed "
+            f"({op.name}). An inference tensor was made inside `ndgrad.inference_mode()`; "
+            "`.clone()` it outside inference mode to get a normal tensor you can modify.")
     grad_on = STATE.grad_enabled
-    if grad_on and target._requires_grad and target._grad_fn is None:
+    if grad_on and target._requires_grad and target._grad_fn is None and (
+            m is None or m.base is None):
         raise RuntimeError(
             f"a leaf tensor that requires grad (shape {list(target.shape)}) is being used in an "
             f"in-place operation ({op.name}). In-place changes to a leaf would make its gradient "
             "meaningless. For parameter updates wrap them in `with ndgrad.no_grad():`; "
             "otherwise use the out-of-place op or `.clone()` the leaf first."
         )
-    base = target._base
-    if grad_on and base is not None and base._requires_grad and base._grad_fn is None:
-        raise RuntimeError(
-            f"a view of a leaf tensor that requires grad is being used in an in-place "
-            f"operation ({op.name}). Use the out-of-place op, or `.clone()` the leaf first."
-        )
+    base = m.base if m is not None else None
+    if base is not None and grad_on:
+        if base._requires_grad and base._grad_fn is None:
+            raise RuntimeError(
+                f"a view of a leaf tensor that requires grad is being used in an in-place "
+                f"operation ({op.name}). In-place changes to the view would change the leaf. "
+                "Use the out-of-place op, `.clone()` the leaf first, or wrap parameter updates "
+                "in `with ndgrad.no_grad():`."
+            )
+        _check_view_history(target)  # the view's history, derived from the base's current one
     # Run the op functionally, with a stand-in for target that carries its current history.
     record = grad_on and op.differentiable and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
-    if base is not None and (record or (grad_on and base._requires_grad)):
-        # Note [In-place on views]: the base's history would not see this change.
-        raise RuntimeError(
-            f"in-place operation ({op.name}) on a view of a tensor that is part of a "
-            "differentiable computation: ndgrad does not yet propagate in-place changes of a "
-            "view into its base's history, so the gradient would be wrong. Write it out of "
-            "place on the base instead, e.g. `y = ndgrad.index_put(y, values, index=...)` "
-            "for `y[index][...] = values`, or `.clone()` the view first."
-        )
     if record:
         needs = (target._requires_grad,) + tuple(
             isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])
@@ -409,6 +538,43 @@ def apply_inplace(op, target, *args, **params):
             result = apply(op, target, *args, **params)
     data = target._data
     rdata = result._data
+    _check_inplace_result(op, data, rdata)
+    # A view in a differentiable computation: its base's history gets the change too.
+    copy_slices = base is not None and grad_on and (
+        (record and result._grad_fn is not None) or base._requires_grad)
+    if copy_slices:
+        if rdata.dtype != data.dtype:
+            result = apply(_ASTYPE[0], result, dtype=data.dtype)
+        new_base = _write_back(target, result)
+    data[...] = rdata
+    if m is not None and m.inference:
+        return target  # inference tensors track no versions
+    c = target._version
+    if c is None:
+        c = target._version = VersionCounter()
+    c.value += 1
+    node = result._grad_fn if record else None
+    if node is not None and node.out_data is not None and result._data is rdata:
+        # The saved output is now target's storage, at target's new version.
+        node.out_data = data
+        node.out_version = c
+        node.out_expected = c.value
+    if copy_slices:
+        _rebase_base(base, new_base)
+        _regenerate(target)
+    elif node is not None:
+        if not target._requires_grad:
+            _base_now_requires_grad(target)
+        target._grad_fn = node
+        target._output_nr = 0
+        target._requires_grad = True
+    return target
+
+
+_ASTYPE = [None]  # the astype op, set by ndgrad.core.ops
+
+
+def _check_inplace_result(op, data, rdata):
     if rdata.shape != data.shape:
         raise RuntimeError(
             f"{op.name}: output with shape {list(data.shape)} doesn't match the broadcast "
@@ -423,22 +589,6 @@ def apply_inplace(op, target, *args, **params):
                 f"{data.dtype} of the in-place target; use the out-of-place op or convert the "
                 "target with .astype() first"
             )
-    data[...] = rdata
-    c = target._version
-    if c is None:
-        c = target._version = VersionCounter()
-    c.value += 1
-    if record and result._grad_fn is not None:
-        node = result._grad_fn
-        if node.out_data is not None:
-            # The saved output is now target's storage, at target's new version.
-            node.out_data = data
-            node.out_version = c
-            node.out_expected = c.value
-        target._grad_fn = node
-        target._output_nr = 0
-        target._requires_grad = True
-    return target
 
 
 class _NoGrad:

@@ -20,7 +20,7 @@ from .anomaly import _CHECK_NAN, annotate, check_nan
 from .dispatch import _ANOMALY
 from .grad_mode import STATE
 from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
-from .tensor import Tensor, _new, _wrap_raw
+from .tensor import Tensor, _fresh_view, _new, _wrap_raw
 
 __all__ = ["backward", "grad", "run_backward", "accumulate_into"]
 
@@ -46,6 +46,8 @@ def _roots_and_grads(fname, what, roots, grads):
     for i, t in enumerate(roots):
         if not isinstance(t, Tensor):
             raise TypeError(f"{fname}(): {what}[{i}] is a {type(t).__name__}, not a Tensor")
+        if t._meta is not None:
+            _fresh_view(t)  # a view whose base changed in place: its history, regenerated
         if not t._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn. "

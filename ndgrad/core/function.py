@@ -40,7 +40,7 @@ import warnings
 
 from .anomaly import forward_trace as _trace
 from .backend import _BACKEND_BY_TYPE
-from .dispatch import _ANOMALY, _check_view_history
+from .dispatch import _ANOMALY, _check_view_history, _rebase_base, _regenerate, _write_back
 from .engine import _unbroadcast
 from .grad_mode import STATE
 from .graph import _FREED_MSG, Node, VersionCounter, _modified_msg, leaf_accumulator, new_seq
@@ -502,12 +502,12 @@ def _wrap_outputs(cls, node, args, output, record):
                     "was modified in place (ctx.mark_dirty). In-place changes to a leaf would "
                     "make its gradient meaningless; pass a `.clone()` of it, or call the "
                     "Function under `ndgrad.no_grad()` for a parameter update.")
-            if base is not None:
+            if base is not None and base._requires_grad and base._grad_fn is None:
                 raise RuntimeError(
-                    f"{cls.__name__}: an input modified in place (ctx.mark_dirty) is a view of "
-                    "another tensor; ndgrad does not yet carry in-place changes of a view into "
-                    "its base's history, so the gradient would be wrong. Pass a `.clone()` of "
-                    "the view instead.")
+                    f"{cls.__name__}: an input modified in place (ctx.mark_dirty) is a view of a "
+                    "leaf tensor that requires grad; in-place changes to the view would change "
+                    "the leaf. Pass a `.clone()` of the leaf, or call the Function under "
+                    "`ndgrad.no_grad()` for a parameter update.")
         if id(t) not in {id(o) for o in outs}:
             raise RuntimeError(f"{cls.__name__}: an input marked dirty (ctx.mark_dirty) must "
                                "be returned by forward as one of its outputs")
@@ -558,11 +558,26 @@ def _wrap_outputs(cls, node, args, output, record):
         if _ANOMALY[0]:
             node.hooks = _NodeHooks(_trace())
         _save(cls, node, args, outs, results, input_pos, out_pos, dirty)
+        for k, t in enumerate(results):
+            if type(t) is Tensor and id(t) in dirty and t._grad_fn is node and \
+                    t._base is not None:
+                _dirty_view(t, node, k)
     elif node._fn_to_save:
         node._fn_saved = [None if t is None else
                           ("t", t, None, t._version.value if t._version else 0, "saved", 0,
                            False) for t in node._fn_to_save]
     return tuple(results) if is_tuple else results[0]
+
+
+def _dirty_view(t, node, k):
+    """A view modified in place by a Function: its base's history gets the change
+    (Note [In-place on views] in core/dispatch.py)."""
+    new = _new(t._data, True)
+    new._grad_fn = node
+    new._output_nr = k
+    base = t._base
+    _rebase_base(base, _write_back(t, new))
+    _regenerate(t)
 
 
 def _save(cls, node, args, outs, results, input_pos, out_pos, dirty):

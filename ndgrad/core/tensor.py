@@ -23,7 +23,7 @@ class _Meta:
     """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
 
     __slots__ = ("hooks", "retains_grad", "inference", "retain_handle", "base", "accumulator",
-                 "tangents", "view_fn")
+                 "tangents", "view_fn", "view_of", "views")
 
     def __init__(self):
         self.hooks = None
@@ -33,7 +33,9 @@ class _Meta:
         self.base = None          # the tensor this one is a view of
         self.accumulator = None   # weakref to the leaf's AccumulateGrad node
         self.tangents = None      # forward-mode tangents, per dual level
-        self.view_fn = None       # base's grad_fn at view creation (Note [In-place on views])
+        self.view_fn = None       # base's grad_fn the view's history derives from
+        self.view_of = None       # (parent, op, extra, params, k): how the view was made
+        self.views = None         # weakrefs to views made while this base required no grad
 
 
 _object_new = object.__new__
@@ -69,6 +71,16 @@ def _meta(t):
     if m is None:
         m = t._meta = _Meta()
     return m
+
+
+def _fresh_view(t):
+    """Regenerate a stale view's history (set by core.dispatch: _check_view_history)."""
+    m = t._meta
+    if m.base is not None and m.base._grad_fn is not m.view_fn:
+        _VIEW_CHECK[0](t)
+
+
+_VIEW_CHECK = [None]
 
 
 def _check_devices(op, args):
@@ -221,6 +233,8 @@ class Tensor:
     @property
     def requires_grad(self):
         """Whether gradients are computed for this tensor. Settable on leaves."""
+        if self._meta is not None:
+            _fresh_view(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -257,12 +271,19 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        """The Node that created this tensor (None for leaves)."""
+        """The Node that created this tensor (None for leaves).
+
+        For a view whose base was modified in place since, the view's history is first
+        derived again from the base's (Note [In-place on views] in core/dispatch.py)."""
+        if self._meta is not None:
+            _fresh_view(self)
         return self._grad_fn
 
     @property
     def is_leaf(self):
         """True for tensors not made by a recorded operation."""
+        if self._meta is not None:
+            _fresh_view(self)
         return self._grad_fn is None
 
     @property
@@ -659,6 +680,45 @@ class Tensor:
 
     def __imatmul__(self, other):
         return _apply_inplace(_OP["matmul"], self, other)
+
+    # in-place writes of whole values: x[...] = value, recorded as index_put
+    def fill_(self, value):
+        """Set every element to ``value`` (a number or a 0-d tensor) in place; returns self.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> ndgrad.ones(3).fill_(2.5)
+        tensor([2.5, 2.5, 2.5])
+        """
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions; use copy_ to copy a tensor")
+        return _apply_inplace(_OP["index_put"], self, value, index=Ellipsis)
+
+    def zero_(self):
+        """Set every element to zero in place; returns self."""
+        return _apply_inplace(_OP["index_put"], self, 0, index=Ellipsis)
+
+    def copy_(self, src):
+        """Copy ``src`` (broadcast to this tensor's shape) into this tensor; returns self.
+
+        Differentiable: the gradient of this tensor's old value is zero, ``src`` gets the
+        gradient of the result (summed over broadcast dimensions).
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> y = ndgrad.zeros((2, 2))
+        >>> y.copy_(ndgrad.tensor([1.0, 2.0]))
+        tensor([[1., 2.],
+                [1., 2.]])
+        """
+        if not isinstance(src, Tensor):
+            raise TypeError(f"copy_ expects a Tensor source, got {type(src).__name__}")
+        if src._data is self._data:
+            return self
+        return _apply_inplace(_OP["index_put"], self, src, index=Ellipsis)
 
     def __getitem__(self, index):
         return _getitem(self, index)

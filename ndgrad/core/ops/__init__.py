@@ -16,6 +16,7 @@ import inspect
 
 from ..backend import NUMPY, Backend
 from ..dispatch import apply, apply_inplace
+from .. import dispatch as _dispatch
 from .. import graph as _graph
 from ..graph import _TENSOR_F
 from ..tensor import Tensor, _bind
@@ -216,6 +217,7 @@ for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
             setattr(Tensor, _n, _make_inplace_method(_obj, _n))
 
 _bind(REGISTRY, apply, apply_inplace)
+_dispatch._ASTYPE[0] = REGISTRY["astype"]
 
 
 def __getattr__(name):

@@ -420,8 +420,17 @@ real.defvjp(lambda F, g, out, x: g)
 real.defjvp_linear()
 
 
+def _real_scatter(F, parent, child):
+    if parent.dtype.kind != "c":
+        return child  # real(x) of a real x is x itself
+    return child + 1j * F.imag(parent)
+
+
+real.defscatter(_real_scatter)
+
+
 def _imag_vjp(F, g, out, x):
-    if not F.iscomplexobj(x):
+    if x.dtype.kind != "c":  # read as metadata only: x is not saved
         return F.zeros_like(g)  # imag of a real input is constant 0
     return 1j * g  # imag(z) = (z - conj z)/(2i): PyTorch's convention gives g * 1j
 
@@ -444,6 +453,8 @@ def imag(B, x):
 
 imag.defvjp(_imag_vjp)
 imag.defjvp_linear()
+# only a complex x gives a view (a real x's imaginary part is a new array of zeros)
+imag.defscatter(lambda F, parent, child: F.real(parent) + 1j * child)
 
 
 @defop(kind=ELEMENTWISE, domain=REALS)

@@ -60,10 +60,11 @@ def iota(F, n):
     return F.arange(n)
 
 
-def _values_cotangent(F, gv, values):
+def _values_cotangent(F, gv, vnd):
     """NumPy drops leading length-1 dimensions of assigned values (``x[0] = v[None]``); give
-    their cotangent those dimensions back so the engine can match it to ``values``."""
-    vnd = getattr(values, "ndim", 0)
+    their cotangent (``gv``) those dimensions back so the engine can match it to the values
+    (``vnd`` dimensions). The rules pass ``values.ndim``: values are read for their metadata
+    only, so they are not saved (``x[1:3] *= w`` assigns a view of x to itself)."""
     if vnd > gv.ndim:
         gv = F.reshape(gv, (1,) * (vnd - gv.ndim) + tuple(gv.shape))
     return gv
@@ -173,9 +174,14 @@ def getitem(B, x, index):
     return out
 
 
-# repeated indices accumulate: index_add scatters with addition
-getitem.defvjp(lambda F, g, out, x, index: F.index_add(F.zeros_like(x), g, index=index))
+# repeated indices accumulate: index_add scatters with addition. x is read for its shape
+# only, so the node saves nothing: a view's node must not hold its base (the base may be
+# modified in place through the view; Note [In-place on views])
+getitem.defvjp(lambda F, g, out, x, index:
+               F.index_add(F.zeros(x.shape, dtype=g.dtype), g, index=index))
 getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
+# a basic index is a view: writing it back is index_put (Note [In-place on views])
+getitem.defscatter(lambda F, parent, child, index: F.index_put(parent, child, index=index))
 
 
 def _getitem_public(x, index):
@@ -228,7 +234,7 @@ def index_add(B, x, values, index):
 
 index_add.defvjp(lambda F, g, out, x, values, index: g,
                  lambda F, g, out, x, values, index:
-                 _values_cotangent(F, F.getitem(g, index), values))
+                 _values_cotangent(F, F.getitem(g, index), values.ndim))
 
 
 def _index_add_jvp(F, tangents, out, x, values, index):
@@ -305,7 +311,7 @@ def index_put(B, x, values, index):
 
 index_put.defvjp(lambda F, g, out, x, values, index: F.index_put(g, 0, index=index),
                  lambda F, g, out, x, values, index:
-                 _values_cotangent(F, F.getitem(g, index), values))
+                 _values_cotangent(F, F.getitem(g, index), values.ndim))
 
 
 def _index_put_jvp(F, tangents, out, x, values, index):

@@ -123,6 +123,7 @@ def matrix_transpose(B, x):
 
 matrix_transpose.defvjp(lambda F, g, out, x: F.matrix_transpose(g))
 matrix_transpose.defjvp_linear()
+matrix_transpose.defscatter(lambda F, parent, child: F.matrix_transpose(child))
 
 
 # ----------------------------------------------------------------------------- tensordot

@@ -196,6 +196,8 @@ class Op:
         self.meta_standins = False
         self.jvp = None
         self.batch_rule = None
+        self.scatter = None        # view ops: writes a new view value back into the parent
+        self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
         self.node_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
         # Saving masks by "which inputs need grad" are memoised here (Note [What a node saves]).
@@ -277,6 +279,24 @@ class Op:
             return False
         return any(u is not None and u.meta_inputs is not None and any(u.meta_inputs)
                    for u in uses)
+
+    # -- views (Note [In-place on views] in core/dispatch.py)
+    def defscatter(self, rule):
+        """How a new value of this view op's output goes back into its input (``view=True``).
+
+        ``rule(F, parent, child, *extra, **params)`` (multi-output ops:
+        ``rule(F, k, parent, child, *extra, **params)`` for output ``k``) returns ``parent``
+        with the region the view shows replaced by ``child``, written with ``F`` so that it is
+        recorded (and differentiable to any order): ``getitem``'s is
+        ``F.index_put(parent, child, index=index)``, ``reshape``'s
+        ``F.reshape(child, parent.shape)``. In-place operations on a view use it to carry the
+        change into the base's history (PyTorch's CopySlices). The rule may read ``parent``
+        only for its shape, dtype or ndim: the parent's memory is overwritten right after.
+        """
+        if not self.view:
+            raise TypeError(f"{self.name}: defscatter is for view ops (view=True)")
+        self.scatter = rule
+        return self
 
     # -- jvp
     def defjvp(self, rule):
@@ -372,7 +392,9 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
     differentiable : bool
         False for ops whose output never requires grad (comparisons, argmax).
     view : bool
-        The output may share memory with the first input (shares its version counter).
+        The output may share memory with the first input (shares its version counter). A view
+        op also declares how to write a view's value back into its input (``defscatter``), or
+        says in ``notes={"scatter": reason}`` why it cannot be written to.
     sample : callable(draw) -> (args, kwargs), optional
         Custom sampler for the property suite (parameters such as axes, shapes, indices).
     method : bool or str

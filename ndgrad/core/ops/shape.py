@@ -88,6 +88,7 @@ def reshape(B, x, shape):
 
 reshape.defvjp(lambda F, g, out, x, shape: F.reshape(g, x.shape))
 _linear_jvp(reshape)
+reshape.defscatter(lambda F, parent, child, shape: F.reshape(child, parent.shape))
 
 
 def _reshape_public(x, *shape, **kw):
@@ -157,6 +158,8 @@ def permute_dims(B, x, axes):
 permute_dims.defvjp(lambda F, g, out, x, axes:
                     F.permute_dims(g, _inverse_permutation(axes, g.ndim)))
 _linear_jvp(permute_dims)
+permute_dims.defscatter(lambda F, parent, child, axes:
+                        F.permute_dims(child, _inverse_permutation(axes, child.ndim)))
 
 
 def _sample_transpose(d):
@@ -288,6 +291,8 @@ def moveaxis(B, x, source, destination):
 
 moveaxis.defvjp(lambda F, g, out, x, source, destination: F.moveaxis(g, destination, source))
 _linear_jvp(moveaxis)
+moveaxis.defscatter(lambda F, parent, child, source, destination:
+                    F.moveaxis(child, destination, source))
 
 
 # ------------------------------------------------------------------------------ length-1 dims
@@ -333,6 +338,7 @@ def expand_dims(B, x, axis=0):
 # the inserted dimensions are the ones to squeeze (axis counts in the output, like g's)
 expand_dims.defvjp(lambda F, g, out, x, axis=0: F.squeeze(g, axis=_axis_arg(axis)))
 _linear_jvp(expand_dims)
+expand_dims.defscatter(lambda F, parent, child, axis=0: F.reshape(child, parent.shape))
 
 
 def _sample_squeeze(d):
@@ -377,6 +383,7 @@ def squeeze(B, x, axis=None):
 
 squeeze.defvjp(lambda F, g, out, x, axis=None: F.reshape(g, x.shape))
 _linear_jvp(squeeze)
+squeeze.defscatter(lambda F, parent, child, axis=None: F.reshape(child, parent.shape))
 
 
 # ------------------------------------------------------------------------------ broadcasting
@@ -387,7 +394,12 @@ def _sample_broadcast_to(d):
     return (d.array(xshape),), {"shape": target}
 
 
-@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_broadcast_to)
+_READ_ONLY = ("a broadcast view is read-only (NumPy refuses writes to it, PyTorch refuses "
+              "in-place ops on expanded tensors): there is nothing to write back")
+
+
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_broadcast_to,
+       notes={"scatter": _READ_ONLY})
 def broadcast_to(B, x, shape):
     """Broadcast ``x`` to ``shape`` with NumPy's rules (PyTorch's ``expand``).
 
@@ -422,7 +434,7 @@ def _sample_broadcast_arrays(d):
 
 
 @defop(kind=SHAPE, nin=VARIADIC, nout=VARIADIC, domain=ANY, method=False, view=True,
-       sample=_sample_broadcast_arrays)
+       sample=_sample_broadcast_arrays, notes={"scatter": _READ_ONLY})
 def broadcast_arrays(B, *arrays):
     """Broadcast the arrays against each other (NumPy rules).
 
@@ -447,6 +459,8 @@ def broadcast_arrays(B, *arrays):
 
 broadcast_arrays.defvjp_each(lambda F, i, g, out, *arrays: g[i])
 broadcast_arrays.defjvp_linear()
+# output k is input k broadcast to the common shape: its history is replayed as that
+broadcast_arrays.view_replay = lambda k, out: (broadcast_to, (), {"shape": tuple(out.shape)})
 
 
 def _broadcast_arrays_public(*arrays):
@@ -608,6 +622,22 @@ split.defvjp(lambda F, g, out, x, indices_or_sections, axis=0: F.concat(g, axis=
 _linear_jvp(split)
 
 
+def _split_scatter(F, k, parent, child, indices_or_sections, axis=0):
+    """Part ``k`` of ``split`` is ``parent[..., start:stop, ...]`` (np.split's slicing)."""
+    ax = operator.index(axis) % parent.ndim
+    n = parent.shape[ax]
+    if isinstance(indices_or_sections, int):
+        size = n // indices_or_sections
+        start, stop = k * size, (k + 1) * size
+    else:
+        bounds = (0,) + _as_int_tuple(indices_or_sections) + (n,)
+        start, stop = bounds[k], bounds[k + 1]
+    return F.index_put(parent, child, index=(slice(None),) * ax + (slice(start, stop),))
+
+
+split.defscatter(_split_scatter)
+
+
 def _sample_unstack(d):
     shape = d.shape(min_dims=1, max_dims=3)
     return (d.array(shape),), {"axis": d.axis(len(shape), none=False)}
@@ -639,6 +669,9 @@ def unstack(B, x, axis=0):
 
 unstack.defvjp(lambda F, g, out, x, axis=0: F.stack(g, axis=axis))
 _linear_jvp(unstack)
+unstack.defscatter(lambda F, k, parent, child, axis=0:
+                   F.index_put(parent, child,
+                               index=(slice(None),) * (operator.index(axis) % parent.ndim) + (k,)))
 
 
 # ------------------------------------------------------------------------------ reordering
@@ -678,6 +711,7 @@ def flip(B, x, axis=None):
 
 flip.defvjp(lambda F, g, out, x, axis=None: F.flip(g, axis=axis))
 _linear_jvp(flip)
+flip.defscatter(lambda F, parent, child, axis=None: F.flip(child, axis=axis))
 
 
 def _negated(shift):
