@@ -256,6 +256,8 @@ def _share_version(src, t, link):
     m = _meta(t)
     m.base = base
     m.view_of = link
+    if base._requires_grad and _GRAD_OFF[0] and not STATE.grad_enabled:
+        m.made_without_grad = True
     m.view_fn = base._grad_fn  # the base's history when the view was made
     if not base._requires_grad:
         _track_view(base, t)
@@ -518,6 +520,13 @@ def apply_inplace(op, target, *args, **params):
                 "Use the out-of-place op, `.clone()` the leaf first, or wrap parameter updates "
                 "in `with ndgrad.no_grad():`."
             )
+        if m.made_without_grad and base._requires_grad:
+            raise RuntimeError(
+                f"A view was created in no_grad mode and is being modified in place ({op.name}) "
+                "with grad mode enabled. This use is ambiguous and error-prone, so it is "
+                "forbidden (as in PyTorch): make the view and the in-place operation both "
+                "inside the no_grad block (if the change should not be recorded) or both "
+                "outside it (if it should).")
         _check_view_history(target)  # the view's history, derived from the base's current one
     # Run the op functionally, with a stand-in for target that carries its current history.
     record = grad_on and op.differentiable and (

@@ -23,7 +23,7 @@ class _Meta:
     """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
 
     __slots__ = ("hooks", "retains_grad", "inference", "retain_handle", "base", "accumulator",
-                 "tangents", "view_fn", "view_of", "views")
+                 "tangents", "view_fn", "view_of", "views", "made_without_grad")
 
     def __init__(self):
         self.hooks = None
@@ -36,6 +36,7 @@ class _Meta:
         self.view_fn = None       # base's grad_fn the view's history derives from
         self.view_of = None       # (parent, op, extra, params, k): how the view was made
         self.views = None         # weakrefs to views made while this base required no grad
+        self.made_without_grad = False  # a view made under no_grad of a base requiring grad
 
 
 _object_new = object.__new__

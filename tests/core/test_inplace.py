@@ -278,3 +278,17 @@ def test_mark_dirty_on_a_view_updates_the_base_history():
     close(x.grad, [2.0, 36.0, 54.0, 8.0])
     with pytest.raises(RuntimeError, match="view of a leaf tensor that requires grad"):
         _ScaleInPlace.apply(x4()[1:3])
+
+
+def test_a_view_made_under_no_grad_cannot_be_modified_in_place_with_grad_on():
+    # PyTorch forbids it as ambiguous; both inside or both outside no_grad is fine
+    x = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    with nd.no_grad():
+        v = y[0:2]
+    with pytest.raises(RuntimeError, match="created in no_grad mode"):
+        v.mul_(2.0)
+    with nd.no_grad():
+        w = y[0:2]
+        w.mul_(2.0)
+    np.testing.assert_allclose(y.detach().numpy(), [2.0, 4.0, 3.0])
