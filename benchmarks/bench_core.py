@@ -42,7 +42,7 @@ def chain_numpy(x0, n):
 
 
 def chain_ndgrad(x0, n):
-    x = ndgrad.tensor(x0, requires_grad=True)
+    x = ndgrad.asarray(x0, requires_grad=True)  # no copy, like the NumPy version
     y = x
     for _ in range(n):
         y = ndgrad.tanh(y * 1.0001 + 0.5)
