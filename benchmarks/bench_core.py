@@ -129,8 +129,11 @@ def compare(label, fns, args, rounds, inner=1):
     times = {name: [] for name in fns}
     for fn in fns.values():  # warm up
         fn(*args)
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    order = list(fns.items())
+    for r in range(rounds):
+        # alternate the order every round: whoever runs second must not always pay (or
+        # profit from) what the first left in the caches and the allocator
+        for name, fn in (order if r % 2 == 0 else order[::-1]):
             gc.collect()  # the cyclic GC stays on: users pay for it too
             t = min(timed(fn, *args) for _ in range(inner))
             times[name].append(t)
@@ -194,7 +197,7 @@ def main(argv=None):
 
     # W2
     x_big = rng.standard_normal(1_000_000)
-    med = compare("W2", fns, (x_big, 10), max(5, opts.rounds // 3))
+    med = compare("W2", fns, (x_big, 10), max(6, opts.rounds // 2))
     row("W2 1e6 values, 10 iters (ms per run)", med)
     mem_np = peak_memory(chain_numpy, x_big, 10)
     mem_nd = peak_memory(chain_ndgrad, x_big, 10)
