@@ -324,12 +324,14 @@ class Tensor:
 
     @property
     def data(self):
-        """A detached alias of this tensor: shares storage, but not the version counter.
+        """A detached alias of this tensor: shares storage and the version counter.
 
-        As in PyTorch, in-place changes made through ``.data`` are invisible to autograd (no
-        "modified by an inplace operation" check); use :meth:`detach` to keep that check.
+        Unlike PyTorch's ``.data``, in-place changes made through it are still seen by the
+        "modified by an inplace operation" check: a saved value changed behind autograd's back
+        is an error, never a silently wrong gradient. (Parameter updates such as
+        ``p.data -= lr * p.grad`` after backward are unaffected.)
         """
-        return _new(self._data, False)
+        return self.detach()
 
     @data.setter
     def data(self, value):

@@ -166,19 +166,20 @@ def test_data_is_a_detached_alias():
     assert x.requires_grad and x.is_leaf
 
 
-def test_data_in_place_changes_are_not_tracked_but_detach_ones_are():
-    # PyTorch's contract: .data bypasses the version counter, .detach() shares it.
-    x = nd.tensor([0.5, 1.0], requires_grad=True)
-    y = x.exp()  # saves its output
-    y.data.add_(1.0)
-    y.sum().backward()  # no error; the rule reads the modified output exp(x) + 1
-    close(x.grad, np.exp([0.5, 1.0]) + 1.0)
-
-    x = nd.tensor([0.5, 1.0], requires_grad=True)
-    y = x.exp()
-    y.detach().add_(1.0)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        y.sum().backward()
+def test_data_and_detach_in_place_changes_are_both_tracked():
+    # Deliberately safer than PyTorch's .data: a saved value changed through .data is an
+    # error, not a silently wrong gradient (the issue: .data shares the version counter).
+    for alias in (lambda t: t.data, lambda t: t.detach()):
+        x = nd.tensor([0.5, 1.0], requires_grad=True)
+        y = x.exp()  # saves its output
+        alias(y).add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    # parameter updates through .data after backward are fine
+    p = nd.tensor([1.0, 2.0], requires_grad=True)
+    (p * p).sum().backward()
+    p.data -= 0.5 * p.grad
+    close(p, [0.0, 0.0])
 
 
 def test_data_setter_replaces_the_values():
