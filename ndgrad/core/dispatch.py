@@ -305,6 +305,18 @@ def _link_view(op, args, extra, params, t, k):
             return
 
 
+def input_edge(a):
+    """For an input ``a`` that requires grad: the edge to its Node, and its (shape, dtype).
+
+    (_record_fast has the same lines inlined: it is the hot path.)"""
+    if a._meta is not None:
+        _check_view_history(a)
+    fn = a._grad_fn
+    d = a._data
+    edge = (fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0)
+    return edge, (d.shape, d.dtype)
+
+
 def _record(op, args, extra, params, out_tensors, out_arrays):
     """Build the Node for one recorded call (Note [What a node saves])."""
     needs = []
@@ -312,13 +324,10 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
     meta = []
     for a in args:
         if type(a) is Tensor and a._requires_grad:
-            if a._meta is not None:
-                _check_view_history(a)
             needs.append(True)
-            fn = a._grad_fn
-            edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
-            d = a._data
-            meta.append((d.shape, d.dtype))
+            edge, m = input_edge(a)
+            edges.append(edge)
+            meta.append(m)
         else:
             needs.append(False)
             edges.append(None)

@@ -40,7 +40,7 @@ import warnings
 
 from .anomaly import forward_trace as _trace
 from .backend import _BACKEND_BY_TYPE
-from .dispatch import _ANOMALY, _check_view_history, _rebase_base, _regenerate, _write_back
+from .dispatch import (_ANOMALY, _rebase_base, _regenerate, _write_back, input_edge)
 from .engine import _unbroadcast
 from .grad_mode import STATE
 from .graph import _FREED_MSG, Node, VersionCounter, _modified_msg, leaf_accumulator, new_seq
@@ -451,12 +451,9 @@ def _wire_inputs(node, args):
             slot.append(len(edges))
             types.append(type(a._data))
             if a._requires_grad:
-                if a._meta is not None:
-                    _check_view_history(a)
-                fn = a._grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
-                d = a._data
-                meta.append((d.shape, d.dtype))
+                edge, m = input_edge(a)
+                edges.append(edge)
+                meta.append(m)
             else:
                 edges.append(None)
                 meta.append(None)
