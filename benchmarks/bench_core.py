@@ -10,6 +10,9 @@ W1  16 float64 values, 100 x ``y = tanh(y * 1.0001 + 0.5)``, ``y.sum().backward(
     microseconds per recorded op (fwd + bwd).            target <= 4x NumPy
 W2  the same with 1,000,000 values and 10 iterations.    target <= 1.05x NumPy,
     peak traced memory (tracemalloc)                      target <= 1.3x NumPy's
+W4  forward mode: the W1 / W2 chain's forward pass with a tangent (``make_dual`` under a dual
+    level, tangent read with ``unpack_dual``) against the plain ndgrad forward pass, no grad:
+    the cost of carrying a jvp, as a ratio to the plain forward pass.
 W3  float32 MLP, X 256x512, layers 512-512-512-10 with tanh, mean squared output,
     gradients of all six parameters.                       target <= 1.05x NumPy
 """
@@ -58,6 +61,30 @@ def chain_torch(x0, n):  # pragma: no cover - optional peer
         y = torch.tanh(y * 1.0001 + 0.5)
     y.sum().backward()
     return x.grad.numpy()
+
+
+# ----------------------------------------------------------------------------- W4
+def chain_forward_plain(x0, n):
+    y = ndgrad.asarray(x0)
+    for _ in range(n):
+        y = ndgrad.tanh(y * 1.0001 + 0.5)
+    return y.numpy()
+
+
+def chain_forward_dual(x0, n):
+    with ndgrad.forward_ad.dual_level():
+        y = ndgrad.forward_ad.make_dual(ndgrad.asarray(x0), ndgrad.ones(x0.shape))
+        for _ in range(n):
+            y = ndgrad.tanh(y * 1.0001 + 0.5)
+        return ndgrad.forward_ad.unpack_dual(y).tangent.numpy()
+
+
+def chain_jvp_numpy(x0, n):
+    y, t = x0, np.ones_like(x0)
+    for _ in range(n):
+        y = np.tanh(y * 1.0001 + 0.5)
+        t = t * 1.0001 * (1.0 - y * y)
+    return t
 
 
 # ----------------------------------------------------------------------------- W3
@@ -203,6 +230,18 @@ def main(argv=None):
     mem_nd = peak_memory(chain_ndgrad, x_big, 10)
     print(f"{'W2 peak traced memory (MB)':44s} {mem_np / 1e6:9.1f}M {mem_nd / 1e6:9.1f}M "
           f"{mem_nd / mem_np:6.2f}x")
+
+    # W4: forward mode (the chain's forward pass with a tangent vs without)
+    np.testing.assert_allclose(chain_forward_dual(x_small, 100), chain_jvp_numpy(x_small, 100),
+                               rtol=1e-10)
+    for label, x, n, rounds, inner in (
+            ("W4 16 values, 100 iters: dual / plain fwd", x_small, 100, opts.rounds, 5),
+            ("W4 1e6 values, 10 iters: dual / plain fwd", x_big, 10, max(6, opts.rounds // 2),
+             1)):
+        med = compare("W4", {"plain": chain_forward_plain, "dual": chain_forward_dual},
+                      (x, n), rounds, inner=inner)
+        print(f"{label:44s} {med['plain'] * 1e3:9.2f}m {med['dual'] * 1e3:9.2f}m "
+              f"{med['dual'] / med['plain']:6.2f}x")
 
     # W3
     fns = {"numpy": mlp_numpy, "ndgrad": mlp_ndgrad}

@@ -23,9 +23,20 @@ __all__ = ["apply", "apply_inplace"]
 
 _DIFF_KINDS = frozenset("fc")
 
+# Forward mode (ndgrad.forward_ad) installs its hooks here: core never imports it. The
+# number of active dual levels is one list index per op when none is active.
+_FWD_ACTIVE = [0]
+_NO_DUAL = object()  # a hook's answer "no input carries a tangent at an active level"
+_FWD_HOOK = [None]          # (op, args, params) -> result or _NO_DUAL
+_FWD_INPLACE_HOOK = [None]  # (op, target, args, params) -> target or _NO_DUAL
+
 
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
+    if _FWD_ACTIVE[0]:  # a dual level is active (ndgrad.forward_ad): maybe carry tangents
+        r = _FWD_HOOK[0](op, args, params)
+        if r is not _NO_DUAL:
+            return r
     nin = op.nin
     n = len(args)
     # Fast paths: one or two inputs and no extra positional parameters (most calls).
@@ -505,6 +516,10 @@ def apply_inplace(op, target, *args, **params):
     """
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: in-place target must be a Tensor, got {type(target).__name__}")
+    if _FWD_ACTIVE[0]:
+        r = _FWD_INPLACE_HOOK[0](op, target, args, params)
+        if r is not _NO_DUAL:
+            return r
     m = target._meta
     if m is not None and m.inference and not STATE.inference:
         raise RuntimeError(

@@ -40,7 +40,8 @@ import warnings
 
 from .anomaly import forward_trace as _trace
 from .backend import _BACKEND_BY_TYPE
-from .dispatch import (_ANOMALY, _rebase_base, _regenerate, _write_back, input_edge)
+from .dispatch import (_ANOMALY, _FWD_ACTIVE, _NO_DUAL, _rebase_base, _regenerate, _write_back,
+                       input_edge)
 from .engine import _unbroadcast
 from .grad_mode import STATE
 from .graph import _FREED_MSG, Node, VersionCounter, _modified_msg, leaf_accumulator, new_seq
@@ -80,7 +81,8 @@ class FunctionCtx:
         self._fn_to_save = tensors
 
     def save_for_forward(self, *tensors):
-        """Save tensors for a forward-mode rule (``jvp``); stored only, for now."""
+        """Save tensors (or None) for the forward-mode rule ``jvp``, which reads them back
+        with ``ctx.saved_tensors`` (see :mod:`ndgrad.forward_ad`)."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_forward expects tensors or None, but argument {i} "
@@ -125,7 +127,7 @@ class BackwardCFunction(FunctionCtx, Node):
 
     __slots__ = ("needs_input_grad", "in_meta", "_fn_to_save", "_fn_saved",
                  "_fn_saved_for_forward", "_fn_dirty", "_fn_non_diff", "_fn_materialize",
-                 "_fn_freed", "_fn_slot", "_fn_types", "_fn_outs")
+                 "_fn_freed", "_fn_slot", "_fn_types", "_fn_outs", "_fn_in_jvp")
 
     _forward_cls = None
 
@@ -142,6 +144,8 @@ class BackwardCFunction(FunctionCtx, Node):
         (Note [Saved tensors of a Function])."""
         if self._fn_freed:
             raise RuntimeError(_FREED_MSG)
+        if self._fn_in_jvp:  # inside jvp: what save_for_forward saved (as PyTorch)
+            return tuple(self._fn_saved_for_forward)
         saved = self._fn_saved
         if saved is None:  # inside forward / setup_context, or nothing saved
             return tuple(self._fn_to_save)
@@ -358,10 +362,14 @@ class Function:
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        """Forward-mode rule (not supported yet)."""
+        """Forward-mode rule: one tangent per positional input of ``forward`` (None where
+        the input carries none) -> the tangent of each output (a tuple for several).
+        Override it to use the Function under a dual level (:mod:`ndgrad.forward_ad`); it
+        reads what ``ctx.save_for_forward`` saved through ``ctx.saved_tensors``."""
         raise NotImplementedError(
             "You must implement the jvp function for a custom ndgrad.autograd.Function to use "
-            "it with forward mode AD.")
+            "it with forward mode AD (a @staticmethod jvp(ctx, *tangents) returning the "
+            "output tangents; save what it needs with ctx.save_for_forward).")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -371,36 +379,51 @@ class Function:
             args, kwargs = _bind_all(cls, args, kwargs)
         elif kwargs:
             args, kwargs = _bind_ctx_form(cls, args, kwargs)
-        node = object.__new__(cls._backward_cls)
-        node._fn_to_save = ()
-        node._fn_saved = None
-        node._fn_saved_for_forward = ()
-        node._fn_dirty = ()
-        node._fn_non_diff = ()
-        node._fn_materialize = True
-        node._fn_freed = False
-        node.hooks = None
-        node.nout = 1
-        needs = tuple(type(a) is Tensor and a._requires_grad for a in args)
-        node.needs_input_grad = needs
-        record = STATE.grad_enabled and True in needs
-        if record:
-            _wire_inputs(node, args)
+        if _FWD_ACTIVE[0]:  # a dual level is active: forward_ad runs the jvp if needed
+            r = _FWD_FN_HOOK[0](cls, args, kwargs)
+            if r is not _NO_DUAL:
+                return r
+        return _run(cls, args, kwargs, setup)[0]
+
+
+_FWD_FN_HOOK = [None]  # installed by ndgrad.forward_ad: (cls, args, kwargs) -> out or _NO_DUAL
+
+
+def _run(cls, args, kwargs, setup=None):
+    """Run the Function on bound ``args``: (outputs, ctx node)."""
+    if setup is None:
+        setup = cls.setup_context is not Function.setup_context
+    node = object.__new__(cls._backward_cls)
+    node._fn_in_jvp = False
+    node._fn_to_save = ()
+    node._fn_saved = None
+    node._fn_saved_for_forward = ()
+    node._fn_dirty = ()
+    node._fn_non_diff = ()
+    node._fn_materialize = True
+    node._fn_freed = False
+    node.hooks = None
+    node.nout = 1
+    needs = tuple(type(a) is Tensor and a._requires_grad for a in args)
+    node.needs_input_grad = needs
+    record = STATE.grad_enabled and True in needs
+    if record:
+        _wire_inputs(node, args)
+    else:
+        node.edges = ()
+        node.in_meta = None
+        node.seq = -1
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = False
+    try:
+        if setup:
+            output = cls.forward(*args, **kwargs)
+            cls.setup_context(node, args, output)
         else:
-            node.edges = ()
-            node.in_meta = None
-            node.seq = -1
-        prev = STATE.grad_enabled
-        STATE.grad_enabled = False
-        try:
-            if setup:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(node, args, output)
-            else:
-                output = cls.forward(node, *args, **kwargs)
-        finally:
-            STATE.grad_enabled = prev
-        return _wrap_outputs(cls, node, args, output, record)
+            output = cls.forward(node, *args, **kwargs)
+    finally:
+        STATE.grad_enabled = prev
+    return _wrap_outputs(cls, node, args, output, record), node
 
 
 def _bind_ctx_form(cls, args, kwargs):

@@ -1,0 +1,507 @@
+"""Forward-mode automatic differentiation: dual tensors with nested levels.
+
+The PyTorch ``torch.autograd.forward_ad`` contract, without its single-level limit. Inside a
+dual level, :func:`make_dual` gives a tensor a *tangent* (a direction); every operation on
+it then carries the tangent along (one jvp rule evaluation per op), and :func:`unpack_dual`
+reads the output's tangent: the Jacobian-vector product, with no backward pass.
+
+>>> import ndgrad
+>>> import ndgrad.forward_ad as fwAD
+>>> x = ndgrad.tensor([0.0, 1.0, 2.0])
+>>> with fwAD.dual_level():
+...     y = ndgrad.exp(fwAD.make_dual(x, ndgrad.ones(3)))
+...     jvp = fwAD.unpack_dual(y).tangent
+>>> jvp
+tensor([1.        , 2.71828183, 7.3890561 ])
+
+How it works (Note [Forward mode])
+----------------------------------
+Levels are a global stack (as PyTorch's: not per thread); a tensor keeps its tangents in
+``_meta.tangents``, a dict ``{level: tangent Tensor}``. ``core.dispatch.apply`` (and
+``apply_inplace``, ``Function.apply``) check one module-level flag, the number of active
+levels; when it is non-zero they call the hooks installed here, which return "not dual"
+unless some input carries a tangent. Then, for the INNERMOST level ``L`` found among the
+inputs (the recursive scheme of JAX's autodidax, which avoids perturbation confusion):
+
+1. the level-``L`` tangents of the inputs are hidden (taken out of their dicts for the
+   duration of the call, and put back after, also on error);
+2. the op runs normally on the inputs, which recursively carries the outer levels'
+   tangents;
+3. the output tangent is the op's jvp rule evaluated with ``F`` = the ndgrad namespace, so
+   it is itself made of ndgrad ops: it carries outer-level tangents (forward over forward)
+   and is recorded for reverse mode when something requires grad (reverse over forward);
+   it is broadcast and cast to the output's shape and dtype;
+4. after the level-``L`` tangents are restored, it is attached to the output at level ``L``.
+
+Departure from the "stripped copies" design: step 1 hides the tangents on the input objects
+themselves instead of making stripped copies, so the inputs keep their identity, their
+history, their version counter and their view links (an op on a view still sees its base).
+The hiding is undone before the call returns.
+
+Views and in-place: a view op's jvp is the view op applied to the tangent, so the tangent of
+a view of a dual tensor is a view of the base's tangent. An in-place op on a tensor with a
+tangent writes the new tangent *into* its tangent's memory (so a view's tangent update is
+seen by its base's tangent); a tensor (or view) that had no tangent gets one (a view's base
+then gets a zero tangent first, and the view's tangent is derived from it through the view
+chain). Known limit: a view made of a base while the base had no tangent does not see a
+tangent the base gets later by an in-place op.
+
+:func:`exit_dual_level` drops the tangents of that level from every tensor that got one
+(a per-level list of weak references).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+
+from ..core import dispatch as _dispatch
+from ..core import function as _function
+from ..core.backend import _BACKEND_BY_TYPE
+from ..core.dispatch import _NO_DUAL, apply
+from ..core.graph import _TENSOR_F
+from ..core.ops.registry import REGISTRY, VARIADIC
+from ..core.tensor import Tensor, _meta
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
+           "UnpackedDualTensor"]
+
+_STACK = []          # the active levels, innermost last (level k is at index k)
+_ACTIVE = _dispatch._FWD_ACTIVE
+_HOLDERS = {}        # level -> weakrefs to the tensors given a tangent at that level
+_RESHAPE = REGISTRY["reshape"]
+_INDEX_PUT = REGISTRY["index_put"]
+_DIFF_KINDS = frozenset("fc")
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = """What :func:`unpack_dual` returns: ``(primal, tangent)``.
+
+``tangent`` is None when the tensor carries no tangent at the level asked for."""
+
+
+# ------------------------------------------------------------------------------ levels
+def enter_dual_level():
+    """Enter a new dual level (nested in the active ones) and return it.
+
+    Prefer the :func:`dual_level` context manager, which exits it for you.
+
+    Returns
+    -------
+    int
+        The new level: 0 for the outermost, 1 for one nested in it, and so on.
+
+    Examples
+    --------
+    >>> import ndgrad.forward_ad as fwAD
+    >>> level = fwAD.enter_dual_level()
+    >>> fwAD.exit_dual_level(level=level)
+    """
+    level = len(_STACK)
+    _STACK.append(level)
+    _HOLDERS[level] = []
+    _ACTIVE[0] = len(_STACK)
+    return level
+
+
+def exit_dual_level(*, level=None):
+    """Exit the innermost dual level; the tangents of that level are dropped from every
+    tensor.
+
+    Parameters
+    ----------
+    level : int, optional
+        The level to exit (default: the innermost); only the innermost one can be exited.
+
+    Raises
+    ------
+    RuntimeError
+        When no level is active, or ``level`` is not the innermost active level.
+
+    Examples
+    --------
+    >>> import ndgrad, ndgrad.forward_ad as fwAD
+    >>> level = fwAD.enter_dual_level()
+    >>> x = fwAD.make_dual(ndgrad.ones(2), ndgrad.ones(2))
+    >>> fwAD.exit_dual_level()
+    >>> fwAD.unpack_dual(x).tangent is None
+    True
+    """
+    if not _STACK:
+        raise RuntimeError("exit_dual_level: no dual level is active (enter one with "
+                           "`with ndgrad.forward_ad.dual_level():` or enter_dual_level())")
+    inner = _STACK[-1]
+    if level is None:
+        level = inner
+    if level != inner:
+        raise RuntimeError(
+            f"exit_dual_level: can only exit the innermost dual level, which is {inner}, but "
+            f"level {level} was given; exit the levels nested in it first")
+    for r in _HOLDERS.pop(level):
+        t = r()
+        if t is not None:
+            d = t._meta.tangents
+            if d:
+                d.pop(level, None)
+    _STACK.pop()
+    _ACTIVE[0] = len(_STACK)
+
+
+class dual_level:
+    """Context manager: enter a new dual level, exit it (dropping its tangents) on exit.
+
+    ``with dual_level() as level:`` binds the level's number. Levels nest: tangents of an
+    outer level are carried through the computations of an inner one, without confusion.
+
+    Examples
+    --------
+    >>> import ndgrad, ndgrad.forward_ad as fwAD
+    >>> with fwAD.dual_level() as level:
+    ...     x = fwAD.make_dual(ndgrad.tensor(3.0), ndgrad.tensor(1.0))
+    ...     fwAD.unpack_dual(x * x).tangent
+    tensor(6.)
+    >>> fwAD.unpack_dual(x).tangent is None  # outside its level, a tangent is gone
+    True
+    """
+
+    def __enter__(self):
+        self.level = enter_dual_level()
+        return self.level
+
+    def __exit__(self, *exc):
+        exit_dual_level(level=self.level)
+        return False
+
+
+# ------------------------------------------------------------------------------ tangents
+def _tangent(a, level):
+    if type(a) is not Tensor:
+        return None
+    m = a._meta
+    if m is None or not m.tangents:
+        return None
+    return m.tangents.get(level)
+
+
+def _set_tangent(t, level, tangent):
+    m = _meta(t)
+    d = m.tangents
+    if d is None:
+        d = m.tangents = {}
+    d[level] = tangent
+    holders = _HOLDERS[level]
+    n = len(holders)
+    if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
+        holders[:] = [r for r in holders if r() is not None]
+    holders.append(weakref.ref(t))
+
+
+def _innermost(args):
+    """The innermost level with a tangent among the Tensor ``args`` (-1 if none)."""
+    best = -1
+    for a in args:
+        if type(a) is Tensor:
+            m = a._meta
+            if m is not None and m.tangents:
+                for lv in m.tangents:
+                    if lv > best:
+                        best = lv
+    return best
+
+
+def _hide(args, level):
+    """Take ``level``'s tangents out of the inputs (step 1); :func:`_restore` puts them back."""
+    hidden = []
+    for a in args:
+        if type(a) is Tensor:
+            m = a._meta
+            if m is not None and m.tangents and level in m.tangents:
+                hidden.append((m.tangents, m.tangents.pop(level)))
+    return hidden
+
+
+def _restore(hidden, level):
+    for d, tangent in hidden:
+        d[level] = tangent
+
+
+def _fit(tangent, out, who):
+    """The rule's tangent as a Tensor of ``out``'s shape and dtype (broadcast, cast)."""
+    F = _TENSOR_F[0]
+    if type(tangent) is not Tensor:
+        B = _BACKEND_BY_TYPE[type(out._data)]
+        tangent = Tensor._wrap(B.asarray(tangent))
+    if tangent.shape != out.shape:
+        try:
+            tangent = F.clone(F.broadcast_to(tangent, out.shape))  # writable, own memory
+        except ValueError:
+            raise RuntimeError(
+                f"{who}: the forward-mode rule returned a tangent of shape "
+                f"{list(tangent.shape)} for an output of shape {list(out.shape)}; they must "
+                "match (or broadcast)") from None
+    if tangent.dtype != out.dtype:
+        if tangent.dtype.kind == "c" and out.dtype.kind != "c":
+            tangent = F.real(tangent)
+        tangent = F.astype(tangent, out.dtype)
+    return tangent
+
+
+# ------------------------------------------------------------------------------ hooks
+def _apply_dual(op, args, params):
+    """``dispatch.apply``'s hook (Note [Forward mode] in this module's docstring)."""
+    level = _innermost(args)
+    if level < 0:
+        return _NO_DUAL
+    nin = len(args) if op.nin == VARIADIC else op.nin
+    tangents = tuple(_tangent(a, level) for a in args[:nin])
+    hidden = _hide(args, level)
+    try:
+        out = apply(op, *args, **params)
+        if not op.differentiable or op.jvp is None:
+            return out
+        tangent = op.jvp(_TENSOR_F[0], tangents, out, *args, **params)
+    finally:
+        _restore(hidden, level)
+    if op.nout == 1:
+        _attach(out, tangent, level, op.name)
+    elif tangent is not None:
+        for o, t in zip(out, tangent):
+            _attach(o, t, level, op.name)
+    return out
+
+
+def _attach(out, tangent, level, who):
+    if tangent is None or type(out) is not Tensor or out._data.dtype.kind not in _DIFF_KINDS:
+        return
+    _set_tangent(out, level, _fit(tangent, out, who))
+
+
+def _inplace_dual(op, target, args, params):
+    """``dispatch.apply_inplace``'s hook: the target's tangent is updated in place."""
+    allargs = (target,) + args
+    level = _innermost(allargs)
+    if level < 0:
+        return _NO_DUAL
+    nin = op.nin
+    tangents = tuple(_tangent(a, level) for a in allargs[:nin])
+    hidden = _hide(allargs, level)
+    try:
+        tangent = None
+        if op.differentiable and op.jvp is not None:
+            old = target.clone()  # the value before: the rule reads it (and so may backward)
+            out = apply(op, old, *args, **params)
+            tangent = op.jvp(_TENSOR_F[0], tangents, out, old, *args, **params)
+        _dispatch.apply_inplace(op, target, *args, **params)
+    finally:
+        _restore(hidden, level)
+    if target._data.dtype.kind not in _DIFF_KINDS:
+        return target
+    old_tangent = tangents[0]
+    if tangent is None:
+        if old_tangent is None:
+            return target
+        tangent = _TENSOR_F[0].zeros_like(old_tangent)
+    tangent = _fit(tangent, target, op.name)
+    m = target._meta
+    if old_tangent is None and m is not None and m.base is not None:
+        old_tangent = _view_tangent(target, level)  # a view: its base gets a tangent too
+    if old_tangent is None:
+        _set_tangent(target, level, tangent)
+    else:
+        _dispatch.apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
+    return target
+
+
+def _view_tangent(t, level):
+    """The tangent of view ``t`` at ``level``, made from its base's (a zero tangent for the
+    base when it has none) through the chain of view ops, so that they share memory."""
+    tangent = _tangent(t, level)
+    if tangent is not None:
+        return tangent
+    m = t._meta
+    if m is None or m.base is None:
+        tangent = _TENSOR_F[0].zeros_like(t.detach())
+    else:
+        parent, vop, extra, params, k = m.view_of
+        pt = _view_tangent(parent, level)
+        tangent = apply(vop, pt, *extra, **params)
+        if k >= 0:
+            tangent = tangent[k]
+    _set_tangent(t, level, tangent)
+    return tangent
+
+
+def _fn_dual(cls, args, kwargs, level):
+    """Run Function ``cls`` carrying the tangents of ``level`` and every outer level:
+    (outputs, ctx)."""
+    tangents = tuple(_tangent(a, level) for a in args)
+    if cls.jvp is _function.Function.jvp:
+        raise NotImplementedError(
+            f"{cls.__name__}: an input carries a forward-mode tangent (a dual level is "
+            "active), so you must override the jvp static method of this custom "
+            "ndgrad.autograd.Function: @staticmethod jvp(ctx, *tangents) returning the output "
+            "tangents (save what it needs with ctx.save_for_forward).")
+    hidden = _hide(args, level)
+    try:
+        outer = _innermost(args)
+        if outer >= 0:
+            out, ctx = _fn_dual(cls, args, kwargs, outer)
+        else:
+            out, ctx = _function._run(cls, args, kwargs)
+        ctx._fn_in_jvp = True
+        try:
+            tangent = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._fn_in_jvp = False
+    finally:
+        _restore(hidden, level)
+    outs = out if isinstance(out, tuple) else (out,)
+    tans = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
+    if len(tans) != len(outs):
+        raise RuntimeError(
+            f"{cls.__name__}.jvp returned {len(tans)} tangent(s), but forward returned "
+            f"{len(outs)} output(s); return one tangent (or None) per output")
+    for o, t in zip(outs, tans):
+        _attach(o, t, level, f"{cls.__name__}.jvp")
+    return out, ctx
+
+
+def _fn_hook(cls, args, kwargs):
+    """``Function.apply``'s hook."""
+    level = _innermost(args)
+    if level < 0:
+        return _NO_DUAL
+    return _fn_dual(cls, args, kwargs, level)[0]
+
+
+_dispatch._FWD_HOOK[0] = _apply_dual
+_dispatch._FWD_INPLACE_HOOK[0] = _inplace_dual
+_function._FWD_FN_HOOK[0] = _fn_hook
+
+
+# ------------------------------------------------------------------------------ public
+def _resolve(level, who):
+    if level is None:
+        if not _STACK:
+            raise RuntimeError(
+                f"{who}: no dual level is active; enter one first, e.g. "
+                "`with ndgrad.forward_ad.dual_level():`")
+        return _STACK[-1]
+    if level not in _STACK:
+        raise RuntimeError(f"{who}: level {level} is not an active dual level (active: "
+                           f"{list(_STACK)})")
+    return level
+
+
+def _identity_view(t, level):
+    """A view of ``t`` (same data, history through a view op, version counter) that carries
+    ``t``'s tangents of every level but ``level``."""
+    hidden = _hide((t,), level)
+    try:
+        return apply(_RESHAPE, t, shape=t.shape)
+    finally:
+        _restore(hidden, level)
+
+
+def make_dual(tensor, tangent, level=None):
+    """A view of ``tensor`` that carries ``tangent`` at a dual level.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The primal, of a floating or complex dtype. The result shares its data and its
+        history (gradients flow back to ``tensor``) and keeps its tangents of other levels.
+    tangent : Tensor
+        The direction: same shape and device as ``tensor``; a floating tangent for a
+        floating primal (cast to its dtype), floating or complex for a complex one.
+    level : int, optional
+        The level (default: the innermost active one).
+
+    Returns
+    -------
+    Tensor
+
+    Raises
+    ------
+    RuntimeError
+        No active level (or ``level`` is not active), or shapes or devices differ.
+    TypeError
+        ``tensor`` or ``tangent`` is not a Tensor.
+    ValueError
+        A dtype that is not floating or complex, or a complex tangent for a real primal.
+
+    Examples
+    --------
+    >>> import ndgrad, ndgrad.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     x = fwAD.make_dual(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 2.0]))
+    ...     fwAD.unpack_dual(ndgrad.sin(x)).tangent  # cos(x) * [1, 2]
+    tensor([ 0.54030231, -0.83229367])
+    """
+    level = _resolve(level, "make_dual")
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"make_dual: expected the primal to be a Tensor, got "
+                        f"{type(tensor).__name__}")
+    if not isinstance(tangent, Tensor):
+        raise TypeError(f"make_dual: expected the tangent to be a Tensor, got "
+                        f"{type(tangent).__name__}")
+    pk, tk = tensor.dtype.kind, tangent.dtype.kind
+    if pk not in _DIFF_KINDS:
+        raise ValueError(f"make_dual: expected the primal to be floating point or complex, but "
+                         f"got {tensor.dtype}")
+    if tk not in _DIFF_KINDS:
+        raise ValueError(f"make_dual: expected the tangent to be floating point or complex, "
+                         f"but got {tangent.dtype} (primal: {tensor.dtype})")
+    if tk == "c" and pk != "c":
+        raise ValueError(f"make_dual: a complex tangent ({tangent.dtype}) for a real primal "
+                         f"({tensor.dtype}); use a real tangent, or a complex primal")
+    if tangent.shape != tensor.shape:
+        raise RuntimeError(f"make_dual: the tangent has shape {list(tangent.shape)} but the "
+                           f"primal has shape {list(tensor.shape)}; they must be the same")
+    if tangent.device != tensor.device:
+        raise RuntimeError(f"make_dual: the tangent is on {tangent.device} but the primal is "
+                           f"on {tensor.device}; they must be on the same device")
+    if tangent.dtype != tensor.dtype:
+        tangent = tangent.astype(tensor.dtype)
+    dual = _identity_view(tensor, level)
+    _set_tangent(dual, level, tangent)
+    return dual
+
+
+def unpack_dual(tensor, level=None):
+    """Split a tensor into its primal and its tangent at a dual level.
+
+    Parameters
+    ----------
+    tensor : Tensor
+    level : int, optional
+        The level (default: the innermost active one). With no active level, or at a level
+        that was exited, the tangent is None.
+
+    Returns
+    -------
+    UnpackedDualTensor
+        ``(primal, tangent)``: ``primal`` shares ``tensor``'s data and history but not its
+        tangent at ``level`` (it keeps those of other levels); ``tangent`` is None where
+        there is none.
+
+    Examples
+    --------
+    >>> import ndgrad, ndgrad.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     x = fwAD.make_dual(ndgrad.tensor(2.0), ndgrad.tensor(1.0))
+    ...     primal, tangent = fwAD.unpack_dual(x ** 3)
+    >>> primal, tangent
+    (tensor(8.), tensor(12.))
+    """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"unpack_dual: expected a Tensor, got {type(tensor).__name__}")
+    if level is None:
+        if not _STACK:
+            return UnpackedDualTensor(tensor, None)
+        level = _STACK[-1]
+    elif level not in _STACK:
+        return UnpackedDualTensor(tensor, None)
+    tangent = _tangent(tensor, level)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(_identity_view(tensor, level), tangent)

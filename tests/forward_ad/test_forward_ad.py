@@ -1,0 +1,496 @@
+"""Forward-mode AD: ndgrad.forward_ad (issue 4).
+
+References are central finite differences along the tangent, closed forms, and PyTorch's
+documented ``torch.autograd.forward_ad`` contract; torch itself is never imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ndgrad as nd
+import ndgrad.forward_ad as fwAD
+from ndgrad.autograd import Function, grad
+from ndgrad.checks.strategies import op_samples
+from ndgrad.core import dispatch
+from ndgrad.core.ops import COMPOSITES, REGISTRY
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import test_op_properties as props  # noqa: E402  (the property suite's helpers)
+
+
+def val(t):
+    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
+    return t.detach().numpy()
+
+
+def close(a, b, **kw):
+    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
+
+
+@pytest.fixture(autouse=True)
+def _no_level_left():
+    yield
+    # every test leaves no level active (and the hot-path flag off)
+    assert fwAD._STACK == [] and dispatch._FWD_ACTIVE[0] == 0
+    while fwAD._STACK:
+        fwAD.exit_dual_level()
+
+
+# --------------------------------------------------------------------------- API contract
+def test_public_names():
+    assert nd.forward_ad is fwAD
+    assert "forward_ad" in nd.__all__
+    for name in ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual",
+                 "unpack_dual", "UnpackedDualTensor"]:
+        assert name in fwAD.__all__ and hasattr(fwAD, name)
+
+
+def test_levels_nest_and_flag_counts_them():
+    assert dispatch._FWD_ACTIVE[0] == 0
+    a = fwAD.enter_dual_level()
+    b = fwAD.enter_dual_level()
+    assert (a, b) == (0, 1)
+    assert dispatch._FWD_ACTIVE[0] == 2
+    fwAD.exit_dual_level(level=b)
+    fwAD.exit_dual_level()
+    assert dispatch._FWD_ACTIVE[0] == 0
+    with fwAD.dual_level() as lv:
+        assert lv == 0 and dispatch._FWD_ACTIVE[0] == 1
+    assert dispatch._FWD_ACTIVE[0] == 0
+
+
+def test_exit_errors():
+    with pytest.raises(RuntimeError, match="no dual level is active"):
+        fwAD.exit_dual_level()
+    outer = fwAD.enter_dual_level()
+    inner = fwAD.enter_dual_level()
+    with pytest.raises(RuntimeError, match=f"innermost dual level, which is {inner}"):
+        fwAD.exit_dual_level(level=outer)
+    fwAD.exit_dual_level(level=inner)
+    fwAD.exit_dual_level(level=outer)
+
+
+def test_dual_level_exits_on_error():
+    with pytest.raises(ValueError, match="boom"):
+        with fwAD.dual_level():
+            raise ValueError("boom")
+    assert fwAD._STACK == []
+
+
+def test_make_dual_and_unpack_dual():
+    p = nd.tensor([1.0, 2.0])
+    t = nd.tensor([0.5, -1.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(p, t)
+        assert d is not p
+        assert fwAD.unpack_dual(p).tangent is None  # the input itself gets no tangent
+        u = fwAD.unpack_dual(d)
+        assert isinstance(u, fwAD.UnpackedDualTensor)
+        primal, tangent = u
+        assert u.primal is primal and u.tangent is tangent
+        assert tangent is t
+        close(primal, [1.0, 2.0])
+        assert fwAD.unpack_dual(primal).tangent is None
+        assert np.shares_memory(primal.numpy(), p.numpy())
+        assert np.shares_memory(d.numpy(), p.numpy())
+    # outside the level, the tangent is gone
+    assert fwAD.unpack_dual(d).tangent is None
+    assert d._tangents == {}
+
+
+def test_unpack_dual_without_level_and_of_plain_tensor():
+    x = nd.ones(2)
+    p, t = fwAD.unpack_dual(x)
+    assert p is x and t is None
+    with fwAD.dual_level():
+        p, t = fwAD.unpack_dual(x)
+        assert p is x and t is None
+
+
+def test_make_dual_errors():
+    p = nd.ones(3)
+    with pytest.raises(RuntimeError, match="no dual level is active"):
+        fwAD.make_dual(p, nd.ones(3))
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match=r"tangent has shape \[2\] but the primal has "
+                                               r"shape \[3\]"):
+            fwAD.make_dual(p, nd.ones(2))
+        with pytest.raises(ValueError, match="primal to be floating point or complex, but got "
+                                             "int64"):
+            fwAD.make_dual(nd.tensor([1, 2, 3]), nd.ones(3))
+        with pytest.raises(ValueError, match="tangent to be floating point or complex, but "
+                                             "got int64"):
+            fwAD.make_dual(p, nd.tensor([1, 2, 3]))
+        with pytest.raises(ValueError, match="complex tangent"):
+            fwAD.make_dual(p, nd.ones(3, dtype=nd.complex128))
+        with pytest.raises(TypeError, match="primal to be a Tensor, got ndarray"):
+            fwAD.make_dual(np.ones(3), nd.ones(3))
+        with pytest.raises(TypeError, match="tangent to be a Tensor, got list"):
+            fwAD.make_dual(p, [1.0, 1.0, 1.0])
+        with pytest.raises(RuntimeError, match="level 5 is not an active dual level"):
+            fwAD.make_dual(p, nd.ones(3), level=5)
+        with pytest.raises(TypeError, match="unpack_dual: expected a Tensor"):
+            fwAD.unpack_dual(np.ones(3))
+
+
+def test_make_dual_casts_tangent_of_same_kind():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(nd.ones(2), nd.ones(2, dtype=nd.float32))
+        assert fwAD.unpack_dual(d).tangent.dtype == nd.float64
+        z = fwAD.make_dual(nd.ones(2, dtype=nd.complex128), nd.ones(2))
+        assert fwAD.unpack_dual(z).tangent.dtype == nd.complex128
+
+
+def test_exit_drops_tangents_from_every_tensor():
+    with fwAD.dual_level() as outer:
+        x = fwAD.make_dual(nd.tensor([1.0, 2.0]), nd.ones(2))
+        with fwAD.dual_level() as inner:
+            y = fwAD.make_dual(x, nd.full((2,), 2.0))
+            z = y * y
+            assert set(z._tangents) == {outer, inner}
+        assert set(z._tangents) == {outer}
+        assert set(y._tangents) == {outer}
+        assert fwAD.unpack_dual(z, level=inner).tangent is None
+        close(fwAD.unpack_dual(z).tangent, 2 * np.array([1.0, 2.0]))
+    assert not z._tangents and not x._tangents
+
+
+def test_no_graph_without_requires_grad():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor([1.0, 2.0]), nd.ones(2))
+        y = nd.exp(x) * x
+        assert y.grad_fn is None and not y.requires_grad
+        t = fwAD.unpack_dual(y).tangent
+        assert t.grad_fn is None and not t.requires_grad
+
+
+def test_ops_without_tangents_are_untouched_under_a_level():
+    with fwAD.dual_level():
+        y = nd.exp(nd.ones(2))
+        assert y._meta is None  # no tangent dict allocated on the plain path
+
+
+def test_gradient_flows_through_make_dual_to_the_primal():
+    xp = nd.tensor([1.0, 2.0], requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(xp, nd.ones(2))
+        (x * x).sum().backward()
+    close(xp.grad, [2.0, 4.0])
+
+
+# --------------------------------------------------------------------------- every op
+ALL_OPS = sorted(REGISTRY) + sorted(COMPOSITES)
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+@given(data=st.data())
+def test_every_op_jvp_through_dual_numbers(name, data):
+    """Forward mode through the public API (make_dual on the float inputs, unpack_dual on
+    the outputs) equals a central finite difference along the tangent."""
+    op = props._entry(name)
+    props._skip_if_noted(op, "jvp")
+    for complex_ in props._dtypes(op):
+        args, kwargs = data.draw(op_samples(op, complex=complex_))
+        nin = props._nin(op, args)
+        pos = props._diff_positions(op, args)
+        if not pos:
+            continue
+        rng = np.random.default_rng(2)
+        tangents = {}
+        for p in pos:
+            t = rng.standard_normal(np.shape(args[p]))
+            if args[p].dtype.kind == "c":
+                t = t + 1j * rng.standard_normal(np.shape(args[p]))
+            tangents[p] = np.asarray(t, dtype=args[p].dtype)
+
+        def tensors(shift, dual=False, args=args, nin=nin, tangents=tangents):
+            full = []
+            for i, a in enumerate(args[:nin]):
+                if i in tangents:
+                    x = nd.tensor(a + shift * tangents[i], dtype=a.dtype)
+                    if dual:
+                        x = fwAD.make_dual(x, nd.tensor(tangents[i], dtype=a.dtype))
+                    full.append(x)
+                elif isinstance(a, np.ndarray):
+                    full.append(nd.tensor(a, dtype=a.dtype))
+                else:
+                    full.append(a)
+            return full
+
+        with fwAD.dual_level():
+            outs = props._outs(props._public_call(op, tensors(0.0, True), args[nin:], kwargs))
+            got = [fwAD.unpack_dual(o).tangent for o in outs]
+        eps = 1e-6
+        plus = props._outs(props._public_call(op, tensors(eps), args[nin:], kwargs))
+        minus = props._outs(props._public_call(op, tensors(-eps), args[nin:], kwargs))
+        assert len(got) == len(plus)
+        for o, g, pl, mi in zip(outs, got, plus, minus):
+            if not op.differentiable or o.dtype.kind not in "fc":
+                assert g is None, f"{name}: a non-differentiable output got a tangent"
+                continue
+            assert g is not None, f"{name}: no tangent on the output"
+            assert g.shape == o.shape and g.dtype == o.dtype, name
+            expected = (val(pl) - val(mi)) / (2 * eps)
+            np.testing.assert_allclose(val(g), expected, rtol=1e-4, atol=1e-6,
+                                       err_msg=f"{name} jvp through dual numbers")
+
+
+# --------------------------------------------------------------------------- nesting
+def test_no_perturbation_confusion():
+    # d/dx [ x * d/dy (x + y) ] = 1, not 2
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor(2.0), nd.tensor(1.0))
+        with fwAD.dual_level():
+            y = fwAD.make_dual(nd.tensor(3.0), nd.tensor(1.0))
+            inner = fwAD.unpack_dual(x + y).tangent
+        close(inner, 1.0)
+        close(fwAD.unpack_dual(x * inner).tangent, 1.0)
+
+
+def test_no_perturbation_confusion_same_variable_both_levels():
+    # d/dx [ x * d/dy (x * y) ] at y = 3 = d/dx [x * x] = 2x
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor(2.0), nd.tensor(1.0))
+        with fwAD.dual_level():
+            y = fwAD.make_dual(nd.tensor(3.0), nd.tensor(1.0))
+            inner = fwAD.unpack_dual(x * y).tangent
+        close(fwAD.unpack_dual(x * inner).tangent, 4.0)
+
+
+@pytest.mark.parametrize("f, d1, d2", [
+    (nd.sin, np.cos, lambda x: -np.sin(x)),
+    (nd.exp, np.exp, np.exp),
+    (lambda x: x ** 3, lambda x: 3 * x ** 2, lambda x: 6 * x),
+    (nd.tanh, lambda x: 1 - np.tanh(x) ** 2,
+     lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
+    (lambda x: nd.log(x) * x, lambda x: np.log(x) + 1, lambda x: 1 / x),
+])
+def test_forward_over_forward_second_derivative(f, d1, d2):
+    x0 = np.array([0.3, 0.8, 1.7])
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor(x0), nd.ones(3))
+        with fwAD.dual_level():
+            xx = fwAD.make_dual(x, nd.ones(3))
+            first = fwAD.unpack_dual(f(xx)).tangent
+        close(first, d1(x0), rtol=1e-12)
+        close(fwAD.unpack_dual(first).tangent, d2(x0), rtol=1e-12)
+
+
+def test_forward_over_forward_mixed_partial():
+    # f(a, b) = a^2 b: d2f/da db = 2a
+    with fwAD.dual_level():
+        a = fwAD.make_dual(nd.tensor(1.5), nd.tensor(1.0))
+        with fwAD.dual_level():
+            b = fwAD.make_dual(nd.tensor(-2.0), nd.tensor(1.0))
+            dfdb = fwAD.unpack_dual(a * a * b).tangent
+        close(fwAD.unpack_dual(dfdb).tangent, 3.0)
+
+
+def test_forward_over_reverse_hvp():
+    x0 = np.array([0.5, -1.0, 2.0])
+    v = np.array([1.0, 0.5, -2.0])
+    xp = nd.tensor(x0, requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(xp, nd.tensor(v))
+        f = (nd.sin(x) * x[[1, 2, 0]]).sum() + (x ** 3).sum()
+        (g,) = grad(f, x, create_graph=True)
+        hv = fwAD.unpack_dual(g).tangent
+    # closed form: H of sum_i sin(x_i) x_{p(i)} with p = [1, 2, 0], plus diag(6x)
+    n = 3
+    H = np.diag(6 * x0 - np.sin(x0) * x0[[1, 2, 0]])
+    for i, j in enumerate([1, 2, 0]):
+        H[i, j] += np.cos(x0[i])
+        H[j, i] += np.cos(x0[i])
+    assert H.shape == (n, n)
+    close(hv, H @ v, rtol=1e-12)
+
+
+def test_reverse_over_forward():
+    x0 = np.array([1.0, 2.0])
+    xp = nd.tensor(x0, requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(xp, nd.ones(2))
+        t = fwAD.unpack_dual(nd.exp(x) * x).tangent  # (1 + x) e^x
+        assert t.requires_grad
+        t.sum().backward()
+    close(xp.grad, np.exp(x0) * (2 + x0), rtol=1e-12)
+
+
+def test_reverse_through_the_tangent_input():
+    v = nd.tensor([1.0, 2.0], requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor([0.5, 1.5]), v)
+        t = fwAD.unpack_dual(nd.sin(x)).tangent
+        (g,) = grad(t.sum(), v)
+    close(g, np.cos([0.5, 1.5]), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- views, in-place
+def test_view_tangent_is_a_view_of_the_base_tangent():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.arange(6.0).reshape(2, 3), nd.ones((2, 3)))
+        v = x[0]
+        tv = fwAD.unpack_dual(v).tangent
+        tx = fwAD.unpack_dual(x).tangent
+        assert np.shares_memory(tv.numpy(), tx.numpy())
+
+
+def test_inplace_updates_tangent():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor([1.0, 2.0]), nd.tensor([1.0, 1.0]))
+        y = x * 1.0
+        ty_before = fwAD.unpack_dual(y).tangent
+        y *= y  # y^2: tangent 2 y t
+        close(y, [1.0, 4.0])
+        close(fwAD.unpack_dual(y).tangent, [2.0, 4.0])
+        assert fwAD.unpack_dual(y).tangent is ty_before  # updated in its memory
+        y.exp_()
+        close(fwAD.unpack_dual(y).tangent, np.exp([1.0, 4.0]) * [2.0, 4.0])
+
+
+def test_inplace_on_view_updates_base_tangent():
+    with fwAD.dual_level():
+        b = fwAD.make_dual(nd.tensor([1.0, 2.0, 3.0]), nd.tensor([1.0, 1.0, 1.0]))
+        b = b * 1.0
+        v = b[1:]
+        v *= 3.0
+        close(b, [1.0, 6.0, 9.0])
+        close(fwAD.unpack_dual(b).tangent, [1.0, 3.0, 3.0])
+        close(fwAD.unpack_dual(v).tangent, [3.0, 3.0])
+
+
+def test_setitem_propagates_tangents():
+    with fwAD.dual_level():
+        base = nd.zeros(4)  # no tangent yet
+        val_ = fwAD.make_dual(nd.tensor([5.0, 6.0]), nd.tensor([1.0, 2.0]))
+        base[1:3] = val_
+        close(fwAD.unpack_dual(base).tangent, [0.0, 1.0, 2.0, 0.0])
+        x = fwAD.make_dual(nd.tensor([1.0, 2.0, 3.0]), nd.tensor([1.0, 1.0, 1.0])) * 1.0
+        x[0] = 7.0  # a constant: its tangent is zero there
+        close(fwAD.unpack_dual(x).tangent, [0.0, 1.0, 1.0])
+
+
+def test_setitem_on_view_without_tangent_gives_base_a_tangent():
+    with fwAD.dual_level():
+        base = nd.zeros((2, 2))
+        row = base[1]
+        row[0] = fwAD.make_dual(nd.tensor(2.0), nd.tensor(4.0))
+        close(fwAD.unpack_dual(base).tangent, [[0.0, 0.0], [4.0, 0.0]])
+        close(fwAD.unpack_dual(row).tangent, [4.0, 0.0])
+
+
+def test_inplace_with_reverse_mode_history():
+    xp = nd.tensor([1.0, 2.0], requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(xp, nd.ones(2))
+        y = x * 2.0
+        y.mul_(x)  # 2 x^2
+        close(fwAD.unpack_dual(y).tangent, [4.0, 8.0])
+        y.sum().backward()
+    close(xp.grad, [4.0, 8.0])
+
+
+# --------------------------------------------------------------------------- custom Function
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x ** 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return t * 3 * x ** 2
+
+
+def test_custom_function_jvp():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor([1.0, 2.0]), nd.tensor([1.0, 0.5]))
+        y = Cube.apply(x)
+        close(y, [1.0, 8.0])
+        close(fwAD.unpack_dual(y).tangent, [3.0, 6.0])
+
+
+def test_custom_function_jvp_nested_levels():
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.tensor(2.0), nd.tensor(1.0))
+        with fwAD.dual_level():
+            xx = fwAD.make_dual(x, nd.tensor(1.0))
+            d1 = fwAD.unpack_dual(Cube.apply(xx)).tangent
+        close(d1, 12.0)
+        close(fwAD.unpack_dual(d1).tangent, 12.0)
+
+
+def test_custom_function_two_inputs_and_outputs():
+    class MulAdd(Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            ctx.save_for_forward(a, b)
+            ctx.k = k
+            return a * b, a + k * b
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            raise AssertionError("not used")
+
+        @staticmethod
+        def jvp(ctx, ta, tb, tk):
+            a, b = ctx.saved_tensors
+            assert tk is None
+            assert tb is None
+            return ta * b, ta
+
+    with fwAD.dual_level():
+        a = fwAD.make_dual(nd.tensor(2.0), nd.tensor(1.0))
+        p, s = MulAdd.apply(a, nd.tensor(5.0), 3.0)
+        close(fwAD.unpack_dual(p).tangent, 5.0)
+        close(fwAD.unpack_dual(s).tangent, 1.0)
+
+
+def test_custom_function_without_jvp_raises():
+    class NoJvp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with fwAD.dual_level():
+        # no tangent among the inputs: fine
+        close(NoJvp.apply(nd.ones(1)), [2.0])
+        x = fwAD.make_dual(nd.ones(1), nd.ones(1))
+        with pytest.raises(NotImplementedError, match="must override the jvp static method"):
+            NoJvp.apply(x)
+    close(NoJvp.apply(nd.ones(1)), [2.0])
+
+
+def test_custom_function_jvp_wrong_count():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t, t
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(nd.ones(1), nd.ones(1))
+        with pytest.raises(RuntimeError, match=r"Bad.jvp returned 2 tangent\(s\), but forward "
+                                               r"returned 1 output"):
+            Bad.apply(x)
