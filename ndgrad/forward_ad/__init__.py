@@ -43,8 +43,8 @@ a view of a dual tensor is a view of the base's tangent. An in-place op on a ten
 tangent writes the new tangent *into* its tangent's memory (so a view's tangent update is
 seen by its base's tangent); a tensor (or view) that had no tangent gets one (a view's base
 then gets a zero tangent first, and the view's tangent is derived from it through the view
-chain). Known limit: a view made of a base while the base had no tangent does not see a
-tangent the base gets later by an in-place op.
+chain). A view made while its base had no tangent gets its tangent from the base's, through
+the view chain, when it is next used (the two share memory from then on).
 
 :func:`exit_dual_level` drops the tangents of that level from every tensor that got one
 (a per-level list of weak references).
@@ -196,20 +196,46 @@ def _set_tangent(t, level, tangent):
 
 
 def _innermost(args):
-    """The innermost level with a tangent among the Tensor ``args`` (-1 if none)."""
+    """The innermost level with a tangent among the Tensor ``args`` or their bases (a view
+    made before its base got a tangent has one too: :func:`_input_tangent`); -1 if none."""
     best = -1
     for a in args:
         if type(a) is Tensor:
             m = a._meta
-            if m is not None and m.tangents:
-                for lv in m.tangents:
-                    if lv > best:
-                        best = lv
+            if m is not None:
+                if m.tangents:
+                    for lv in m.tangents:
+                        if lv > best:
+                            best = lv
+                base = m.base
+                if base is not None and base._meta is not None and base._meta.tangents:
+                    for lv in base._meta.tangents:
+                        if lv > best and lv not in _HIDDEN:
+                            best = lv
     return best
+
+
+def _input_tangent(a, level):
+    """``a``'s tangent at ``level``; for a view made before its base got one, derived from
+    the base's through the view chain (so the two share memory from now on)."""
+    t = _tangent(a, level)
+    if t is not None or type(a) is not Tensor:
+        return t
+    m = a._meta
+    if m is not None and m.base is not None and level not in _HIDDEN and \
+            _tangent(m.base, level) is not None:
+        return _view_tangent(a, level)
+    return None
+
+
+# Levels whose tangents are hidden right now (the primal computation of an op at that
+# level is running): views must not derive those from their bases meanwhile.
+_HIDDEN = {}
 
 
 def _hide(args, level):
     """Take ``level``'s tangents out of the inputs (step 1); :func:`_restore` puts them back."""
+    _HIDDEN[level] = _HIDDEN.get(level, 0) + 1
     hidden = []
     for a in args:
         if type(a) is Tensor:
@@ -222,6 +248,11 @@ def _hide(args, level):
 def _restore(hidden, level):
     for d, tangent in hidden:
         d[level] = tangent
+    n = _HIDDEN[level] - 1
+    if n:
+        _HIDDEN[level] = n
+    else:
+        del _HIDDEN[level]
 
 
 def _fit(tangent, out, who):
@@ -252,7 +283,7 @@ def _apply_dual(op, args, params):
     if level < 0:
         return _NO_DUAL
     nin = len(args) if op.nin == VARIADIC else op.nin
-    tangents = tuple(_tangent(a, level) for a in args[:nin])
+    tangents = tuple(_input_tangent(a, level) for a in args[:nin])
     hidden = _hide(args, level)
     try:
         out = apply(op, *args, **params)
@@ -282,7 +313,7 @@ def _inplace_dual(op, target, args, params):
     if level < 0:
         return _NO_DUAL
     nin = op.nin
-    tangents = tuple(_tangent(a, level) for a in allargs[:nin])
+    tangents = tuple(_input_tangent(a, level) for a in allargs[:nin])
     hidden = _hide(allargs, level)
     try:
         tangent = None

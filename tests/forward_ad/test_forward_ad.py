@@ -494,3 +494,17 @@ def test_custom_function_jvp_wrong_count():
         with pytest.raises(RuntimeError, match=r"Bad.jvp returned 2 tangent\(s\), but forward "
                                                r"returned 1 output"):
             Bad.apply(x)
+
+
+def test_a_view_made_before_its_base_got_a_tangent_sees_it():
+    with fwAD.dual_level():
+        base = nd.zeros(4)
+        v = base[1:3]  # made while base has no tangent
+        base.copy_(fwAD.make_dual(nd.tensor([1.0, 2.0, 3.0, 4.0]),
+                                  nd.tensor([10.0, 20.0, 30.0, 40.0])))
+        y = v * v  # d(v^2) = 2 v dv
+        primal, tangent = fwAD.unpack_dual(y)
+        np.testing.assert_allclose(primal.numpy(), [4.0, 9.0])
+        np.testing.assert_allclose(tangent.numpy(), [2 * 2.0 * 20.0, 2 * 3.0 * 30.0])
+        # from now on the view's tangent is a view of the base's
+        np.testing.assert_allclose(fwAD.unpack_dual(v).tangent.numpy(), [20.0, 30.0])
