@@ -292,3 +292,16 @@ def test_a_view_made_under_no_grad_cannot_be_modified_in_place_with_grad_on():
         w = y[0:2]
         w.mul_(2.0)
     np.testing.assert_allclose(y.detach().numpy(), [2.0, 4.0, 3.0])
+
+
+def test_a_rule_that_reads_no_input_saves_none_so_later_in_place_changes_are_fine():
+    # broadcast_arrays' and stack's gradients need only g: their inputs may change afterwards
+    a = nd.tensor([1.0, 2.0], requires_grad=True)
+    b = nd.tensor([[3.0], [4.0]], requires_grad=True)
+    u, v = a * 1, b * 1
+    x, y = nd.broadcast_arrays(u, v)
+    s = nd.stack([u, u]).sum() + (x * 2 + y * 3).sum()
+    u += 10.0  # modify an input in place after it was used: nothing saved it
+    s.backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2.0 + 2 * 2.0, 2.0 + 2 * 2.0])
+    np.testing.assert_allclose(b.grad.numpy(), [[3.0 * 2], [3.0 * 2]])

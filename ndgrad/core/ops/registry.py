@@ -220,11 +220,15 @@ class Op:
     def defvjp_each(self, rule):
         """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``."""
         self.vjp_each = rule
-        sig = list(inspect.signature(rule).parameters)
+        params = list(inspect.signature(rule).parameters.values())
+        sig = [p.name for p in params]
         used = set().union(*_referenced_args(rule))
         use = _RuleUse.__new__(_RuleUse)
         use.out = len(sig) > 3 and sig[3] in used
-        use.all_inputs = True
+        # inputs are saved unless the rule never reads them (broadcast_arrays': g[i] only)
+        var = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
+        named = [p.name for p in params[4:] if p.kind == p.POSITIONAL_OR_KEYWORD]
+        use.all_inputs = any(n in used for n in var + named)
         use.inputs = None
         use.meta_inputs = None
         self.rule_uses = use
@@ -250,7 +254,8 @@ class Op:
         save_out = False
         if self.vjp_each is not None:
             u = self.rule_uses
-            r = (u.out, None)  # None: save every input
+            # None: save every input; a rule that reads none of them saves none
+            r = (u.out, None if u.all_inputs else (False,) * len(needs))
         else:
             mask = [False] * len(needs)
             all_inputs = False
