@@ -428,8 +428,13 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
     fast = needed is None and not _ANOMALY[0]
     pop = buffers.pop
     owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone (may be kept)
-    while heap:
-        node = heappop(heap)[1]
+    direct = None  # the one node the last step made ready, when nothing else is pending
+    while heap or direct is not None:
+        if direct is not None:  # a chain: the heap would return this very node
+            node = direct
+            direct = None
+        else:
+            node = heappop(heap)[1]
         grads_out = pop(node)
         if type(node) is OpNode and node.hooks is None and node.nout == 1 and fast:
             # the common case: an op node, one output, no hooks, nothing to capture
@@ -464,7 +469,13 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt.nout
-                heappush(heap, (-nxt.seq, nxt))
+                if direct is None and not heap:
+                    direct = nxt
+                else:
+                    if direct is not None:
+                        heappush(heap, (-direct.seq, direct))
+                        direct = None
+                    heappush(heap, (-nxt.seq, nxt))
                 buf[nr] = gi
                 if type(nxt) is AccumulateGrad:
                     owned[nxt] = _owned(gi, node, grads_out, grads_in)
