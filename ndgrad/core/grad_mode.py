@@ -44,7 +44,6 @@ class _State(threading.local):
 GRAD_DISABLED_THREADS = [0]
 INFERENCE_BLOCKS = [0]
 _LOCK = threading.Lock()
-_INFERENCE_LOCK = _LOCK
 STATE = _State()
 
 
@@ -240,11 +239,11 @@ class inference_mode(_Mode):
         if self.mode:
             STATE.grad_enabled = False
             STATE.inference = True
-            with _INFERENCE_LOCK:
+            with _LOCK:
                 INFERENCE_BLOCKS[0] += 1
 
     def __exit__(self, *exc):
         if self.mode:
-            with _INFERENCE_LOCK:
+            with _LOCK:
                 INFERENCE_BLOCKS[0] -= 1
         return super().__exit__(*exc)

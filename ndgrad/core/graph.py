@@ -33,7 +33,6 @@ import weakref
 
 from .backend import _BACKEND_BY_TYPE
 from .backend import NUMPY as _NUMPY
-from .grad_mode import STATE
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "VersionCounter",
            "FREED"]
@@ -335,10 +334,6 @@ def _modified_msg(node, arr, which, cur, expected):
         "as `+=`) and make it out-of-place, or `.clone()` the tensor before modifying it. "
         "ndgrad.autograd.detect_anomaly() shows where the saving operation was called."
     )
-
-
-def grad_enabled():
-    return STATE.grad_enabled
 
 
 def leaf_accumulator(t):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import warnings
 
-from .backend import (_BACKEND_BY_TYPE, NUMPY, as_dtype, backend_of, default_complex_dtype,
+from .backend import (_BACKEND_BY_TYPE, as_dtype, backend_of, default_complex_dtype,
                       get_default_dtype)
 from .grad_mode import STATE
 from . import graph as _graph
-from .graph import VersionCounter, leaf_accumulator
+from .graph import VersionCounter
 
 __all__ = ["Tensor"]
 
@@ -748,18 +748,3 @@ def _bind(ops_registry, apply, apply_inplace):
     _apply_inplace = apply_inplace
     _getitem = indexing._getitem_public
     _setitem = indexing.setitem
-
-
-def leaf_node(t):  # re-export for the engine
-    return leaf_accumulator(t)
-
-
-def as_tensor_data(value, B=None):
-    """Raw array for ``value`` (Tensor, array or Python data) on backend ``B``."""
-    if isinstance(value, Tensor):
-        return value._data
-    B = B or backend_of(value)
-    return B.asarray(value)
-
-
-_ = NUMPY
