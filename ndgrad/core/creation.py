@@ -10,6 +10,7 @@ from __future__ import annotations
 from .backend import (NUMPY, _seed_state, as_dtype, backend_for_device, backend_of,
                       default_complex_dtype, get_default_dtype)
 from .grad_mode import INFERENCE_BLOCKS, STATE
+from .levels import VMAP_ACTIVE as _VMAP_ACTIVE
 from .tensor import Tensor, _mark_inference, _new
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -202,6 +203,8 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def _like(fn_name, x, dtype, device, requires_grad, *extra):
+    if type(x) is not Tensor and isinstance(x, Tensor):  # a batched tensor (inside vmap)
+        return x._like(fn_name, dtype, device, requires_grad, *extra)
     if isinstance(x, Tensor):
         B = backend_for_device(device) if device is not None else x.backend
         data = x._data
@@ -336,14 +339,7 @@ def randn(*shape, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.randn(2, 3).shape
     (2, 3)
     """
-    B = backend_for_device(device)
-    d = _dtype_or_default(dtype)
-    if d.kind == "c":
-        real = B.generator().standard_normal((2,) + _shape(shape)) / 2 ** 0.5
-        arr = (real[0] + 1j * real[1]).astype(d)
-    else:
-        arr = B.generator().standard_normal(_shape(shape)).astype(d)
-    return _finish(arr, requires_grad)
+    return _random("randn", _shape(shape), dtype, device, requires_grad)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False):
@@ -355,16 +351,35 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     >>> bool(((ndgrad.rand(5) >= 0) & (ndgrad.rand(5) < 1)).all())
     True
     """
+    return _random("rand", _shape(shape), dtype, device, requires_grad)
+
+
+def _sample(kind, shape, dtype, device):
+    """Raw samples: ``kind`` is "randn" (standard normal) or "rand" (uniform in [0, 1))."""
     B = backend_for_device(device)
     d = _dtype_or_default(dtype)
-    return _finish(B.generator().random(_shape(shape)).astype(d), requires_grad)
+    if kind == "rand":
+        return B.generator().random(shape).astype(d)
+    if d.kind == "c":
+        real = B.generator().standard_normal((2,) + shape) / 2 ** 0.5
+        return (real[0] + 1j * real[1]).astype(d)
+    return B.generator().standard_normal(shape).astype(d)
+
+
+def _random(kind, shape, dtype, device, requires_grad):
+    if _VMAP_ACTIVE[0]:  # inside vmap: its `randomness` decides (functional/vmap.py)
+        return _RANDOM_HOOK[0](kind, shape, dtype, device, requires_grad)
+    return _finish(_sample(kind, shape, dtype, device), requires_grad)
+
+
+_RANDOM_HOOK = [None]  # installed by functional/vmap.py
 
 
 # ------------------------------------------------------------------ formula helpers
 def iscomplexobj(x):
     """True if ``x`` (tensor, array or scalar) is complex."""
     if isinstance(x, Tensor):
-        return x._data.dtype.kind == "c"
+        return x.dtype.kind == "c"
     return isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c"
 
 

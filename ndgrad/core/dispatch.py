@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from weakref import ref as _weakref
 
+from . import levels as _levels
 from .backend import NUMPY, _BACKEND_BY_TYPE
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, STATE
@@ -23,19 +24,19 @@ __all__ = ["apply", "apply_inplace"]
 
 _DIFF_KINDS = frozenset("fc")
 
-# Forward mode (ndgrad.forward_ad) installs its hooks here: core never imports it. The
-# number of active dual levels is one list index per op when none is active.
-_FWD_ACTIVE = [0]
-_NO_DUAL = object()  # a hook's answer "no input carries a tangent at an active level"
-_FWD_HOOK = [None]          # (op, args, params) -> result or _NO_DUAL
-_FWD_INPLACE_HOOK = [None]  # (op, target, args, params) -> target or _NO_DUAL
+# Transforms (forward mode, vmap) hand ops to their handlers through core.levels
+# (Note [Levels]): with no level active, that is one list read per op.
+_LEVELS_ACTIVE = _levels.ACTIVE
+_NOT_HANDLED = _levels.NOT_HANDLED
+_level_apply = _levels.apply_hook
+_level_inplace = _levels.inplace_hook
 
 
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
-    if _FWD_ACTIVE[0]:  # a dual level is active (ndgrad.forward_ad): maybe carry tangents
-        r = _FWD_HOOK[0](op, args, params)
-        if r is not _NO_DUAL:
+    if _LEVELS_ACTIVE[0]:  # a transform level is active (Note [Levels])
+        r = _level_apply(op, args, params)
+        if r is not _NOT_HANDLED:
             return r
     nin = op.nin
     n = len(args)
@@ -516,9 +517,9 @@ def apply_inplace(op, target, *args, **params):
     """
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: in-place target must be a Tensor, got {type(target).__name__}")
-    if _FWD_ACTIVE[0]:
-        r = _FWD_INPLACE_HOOK[0](op, target, args, params)
-        if r is not _NO_DUAL:
+    if _LEVELS_ACTIVE[0]:
+        r = _level_inplace(op, target, args, params)
+        if r is not _NOT_HANDLED:
             return r
     m = target._meta
     if m is not None and m.inference and not STATE.inference:

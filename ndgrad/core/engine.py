@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
+from . import levels as _levels
 from .anomaly import _CHECK_NAN, annotate, check_nan
 from .dispatch import _ANOMALY
 from .grad_mode import STATE
@@ -23,6 +24,8 @@ from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
 from .tensor import Tensor, _fresh_view, _new, _wrap_raw
 
 __all__ = ["backward", "grad", "run_backward", "accumulate_into"]
+
+_LEVELS_ACTIVE = _levels.ACTIVE
 
 
 def _as_tuple(x):
@@ -61,6 +64,10 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     """Validate or create the root cotangents (raw arrays or Tensors)."""
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if type(out) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
+            # a batched tensor (inside vmap: Note [Batched tensors] in functional/vmap.py)
+            result.append(_make_grad_logical(i, out, g, is_grads_batched))
+            continue
         if g is None:
             if not out._requires_grad:
                 result.append(None)
@@ -109,6 +116,35 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
         else:
             result.append(gdata)
     return result
+
+
+def _make_grad_logical(i, out, g, is_grads_batched):
+    """_make_grads for an output or grad_output that is a Tensor subclass (a batched tensor
+    inside vmap): the same checks, on Tensors."""
+    if g is None:
+        if not out._requires_grad:
+            return None
+        if out.numel() != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs; output {i} has shape "
+                f"{list(out.shape)}. Pass grad_outputs with the output's shape.")
+        if out.dtype.kind == "c":
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs; "
+                               f"output {i} has dtype {out.dtype}. Pass grad_outputs explicitly.")
+        from .creation import ones_like
+        return ones_like(out)
+    if not isinstance(g, Tensor):
+        from .creation import asarray
+        g = asarray(g, dtype=out.dtype)
+    gshape = tuple(g.shape[1:]) if is_grads_batched else tuple(g.shape)
+    if gshape != tuple(out.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(gshape)} "
+                           f"and output[{i}] has a shape of {list(out.shape)}.")
+    if (g.dtype.kind == "c") != (out.dtype.kind == "c") or g.dtype.kind not in "fc":
+        raise RuntimeError(f"grad_output[{i}] has dtype {g.dtype} but output[{i}] has dtype "
+                           f"{out.dtype}; gradients must be floating point (complex for a "
+                           "complex output)")
+    return g if g.dtype == out.dtype else g.astype(out.dtype)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
@@ -227,7 +263,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"One of the differentiated Tensors (inputs[{i}]) appears to not have been "
                     "used in the graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
-                g = _new(t.backend.zeros_like(t._data), False)
+                from .creation import zeros_like
+                g = zeros_like(t)
         elif not isinstance(g, Tensor):
             g = _wrap_raw(g)
         out.append(g)
@@ -235,44 +272,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
-    """``grad(..., is_grads_batched=True)``: one backward per batch element, stacked.
+def _batched_grad(*args):
+    """``grad(..., is_grads_batched=True)``: one batched backward pass, through vmap (which
+    installs itself in :data:`_BATCHED_GRAD`: core does not import it)."""
+    if _BATCHED_GRAD[0] is None:  # pragma: no cover - `import ndgrad` installs it
+        raise RuntimeError("is_grads_batched=True needs ndgrad.functional: `import ndgrad`")
+    return _BATCHED_GRAD[0](*args)
 
-    The first dimension of every grad_output is the batch. This runs the backward passes in a
-    loop; the vectorized version (one batched pass through vmap) replaces it together with
-    the functional transforms.
-    """
-    sizes = {g.shape[0] for g in grad_outputs if g is not None and len(g.shape) > 0}
-    if any(g is not None and len(g.shape) == 0 for g in grad_outputs) or len(sizes) != 1:
-        shapes = [None if g is None else tuple(g.shape) for g in grad_outputs]
-        raise RuntimeError("with is_grads_batched=True every grad_output needs the same "
-                           f"leading batch dimension; got shapes {shapes}")
-    n = sizes.pop()
-    _make_grads(outputs, grad_outputs, is_grads_batched=True)  # validates the shapes
-    from .ops import PUBLIC
-    per_input = [[] for _ in inputs]
-    for b in range(n):
-        gos = tuple(None if g is None else g[b] for g in grad_outputs)
-        last = b == n - 1
-        res = grad(outputs, inputs, gos, retain_graph=retain_graph if last else True,
-                   create_graph=create_graph, allow_unused=True,
-                   materialize_grads=materialize_grads)
-        for k, r in enumerate(res):
-            per_input[k].append(r)
-    out = []
-    for k, rs in enumerate(per_input):
-        if all(r is None for r in rs):
-            if not allow_unused:
-                raise RuntimeError(
-                    f"One of the differentiated Tensors (inputs[{k}]) appears to not have been "
-                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
-            out.append(None)
-        else:
-            t = inputs[k]
-            rs = [r if r is not None else _wrap_raw(t.backend.zeros_like(t._data)) for r in rs]
-            out.append(PUBLIC["stack"](rs))
-    return tuple(out)
+
+_BATCHED_GRAD = [None]
 
 
 def _unbroadcast(g, shape, dtype, node, i):
@@ -338,6 +346,9 @@ def _run_tensor_hooks(hooks, g, create_graph):
 # large parameters the copy (and the fresh allocation's page faults) is a visible cost.
 def accumulate_into(t, g, create_graph, owned=False):
     """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
+    if type(t) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
+        _accumulate_logical(t, g)  # a batched tensor or gradient (inside vmap)
+        return
     B = t.backend
     gdata = g._data if isinstance(g, Tensor) else g
     if isinstance(g, Tensor) and g._requires_grad and create_graph:
@@ -363,13 +374,30 @@ def accumulate_into(t, g, create_graph, owned=False):
         cur._data += gdata  # in place: .grad keeps its identity
 
 
+def _accumulate_logical(t, g):
+    if type(t) is Tensor:
+        raise RuntimeError(
+            "backward() inside vmap computed a batched gradient for a tensor that is not "
+            f"batched (shape {list(t.shape)}); its .grad cannot hold one gradient per batch "
+            "element. Use ndgrad.func.grad or ndgrad.autograd.grad inside vmap instead.")
+    if not isinstance(g, Tensor):
+        g = _wrap_raw(g)
+    t._grad = g if t._grad is None else t._grad + g
+
+
 def run_backward(roots, grads, retain_graph, create_graph, inputs=None, allow_unused=False,
                  accumulate=True):
-    """Run the graph. Returns the gradients for ``inputs`` when ``accumulate`` is False."""
+    """Run the graph. Returns the gradients for ``inputs`` when ``accumulate`` is False.
+
+    While a transform level is active (a vmap, a dual level: Note [Levels]), formulas always
+    run on Tensors (``F`` = ndgrad), with grad mode set by ``create_graph``: cotangents may
+    be batched tensors, whose ops the vmap level batches (Note [Batched tensors] in
+    functional/vmap.py), and tangents must be carried through the formulas."""
     prev = STATE.grad_enabled
     STATE.grad_enabled = bool(create_graph)
     try:
-        return _run(roots, grads, retain_graph, create_graph, inputs, accumulate)
+        return _run(roots, grads, retain_graph, create_graph or bool(_LEVELS_ACTIVE[0]),
+                    inputs, accumulate)
     finally:
         STATE.grad_enabled = prev
 

@@ -40,8 +40,8 @@ import warnings
 
 from .anomaly import forward_trace as _trace
 from .backend import _BACKEND_BY_TYPE
-from .dispatch import (_ANOMALY, _FWD_ACTIVE, _NO_DUAL, _rebase_base, _regenerate, _write_back,
-                       input_edge)
+from . import levels as _levels
+from .dispatch import _ANOMALY, _rebase_base, _regenerate, _write_back, input_edge
 from .engine import _unbroadcast
 from .grad_mode import STATE
 from .graph import _FREED_MSG, Node, VersionCounter, _modified_msg, leaf_accumulator, new_seq
@@ -379,14 +379,11 @@ class Function:
             args, kwargs = _bind_all(cls, args, kwargs)
         elif kwargs:
             args, kwargs = _bind_ctx_form(cls, args, kwargs)
-        if _FWD_ACTIVE[0]:  # a dual level is active: forward_ad runs the jvp if needed
-            r = _FWD_FN_HOOK[0](cls, args, kwargs)
-            if r is not _NO_DUAL:
+        if _levels.ACTIVE[0]:  # a transform level is active (Note [Levels] in core/levels.py)
+            r = _levels.function_hook(cls, args, kwargs)
+            if r is not _levels.NOT_HANDLED:
                 return r
         return _run(cls, args, kwargs, setup)[0]
-
-
-_FWD_FN_HOOK = [None]  # installed by ndgrad.forward_ad: (cls, args, kwargs) -> out or _NO_DUAL
 
 
 def _run(cls, args, kwargs, setup=None):

@@ -119,15 +119,43 @@ def _add_hook(container, fn):
 
 
 class _NodeHooks:
-    """Hooks of one Node (and its anomaly trace), allocated only when there are any."""
+    """Hooks of one Node (and its anomaly trace), allocated only when there are any.
 
-    __slots__ = ("pre", "post", "tensor", "trace")
+    ``tangents``: forward-mode tangents of the node's saved outputs (Note [Saved outputs
+    keep their tangents])."""
+
+    __slots__ = ("pre", "post", "tensor", "trace", "tangents")
 
     def __init__(self, trace=None):
         self.pre = None
         self.post = None
         self.tensor = None
         self.trace = trace
+        self.tangents = None
+
+
+# Note [Saved outputs keep their tangents]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A node that saves its output (tanh's vjp reads it) keeps the raw array, not the output
+# Tensor (that would be a reference cycle), and backward wraps the array again. In forward
+# over reverse (a dual level around a backward pass), the output's tangent is needed too:
+# forward mode records it in the node's hooks, ``tangents = {output_nr: [(level, tangent)]}``
+# (``level`` a core.levels.Level, so a tangent of an exited level is never revived), and
+# unpacking the output attaches the live ones to the new wrapper (``attach_saved_tangents``).
+# PyTorch's SavedVariable keeps the forward gradient of a saved output the same way.
+def attach_saved_tangents(node, t, output_nr):
+    """Give ``t`` (a saved output of ``node``, wrapped again) the tangents it had."""
+    entries = node.hooks.tangents.get(output_nr)
+    if not entries:
+        return t
+    from .tensor import _meta
+    m = _meta(t)
+    for level, tangent in entries:
+        if level.alive:
+            if m.tangents is None:
+                m.tangents = {}
+            m.tangents[level.depth] = tangent
+    return t
 
 
 class Node:
@@ -242,8 +270,13 @@ class OpNode(Node):
         if create_graph:
             Tensor = _TENSOR[0]
             if isinstance(out, tuple):
-                return tuple(Tensor._from_node(o, self, i) for i, o in enumerate(out))
-            return Tensor._from_node(out, self, 0)
+                res = tuple(Tensor._from_node(o, self, i) for i, o in enumerate(out))
+            else:
+                res = Tensor._from_node(out, self, 0)
+            if self.hooks is not None and self.hooks.tangents:
+                for i, t in enumerate(res if isinstance(res, tuple) else (res,)):
+                    attach_saved_tangents(self, t, i)
+            return res
         return out
 
     def apply_backward(self, grads, create_graph):
@@ -264,7 +297,7 @@ class OpNode(Node):
         if create_graph:
             F = _TENSOR_F[0]
             wrap = _TENSOR[0]._wrap
-            grads = tuple(g if g is None or type(g) is _TENSOR[0] else wrap(g) for g in grads)
+            grads = tuple(g if g is None or isinstance(g, _TENSOR[0]) else wrap(g) for g in grads)
         else:
             g0 = grads[0]
             F = _NUMPY_F[0] if type(g0) is _NDARRAY else _BACKEND_BY_TYPE.get(type(g0), _NUMPY).F

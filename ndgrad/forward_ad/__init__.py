@@ -16,11 +16,12 @@ tensor([1.        , 2.71828183, 7.3890561 ])
 
 How it works (Note [Forward mode])
 ----------------------------------
-Levels are a global stack (as PyTorch's: not per thread); a tensor keeps its tangents in
-``_meta.tangents``, a dict ``{level: tangent Tensor}``. ``core.dispatch.apply`` (and
-``apply_inplace``, ``Function.apply``) check one module-level flag, the number of active
-levels; when it is non-zero they call the hooks installed here, which return "not dual"
-unless some input carries a tangent. Then, for the INNERMOST level ``L`` found among the
+Levels are a global stack (as PyTorch's: not per thread) shared with vmap (Note [Levels]
+in ``ndgrad/core/levels.py``); a tensor keeps its tangents in ``_meta.tangents``, a dict
+``{level: tangent Tensor}``. ``core.dispatch.apply`` (and ``apply_inplace``,
+``Function.apply``) check one module-level flag, the number of active levels; when it is
+non-zero they ask each transform for its innermost level among the inputs (here: the
+deepest level at which some input carries a tangent). When that is a dual level, then, for the INNERMOST level ``L`` found among the
 inputs (the recursive scheme of JAX's autodidax, which avoids perturbation confusion):
 
 1. the level-``L`` tangents of the inputs are hidden (taken out of their dicts for the
@@ -57,8 +58,9 @@ from collections import namedtuple
 
 from ..core import dispatch as _dispatch
 from ..core import function as _function
+from ..core import levels as _levels
 from ..core.backend import _BACKEND_BY_TYPE
-from ..core.dispatch import _NO_DUAL, apply
+from ..core.dispatch import apply
 from ..core.graph import _TENSOR_F
 from ..core.ops.registry import REGISTRY, VARIADIC
 from ..core.tensor import Tensor, _meta
@@ -66,8 +68,9 @@ from ..core.tensor import Tensor, _meta
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
 
-_STACK = []          # the active levels, innermost last (level k is at index k)
-_ACTIVE = _dispatch._FWD_ACTIVE
+_STACK = []          # the active dual levels' depths, innermost last (Note [Levels])
+_LEVELS = {}         # depth -> its core.levels.Level
+_NO_DUAL = _levels.NOT_HANDLED
 _HOLDERS = {}        # level -> weakrefs to the tensors given a tangent at that level
 _RESHAPE = REGISTRY["reshape"]
 _INDEX_PUT = REGISTRY["index_put"]
@@ -88,7 +91,9 @@ def enter_dual_level():
     Returns
     -------
     int
-        The new level: 0 for the outermost, 1 for one nested in it, and so on.
+        The new level: its depth among the active transform levels (dual levels and vmaps,
+        Note [Levels] in ``ndgrad/core/levels.py``): 0 for the outermost, 1 for one nested
+        in it, and so on.
 
     Examples
     --------
@@ -96,10 +101,11 @@ def enter_dual_level():
     >>> level = fwAD.enter_dual_level()
     >>> fwAD.exit_dual_level(level=level)
     """
-    level = len(_STACK)
+    lv = _levels.push("dual")
+    level = lv.depth
     _STACK.append(level)
+    _LEVELS[level] = lv
     _HOLDERS[level] = []
-    _ACTIVE[0] = len(_STACK)
     return level
 
 
@@ -136,6 +142,8 @@ def exit_dual_level(*, level=None):
         raise RuntimeError(
             f"exit_dual_level: can only exit the innermost dual level, which is {inner}, but "
             f"level {level} was given; exit the levels nested in it first")
+    _levels.pop(_LEVELS[level])  # raises if a transform entered inside it is still active
+    del _LEVELS[level]
     for r in _HOLDERS.pop(level):
         t = r()
         if t is not None:
@@ -143,7 +151,6 @@ def exit_dual_level(*, level=None):
             if d:
                 d.pop(level, None)
     _STACK.pop()
-    _ACTIVE[0] = len(_STACK)
 
 
 class dual_level:
@@ -174,7 +181,7 @@ class dual_level:
 
 # ------------------------------------------------------------------------------ tangents
 def _tangent(a, level):
-    if type(a) is not Tensor:
+    if not isinstance(a, Tensor):
         return None
     m = a._meta
     if m is None or not m.tangents:
@@ -200,7 +207,7 @@ def _innermost(args):
     made before its base got a tangent has one too: :func:`_input_tangent`); -1 if none."""
     best = -1
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             m = a._meta
             if m is not None:
                 if m.tangents:
@@ -219,7 +226,7 @@ def _input_tangent(a, level):
     """``a``'s tangent at ``level``; for a view made before its base got one, derived from
     the base's through the view chain (so the two share memory from now on)."""
     t = _tangent(a, level)
-    if t is not None or type(a) is not Tensor:
+    if t is not None or not isinstance(a, Tensor):
         return t
     m = a._meta
     if m is not None and m.base is not None and level not in _HIDDEN and \
@@ -238,7 +245,7 @@ def _hide(args, level):
     _HIDDEN[level] = _HIDDEN.get(level, 0) + 1
     hidden = []
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             m = a._meta
             if m is not None and m.tangents and level in m.tangents:
                 hidden.append((m.tangents, m.tangents.pop(level)))
@@ -258,8 +265,8 @@ def _restore(hidden, level):
 def _fit(tangent, out, who):
     """The rule's tangent as a Tensor of ``out``'s shape and dtype (broadcast, cast)."""
     F = _TENSOR_F[0]
-    if type(tangent) is not Tensor:
-        B = _BACKEND_BY_TYPE[type(out._data)]
+    if not isinstance(tangent, Tensor):
+        B = out.backend
         tangent = Tensor._wrap(B.asarray(tangent))
     if tangent.shape != out.shape:
         try:
@@ -277,11 +284,8 @@ def _fit(tangent, out, who):
 
 
 # ------------------------------------------------------------------------------ hooks
-def _apply_dual(op, args, params):
-    """``dispatch.apply``'s hook (Note [Forward mode] in this module's docstring)."""
-    level = _innermost(args)
-    if level < 0:
-        return _NO_DUAL
+def _apply_dual(level, op, args, params):
+    """The op at dual ``level`` (Note [Forward mode] in this module's docstring)."""
     nin = len(args) if op.nin == VARIADIC else op.nin
     tangents = tuple(_input_tangent(a, level) for a in args[:nin])
     hidden = _hide(args, level)
@@ -301,17 +305,23 @@ def _apply_dual(op, args, params):
 
 
 def _attach(out, tangent, level, who):
-    if tangent is None or type(out) is not Tensor or out._data.dtype.kind not in _DIFF_KINDS:
+    if tangent is None or not isinstance(out, Tensor) or out.dtype.kind not in _DIFF_KINDS:
         return
-    _set_tangent(out, level, _fit(tangent, out, who))
+    tangent = _fit(tangent, out, who)
+    _set_tangent(out, level, tangent)
+    node = out._grad_fn
+    if node is not None and getattr(node, "out_data", None) is not None:
+        # the node saved this output: it keeps the tangent too (Note [Saved outputs keep
+        # their tangents] in core/graph.py)
+        h = node._hooks()
+        if h.tangents is None:
+            h.tangents = {}
+        h.tangents.setdefault(out._output_nr, []).append((_LEVELS[level], tangent))
 
 
-def _inplace_dual(op, target, args, params):
-    """``dispatch.apply_inplace``'s hook: the target's tangent is updated in place."""
+def _inplace_dual(level, op, target, args, params):
+    """The in-place op at dual ``level``: the target's tangent is updated in place."""
     allargs = (target,) + args
-    level = _innermost(allargs)
-    if level < 0:
-        return _NO_DUAL
     nin = op.nin
     tangents = tuple(_input_tangent(a, level) for a in allargs[:nin])
     hidden = _hide(allargs, level)
@@ -324,7 +334,7 @@ def _inplace_dual(op, target, args, params):
         _dispatch.apply_inplace(op, target, *args, **params)
     finally:
         _restore(hidden, level)
-    if target._data.dtype.kind not in _DIFF_KINDS:
+    if target.dtype.kind not in _DIFF_KINDS:
         return target
     old_tangent = tangents[0]
     if tangent is None:
@@ -396,17 +406,27 @@ def _fn_dual(cls, args, kwargs, level):
     return out, ctx
 
 
-def _fn_hook(cls, args, kwargs):
-    """``Function.apply``'s hook."""
-    level = _innermost(args)
-    if level < 0:
-        return _NO_DUAL
-    return _fn_dual(cls, args, kwargs, level)[0]
+class _DualKind:
+    """Forward mode's handlers for core.levels (Note [Levels])."""
+
+    @staticmethod
+    def innermost(args, params):
+        return _innermost(args)
+
+    @staticmethod
+    def apply(level, op, args, params):
+        return _apply_dual(level.depth, op, args, params)
+
+    @staticmethod
+    def apply_inplace(level, op, target, args, params):
+        return _inplace_dual(level.depth, op, target, args, params)
+
+    @staticmethod
+    def apply_function(level, cls, args, kwargs):
+        return _fn_dual(cls, args, kwargs, level.depth)[0]
 
 
-_dispatch._FWD_HOOK[0] = _apply_dual
-_dispatch._FWD_INPLACE_HOOK[0] = _inplace_dual
-_function._FWD_FN_HOOK[0] = _fn_hook
+_levels.register_kind("dual", _DualKind)
 
 
 # ------------------------------------------------------------------------------ public

@@ -38,7 +38,7 @@ def close(a, b, **kw):
 def _no_level_left():
     yield
     # every test leaves no level active (and the hot-path flag off)
-    assert fwAD._STACK == [] and dispatch._FWD_ACTIVE[0] == 0
+    assert fwAD._STACK == [] and dispatch._LEVELS_ACTIVE[0] == 0
     while fwAD._STACK:
         fwAD.exit_dual_level()
 
@@ -53,17 +53,17 @@ def test_public_names():
 
 
 def test_levels_nest_and_flag_counts_them():
-    assert dispatch._FWD_ACTIVE[0] == 0
+    assert dispatch._LEVELS_ACTIVE[0] == 0
     a = fwAD.enter_dual_level()
     b = fwAD.enter_dual_level()
     assert (a, b) == (0, 1)
-    assert dispatch._FWD_ACTIVE[0] == 2
+    assert dispatch._LEVELS_ACTIVE[0] == 2
     fwAD.exit_dual_level(level=b)
     fwAD.exit_dual_level()
-    assert dispatch._FWD_ACTIVE[0] == 0
+    assert dispatch._LEVELS_ACTIVE[0] == 0
     with fwAD.dual_level() as lv:
-        assert lv == 0 and dispatch._FWD_ACTIVE[0] == 1
-    assert dispatch._FWD_ACTIVE[0] == 0
+        assert lv == 0 and dispatch._LEVELS_ACTIVE[0] == 1
+    assert dispatch._LEVELS_ACTIVE[0] == 0
 
 
 def test_exit_errors():

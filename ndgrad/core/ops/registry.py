@@ -195,7 +195,8 @@ class Op:
         self.rule_uses = None
         self.meta_standins = False
         self.jvp = None
-        self.batch_rule = None
+        self.batch_rule = None     # vmap (core/ops/batching.py); kinds give defaults
+        self.batch_params = False
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
@@ -301,6 +302,16 @@ class Op:
         if not self.view:
             raise TypeError(f"{self.name}: defscatter is for view ops (view=True)")
         self.scatter = rule
+        return self
+
+    # -- vmap
+    def defbatch(self, rule, *, params=False):
+        """The batching rule ``rule(F, batched, *args, **params)`` (``core/ops/batching.py``
+        says what it gets and returns). ``params=True``: it also handles parameters that are
+        batched tensors (e.g. ``getitem``'s index); it then gets ``_level``, the vmap level,
+        to recognise them."""
+        self.batch_rule = rule
+        self.batch_params = params
         return self
 
     # -- jvp

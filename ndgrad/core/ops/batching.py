@@ -1,0 +1,124 @@
+"""Batching rules (vmap): the defaults that follow from an op's kind, and the helpers that
+explicit rules use.
+
+A batching rule is ``rule(F, batched, *args, **params)``: ``args`` are the op's arguments
+as one level down sees them (``batched[i]`` says whether array input ``i`` carries the batch
+dimension, always FIRST; the others are the same for every batch element), ``F`` is the
+ndgrad namespace. It returns the op's output(s) for the whole batch, batch dimension first,
+computed with ``F``'s ops (so outer transforms see them). Declared with ``op.defbatch(rule)``
+next to the op; ops of kinds ELEMENTWISE, COMPARISON, REDUCTION and SCAN get one from their
+kind (:func:`default_rule`). Note [Batched tensors] in ``ndgrad/functional/vmap.py`` says
+how vmap uses them.
+
+Examples
+--------
+The rule of an op that sums its last axis would be::
+
+    def rule(F, batched, x):
+        return F.sum(x, axis=-1)    # the batch dimension is first: the last axis is unchanged
+"""
+
+from __future__ import annotations
+
+from .registry import COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
+
+__all__ = ["default_rule", "batch_size", "logical_ndim", "pad_to", "shift_axis",
+           "shift_axes", "with_batch"]
+
+
+def _ndim(a):
+    return getattr(a, "ndim", 0)
+
+
+def logical_ndim(a, batched):
+    """Dimensions of one batch element of ``a``."""
+    return _ndim(a) - 1 if batched else _ndim(a)
+
+
+def batch_size(args, batched):
+    """The batch size: the first dimension of any batched argument."""
+    for a, b in zip(args, batched):
+        if b:
+            return a.shape[0]
+    raise ValueError("no batched argument")
+
+
+def pad_to(F, a, ndim):
+    """Batched ``a`` with size-1 dimensions inserted after the batch dimension, so that one
+    element has ``ndim`` dimensions (NumPy broadcasting aligns the rest from the right)."""
+    k = a.ndim - 1
+    if k >= ndim:
+        return a
+    return F.reshape(a, (a.shape[0],) + (1,) * (ndim - k) + tuple(a.shape[1:]))
+
+
+def with_batch(F, a, size):
+    """Unbatched ``a`` broadcast to carry a batch dimension of ``size`` (a view)."""
+    shape = tuple(getattr(a, "shape", ()))
+    return F.broadcast_to(a, (size,) + shape)
+
+
+def shift_axis(axis, ndim):
+    """A logical axis (maybe negative) as the physical one (batch first)."""
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim + 1
+
+
+def shift_axes(axis, ndim):
+    """``axis`` (None, int, or tuple) as physical axes; None means every logical axis."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, (tuple, list)):
+        return tuple(shift_axis(a, ndim) for a in axis)
+    return shift_axis(axis, ndim)
+
+
+def _elementwise(op):
+    name = op.name
+    nin = op.nin
+
+    def rule(F, batched, *args, **params):
+        arrays = args[:nin] if nin != VARIADIC else args
+        extra = args[nin:] if nin != VARIADIC else ()
+        k = max(logical_ndim(a, b) for a, b in zip(arrays, batched))
+        new = [pad_to(F, a, k) if b else a for a, b in zip(arrays, batched)]
+        return getattr(F, name)(*new, *extra, **params)
+    return rule
+
+
+def _reduction(op):
+    name = op.name
+
+    def rule(F, batched, x, *extra, axis=None, keepdims=False, **params):
+        return getattr(F, name)(x, *extra, axis=shift_axes(axis, x.ndim - 1),
+                                keepdims=keepdims, **params)
+    return rule
+
+
+def _scan(op):
+    name = op.name
+
+    def rule(F, batched, x, *extra, axis=None, **params):
+        nd = x.ndim - 1
+        if axis is None:
+            if nd != 1:
+                raise ValueError(f"{name}: axis must be given for a {nd}-d array (it may be "
+                                 "omitted only for a 1-d array)")
+            axis = 0
+        return getattr(F, name)(x, *extra, axis=shift_axis(axis, nd), **params)
+    return rule
+
+
+_KIND_RULES = {ELEMENTWISE: _elementwise, COMPARISON: _elementwise, REDUCTION: _reduction,
+               SCAN: _scan}
+
+
+def default_rule(op):
+    """The batching rule ``op`` gets from its kind (memoised on the op), or None."""
+    r = op.__dict__.get("_default_batch", False)
+    if r is False:
+        make = _KIND_RULES.get(op.kind)
+        r = make(op) if make is not None else None
+        op._default_batch = r
+    return r

@@ -1,0 +1,598 @@
+"""Composable function transforms (``torch.func`` / JAX style): ``grad``, ``grad_and_value``,
+``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``; ``ndgrad.func``
+re-exports them with ``vmap``.
+
+Each takes a function and returns a function. Inputs and outputs may be pytrees (nested
+tuples, lists and dicts) of tensors; ``argnums`` picks the positional arguments to
+differentiate. They nest in any order and with ``vmap``: ``grad(grad(f))``,
+``jacfwd(jacrev(f))``, ``vmap(grad(f))`` (per-example gradients), ``grad(vmap(f))``.
+
+Note [Transforms and perturbations]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Reverse-mode transforms differentiate with respect to fresh *aliases* of the inputs: an
+identity view op applied to each input (so the alias is connected to whatever the input's
+history is, for outer transforms) made to require grad. The gradient is taken with respect
+to the aliases only, so a closure over an outer variable is not confused with the inner
+input: d/dx [x * grad(lambda y: x * y)(3.0)] = 2x. The backward pass records its own
+operations (``create_graph``) only when something outside the transform needs them: an
+input or a closed-over tensor with history from before the call (found by walking the
+output's graph: a node older than the call, or a leaf that is not one of the aliases), or a
+batched input whose batch is differentiated outside its vmap (``grad(vmap(grad(f)))``).
+Otherwise results are plain tensors with no graph, as ``torch.func`` returns them. (Tangents
+of enclosing dual levels need no recording: while a level is active the engine runs
+formulas on Tensors, which carry them.)
+
+Forward-mode transforms (``jvp``, ``jacfwd``) run in a fresh dual level
+(``ndgrad.forward_ad``); levels are what keeps nested forward passes apart
+(Note [Levels] in ``ndgrad/core/levels.py``).
+
+The Jacobian transforms push all basis vectors through ONE batched pass: ``jacrev`` is
+``vmap`` of the vjp function over the rows of an identity matrix, ``jacfwd`` is ``vmap`` of
+``jvp`` over its columns.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..core.creation import eye, zeros_like
+from ..core.dispatch import apply
+from ..core.engine import grad as _autograd_grad
+from ..core.grad_mode import STATE, enable_grad
+from ..core.graph import AccumulateGrad, new_seq
+from ..core.ops import REGISTRY, TENSOR_F
+from ..core.tensor import Tensor
+from .. import forward_ad as _fwAD
+from .pytree import tree_flatten, tree_unflatten
+from .vmap import BatchedOpNode, BatchedTensor, vmap
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
+           "hessian"]
+
+_RESHAPE = REGISTRY["reshape"]
+
+
+# ------------------------------------------------------------------------ helpers
+def _normalize_argnums(argnums, nargs, who):
+    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple)):
+        raise TypeError(f"{who}: argnums must be an int or a tuple of ints, got "
+                        f"{type(argnums).__name__}")
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not nums:
+        raise ValueError(f"{who}: argnums must be non-empty")
+    out = []
+    for a in nums:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise TypeError(f"{who}: argnums must contain ints, got {a!r}")
+        if not -nargs <= a < nargs:
+            raise ValueError(f"{who}: got argnums={argnums}, but only {nargs} positional "
+                             "inputs were passed")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{who}: argnums must not repeat an argument, got {argnums}")
+    return tuple(out)
+
+
+def _check_leaves(leaves, who, what="input"):
+    for k, x in enumerate(leaves):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{who}: expected every {what} being differentiated to be a Tensor "
+                            f"(or a pytree of Tensors), got a {type(x).__name__} at leaf {k}")
+        if x.dtype.kind not in "fc":
+            raise RuntimeError(f"{who}: can only differentiate with respect to floating point "
+                               f"or complex tensors, but {what} leaf {k} has dtype {x.dtype}")
+
+
+def _alias(x):
+    """A fresh tensor equal to ``x``, connected to its history, that requires grad (Note
+    [Transforms and perturbations])."""
+    y = apply(_RESHAPE, x, shape=tuple(x.shape))
+    if not y._requires_grad:
+        y.requires_grad_()
+    return y
+
+
+def _needs_graph(outputs, aliases, seq0):
+    """Whether the graph behind ``outputs`` reaches anything made before the call (other
+    than through the aliases), or a transform level is active: then the backward pass must
+    be recorded for outer transforms (Note [Transforms and perturbations])."""
+    if not STATE.grad_enabled:
+        return False
+    if any(_outer_requires_grad(a) for a in aliases):
+        return True
+    alias_nodes = {id(a._grad_fn) for a in aliases if a._grad_fn is not None}
+    alias_ids = {id(a) for a in aliases}
+    seen = set()
+    stack = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in alias_nodes:
+            continue  # an alias's own node: what is behind it belongs to the input
+        if type(node) is AccumulateGrad:
+            if id(node.variable) not in alias_ids:
+                return True
+            continue
+        if getattr(node, "seq", seq0) < seq0:
+            return True
+        saved = getattr(node, "saved", None)
+        if isinstance(node, BatchedOpNode) and saved:
+            # a closed-over batched tensor whose batch is differentiated outside the vmap
+            if any(type(v) is BatchedTensor and _outer_requires_grad(v) for v in saved):
+                return True
+        for e in node.edges:
+            if e is not None and e[0] is not None:
+                stack.append(e[0])
+    # the aliases of inputs that had history: their nodes lead outside
+    return any(a._grad_fn is not None for a in aliases)
+
+
+def _outer_requires_grad(t):
+    """Whether the physical values under batched tensor ``t`` take part in a reverse pass
+    outside its vmap."""
+    while type(t) is BatchedTensor:
+        t = t._value
+        if t._requires_grad:
+            return True
+    return False
+
+
+def _cut(t):
+    """``t`` without its reverse-mode history, keeping its forward-mode tangents (an
+    enclosing ``jvp`` still sees them)."""
+    if not isinstance(t, Tensor) or not t._requires_grad:
+        return t
+    d = t.detach()
+    m = t._meta
+    if m is not None and m.tangents:
+        for level, tangent in m.tangents.items():
+            _fwAD._set_tangent(d, level, tangent)
+    return d
+
+
+def _detach_tree(tree):
+    leaves, spec = tree_flatten(tree)
+    return tree_unflatten(spec, [_cut(x) for x in leaves])
+
+
+def _split_aux(out, has_aux, who):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise RuntimeError(f"{who}(f, ..., has_aux=True): f must return a pair (output, aux), "
+                           f"got a {type(out).__name__}")
+    return out[0], out[1]
+
+
+def _replace_args(args, argnums, new):
+    args = list(args)
+    for k, a in zip(argnums, new):
+        args[k] = a
+    return args
+
+
+# ------------------------------------------------------------------------ grad
+def grad_and_value(func, argnums=0, has_aux=False):
+    """Like :func:`grad`, returning ``(gradient, value)`` (``(gradient, (value, aux))``
+    with ``has_aux``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import grad_and_value
+    >>> g, v = grad_and_value(lambda x: (x ** 2).sum())(ndgrad.tensor([1.0, 2.0]))
+    >>> g, v
+    (tensor([2., 4.]), tensor(5.))
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        who = "grad_and_value"
+        nums = _normalize_argnums(argnums, len(args), who)
+        diff = tuple(args[k] for k in nums)
+        leaves, spec = tree_flatten(diff)
+        _check_leaves(leaves, who)
+        seq0 = new_seq()
+        with enable_grad():
+            aliases = [_alias(x) for x in leaves]
+            new = tree_unflatten(spec, aliases)
+            out = func(*_replace_args(args, nums, new), **kwargs)
+            out, aux = _split_aux(out, has_aux, who)
+            if not isinstance(out, Tensor):
+                raise RuntimeError(f"{who}(f)(*args): expected f(*args) to return a Tensor, "
+                                   f"got a {type(out).__name__}")
+            if out.numel() != 1 or out.ndim != 0:
+                raise RuntimeError(
+                    f"{who}(f)(*args): expected f(*args) to return a scalar Tensor, got one "
+                    f"of shape {list(out.shape)}. Maybe you wanted to use the vjp or jacrev "
+                    "APIs instead?")
+            if out.dtype.kind == "c":
+                raise RuntimeError(f"{who}(f)(*args): f returned a complex scalar; grad needs "
+                                   "a real output (take .real or abs() of it)")
+            keep = _needs_graph([out], aliases, seq0)
+            if out._requires_grad:
+                grads = _autograd_grad(out, aliases, create_graph=keep, allow_unused=True,
+                                       materialize_grads=True)
+            else:  # f does not depend on the inputs
+                grads = tuple(zeros_like(a) for a in aliases)
+        if not keep:  # (the gradients have no graph: create_graph was False)
+            out = _cut(out)
+        g = tree_unflatten(spec, list(grads))
+        g = g[0] if isinstance(argnums, int) else g
+        return (g, (out, aux)) if has_aux else (g, out)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of a function with a real scalar output.
+
+    Parameters
+    ----------
+    func : callable
+        Returns a real scalar Tensor (with ``has_aux``: a pair ``(scalar, aux)``).
+    argnums : int or tuple of ints
+        Which positional arguments to differentiate (each a Tensor or a pytree of Tensors).
+    has_aux : bool
+        ``func`` returns ``(output, aux)``; the gradient function returns
+        ``(gradient, aux)``.
+
+    Returns
+    -------
+    callable
+        Returns the gradient with the structure of the chosen argument (a tuple of them for
+        a tuple ``argnums``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import grad
+    >>> f = lambda x: ndgrad.sin(x).sum()
+    >>> grad(f)(ndgrad.tensor([0.0, 1.0]))              # cos(x)
+    tensor([1.        , 0.54030231])
+    >>> grad(grad(lambda x: x ** 3))(ndgrad.tensor(2.0))  # 6x
+    tensor(12.)
+    """
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+# ------------------------------------------------------------------------ vjp
+def vjp(func, *primals, has_aux=False):
+    """The output of ``func(*primals)`` and its vector-Jacobian product function.
+
+    Parameters
+    ----------
+    func : callable
+        Takes the primals and returns a Tensor or a pytree of Tensors (with ``has_aux``: a
+        pair ``(output, aux)``).
+    *primals : Tensors or pytrees of Tensors
+    has_aux : bool
+
+    Returns
+    -------
+    (output, vjp_fn) or (output, vjp_fn, aux)
+        ``vjp_fn(cotangents)`` takes cotangents with the output's structure and returns a
+        tuple with one entry per primal: ``cotangents^T @ J``. It can be called many times
+        (and under ``vmap``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import vjp
+    >>> out, vjp_fn = vjp(lambda x: x ** 2, ndgrad.tensor([1.0, 3.0]))
+    >>> vjp_fn(ndgrad.tensor([1.0, 10.0]))
+    (tensor([ 2., 60.]),)
+    """
+    who = "vjp"
+    leaves, spec = tree_flatten(primals)
+    _check_leaves(leaves, who, "primal")
+    seq0 = new_seq()
+    with enable_grad():
+        aliases = [_alias(x) for x in leaves]
+        out = func(*tree_unflatten(spec, aliases))
+        out, aux = _split_aux(out, has_aux, who)
+    oleaves, ospec = tree_flatten(out)
+    for k, o in enumerate(oleaves):
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{who}(f, *primals): f must return Tensors (or a pytree of "
+                               f"them); output leaf {k} is a {type(o).__name__}")
+    keep_out = _needs_graph(oleaves, aliases, seq0)
+
+    def vjp_fn(cotangents):
+        cleaves, cspec = tree_flatten(cotangents)
+        if cspec != ospec:
+            if len(oleaves) == 1 and len(cleaves) == 1:
+                pass  # a tensor for a one-tensor output, however it is wrapped
+            else:
+                raise RuntimeError(
+                    f"vjp_fn: expected cotangents with the structure of the output "
+                    f"({ospec!r}), got {cspec!r}")
+        for k, (c, o) in enumerate(zip(cleaves, oleaves)):
+            if not isinstance(c, Tensor):
+                raise RuntimeError(f"vjp_fn: cotangent leaf {k} is a {type(c).__name__}, "
+                                   "not a Tensor")
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(
+                    f"vjp_fn: cotangent leaf {k} has shape {list(c.shape)}, but the output "
+                    f"has shape {list(o.shape)}; they must match")
+        keep = keep_out
+        pairs = [(o, c) for o, c in zip(oleaves, cleaves) if o._requires_grad]
+        with enable_grad():
+            if pairs:
+                grads = _autograd_grad([p[0] for p in pairs], aliases, [p[1] for p in pairs],
+                                       retain_graph=True, create_graph=keep, allow_unused=True,
+                                       materialize_grads=True)
+            else:
+                grads = tuple(zeros_like(a) for a in aliases)
+        return tuple(tree_unflatten(spec, list(grads)))
+
+    out_ret = out if keep_out else _detach_tree(out)
+    return (out_ret, vjp_fn, aux) if has_aux else (out_ret, vjp_fn)
+
+
+# ------------------------------------------------------------------------ jvp
+def _check_tangents(primals, tangents, who):
+    if not isinstance(primals, (tuple, list)):
+        raise RuntimeError(f"{who}: expected primals to be a tuple, e.g. (x,), got "
+                           f"{type(primals).__name__}")
+    if not isinstance(tangents, (tuple, list)):
+        raise RuntimeError(f"{who}: expected tangents to be a tuple, e.g. (v,), got "
+                           f"{type(tangents).__name__}")
+    pleaves, pspec = tree_flatten(tuple(primals))
+    tleaves, tspec = tree_flatten(tuple(tangents))
+    if pspec != tspec:
+        raise RuntimeError(f"{who}: expected primals and tangents to have the same structure, "
+                           f"got {pspec!r} and {tspec!r}")
+    _check_leaves(pleaves, who, "primal")
+    for k, (p, t) in enumerate(zip(pleaves, tleaves)):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"{who}: tangent leaf {k} is a {type(t).__name__}, not a Tensor")
+        if tuple(t.shape) != tuple(p.shape):
+            raise RuntimeError(f"{who}: tangent leaf {k} has shape {list(t.shape)} but its "
+                               f"primal has shape {list(p.shape)}; they must match")
+    return pleaves, tleaves, pspec
+
+
+def jvp(func, primals, tangents, *, has_aux=False):
+    """The output of ``func(*primals)`` and its Jacobian-vector product with ``tangents``,
+    by forward mode (one pass, no backward).
+
+    Parameters
+    ----------
+    func : callable
+    primals : tuple
+        The inputs (Tensors or pytrees of Tensors).
+    tangents : tuple
+        The directions, with the structure and shapes of ``primals``.
+    has_aux : bool
+
+    Returns
+    -------
+    (output, jvp_out) or (output, jvp_out, aux)
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import jvp
+    >>> x = ndgrad.tensor([0.0, 1.0])
+    >>> jvp(ndgrad.exp, (x,), (ndgrad.ones(2),))
+    (tensor([1.        , 2.71828183]), tensor([1.        , 2.71828183]))
+    """
+    who = "jvp"
+    pleaves, tleaves, pspec = _check_tangents(primals, tangents, who)
+    with _fwAD.dual_level() as level:
+        duals = [_fwAD.make_dual(p, t.astype(p.dtype) if t.dtype != p.dtype else t,
+                                 level=level)
+                 for p, t in zip(pleaves, tleaves)]
+        out = func(*tree_unflatten(pspec, duals))
+        out, aux = _split_aux(out, has_aux, who)
+        oleaves, ospec = tree_flatten(out)
+        primal_out = []
+        tangent_out = []
+        for k, o in enumerate(oleaves):
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"{who}(f, primals, tangents): f must return Tensors (or a "
+                                   f"pytree of them); output leaf {k} is a {type(o).__name__}")
+            p, t = _fwAD.unpack_dual(o, level=level)
+            primal_out.append(p)
+            tangent_out.append(t if t is not None else zeros_like(p))
+    res = (tree_unflatten(ospec, primal_out), tree_unflatten(ospec, tangent_out))
+    return res + (aux,) if has_aux else res
+
+
+def linearize(func, *primals):
+    """``func(*primals)`` and a function computing its Jacobian-vector products at
+    ``primals``.
+
+    ``jvp_fn(*tangents)`` returns the JVP along ``tangents`` (one per primal). It evaluates
+    ``func`` again in forward mode on each call (ndgrad does not trace a graph to replay; a
+    difference from ``torch.func.linearize``, with the same results).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import linearize
+    >>> out, jvp_fn = linearize(lambda x: x ** 3, ndgrad.tensor(2.0))
+    >>> out, jvp_fn(ndgrad.tensor(1.0))
+    (tensor(8.), tensor(12.))
+    """
+    leaves, spec = tree_flatten(primals)
+    _check_leaves(leaves, "linearize", "primal")
+    frozen = tuple(primals)
+    out = func(*frozen)
+
+    def jvp_fn(*tangents):
+        if len(tangents) != len(frozen):
+            raise RuntimeError(f"linearize: jvp_fn expects {len(frozen)} tangent(s), one per "
+                               f"primal; got {len(tangents)}")
+        return jvp(func, frozen, tangents)[1]
+    return out, jvp_fn
+
+
+# ------------------------------------------------------------------------ Jacobians
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _basis(shapes, dtype, device):
+    """Rows of the identity over the concatenation of ``shapes``, split per shape:
+    ``[(N, *shape_k)]`` with N the total size."""
+    total = sum(_numel(s) for s in shapes)
+    identity = eye(total, dtype=dtype, device=device)
+    parts = []
+    start = 0
+    for s in shapes:
+        n = _numel(s)
+        parts.append(TENSOR_F.reshape(identity[:, start:start + n], (total,) + tuple(s)))
+        start += n
+    return parts
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """The Jacobian of ``func`` by reverse mode: ``vmap`` of its vjp over the rows of the
+    identity (one batched backward pass).
+
+    Parameters
+    ----------
+    func : callable
+        Returns a Tensor or a pytree of Tensors (with ``has_aux``: ``(output, aux)``).
+    argnums : int or tuple of ints
+    has_aux : bool
+    chunk_size : int, optional
+        Push at most this many basis vectors per batched pass (less memory).
+
+    Returns
+    -------
+    callable
+        Returns the Jacobian: for an output ``o`` and an input ``x``, a tensor of shape
+        ``o.shape + x.shape``; nested as the outputs (outer) and the ``argnums`` (inner).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import jacrev
+    >>> jacrev(lambda x: x ** 2)(ndgrad.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        who = "jacrev"
+        nums = _normalize_argnums(argnums, len(args), who)
+        diff = tuple(args[k] for k in nums)
+
+        def f(*d):
+            return func(*_replace_args(args, nums, d), **kwargs)
+
+        res = vjp(f, *diff, has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        oleaves, ospec = tree_flatten(out)
+        ileaves, ispec = tree_flatten(diff)
+        if not oleaves:
+            raise RuntimeError(f"{who}: f returned no tensors")
+        ref = oleaves[0]
+        basis = _basis([tuple(o.shape) for o in oleaves], ref.dtype, ref.device)
+
+        def pull(*rows):
+            return vjp_fn(tree_unflatten(ospec, list(rows)))
+        cols = vmap(pull, chunk_size=chunk_size)(*basis)  # per input: (N_out, *in_shape)
+        cleaves = tree_flatten(cols)[0]
+        jac = []
+        start = 0
+        for o in oleaves:
+            n = o.numel()
+            per_in = [TENSOR_F.reshape(c[start:start + n], tuple(o.shape) + tuple(x.shape))
+                      for c, x in zip(cleaves, ileaves)]
+            start += n
+            j = tree_unflatten(ispec, per_in)
+            jac.append(j[0] if isinstance(argnums, int) else j)
+        result = tree_unflatten(ospec, jac)
+        return (result, res[2]) if has_aux else result
+    return wrapper
+
+
+def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
+    """The Jacobian of ``func`` by forward mode: ``vmap`` of :func:`jvp` over the columns of
+    the identity (one batched forward pass).
+
+    Parameters
+    ----------
+    func : callable
+    argnums : int or tuple of ints
+    has_aux : bool
+    randomness : {"error", "different", "same"}
+        Passed to ``vmap`` (random ops inside ``func``).
+
+    Returns
+    -------
+    callable
+        Returns the Jacobian with the structure of :func:`jacrev`'s.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import jacfwd
+    >>> jacfwd(lambda x: ndgrad.stack([x[0] * x[1], x[0]]))(ndgrad.tensor([2.0, 3.0]))
+    tensor([[3., 2.],
+            [1., 0.]])
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        who = "jacfwd"
+        nums = _normalize_argnums(argnums, len(args), who)
+        diff = tuple(args[k] for k in nums)
+        ileaves, ispec = tree_flatten(diff)
+        _check_leaves(ileaves, who)
+
+        def f(*d):
+            return func(*_replace_args(args, nums, d), **kwargs)
+
+        basis = _basis([tuple(x.shape) for x in ileaves], ileaves[0].dtype, ileaves[0].device)
+
+        def push(*cols):
+            tangents = tree_unflatten(ispec, list(cols))
+            r = jvp(f, diff, tangents, has_aux=has_aux)
+            return (r[1], r[2]) if has_aux else r[1]
+        out_dims = (0, None) if has_aux else 0
+        res = vmap(push, out_dims=out_dims, randomness=randomness)(*basis)
+        tans, aux = (res[0], res[1]) if has_aux else (res, None)
+        tleaves, tspec = tree_flatten(tans)  # per output: (N_in, *out_shape)
+        jac = []
+        for t in tleaves:
+            oshape = tuple(t.shape[1:])
+            per_in = []
+            start = 0
+            for x in ileaves:
+                n = x.numel()
+                block = t[start:start + n]                      # (n, *out_shape)
+                block = TENSOR_F.moveaxis(block, 0, -1)          # (*out_shape, n)
+                per_in.append(TENSOR_F.reshape(block, oshape + tuple(x.shape)))
+                start += n
+            j = tree_unflatten(ispec, per_in)
+            jac.append(j[0] if isinstance(argnums, int) else j)
+        result = tree_unflatten(tspec, jac)
+        return (result, aux) if has_aux else result
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar function: ``jacfwd(jacrev(func))`` (forward over reverse).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(ndgrad.tensor([1.0, 2.0]))   # diag(6x)
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -1,0 +1,834 @@
+"""vmap: the batching transform.
+
+``vmap(f)`` maps ``f`` over a batch dimension of its inputs with ONE call of ``f``: every op
+inside runs once, on the whole batch, through its batching rule (declared with the op in
+``ndgrad/core/ops``), not once per batch element.
+
+Note [Batched tensors]
+~~~~~~~~~~~~~~~~~~~~~~
+Inside ``vmap``, an input mapped over is a :class:`BatchedTensor`: a Tensor whose shape,
+dtype and values are those of ONE batch element (its *logical* view), holding the whole
+batch as an ordinary Tensor, ``_value``, with the batch dimension first (its *physical*
+value), and the vmap :class:`~ndgrad.core.levels.Level` it belongs to. Nested vmaps nest
+them: the physical value of a level-2 batched tensor may itself be a level-1 one.
+
+Every op on a batched tensor reaches this module through ``core.levels`` (Note [Levels]):
+the op's batching rule runs on the physical values (``rule(F, batched, *args, **params)``,
+``batched`` saying which array inputs carry the batch dimension first) with ordinary ndgrad
+ops, which the outer levels (an enclosing vmap, a dual level, reverse mode) see and record as
+usual; the result is wrapped again. An op without a rule runs once per batch element (a
+Python loop) and warns once; the property suite lists those ops.
+
+Two graphs, one per level of meaning. Reverse mode OUTSIDE the vmap (``grad(vmap(f))``)
+differentiates the physical computation: the rules' ops are recorded on the physical
+tensors. Reverse mode INSIDE it (``vmap(grad(f))``: per-example gradients) differentiates
+the logical one: when an input that requires grad at this level (a batched tensor made to
+require grad inside the vmap, or an unbatched tensor that requires grad) enters an op, the
+op is also recorded on the batched output, as a :class:`BatchedOpNode` holding the op's own
+vjp rules. The engine runs formulas on Tensors while a vmap is active (never on raw arrays),
+so the vjp rules of logical nodes run batched: a gradient of an unbatched tensor that
+depends on batched values comes out batched, one gradient per example.
+
+Randomness: ``randn``/``rand`` inside a vmap follow ``randomness``: "error" (the default)
+raises, "different" draws independent values for every batch element, "same" draws one
+value shared by the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ..core import dispatch as _dispatch
+from ..core import engine as _engine
+from ..core import levels as _levels
+from ..core.creation import _RANDOM_HOOK, _sample
+from ..core.creation import asarray as _asarray
+from ..core.grad_mode import STATE
+from ..core.graph import FREED, OpNode, VersionCounter, _NodeHooks, _seq, leaf_accumulator
+from ..core.graph import _modified_msg, attach_saved_tangents
+from ..core.ops import REGISTRY, TENSOR_F
+from ..core.ops.batching import default_rule
+from ..core.ops.registry import VARIADIC
+from ..core.tensor import Tensor, _new
+from .pytree import tree_flatten, tree_unflatten
+
+__all__ = ["vmap", "BatchedTensor", "fallback_ops"]
+
+_DIFF_KINDS = frozenset("fc")
+_NOT_HANDLED = _levels.NOT_HANDLED
+_MOVEAXIS = REGISTRY["moveaxis"]
+_INDEX_PUT = REGISTRY["index_put"]
+_STACK_OP = REGISTRY["stack"]
+_CLONE = REGISTRY["clone"]
+_next_seq = _seq.__next__
+
+
+class VmapInfo:
+    """What a vmap level knows: its batch ``size`` and ``randomness``."""
+
+    __slots__ = ("size", "randomness")
+
+    def __init__(self, size, randomness):
+        self.size = size
+        self.randomness = randomness
+
+
+# ------------------------------------------------------------------------ batched tensors
+class _NoRawData:
+    """A batched tensor's ``_data``: code that reads raw arrays must not meet one."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(
+            "internal error: the raw array of a batched tensor (inside vmap) was read (."
+            f"{name}); this operation does not support vmap yet. Please report it, with the "
+            "code that raised it.")
+
+
+_NO_DATA = _NoRawData()
+
+
+def _escaped():
+    raise RuntimeError(
+        "a batched tensor made inside a vmap was used after that vmap returned (it escaped, "
+        "e.g. stored in a global, a list or a closure variable). Return it from the vmapped "
+        "function instead: vmap then gives it back with the batch dimension.")
+
+
+def _no_value(what):
+    raise RuntimeError(
+        f"vmap: {what} of a batched tensor is not supported inside vmap: the value differs "
+        "per batch element (data-dependent Python control flow cannot be vectorized). Use "
+        "ndgrad.where for data-dependent choices, or return the tensor from the function.")
+
+
+class BatchedTensor(Tensor):
+    """A Tensor inside :func:`vmap`: one batch element's view of a batched value.
+
+    Users do not make these; vmap wraps the inputs it maps over (Note [Batched tensors]).
+    ``shape``, ``dtype`` and every op are those of one batch element.
+    """
+
+    __slots__ = ("_value", "_level", "_is_view")
+
+    # -- the logical view
+    @property
+    def shape(self):
+        return tuple(self._value.shape[1:])
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def device(self):
+        return self._value.device
+
+    @property
+    def backend(self):
+        return self._value.backend
+
+    @property
+    def ndim(self):
+        return self._value.ndim - 1
+
+    @property
+    def size(self):
+        return self.numel()
+
+    def dim(self):
+        return self._value.ndim - 1
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def is_complex(self):
+        return self.dtype.kind == "c"
+
+    def is_floating_point(self):
+        return self.dtype.kind == "f"
+
+    def requires_grad_(self, requires_grad=True):
+        requires_grad = bool(requires_grad)
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables; "
+                                   "use .detach() for a tensor cut from the graph")
+            return self
+        if requires_grad and self.dtype.kind not in _DIFF_KINDS:
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients; this tensor has dtype {self.dtype}")
+        self._requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        return _wrap(self._value.detach(), self._level)
+
+    def _like(self, fn_name, dtype, device, requires_grad, *extra):
+        from ..core import creation
+        fn = getattr(creation, fn_name)
+        t = _wrap(fn(self._value, *extra, dtype=dtype, device=device), self._level)
+        if requires_grad:
+            t.requires_grad_()
+        return t
+
+    # -- values that would need one batch element
+    def numpy(self):
+        _no_value("numpy()")
+
+    def __array__(self, dtype=None, copy=None):
+        if not self._level.alive:
+            _escaped()
+        _no_value("conversion to a NumPy array")
+
+    def item(self):
+        _no_value("item()")
+
+    def tolist(self):
+        _no_value("tolist()")
+
+    def __bool__(self):
+        _no_value("bool() (an `if` or `while` on a tensor)")
+
+    def __index__(self):
+        _no_value("use as a Python index")
+
+    def __repr__(self):
+        return (f"BatchedTensor(level={self._level.depth}, batch dimension 0 of "
+                f"{self._value!r})")
+
+
+def _wrap(value, level):
+    """The batched tensor at ``level`` of ``value`` (a Tensor, batch dimension first)."""
+    t = object.__new__(BatchedTensor)
+    t._data = _NO_DATA
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._version = None
+    t._meta = None
+    t._value = value
+    t._level = level
+    t._is_view = False
+    return t
+
+
+def _physical_counter(t):
+    """The version counter of the plain Tensor at the bottom of ``t``'s physical values."""
+    while type(t) is not Tensor:
+        t = t._value
+    c = t._version
+    if c is None:
+        c = t._version = VersionCounter()
+    return c
+
+
+# ------------------------------------------------------------------------ logical nodes
+class BatchedOpNode(OpNode):
+    """The Node of an op recorded on batched tensors (reverse mode inside vmap): saved
+    values are batched tensors, version-checked through their physical values."""
+
+    __slots__ = ("level",)
+
+    def _unpack_inputs(self, create_graph):
+        saved = self.saved
+        if saved is FREED:
+            raise RuntimeError(_FREED_MSG)
+        vs = self.versions
+        for k, v in enumerate(saved):
+            if isinstance(v, Tensor):
+                c = _physical_counter(v) if type(v) is not Tensor else v._version
+                cur = c.value if c is not None else 0
+                if cur != vs[k]:
+                    raise RuntimeError(_modified_msg(self, v, f"input {k}", cur, vs[k]))
+        return list(saved)
+
+    def _unpack_out(self, create_graph):
+        out = self.out_data
+        if out is FREED:
+            raise RuntimeError(_FREED_MSG)
+        if self.out_version.value != self.out_expected:
+            raise RuntimeError(_modified_msg(self, out[0], "output 0", self.out_version.value,
+                                             self.out_expected))
+        res = []
+        for i, v in enumerate(out):
+            t = _wrap(v, self.level)
+            t._grad_fn = self
+            t._output_nr = i
+            t._requires_grad = True
+            if self.hooks is not None and self.hooks.tangents:
+                attach_saved_tangents(self, t, i)
+            res.append(t)
+        return tuple(res) if self.nout != 1 else res[0]
+
+
+_FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
+              "tensors after they have already been freed). Specify retain_graph=True if you "
+              "need to backward through the graph a second time.")
+
+
+def _record_logical(level, op, arrays, extra, params, outs):
+    """Record ``op`` on the batched outputs ``outs`` (Note [Batched tensors])."""
+    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in arrays)
+    node = object.__new__(BatchedOpNode)
+    edges = []
+    meta = []
+    for a, need in zip(arrays, needs):
+        if need:
+            fn = a._grad_fn
+            edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
+            meta.append((tuple(a.shape), a.dtype))
+        else:
+            edges.append(None)
+            meta.append(None)
+    save_out, mask = op.save_mask(needs)
+    saved = []
+    versions = []
+    for k, a in enumerate(arrays):
+        if mask is None or mask[k]:
+            saved.append(a)
+            if type(a) is BatchedTensor:
+                versions.append(_physical_counter(a).value)
+            elif isinstance(a, Tensor):
+                versions.append(a._version.value if a._version is not None else 0)
+            else:
+                versions.append(0)
+        else:
+            saved.append(None)
+            versions.append(0)
+    node.saved = saved
+    node.versions = versions
+    if save_out:
+        c = _physical_counter(outs[0])
+        node.out_data = tuple(o._value for o in outs)
+        node.out_version = c
+        node.out_expected = c.value
+    else:
+        node.out_data = None
+    node.op = op
+    node.extra = extra
+    node.params = params
+    node.in_meta = meta
+    node.edges = edges
+    node.seq = _next_seq()
+    node.hooks = _NodeHooks(_dispatch._anomaly_trace()) if _dispatch._ANOMALY[0] else None
+    node.nout = len(outs) if op.nout != 1 else 1
+    node.out_shapes = None if op.nout == 1 else tuple((o.shape, o.dtype) for o in outs)
+    node.level = level
+    for i, o in enumerate(outs):
+        o._grad_fn = node
+        o._output_nr = i
+        o._requires_grad = True
+
+
+# ------------------------------------------------------------------------ the handler
+def _find(x, level):
+    """Whether the (nested) parameter value ``x`` holds a tensor batched at ``level``."""
+    if type(x) is BatchedTensor:
+        return x._level is level
+    if isinstance(x, (tuple, list)):
+        return any(_find(v, level) for v in x)
+    if isinstance(x, dict):
+        return any(_find(v, level) for v in x.values())
+    return False
+
+
+def _slice_param(x, level, b):
+    if type(x) is BatchedTensor and x._level is level:
+        return x._value[b]
+    if isinstance(x, (tuple, list)):
+        return type(x)(_slice_param(v, level, b) for v in x)
+    if isinstance(x, dict):
+        return {k: _slice_param(v, level, b) for k, v in x.items()}
+    return x
+
+
+def _depth_of(x):
+    if type(x) is BatchedTensor:
+        lv = x._level
+        if not lv.alive:
+            _escaped()
+        return lv.depth
+    if isinstance(x, (tuple, list)):
+        return max((_depth_of(v) for v in x), default=-1)
+    if isinstance(x, dict):
+        return max((_depth_of(v) for v in x.values()), default=-1)
+    return -1
+
+
+_WARNED = set()
+# Ops that ran through the per-element loop (no batching rule), for the property suite.
+_FALLBACK_SEEN = set()
+
+
+def fallback_ops():
+    """Names of the registered ops that have no batching rule (vmap loops over them)."""
+    return sorted(name for name, op in REGISTRY.items()
+                  if op.batch_rule is None and default_rule(op) is None)
+
+
+def _warn_fallback(name, why):
+    _FALLBACK_SEEN.add(name)
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    warnings.warn(
+        f"vmap: {name} {why}, so it runs once per batch element (a Python loop), which is "
+        "slow. Please report this so a rule can be added.", UserWarning, stacklevel=4)
+
+
+def _loop(level, op, phys, batched, extra, params):
+    """Run ``op`` once per batch element and stack the results (the fallback)."""
+    size = level.info.size
+    results = []
+    for b in range(size):
+        args_b = [p[b] if isb else p for p, isb in zip(phys, batched)]
+        extra_b = _slice_param(list(extra), level, b)
+        params_b = _slice_param(params, level, b)
+        results.append(_dispatch.apply(op, *args_b, *extra_b, **params_b))
+    if op.nout == 1:
+        return _dispatch.apply(_STACK_OP, *results, axis=0)
+    return tuple(_dispatch.apply(_STACK_OP, *[r[k] for r in results], axis=0)
+                 for k in range(len(results[0])))
+
+
+def _apply_batched(level, op, args, params):
+    nin = len(args) if op.nin == VARIADIC else op.nin
+    arrays = args[:nin]
+    extra = args[nin:]
+    phys = []
+    batched = []
+    record = False
+    for a in arrays:
+        if type(a) is BatchedTensor and a._level is level:
+            phys.append(a._value)
+            batched.append(True)
+            if a._requires_grad:
+                record = True
+        else:
+            phys.append(a)
+            batched.append(False)
+            if isinstance(a, Tensor) and a._requires_grad:
+                record = True
+    batched = tuple(batched)
+    rule = op.batch_rule
+    if rule is None:
+        rule = default_rule(op)
+    if (extra and _find(extra, level)) or (params and _find(params, level)):
+        if getattr(op, "batch_params", False) and rule is not None:
+            out = rule(TENSOR_F, batched, *phys, *extra, _level=level, **params)
+        else:
+            _warn_fallback(op.name, "got a batched tensor as a parameter (e.g. an index)")
+            out = _loop(level, op, phys, batched, extra, params)
+    elif rule is None:
+        _warn_fallback(op.name, "has no batching rule")
+        out = _loop(level, op, phys, batched, extra, params)
+    else:
+        out = rule(TENSOR_F, batched, *phys, *extra, **params)
+    if op.nout == 1:
+        res = _wrap(out, level)
+        outs = (res,)
+    else:
+        res = tuple(_wrap(o, level) for o in out)
+        outs = res
+    if op.view:
+        for o in outs:
+            o._is_view = True
+    if record and op.differentiable and STATE.grad_enabled and \
+            outs and outs[0].dtype.kind in _DIFF_KINDS:
+        _record_logical(level, op, arrays, extra, params, outs)
+    return res
+
+
+def _apply_inplace_batched(level, op, target, args, params):
+    if not (type(target) is BatchedTensor and target._level is level):
+        raise RuntimeError(
+            f"vmap: the in-place operation {op.name} would write a value that differs per "
+            f"batch element into a tensor that is not batched (shape {list(target.shape)}). "
+            "Use the out-of-place op, or pass that tensor through vmap (in_dims) so that it "
+            "is batched too.")
+    grad_on = STATE.grad_enabled
+    if grad_on and target._requires_grad and target._grad_fn is None:
+        raise RuntimeError(
+            f"a leaf tensor that requires grad is being used in an in-place operation "
+            f"({op.name}) inside vmap; use the out-of-place op or .clone() it first")
+    involved = target._requires_grad or any(
+        isinstance(a, Tensor) and a._requires_grad for a in args)
+    if target._is_view and involved and grad_on:
+        raise NotImplementedError(
+            f"vmap: in-place {op.name} on a view of a batched tensor that takes part in a "
+            "gradient computation inside the vmap is not supported; use the out-of-place op "
+            "(e.g. ndgrad.index_put instead of x[i] = v).")
+    # The new value, computed out of place from a copy of the old one (which the op may save).
+    old = _wrap(_dispatch.apply(_CLONE, target._value), level)
+    old._grad_fn = target._grad_fn
+    old._output_nr = target._output_nr
+    old._requires_grad = target._requires_grad
+    result = _apply_batched(level, op, (old,) + tuple(args), params)
+    if result.shape != target.shape:
+        raise RuntimeError(
+            f"{op.name}: output with shape {list(target.shape)} doesn't match the broadcast "
+            f"shape {list(result.shape)} of the in-place operation; an in-place op cannot "
+            "change its target's shape")
+    _dispatch.apply_inplace(_INDEX_PUT, target._value, result._value, index=Ellipsis)
+    if result._grad_fn is not None:
+        target._grad_fn = result._grad_fn
+        target._output_nr = 0
+        target._requires_grad = True
+    return target
+
+
+def _apply_function_batched(level, cls, args, kwargs):
+    if STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad
+                                  for a in list(args) + list(kwargs.values())):
+        raise NotImplementedError(
+            f"vmap: the custom Function {cls.__name__} is used on a batched tensor inside a "
+            "gradient computation at the vmap level (e.g. vmap(grad(f))); this is not "
+            "supported. Write the computation with ndgrad ops, or compute the gradient "
+            "outside vmap.")
+    _warn_fallback(f"the custom Function {cls.__name__}", "has no batching rule")
+    size = level.info.size
+    outs = []
+    for b in range(size):
+        args_b = [_slice_param(a, level, b) for a in args]
+        kwargs_b = _slice_param(kwargs, level, b)
+        outs.append(cls.apply(*args_b, **kwargs_b))
+    if isinstance(outs[0], tuple):
+        return tuple(_wrap(_dispatch.apply(_STACK_OP, *[o[k] for o in outs], axis=0), level)
+                     if isinstance(outs[0][k], Tensor) else outs[0][k]
+                     for k in range(len(outs[0])))
+    return _wrap(_dispatch.apply(_STACK_OP, *outs, axis=0), level)
+
+
+class _VmapKind:
+    """vmap's handlers for core.levels (Note [Levels])."""
+
+    @staticmethod
+    def innermost(args, params):
+        best = -1
+        for a in args:
+            if type(a) is BatchedTensor:
+                lv = a._level
+                if not lv.alive:
+                    _escaped()
+                if lv.depth > best:
+                    best = lv.depth
+            elif isinstance(a, (list, tuple, dict)):
+                d = _depth_of(a)
+                if d > best:
+                    best = d
+        if params:
+            for v in params.values():
+                if type(v) is BatchedTensor or isinstance(v, (tuple, list, dict)):
+                    d = _depth_of(v)
+                    if d > best:
+                        best = d
+        return best
+
+    apply = staticmethod(_apply_batched)
+    apply_inplace = staticmethod(_apply_inplace_batched)
+    apply_function = staticmethod(_apply_function_batched)
+
+
+_levels.register_kind("vmap", _VmapKind)
+
+
+# ------------------------------------------------------------------------ randomness
+def _random(kind, shape, dtype, device, requires_grad):
+    """``randn``/``rand`` inside vmap: one draw per batch element of every level whose
+    randomness is "different", shared by the elements of a level whose randomness is
+    "same" (Note [Batched tensors])."""
+    vlevels = [lv for lv in _levels.STACK if lv.kind == "vmap"]
+    for lv in vlevels:
+        if lv.info.randomness == "error":
+            raise RuntimeError(
+                f"vmap: called a random function ({kind}) inside a vmap with "
+                "randomness='error' (the default). Pass randomness='different' (independent "
+                "values per batch element) or randomness='same' (one value for the whole "
+                "batch) to vmap.")
+    different = [lv for lv in vlevels if lv.info.randomness == "different"]
+    lead = tuple(lv.info.size for lv in different)
+    t = _new(_sample(kind, lead + tuple(shape), dtype, device), False)
+    for lv in different:
+        t = _wrap(t, lv)  # outermost first: the innermost wrapper is the outermost object
+    if requires_grad:
+        t.requires_grad_()
+    return t
+
+
+_RANDOM_HOOK[0] = _random
+
+
+# ------------------------------------------------------------------------ the transform
+def _normalize_dim(d, ndim, what):
+    if not isinstance(d, int) or isinstance(d, bool):
+        raise ValueError(f"vmap: {what} must be an int or None, got {d!r}")
+    if not -ndim <= d < ndim:
+        raise ValueError(f"vmap: {what} is {d}, but the tensor has {ndim} dimension(s) (valid: "
+                         f"{-ndim} to {ndim - 1})")
+    return d % ndim
+
+
+def _broadcast_prefix(prefix, tree, what):
+    """Per-leaf values of ``prefix``, a pytree prefix of ``tree`` (an int/None applies to a
+    whole subtree)."""
+    if prefix is None or isinstance(prefix, int):
+        leaves, _ = tree_flatten(tree)
+        return [prefix] * len(leaves)
+    if isinstance(prefix, (tuple, list)):
+        if not isinstance(tree, (tuple, list)) or len(prefix) != len(tree):
+            n = len(tree) if isinstance(tree, (tuple, list)) else 1
+            raise ValueError(
+                f"vmap: {what} is a {type(prefix).__name__} of {len(prefix)} entries, but it "
+                f"must match the structure of the arguments ({n} entries here); pass an int "
+                "or None to use one value for everything")
+        out = []
+        for p, t in zip(prefix, tree):
+            out.extend(_broadcast_prefix(p, t, what))
+        return out
+    if isinstance(prefix, dict):
+        if not isinstance(tree, dict) or set(prefix) != set(tree):
+            raise ValueError(f"vmap: {what} is a dict whose keys must match the argument's "
+                             f"keys; got {sorted(prefix)} for "
+                             f"{sorted(tree) if isinstance(tree, dict) else type(tree).__name__}")
+        out = []
+        for k in tree:
+            out.extend(_broadcast_prefix(prefix[k], tree[k], what))
+        return out
+    raise ValueError(f"vmap: {what} must be an int, None, or a tuple/list/dict of those; got "
+                     f"{type(prefix).__name__}")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Vectorize ``func`` over a dimension of its inputs.
+
+    ``vmap(func)(xs)`` returns what stacking ``func(x)`` over the slices ``x`` of ``xs``
+    would, computed in one vectorized call: each op inside ``func`` runs once, on the whole
+    batch, through its batching rule. Composes with every other transform (``grad``,
+    ``jvp``, ``vmap`` itself) in any order.
+
+    Parameters
+    ----------
+    func : callable
+        Takes tensors (or pytrees of tuples, lists and dicts of tensors) and returns a tensor
+        or a pytree of tensors. Keyword arguments are passed through unbatched.
+    in_dims : int, None, or a pytree prefix of the positional arguments
+        The batch dimension of each input; None for an input that is not mapped over (it is
+        the same for every batch element). Default 0.
+    out_dims : int, None, or a pytree prefix of the outputs
+        Where the batch dimension goes in each output (default 0). None: the output must not
+        depend on the batch (it is returned as is).
+    randomness : {"error", "different", "same"}
+        What ``ndgrad.randn``/``rand`` do inside ``func``: raise (default), draw independent
+        values per batch element, or one value for the whole batch.
+    chunk_size : int, optional
+        Process at most this many batch elements per call of ``func`` (less memory, more
+        Python overhead); the results are concatenated.
+
+    Returns
+    -------
+    callable
+        The vectorized function.
+
+    Raises
+    ------
+    ValueError
+        Bad ``in_dims``/``out_dims`` (not matching the arguments, out of range), inputs whose
+        batch sizes differ, no input mapped over, or a bad ``randomness``/``chunk_size``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import vmap
+    >>> xs = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> vmap(lambda x: (x * x).sum())(xs)                  # one sum per row
+    tensor([ 5., 25., 61.])
+    >>> w = ndgrad.tensor([1.0, -1.0])
+    >>> vmap(lambda x, w: x @ w, in_dims=(0, None))(xs, w)  # w is shared
+    tensor([-1., -1., -1.])
+    """
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"vmap: randomness must be 'error', 'different' or 'same', got "
+                         f"{randomness!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size must be None or a positive int, got {chunk_size!r}")
+    if not callable(func):
+        raise TypeError(f"vmap: expected a function, got {type(func).__name__}")
+
+    @functools.wraps(func)
+    def vectorized(*args, **kwargs):
+        leaves, spec = tree_flatten(args)
+        dims = _broadcast_prefix(in_dims, list(args), "in_dims")
+        size = None
+        norm = []
+        for k, (x, d) in enumerate(zip(leaves, dims)):
+            if d is None:
+                norm.append(None)
+                continue
+            if not isinstance(x, Tensor):
+                raise ValueError(
+                    f"vmap: in_dims is {d} for argument leaf {k}, a {type(x).__name__}; only "
+                    "tensors can be mapped over (use None for other arguments)")
+            if x.ndim == 0:
+                raise ValueError(f"vmap: cannot map over a 0-d tensor (argument leaf {k}); "
+                                 "use in_dims=None for it")
+            d = _normalize_dim(d, x.ndim, f"in_dims for argument leaf {k}")
+            n = x.shape[d]
+            if size is None:
+                size = n
+            elif n != size:
+                raise ValueError(
+                    f"vmap: the mapped dimensions of the inputs must have the same size; got "
+                    f"{size} and {n} (argument leaf {k}, dimension {d})")
+            norm.append(d)
+        if size is None:
+            raise ValueError("vmap: no input is mapped over (every in_dims is None, or no "
+                             "tensor was passed); at least one input needs a batch dimension")
+        if chunk_size is not None and chunk_size < size:
+            return _chunked(leaves, norm, spec, kwargs, size)
+        return _run(leaves, norm, spec, kwargs, size)
+
+    def _run(leaves, norm, spec, kwargs, size):
+        level = _levels.push("vmap", VmapInfo(size, randomness))
+        try:
+            inner = []
+            for x, d in zip(leaves, norm):
+                if d is None:
+                    inner.append(x)
+                else:
+                    v = x if d == 0 else _dispatch.apply(_MOVEAXIS, x, source=d, destination=0)
+                    inner.append(_wrap(v, level))
+            out = func(*tree_unflatten(spec, inner), **kwargs)
+        finally:
+            _levels.pop(level)
+        return _unwrap_outputs(out, level, size)
+
+    def _unwrap_outputs(out, level, size):
+        oleaves, ospec = tree_flatten(out)
+        odims = _broadcast_prefix(out_dims, out, "out_dims")
+        res = []
+        for k, (o, d) in enumerate(zip(oleaves, odims)):
+            if o is None:
+                res.append(None)
+                continue
+            if not isinstance(o, Tensor):
+                raise ValueError(
+                    f"vmap: the function must return tensors (or pytrees of them); output "
+                    f"leaf {k} is a {type(o).__name__}")
+            batched = type(o) is BatchedTensor and o._level is level
+            if d is None:
+                if batched:
+                    raise ValueError(
+                        f"vmap: out_dims is None for output leaf {k}, but it depends on the "
+                        "mapped inputs (it is batched); give it an out_dim")
+                res.append(o)
+                continue
+            if batched:
+                v = o._value
+            else:  # does not depend on the batch: every element gets the same value
+                v = TENSOR_F.broadcast_to(o, (size,) + tuple(o.shape))
+            nd = v.ndim
+            d = _normalize_dim(d, nd, f"out_dims for output leaf {k}")
+            if d != 0:
+                v = _dispatch.apply(_MOVEAXIS, v, source=0, destination=d)
+            res.append(v)
+        return tree_unflatten(ospec, res)
+
+    def _chunked(leaves, norm, spec, kwargs, size):
+        parts = []
+        for start in range(0, size, chunk_size):
+            stop = min(start + chunk_size, size)
+            chunk = []
+            for x, d in zip(leaves, norm):
+                if d is None:
+                    chunk.append(x)
+                else:
+                    idx = (slice(None),) * d + (slice(start, stop),)
+                    chunk.append(x[idx])
+            parts.append(_run(chunk, norm, spec, kwargs, stop - start))
+        flat = [tree_flatten(p)[0] for p in parts]
+        ospec = tree_flatten(parts[0])[1]
+        odims = _broadcast_prefix(out_dims, parts[0], "out_dims")
+        res = []
+        for k, d in enumerate(odims):
+            pieces = [f[k] for f in flat]
+            if pieces[0] is None or d is None:
+                res.append(pieces[0])
+            else:
+                res.append(TENSOR_F.concat(pieces, axis=d))
+        return tree_unflatten(ospec, res)
+
+    return vectorized
+
+
+# ------------------------------------------------------------------------ batched grad
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``autograd.grad(..., is_grads_batched=True)``: ONE backward pass, vmapped over the
+    first dimension of the grad_outputs."""
+    sizes = {g.shape[0] for g in grad_outputs if g is not None and len(g.shape) > 0}
+    if any(g is not None and len(g.shape) == 0 for g in grad_outputs) or len(sizes) != 1:
+        shapes = [None if g is None else tuple(g.shape) for g in grad_outputs]
+        raise RuntimeError("with is_grads_batched=True every grad_output needs the same "
+                           f"leading batch dimension; got shapes {shapes}")
+    _engine._make_grads(outputs, grad_outputs, is_grads_batched=True)  # validates the shapes
+    present = [k for k, g in enumerate(grad_outputs) if g is not None]
+    gos = [g if g is None or isinstance(g, Tensor) else _asarray(g) for g in grad_outputs]
+
+    def one(*gs):
+        full = [None] * len(grad_outputs)
+        for k, g in zip(present, gs):
+            full[k] = g
+        return _engine.grad(outputs, inputs, full, retain_graph=True,
+                            create_graph=create_graph, allow_unused=True,
+                            materialize_grads=materialize_grads)
+
+    res = vmap(one)(*[gos[k] for k in present])
+    out = []
+    for k, r in enumerate(res):
+        if r is None and not allow_unused:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (inputs[{k}]) appears to not have been "
+                "used in the graph. Set allow_unused=True if this is the desired behavior.")
+        out.append(r)
+    if not retain_graph:
+        _free_graph(outputs)
+    return tuple(out)
+
+
+def _free_graph(outputs):
+    """Release the saved values of the graph behind ``outputs`` (retain_graph=False)."""
+    seen = set()
+    stack = [t._grad_fn for t in outputs if isinstance(t, Tensor) and t._grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        release = getattr(node, "release", None)
+        if release is not None:
+            release()
+        for e in getattr(node, "edges", ()):
+            if e is not None and e[0] is not None:
+                stack.append(e[0])
+
+
+_engine._BATCHED_GRAD[0] = _batched_grad
