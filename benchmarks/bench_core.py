@@ -10,7 +10,7 @@ W1  16 float64 values, 100 x ``y = tanh(y * 1.0001 + 0.5)``, ``y.sum().backward(
     microseconds per recorded op (fwd + bwd).            target <= 4x NumPy
 W2  the same with 1,000,000 values and 10 iterations.    target <= 1.05x NumPy,
     peak traced memory (tracemalloc)                      target <= 1.3x NumPy's
-W4  forward mode: the W1 / W2 chain's forward pass with a tangent (``make_dual`` under a dual
+F1  forward mode: the W1 / W2 chain's forward pass with a tangent (``make_dual`` under a dual
     level, tangent read with ``unpack_dual``) against the plain ndgrad forward pass, no grad:
     the cost of carrying a jvp, as a ratio to the plain forward pass.
 W3  float32 MLP, X 256x512, layers 512-512-512-10 with tanh, mean squared output,
@@ -63,7 +63,7 @@ def chain_torch(x0, n):  # pragma: no cover - optional peer
     return x.grad.numpy()
 
 
-# ----------------------------------------------------------------------------- W4
+# ----------------------------------------------------------------------------- F1
 def chain_forward_plain(x0, n):
     y = ndgrad.asarray(x0)
     for _ in range(n):
@@ -231,14 +231,14 @@ def main(argv=None):
     print(f"{'W2 peak traced memory (MB)':44s} {mem_np / 1e6:9.1f}M {mem_nd / 1e6:9.1f}M "
           f"{mem_nd / mem_np:6.2f}x")
 
-    # W4: forward mode (the chain's forward pass with a tangent vs without)
+    # F1: forward mode (the chain's forward pass with a tangent vs without)
     np.testing.assert_allclose(chain_forward_dual(x_small, 100), chain_jvp_numpy(x_small, 100),
                                rtol=1e-10)
     for label, x, n, rounds, inner in (
-            ("W4 16 values, 100 iters: dual / plain fwd", x_small, 100, opts.rounds, 5),
-            ("W4 1e6 values, 10 iters: dual / plain fwd", x_big, 10, max(6, opts.rounds // 2),
+            ("F1 16 values, 100 iters: dual / plain fwd", x_small, 100, opts.rounds, 5),
+            ("F1 1e6 values, 10 iters: dual / plain fwd", x_big, 10, max(6, opts.rounds // 2),
              1)):
-        med = compare("W4", {"plain": chain_forward_plain, "dual": chain_forward_dual},
+        med = compare("F1", {"plain": chain_forward_plain, "dual": chain_forward_dual},
                       (x, n), rounds, inner=inner)
         print(f"{label:44s} {med['plain'] * 1e3:9.2f}m {med['dual'] * 1e3:9.2f}m "
               f"{med['dual'] / med['plain']:6.2f}x")

@@ -211,7 +211,7 @@ class BackwardCFunction(FunctionCtx, Node):
                     args.append(_new(B.zeros(shape, dtype=dtype), False))
                 else:
                     args.append(None)
-            elif type(g) is Tensor:
+            elif isinstance(g, Tensor):  # (a batched tensor too, inside vmap)
                 args.append(g)
             else:
                 args.append(_new(g, False))
@@ -248,6 +248,17 @@ class BackwardCFunction(FunctionCtx, Node):
             if edges[slot] is None:
                 continue  # the input does not require grad: ignored, as in PyTorch
             shape, dtype = self.in_meta[slot]
+            if type(r) is not Tensor:  # a batched gradient (inside vmap): checked as a Tensor
+                if r.dtype.kind not in _DIFF_KINDS or (r.dtype.kind == "c" and
+                                                       dtype.kind != "c"):
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {i} - "
+                        f"expected a gradient of dtype {dtype} (or another floating dtype), "
+                        f"but got dtype {r.dtype}")
+                if tuple(r.shape) != tuple(shape) or r.dtype != dtype:
+                    r = _unbroadcast(r, shape, dtype, self, i)
+                grads[slot] = r
+                continue
             data = r._data
             if type(data) is not self._fn_types[i]:
                 raise RuntimeError(

@@ -21,8 +21,9 @@ in ``ndgrad/core/levels.py``); a tensor keeps its tangents in ``_meta.tangents``
 ``{level: tangent Tensor}``. ``core.dispatch.apply`` (and ``apply_inplace``,
 ``Function.apply``) check one module-level flag, the number of active levels; when it is
 non-zero they ask each transform for its innermost level among the inputs (here: the
-deepest level at which some input carries a tangent). When that is a dual level, then, for the INNERMOST level ``L`` found among the
-inputs (the recursive scheme of JAX's autodidax, which avoids perturbation confusion):
+deepest level at which some input carries a tangent). When the innermost level overall is a
+dual level ``L`` (the recursive scheme of JAX's autodidax, which avoids perturbation
+confusion):
 
 1. the level-``L`` tangents of the inputs are hidden (taken out of their dicts for the
    duration of the call, and put back after, also on error);
@@ -320,7 +321,27 @@ def _attach(out, tangent, level, who):
 
 
 def _inplace_dual(level, op, target, args, params):
-    """The in-place op at dual ``level``: the target's tangent is updated in place."""
+    """The in-place op at dual ``level``: the target's tangent is updated in place.
+
+    An op other than a whole write (``x[...] = v``) runs out of place on a copy of the
+    target that carries its tangents, and the result is then written in: so what the op's
+    reverse-mode node saves (the old value) keeps its tangents, for a later backward pass
+    inside the level (forward over reverse), and the op runs once."""
+    if not (op is _INDEX_PUT and params.get("index") is Ellipsis):
+        old = target.clone()  # the old value, with its tangents (clone carries them)
+        out = apply(op, old, *args, **params)
+        if tuple(out.shape) != tuple(target.shape):
+            raise RuntimeError(
+                f"{op.name}: output with shape {list(target.shape)} doesn't match the "
+                f"broadcast shape {list(out.shape)} of the in-place operation; an in-place op "
+                "cannot change its target's shape")
+        if out.dtype != target.dtype and not target.backend.can_cast(
+                out.dtype, target.dtype, "same_kind"):
+            raise RuntimeError(
+                f"{op.name}: result type {out.dtype} can't be cast to the desired output type "
+                f"{target.dtype} of the in-place target; use the out-of-place op or convert "
+                "the target with .astype() first")
+        return _inplace_dual(level, _INDEX_PUT, target, (out,), {"index": Ellipsis})
     allargs = (target,) + args
     nin = op.nin
     tangents = tuple(_input_tangent(a, level) for a in allargs[:nin])

@@ -92,25 +92,44 @@ def _alias(x):
     return y
 
 
-def _needs_graph(outputs, aliases, seq0):
+def _needs_graph(outputs, aliases, seq0, grad_enabled):
     """Whether the graph behind ``outputs`` reaches anything made before the call (other
-    than through the aliases), or a transform level is active: then the backward pass must
-    be recorded for outer transforms (Note [Transforms and perturbations])."""
-    if not STATE.grad_enabled:
+    than through the aliases): then the backward pass must be recorded for outer transforms
+    (Note [Transforms and perturbations]). Batched tensors are followed into their physical
+    values (a batch differentiated outside its vmap). ``grad_enabled``: the caller's grad
+    mode (under ``no_grad`` nothing outside records)."""
+    if not grad_enabled:
         return False
-    if any(_outer_requires_grad(a) for a in aliases):
-        return True
-    alias_nodes = {id(a._grad_fn) for a in aliases if a._grad_fn is not None}
     alias_ids = {id(a) for a in aliases}
     seen = set()
-    stack = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
+    stack = []
+
+    def visit(t):
+        """Push the history of ``t`` and of the physical values under it; True when a leaf
+        that requires grad and is not an alias is met."""
+        while True:
+            if t._requires_grad:
+                if t._grad_fn is not None:
+                    stack.append(t._grad_fn)
+                elif id(t) not in alias_ids:
+                    return True
+            if type(t) is not BatchedTensor:
+                return False
+            t = t._value
+
+    for o in outputs:
+        if isinstance(o, Tensor) and visit(o):
+            return True
+    for a in aliases:  # an alias's own history is the input's: outside
+        if a._grad_fn is not None:
+            return True
+        if type(a) is BatchedTensor and visit(a._value):
+            return True
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if id(node) in alias_nodes:
-            continue  # an alias's own node: what is behind it belongs to the input
         if type(node) is AccumulateGrad:
             if id(node.variable) not in alias_ids:
                 return True
@@ -119,23 +138,13 @@ def _needs_graph(outputs, aliases, seq0):
             return True
         saved = getattr(node, "saved", None)
         if isinstance(node, BatchedOpNode) and saved:
-            # a closed-over batched tensor whose batch is differentiated outside the vmap
-            if any(type(v) is BatchedTensor and _outer_requires_grad(v) for v in saved):
-                return True
+            # a batched value the formulas read: is its batch differentiated outside?
+            for v in saved:
+                if type(v) is BatchedTensor and visit(v._value):
+                    return True
         for e in node.edges:
             if e is not None and e[0] is not None:
                 stack.append(e[0])
-    # the aliases of inputs that had history: their nodes lead outside
-    return any(a._grad_fn is not None for a in aliases)
-
-
-def _outer_requires_grad(t):
-    """Whether the physical values under batched tensor ``t`` take part in a reverse pass
-    outside its vmap."""
-    while type(t) is BatchedTensor:
-        t = t._value
-        if t._requires_grad:
-            return True
     return False
 
 
@@ -194,6 +203,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         leaves, spec = tree_flatten(diff)
         _check_leaves(leaves, who)
         seq0 = new_seq()
+        outer_grad = STATE.grad_enabled
         with enable_grad():
             aliases = [_alias(x) for x in leaves]
             new = tree_unflatten(spec, aliases)
@@ -210,7 +220,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if out.dtype.kind == "c":
                 raise RuntimeError(f"{who}(f)(*args): f returned a complex scalar; grad needs "
                                    "a real output (take .real or abs() of it)")
-            keep = _needs_graph([out], aliases, seq0)
+            keep = _needs_graph([out], aliases, seq0, outer_grad)
             if out._requires_grad:
                 grads = _autograd_grad(out, aliases, create_graph=keep, allow_unused=True,
                                        materialize_grads=True)
@@ -218,6 +228,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 grads = tuple(zeros_like(a) for a in aliases)
         if not keep:  # (the gradients have no graph: create_graph was False)
             out = _cut(out)
+            aux = _detach_tree(aux)
         g = tree_unflatten(spec, list(grads))
         g = g[0] if isinstance(argnums, int) else g
         return (g, (out, aux)) if has_aux else (g, out)
@@ -302,7 +313,7 @@ def vjp(func, *primals, has_aux=False):
         if not isinstance(o, Tensor):
             raise RuntimeError(f"{who}(f, *primals): f must return Tensors (or a pytree of "
                                f"them); output leaf {k} is a {type(o).__name__}")
-    keep_out = _needs_graph(oleaves, aliases, seq0)
+    keep_out = _needs_graph(oleaves, aliases, seq0, STATE.grad_enabled)
 
     def vjp_fn(cotangents):
         cleaves, cspec = tree_flatten(cotangents)
@@ -332,8 +343,10 @@ def vjp(func, *primals, has_aux=False):
                 grads = tuple(zeros_like(a) for a in aliases)
         return tuple(tree_unflatten(spec, list(grads)))
 
-    out_ret = out if keep_out else _detach_tree(out)
-    return (out_ret, vjp_fn, aux) if has_aux else (out_ret, vjp_fn)
+    if not keep_out:
+        out = _detach_tree(out)
+        aux = _detach_tree(aux)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
 # ------------------------------------------------------------------------ jvp

@@ -40,6 +40,7 @@ import functools
 import warnings
 
 from ..core import dispatch as _dispatch
+from ..core.backend import _BACKEND_BY_TYPE
 from ..core import engine as _engine
 from ..core import levels as _levels
 from ..core.creation import _RANDOM_HOOK, _sample
@@ -198,6 +199,13 @@ class BatchedTensor(Tensor):
             _escaped()
         _no_value("conversion to a NumPy array")
 
+    def __array_ufunc__(self, *args, **kwargs):
+        # NumPy meets a batched tensor only after its vmap returned (inside, every op is
+        # routed to vmap first)
+        if not self._level.alive:
+            _escaped()
+        return NotImplemented
+
     def item(self):
         _no_value("item()")
 
@@ -213,6 +221,19 @@ class BatchedTensor(Tensor):
     def __repr__(self):
         return (f"BatchedTensor(level={self._level.depth}, batch dimension 0 of "
                 f"{self._value!r})")
+
+
+class _EscapedBackend:
+    """The "backend" of a batched tensor met outside its vmap: every use says it escaped
+    (registered in the backend table, so the hot path needs no check of its own)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _escaped()
+
+
+_BACKEND_BY_TYPE[BatchedTensor] = _EscapedBackend()
 
 
 def _wrap(value, level):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from .registry import COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
 
 __all__ = ["default_rule", "batch_size", "logical_ndim", "pad_to", "shift_axis",
-           "shift_axes", "with_batch"]
+           "shift_axes", "with_batch", "flatten", "is_batched", "at_level"]
 
 
 def _ndim(a):
@@ -56,6 +56,28 @@ def with_batch(F, a, size):
     """Unbatched ``a`` broadcast to carry a batch dimension of ``size`` (a view)."""
     shape = tuple(getattr(a, "shape", ()))
     return F.broadcast_to(a, (size,) + shape)
+
+
+def flatten(F, a):
+    """Batched ``a`` with each batch element flattened: shape ``(batch, numel)`` (explicit sizes,
+    so that empty elements reshape too)."""
+    n = 1
+    for s in a.shape[1:]:
+        n *= s
+    return F.reshape(a, (a.shape[0], n))
+
+
+def is_batched(x):
+    """Whether ``x`` is a batched tensor of some vmap level, whose values (one per batch
+    element) a formula cannot read (``bool(x)`` raises): formulas then take a branch that holds
+    for every value. Duck-typed: core does not import ``functional``."""
+    return getattr(x, "_level", None) is not None
+
+
+def at_level(x, level):
+    """Whether the parameter value ``x`` is a tensor batched at vmap ``level`` (a rule declared
+    with ``params=True`` gets ``_level``; its physical value, batch first, is ``x._value``)."""
+    return level is not None and getattr(x, "_level", None) is level
 
 
 def shift_axis(axis, ndim):

@@ -11,8 +11,10 @@ accumulate in every backward (``index_add`` scatters with addition).
 from __future__ import annotations
 
 import numbers
+import operator
 
 from ..tensor import Tensor
+from .batching import at_level, flatten, is_batched, pad_to, shift_axis, with_batch
 from .registry import INDEXING, Domain, defop
 
 ANY = Domain((-2.0, 2.0), complex=True)
@@ -29,6 +31,8 @@ def normalize_index(index):
     if isinstance(index, Tensor):
         if index.dtype.kind not in "iub":
             raise IndexError(f"tensors used as indices must be integer or bool, got {index.dtype}")
+        if is_batched(index):  # a per-example index inside vmap: the batching rules take it
+            return index
         return index._data
     if isinstance(index, list):
         from ..backend import NUMPY
@@ -68,6 +72,121 @@ def _values_cotangent(F, gv, vnd):
     if vnd > gv.ndim:
         gv = F.reshape(gv, (1,) * (vnd - gv.ndim) + tuple(gv.shape))
     return gv
+
+
+# ------------------------------------------------------------------------------ vmap
+# Note [Batching an index]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# The batching rules of getitem, index_put, index_add (and take) index the whole batch (batch
+# dimension first) with a physical index built from one element's NumPy index:
+#
+# * An unbatched index gets a leading ``slice(None)``. NumPy puts the dimensions of the
+#   advanced indices (arrays, and ints when an array is present) where they stand when they
+#   are adjacent, and FIRST when a slice, None or Ellipsis separates them: the batch
+#   dimension then lands right after them and is moved back to the front.
+# * An index holding per-example (batched) arrays pairs them with the batch dimension through
+#   an advanced index ``arange(batch)`` in front, the batched arrays padded so that their
+#   batch dimension lines up with it. NumPy then puts the advanced dimensions first (batch,
+#   then the broadcast index shape); where one element's advanced indices were adjacent at
+#   output position p > 0 they are moved back to p. A batched boolean mask becomes the
+#   integer arrays of its True positions, which must be equally many in every element (the
+#   results would have different shapes otherwise). Repeated per-example positions in
+#   index_put give every duplicate the gradient (PyTorch's convention): which write survives
+#   cannot be read from values that differ per element.
+#
+# ``move`` (moveaxis arguments) takes ``x_phys[index]`` to the batch-first layout, ``(batch,)``
+# + one element's selection; the inverse move takes values from it to ``x_phys[index]``'s.
+_NEWAXIS, _ELLIPSIS, _SLICE, _INT, _ARRAY, _MASK = range(6)
+
+
+def _index_kind(e):
+    if e is None:
+        return _NEWAXIS
+    if e is Ellipsis:
+        return _ELLIPSIS
+    if isinstance(e, slice):
+        return _SLICE
+    if _is_integer(e):
+        return _INT
+    if isinstance(e, bool) or getattr(getattr(e, "dtype", None), "kind", None) == "b":
+        return _MASK
+    return _ARRAY  # (anything else: NumPy says what is wrong with it)
+
+
+def _mask_positions(F, m):
+    """The True positions of the batched boolean mask ``m`` (batch first): one integer array
+    ``(batch, count)`` per mask dimension."""
+    shape = tuple(m.shape[1:])
+    if not shape:
+        raise IndexError("vmap: a 0-d boolean index that differs per batch element is not "
+                         "supported")
+    flat = flatten(F, m)
+    counts = F.sum(flat, axis=1)
+    c = int(counts[0])
+    if not bool(F.all(F.equal(counts, c))):
+        raise IndexError(
+            "vmap: a boolean index selects different numbers of elements in different batch "
+            "elements, so the results have different shapes and cannot be batched")
+    pos = F.argsort(F.logical_not(flat), axis=1)[:, :c]  # stable: the True positions, in order
+    stride = flat.shape[1]
+    out = []
+    for s in shape:
+        stride //= s
+        out.append(F.remainder(F.floor_divide(pos, stride), s))
+    return out
+
+
+def _batch_index(F, entries, nd, n):
+    """``(physical index, move, selection ndim)`` of one element's NumPy index applied to a
+    batch of ``n`` elements of ``nd`` dimensions each (Note [Batching an index]).
+
+    ``entries``: the index as ``(value, batched)`` pairs; a batched value is physical (batch
+    first). The caller indexes a batched (physical) tensor.
+    """
+    if any(b and _index_kind(e) == _MASK for e, b in entries):
+        entries = [p for e, b in entries
+                   for p in ([(i, True) for i in _mask_positions(F, e)]
+                             if b and _index_kind(e) == _MASK else [(e, b)])]
+    kinds = [_index_kind(e) for e, _ in entries]
+    ndims = [(e.ndim - 1 if b else getattr(e, "ndim", 0)) for e, b in entries]
+    if kinds.count(_ELLIPSIS) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    has_array = _ARRAY in kinds or _MASK in kinds
+    consumed, na, adv = 0, 0, []
+    for i, (k, d) in enumerate(zip(kinds, ndims)):
+        consumed += d if k == _MASK else int(k in (_SLICE, _INT, _ARRAY))
+        if k in (_ARRAY, _MASK) or k == _INT and has_array:
+            adv.append(i)
+            na = max(na, 1 if k == _MASK else d)
+    ell = nd - consumed  # dimensions the Ellipsis (or the implicit trailing one) stands for
+    if ell < 0:
+        raise IndexError(f"too many indices for tensor: tensor is {nd}-dimensional, but "
+                         f"{consumed} were indexed")
+    sel_nd = kinds.count(_SLICE) + kinds.count(_NEWAXIS) + ell + (na if has_array else 0)
+    adjacent = bool(adv) and adv[-1] - adv[0] == len(adv) - 1
+    values = tuple(e for e, _ in entries)
+    if not any(b for _, b in entries):
+        return (slice(None),) + values, (None if adjacent or not adv else (na, 0)), sel_nd
+    batch = F.reshape(F.arange(n), (n,) + (1,) * na)
+    index = (batch,) + tuple(pad_to(F, e, na) if b else e for e, b in entries)
+    p = 0  # the output position of one element's advanced dimensions, were they adjacent
+    for k in kinds[:adv[0]]:
+        p += ell if k == _ELLIPSIS else 1
+    if adjacent and p:
+        return index, (tuple(range(1, 1 + na)), tuple(range(1 + p, 1 + p + na))), sel_nd
+    return index, None, sel_nd
+
+
+def _index_entries(index, level):
+    parts = index if isinstance(index, tuple) else (index,)
+    return [(e._value, True) if at_level(e, level) else (e, False) for e in parts]
+
+
+def _batch_size(arrays, batched, entries):
+    for a, b in zip(arrays, batched):
+        if b:
+            return a.shape[0]
+    return next(e.shape[0] for e, b in entries if b)
 
 
 # ------------------------------------------------------------------------------ samplers
@@ -184,6 +303,18 @@ getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
 getitem.defscatter(lambda F, parent, child, index: F.index_put(parent, child, index=index))
 
 
+def _getitem_batch(F, batched, x, index, _level=None):
+    entries = _index_entries(index, _level)
+    n = _batch_size((x,), batched, entries)
+    xp = x if batched[0] else with_batch(F, x, n)
+    pindex, move, _ = _batch_index(F, entries, xp.ndim - 1, n)
+    out = F.getitem(xp, pindex)
+    return out if move is None else F.moveaxis(out, *move)
+
+
+getitem.defbatch(_getitem_batch, params=True)
+
+
 def _getitem_public(x, index):
     from ..dispatch import apply
     index = normalize_index(index)
@@ -245,6 +376,32 @@ def _index_add_jvp(F, tangents, out, x, values, index):
 
 
 index_add.defjvp(_index_add_jvp)
+
+
+def _scatter_batch(op):
+    name = op.name
+
+    def rule(F, batched, x, values, index, _level=None):
+        entries = _index_entries(index, _level)
+        n = _batch_size((x, values), batched, entries)
+        xp = x if batched[0] else with_batch(F, x, n)
+        pindex, move, sel_nd = _batch_index(F, entries, xp.ndim - 1, n)
+        v = values
+        if batched[1] or (move is not None and getattr(values, "ndim", 0)):
+            # values in the batch-first layout (batch + one element's selection), then moved
+            # to the layout of x[pindex]; unbatched values broadcast as they are otherwise
+            v = values if batched[1] else with_batch(F, values, n)
+            extra = v.ndim - 1 - sel_nd
+            if extra > 0:  # NumPy drops leading length-1 dimensions of assigned values
+                v = F.reshape(v, (n,) + tuple(v.shape[1 + extra:]))
+            v = pad_to(F, v, sel_nd)
+            if move is not None:
+                v = F.moveaxis(v, move[1], move[0])
+        return getattr(F, name)(xp, v, index=pindex)
+    op.defbatch(rule, params=True)
+
+
+_scatter_batch(index_add)
 
 
 def _index_add_public(x, values, index):
@@ -321,6 +478,7 @@ def _index_put_jvp(F, tangents, out, x, values, index):
 
 
 index_put.defjvp(_index_put_jvp)
+_scatter_batch(index_put)
 
 
 def _last_write_wins(x, values, index):
@@ -333,14 +491,20 @@ def _last_write_wins(x, values, index):
     if not (isinstance(values, Tensor) and values._requires_grad):
         return values, index
     parts = index if isinstance(index, tuple) else (index,)
-    if not any(getattr(p, "dtype", None) is not None and p.dtype.kind in "iu" and p.size > 1
-               for p in parts):
+    if any(is_batched(p) for p in parts):  # per-example positions (Note [Batching an index])
+        return values, index
+    arrays = [p for p in parts
+              if getattr(p, "dtype", None) is not None and p.dtype.kind in "iu" and p.size > 1]
+    if not arrays:
         return values, index
     from ..backend import backend_of
     from ..dispatch import apply
-    xd = x._data if isinstance(x, Tensor) else x
-    B = backend_of(xd)
-    pos = B.arange(xd.size).reshape(xd.shape)[index]  # the flat target of every write
+    B = backend_of(arrays[0])  # x's backend; x is read for its shape only (it may be batched)
+    xshape = tuple(x.shape)
+    xsize = 1
+    for s in xshape:
+        xsize *= s
+    pos = B.arange(xsize).reshape(xshape)[index]  # the flat target of every write
     flat = pos.reshape(-1)
     _, first_from_end = B.unique(flat[::-1], return_index=True)
     if first_from_end.size == flat.size:
@@ -353,7 +517,7 @@ def _last_write_wins(x, values, index):
     if v.ndim > pos.ndim:  # NumPy drops leading length-1 dimensions of values
         v = apply(reshape, v, shape=v.shape[v.ndim - pos.ndim:])
     v = apply(getitem, apply(broadcast_to, v, shape=pos.shape), index=keep)
-    return v, tuple(B.unravel_index(pos[keep], xd.shape))
+    return v, tuple(B.unravel_index(pos[keep], xshape))
 
 
 def _index_put_public(x, values, index):
@@ -446,6 +610,30 @@ take.defjvp(lambda F, tangents, out, x, indices, axis=None:
             F.take(tangents[0], indices, axis=axis))
 
 
+def _take_batch(F, batched, x, indices, axis=None):
+    bx, bi = batched
+    if not bi:
+        if axis is None:
+            return F.take(flatten(F, x), indices, axis=1)
+        return F.take(x, indices, axis=shift_axis(operator.index(axis), x.ndim - 1))
+    if not bx:  # one x for the whole batch of indices, whose dimensions land at axis
+        if axis is None:
+            return F.take(x, indices)
+        a = shift_axis(operator.index(axis), x.ndim) - 1
+        return F.moveaxis(F.take(x, indices, axis=a), a, 0)
+    # per-example indices into per-example x: x[b, ..., indices[b], ...], a batched gather
+    xs = flatten(F, x) if axis is None else x
+    a = 0 if axis is None else shift_axis(operator.index(axis), x.ndim - 1) - 1
+    n = x.shape[0]
+    pindex, move, _ = _batch_index(F, [(slice(None), False)] * a + [(indices, True)],
+                                   xs.ndim - 1, n)
+    out = F.getitem(xs, pindex)
+    return out if move is None else F.moveaxis(out, *move)
+
+
+take.defbatch(_take_batch)
+
+
 def _along_axis_index(F, indices, axis, shape):
     """The advanced index equivalent to ``take_along_axis(., indices, axis)``."""
     nd = len(shape)
@@ -513,6 +701,19 @@ def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
 take_along_axis.defvjp(_take_along_axis_vjp, None)
 take_along_axis.defjvp(lambda F, tangents, out, x, indices, axis=-1:
                        F.take_along_axis(tangents[0], indices, axis=axis))
+
+
+def _take_along_axis_batch(F, batched, x, indices, axis=-1):
+    bx, bi = batched
+    # an unbatched operand gets a length-1 batch dimension, which broadcasts
+    ip = indices if bi else F.expand_dims(indices, 0)
+    if axis is None:  # x flattened, indices 1-D
+        return F.take_along_axis(flatten(F, x) if bx else F.reshape(x, (1, -1)), ip, axis=1)
+    xp = x if bx else F.expand_dims(x, 0)
+    return F.take_along_axis(xp, ip, axis=shift_axis(operator.index(axis), xp.ndim - 1))
+
+
+take_along_axis.defbatch(_take_along_axis_batch)
 
 
 # ------------------------------------------------------------------------------ sort
@@ -596,6 +797,21 @@ def _sort_reference(x, axis=-1, descending=False, stable=True):
 sort.reference = _sort_reference
 
 
+def _sort_batch(op):
+    name = op.name
+
+    def rule(F, batched, x, axis=-1, descending=False, stable=True):
+        if axis is None:  # each element's flattened values
+            x, axis = flatten(F, x), 1
+        else:
+            axis = shift_axis(operator.index(axis), x.ndim - 1)
+        return getattr(F, name)(x, axis=axis, descending=descending, stable=stable)
+    op.defbatch(rule)
+
+
+_sort_batch(sort)
+
+
 @defop(kind=INDEXING, domain=REAL, differentiable=False, sample=_sample_sort)
 def argsort(B, x, axis=-1, descending=False, stable=True):
     """The indices that sort ``x`` along ``axis`` (array-API ``argsort``; not differentiable).
@@ -643,3 +859,4 @@ def _argsort_reference(x, axis=-1, descending=False, stable=True):
 
 
 argsort.reference = _argsort_reference
+_sort_batch(argsort)

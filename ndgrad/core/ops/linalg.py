@@ -23,6 +23,7 @@ import builtins
 import functools
 import string
 
+from .batching import flatten, logical_ndim, pad_to
 from .registry import LINALG, VARIADIC, Domain, defop
 
 _LETTERS = string.ascii_letters  # NumPy's einsum accepts a-z and A-Z
@@ -102,6 +103,25 @@ matmul.defjvp_each(lambda F, t, out, x, y: F.matmul(t, y),
                    lambda F, t, out, x, y: F.matmul(x, t))
 
 
+def _matmul_batch(F, batched, x, y):
+    bx, by = batched
+    nx, ny = logical_ndim(x, bx), logical_ndim(y, by)
+    if nx == 0 or ny == 0:
+        raise ValueError(f"matmul: input operand {0 if nx == 0 else 1} does not have enough "
+                         "dimensions (a 0-d operand; use multiply for scalars)")
+    # promote 1-D elements as NumPy does (x a row, y a column); the batched operands padded to
+    # the longest element rank keep the batch dimension leading; the promotion is undone last
+    x = F.expand_dims(x, -2) if nx == 1 else x
+    y = F.expand_dims(y, -1) if ny == 1 else y
+    k = _bmax(nx, ny, 2)
+    out = F.matmul(pad_to(F, x, k) if bx else x, pad_to(F, y, k) if by else y)
+    promoted = (-2,) * (nx == 1) + (-1,) * (ny == 1)
+    return F.squeeze(out, axis=promoted) if promoted else out
+
+
+matmul.defbatch(_matmul_batch)
+
+
 def _sample_min2d(d):
     return (d.array(d.shape(min_dims=2)),), {}
 
@@ -124,6 +144,16 @@ def matrix_transpose(B, x):
 matrix_transpose.defvjp(lambda F, g, out, x: F.matrix_transpose(g))
 matrix_transpose.defjvp_linear()
 matrix_transpose.defscatter(lambda F, parent, child: F.matrix_transpose(child))
+
+
+def _matrix_transpose_batch(F, batched, x):
+    if x.ndim < 3:
+        raise ValueError(f"matrix_transpose needs at least 2 dimensions, got shape "
+                         f"{x.shape[1:]}")
+    return F.matrix_transpose(x)
+
+
+matrix_transpose.defbatch(_matrix_transpose_batch)
 
 
 # ----------------------------------------------------------------------------- tensordot
@@ -241,6 +271,26 @@ tensordot.defjvp_each(lambda F, t, out, x, y, axes=2: F.tensordot(t, y, axes=axe
                       lambda F, t, out, x, y, axes=2: F.tensordot(x, t, axes=axes))
 
 
+def _tensordot_batch(F, batched, x, y, axes=2):
+    bx, by = batched
+    nx, ny = logical_ndim(x, bx), logical_ndim(y, by)
+    xs, ys, os = _tensordot_subscripts(_tensordot_key(axes), nx, ny)
+    if bx and by:  # a batched contraction: the batch gets a letter of its own
+        if nx + ny >= len(_LETTERS):
+            raise ValueError("tensordot: too many dimensions")
+        b = _LETTERS[nx + ny]
+        return F.einsum(x, y, subscripts=f"{b}{xs},{b}{ys}->{b}{os}")
+    ax = [k for k, c in enumerate(xs) if c in ys]
+    ay = [ys.index(xs[k]) for k in ax]
+    if bx:  # the batch dimension is a free axis of x: it leads the output
+        return F.tensordot(x, y, axes=([k + 1 for k in ax], ay))
+    out = F.tensordot(x, y, axes=(ax, [k + 1 for k in ay]))
+    return F.moveaxis(out, nx - len(ax), 0)  # it followed x's free axes
+
+
+tensordot.defbatch(_tensordot_batch)
+
+
 # ----------------------------------------------------------------------------- vecdot
 def _vecdot_axis(x1, x2, axis):
     """``axis`` as a negative index (relative to the broadcast shape, as the array API)."""
@@ -296,6 +346,21 @@ vecdot.defjvp_each(lambda F, t, out, x1, x2, axis=-1: F.vecdot(t, x2, axis=axis)
                    lambda F, t, out, x1, x2, axis=-1: F.vecdot(x1, t, axis=axis))
 
 
+def _vecdot_batch(F, batched, x1, x2, axis=-1):
+    b1, b2 = batched
+    nd = _bmax(logical_ndim(x1, b1), logical_ndim(x2, b2))
+    axis = int(axis)
+    if not -nd <= axis < nd:
+        raise ValueError(f"vecdot: axis {axis} is out of bounds for inputs of dimensions "
+                         f"{logical_ndim(x1, b1)} and {logical_ndim(x2, b2)}")
+    # batched operands padded to the broadcast rank: a negative axis then means the same
+    return F.vecdot(pad_to(F, x1, nd) if b1 else x1, pad_to(F, x2, nd) if b2 else x2,
+                    axis=axis - nd if axis >= 0 else axis)
+
+
+vecdot.defbatch(_vecdot_batch)
+
+
 # ----------------------------------------------------------------------------- outer
 def _flat(F, a):
     return F.reshape(a, (-1,))
@@ -324,6 +389,17 @@ outer.defvjp(lambda F, g, out, x, y: F.reshape(F.matmul(g, F.conj(_flat(F, y))),
              lambda F, g, out, x, y: F.reshape(F.matmul(F.conj(_flat(F, x)), g), y.shape))
 outer.defjvp_each(lambda F, t, out, x, y: F.outer(t, y),
                   lambda F, t, out, x, y: F.outer(x, t))
+
+
+def _outer_batch(F, batched, x, y):
+    bx, by = batched
+    # out[b, i, j] = x[b, i] * y[b, j]; an unbatched operand broadcasts over the batch
+    xf = flatten(F, x) if bx else _flat(F, x)
+    yf = flatten(F, y) if by else _flat(F, y)
+    return F.expand_dims(xf, -1) * (F.expand_dims(yf, -2) if by else yf)
+
+
+outer.defbatch(_outer_batch)
 
 
 # ----------------------------------------------------------------------------- einsum
@@ -503,6 +579,21 @@ einsum.defvjp_each(_einsum_vjp)
 einsum.defjvp(_einsum_jvp)
 
 
+def _einsum_batch(F, batched, *operands, subscripts):
+    # the batch dimension gets a subscript of its own, leading its operands and the output
+    labels, out = _einsum_parse(subscripts, tuple(a.ndim - 1 if b else _ndim(a)
+                                                  for a, b in zip(operands, batched)))
+    used = set("".join(labels) + out)
+    b = next((c for c in _LETTERS if c not in used), None)
+    if b is None:
+        raise _bad_einsum("too many dimensions to batch (no free subscript letter)")
+    subs = ",".join(b + lab if isb else lab for lab, isb in zip(labels, batched))
+    return F.einsum(*operands, subscripts=f"{subs}->{b}{out}")
+
+
+einsum.defbatch(_einsum_batch)
+
+
 def _einsum_public(*args, subscripts=None):
     """``einsum(subscripts, *operands)`` (or ``einsum(*operands, subscripts=...)``)."""
     from ..dispatch import apply
@@ -588,6 +679,19 @@ trace.defvjp(_trace_vjp)
 trace.defjvp_linear()
 
 
+def _diag_batch(op):
+    name = op.name
+
+    def rule(F, batched, x, offset=0, axis1=0, axis2=1):
+        a1, a2 = _diag_subscripts(x.ndim - 1, axis1, axis2, name)[4:]
+        # the batch dimension is one of the other axes, which keep their order: it leads
+        return getattr(F, name)(x, offset=offset, axis1=a1 + 1, axis2=a2 + 1)
+    op.defbatch(rule)
+
+
+_diag_batch(trace)
+
+
 def _diagonal_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
     # x[.., r0 + k, .., c0 + k, ..] = g[.., k]: scatter back with two shifted 0/1 matrices
     xs, rest, l1, l2, a1, a2 = _diag_subscripts(x.ndim, axis1, axis2, "diagonal")
@@ -627,3 +731,4 @@ def diagonal(B, x, offset=0, axis1=0, axis2=1):
 
 diagonal.defvjp(_diagonal_vjp)
 diagonal.defjvp_linear()
+_diag_batch(diagonal)

@@ -31,8 +31,10 @@ as ``torch.prod`` / ``torch.cumprod`` do, the rules switch to formulas without d
 from __future__ import annotations
 
 import builtins
+import operator
 
 from ..tensor import Tensor
+from .batching import flatten, is_batched, shift_axis
 from .registry import REDUCTION, SCAN, Domain, defop
 
 # This module defines ops named sum, max, min, all and any: the helpers use the builtins.
@@ -89,6 +91,13 @@ def _is_taped(*arrays):
     """True when a formula runs on Tensors (create_graph, nested forward levels): rules with a
     cheaper first-order-only variant must then use the variant that is exact to every order."""
     return _bany(isinstance(a, Tensor) for a in arrays)
+
+
+def _has_zero(F, x):
+    """Whether ``x`` has a zero, to pick a formula (Note [Products with zeros]). Inside vmap the
+    values of a batched ``x`` cannot be read (they differ per batch element): the answer is
+    then True, which picks the formula that is exact with and without zeros."""
+    return is_batched(x) or bool(F.any(F.equal(x, 0)))
 
 
 def _slice_along(ndim, axis, s):
@@ -263,7 +272,7 @@ def _prod_others(F, x, out, axis, keepdims):
     (Note [Products with zeros]); broadcastable to ``x.shape``."""
     if x.ndim == 0:
         return F.ones_like(x)
-    if not bool(F.any(F.equal(x, 0))):
+    if not _has_zero(F, x):
         return unreduce(F, out, x.shape, axis, keepdims) / x
     others = None
     y = x
@@ -544,6 +553,22 @@ def argmin(B, x, axis=None, keepdims=False):
     return B.argmin(x, axis=axis, keepdims=keepdims)
 
 
+def _arg_batch(op):
+    name = op.name
+
+    def rule(F, batched, x, axis=None, keepdims=False):
+        if axis is None:  # an index into each element's flattened values
+            r = getattr(F, name)(flatten(F, x), axis=1, keepdims=keepdims)
+            return F.reshape(r, (x.shape[0],) + (1,) * (x.ndim - 1)) if keepdims else r
+        return getattr(F, name)(x, axis=shift_axis(operator.index(axis), x.ndim - 1),
+                                keepdims=keepdims)
+    op.defbatch(rule)
+
+
+_arg_batch(argmax)
+_arg_batch(argmin)
+
+
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_bool,
        notes=_NOT_DIFF)
 def all(B, x, axis=None, keepdims=False):
@@ -745,7 +770,7 @@ def _cumprod_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
     if x.ndim == 0 or x.shape[a] <= 1:
         return g
     out = _drop_initial(F, out, x, a, include_initial)
-    if not bool(F.any(F.equal(x, 0))):
+    if not _has_zero(F, x):
         return _revcumsum(F, g * F.conj(out), a) / F.conj(x)
     if _is_taped(g, x, out):
         # Note [Products with zeros]: dx_i = sum_{k >= i} g_k conj(prod_{j <= k, j != i} x_j)
@@ -777,7 +802,7 @@ def _cumprod_jvp(F, tangents, out, x, axis=None, dtype=None, include_initial=Fal
     a = _scan_axis(axis, x.ndim, "cumulative_prod")
     if x.ndim == 0:
         return _prepend_zero(F, t, x, a, include_initial)
-    if not bool(F.any(F.equal(x, 0))):
+    if not _has_zero(F, x):
         return out * F.cumulative_sum(t / x, axis=a, include_initial=include_initial)
     if _is_taped(t, x, out):
         P, ge = _cumprod_pairs(F, x, a)

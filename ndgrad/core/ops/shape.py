@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 
+from .batching import batch_size, flatten, logical_ndim, pad_to, shift_axes, shift_axis, with_batch
 from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
 
 ANY = Domain((-2.0, 2.0), complex=True)
@@ -91,6 +92,24 @@ _linear_jvp(reshape)
 reshape.defscatter(lambda F, parent, child, shape: F.reshape(child, parent.shape))
 
 
+def _reshape_batch(F, batched, x, shape):
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    if -1 in shape:
+        # resolved from one element's size: next to the batch size, NumPy could not infer it
+        # for empty elements (a size that does not fit is left for NumPy to report)
+        known, size = 1, 1
+        for s in shape:
+            known *= s if s != -1 else 1
+        for s in x.shape[1:]:
+            size *= s
+        if known and size % known == 0:
+            shape = tuple(size // known if s == -1 else s for s in shape)
+    return F.reshape(x, (x.shape[0],) + shape)
+
+
+reshape.defbatch(_reshape_batch)
+
+
 def _reshape_public(x, *shape, **kw):
     from ..dispatch import apply
     if "shape" in kw:
@@ -160,6 +179,8 @@ permute_dims.defvjp(lambda F, g, out, x, axes:
 _linear_jvp(permute_dims)
 permute_dims.defscatter(lambda F, parent, child, axes:
                         F.permute_dims(child, _inverse_permutation(axes, child.ndim)))
+permute_dims.defbatch(lambda F, batched, x, axes: F.permute_dims(
+    x, (0,) + tuple(shift_axis(operator.index(a), x.ndim - 1) for a in axes)))
 
 
 def _sample_transpose(d):
@@ -293,6 +314,8 @@ moveaxis.defvjp(lambda F, g, out, x, source, destination: F.moveaxis(g, destinat
 _linear_jvp(moveaxis)
 moveaxis.defscatter(lambda F, parent, child, source, destination:
                     F.moveaxis(child, destination, source))
+moveaxis.defbatch(lambda F, batched, x, source, destination: F.moveaxis(
+    x, shift_axes(source, x.ndim - 1), shift_axes(destination, x.ndim - 1)))
 
 
 # ------------------------------------------------------------------------------ length-1 dims
@@ -341,6 +364,15 @@ _linear_jvp(expand_dims)
 expand_dims.defscatter(lambda F, parent, child, axis=0: F.reshape(child, parent.shape))
 
 
+def _expand_dims_batch(F, batched, x, axis=0):
+    axis = _axis_arg(axis)
+    out_nd = x.ndim - 1 + (1 if isinstance(axis, int) else len(axis))  # axis counts in the output
+    return F.expand_dims(x, shift_axes(axis, out_nd))
+
+
+expand_dims.defbatch(_expand_dims_batch)
+
+
 def _sample_squeeze(d):
     shape = list(d.shape(max_dims=3))
     for _ in range(d.integers(0, 2)):  # make sure there are length-1 dimensions
@@ -386,6 +418,15 @@ _linear_jvp(squeeze)
 squeeze.defscatter(lambda F, parent, child, axis=None: F.reshape(child, parent.shape))
 
 
+def _squeeze_batch(F, batched, x, axis=None):
+    if axis is None:  # every length-1 dimension of an element; never the batch dimension
+        return F.squeeze(x, axis=tuple(k for k in range(1, x.ndim) if x.shape[k] == 1))
+    return F.squeeze(x, axis=shift_axes(_axis_arg(axis), x.ndim - 1))
+
+
+squeeze.defbatch(_squeeze_batch)
+
+
 # ------------------------------------------------------------------------------ broadcasting
 def _sample_broadcast_to(d):
     base = d.shape(max_dims=3)
@@ -428,6 +469,14 @@ broadcast_to.defvjp(lambda F, g, out, x, shape: g)
 _linear_jvp(broadcast_to)
 
 
+def _broadcast_to_batch(F, batched, x, shape):
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    return F.broadcast_to(pad_to(F, x, len(shape)), (x.shape[0],) + shape)
+
+
+broadcast_to.defbatch(_broadcast_to_batch)
+
+
 def _sample_broadcast_arrays(d):
     shapes = d.shapes(d.integers(1, 3), max_dims=3)
     return tuple(d.array(s) for s in shapes), {}
@@ -461,6 +510,17 @@ broadcast_arrays.defvjp_each(lambda F, i, g, out, *arrays: g[i])
 broadcast_arrays.defjvp_linear()
 # output k is input k broadcast to the common shape: its history is replayed as that
 broadcast_arrays.view_replay = lambda k, out: (broadcast_to, (), {"shape": tuple(out.shape)})
+
+
+def _broadcast_arrays_batch(F, batched, *arrays):
+    # batched inputs padded to the longest element rank: then the batch dimension leads every
+    # output (the unbatched inputs, no longer, align to the right as usual)
+    k = max(logical_ndim(a, b) for a, b in zip(arrays, batched))
+    return tuple(F.broadcast_arrays(*[pad_to(F, a, k) if b else a
+                                      for a, b in zip(arrays, batched)]))
+
+
+broadcast_arrays.defbatch(_broadcast_arrays_batch)
 
 
 def _broadcast_arrays_public(*arrays):
@@ -537,6 +597,20 @@ concat.reference = lambda *arrays, axis=0: _np().concat(arrays, axis=axis)
 defalias("cat", "concat")
 
 
+def _concat_batch(F, batched, *arrays, axis=0):
+    n = batch_size(arrays, batched)
+    if axis is None:  # each element's inputs flattened, joined along its one axis
+        flat = [flatten(F, a) if b else with_batch(F, F.reshape(a, (-1,)), n)
+                for a, b in zip(arrays, batched)]
+        return F.concat(flat, axis=1)
+    nd = logical_ndim(arrays[0], batched[0])
+    return F.concat([a if b else with_batch(F, a, n) for a, b in zip(arrays, batched)],
+                    axis=shift_axis(axis, nd))
+
+
+concat.defbatch(_concat_batch)
+
+
 def _sample_stack(d):
     shape = d.shape(max_dims=3)
     n = d.integers(1, 3)
@@ -572,6 +646,16 @@ stack.defvjp_each(lambda F, i, g, out, *arrays, axis=0:
                   g[(slice(None),) * (axis % g.ndim) + (i,)])
 stack.defjvp_linear()
 stack.reference = lambda *arrays, axis=0: _np().stack(arrays, axis=axis)
+
+
+def _stack_batch(F, batched, *arrays, axis=0):
+    n = batch_size(arrays, batched)
+    nd = logical_ndim(arrays[0], batched[0])
+    return F.stack([a if b else with_batch(F, a, n) for a, b in zip(arrays, batched)],
+                   axis=shift_axis(axis, nd + 1))  # axis counts in the output
+
+
+stack.defbatch(_stack_batch)
 
 
 # ------------------------------------------------------------------------------ splitting
@@ -636,6 +720,8 @@ def _split_scatter(F, k, parent, child, indices_or_sections, axis=0):
 
 
 split.defscatter(_split_scatter)
+split.defbatch(lambda F, batched, x, indices_or_sections, axis=0: tuple(
+    F.split(x, indices_or_sections, axis=shift_axis(operator.index(axis), x.ndim - 1))))
 
 
 def _sample_unstack(d):
@@ -672,6 +758,8 @@ _linear_jvp(unstack)
 unstack.defscatter(lambda F, k, parent, child, axis=0:
                    F.index_put(parent, child,
                                index=(slice(None),) * (operator.index(axis) % parent.ndim) + (k,)))
+unstack.defbatch(lambda F, batched, x, axis=0: tuple(
+    F.unstack(x, axis=shift_axis(operator.index(axis), x.ndim - 1))))
 
 
 # ------------------------------------------------------------------------------ reordering
@@ -712,6 +800,8 @@ def flip(B, x, axis=None):
 flip.defvjp(lambda F, g, out, x, axis=None: F.flip(g, axis=axis))
 _linear_jvp(flip)
 flip.defscatter(lambda F, parent, child, axis=None: F.flip(child, axis=axis))
+flip.defbatch(lambda F, batched, x, axis=None:
+              F.flip(x, axis=shift_axes(_axis_arg(axis), x.ndim - 1)))
 
 
 def _negated(shift):
@@ -757,6 +847,15 @@ def roll(B, x, shift, axis=None):
 
 roll.defvjp(lambda F, g, out, x, shift, axis=None: F.roll(g, _negated(shift), axis=axis))
 _linear_jvp(roll)
+
+
+def _roll_batch(F, batched, x, shift, axis=None):
+    if axis is None:  # each element's flattened values
+        return F.reshape(F.roll(flatten(F, x), shift, axis=1), x.shape)
+    return F.roll(x, shift, axis=shift_axes(_axis_arg(axis), x.ndim - 1))
+
+
+roll.defbatch(_roll_batch)
 
 
 # ------------------------------------------------------------------------------ tile / repeat
@@ -809,6 +908,15 @@ def _tile_vjp(F, g, out, x, reps):
 
 tile.defvjp(_tile_vjp)
 _linear_jvp(tile)
+
+
+def _tile_batch(F, batched, x, reps):
+    reps = _as_int_tuple(reps)
+    nd = max(len(reps), x.ndim - 1)  # the element gets leading length-1 dims, reps leading 1s
+    return F.tile(pad_to(F, x, nd), (1,) * (nd + 1 - len(reps)) + reps)
+
+
+tile.defbatch(_tile_batch)
 
 
 def _sample_repeat(d):
@@ -883,6 +991,15 @@ def _repeat_vjp(F, g, out, x, repeats, axis=None):
 
 repeat.defvjp(_repeat_vjp)
 _linear_jvp(repeat)
+
+
+def _repeat_batch(F, batched, x, repeats, axis=None):
+    if axis is None:  # each element's flattened values
+        return F.repeat(flatten(F, x), repeats, axis=1)
+    return F.repeat(x, repeats, axis=shift_axis(operator.index(axis), x.ndim - 1))
+
+
+repeat.defbatch(_repeat_batch)
 
 
 # ------------------------------------------------------------------------------ pad
@@ -1006,6 +1123,9 @@ pad.defvjp(_pad_vjp)
 # constant_values is not differentiated: the tangent pads with zeros
 pad.defjvp(lambda F, tangents, out, x, pad_width, mode="constant", constant_values=0:
            F.pad(tangents[0], pad_width, mode=mode))
+pad.defbatch(lambda F, batched, x, pad_width, mode="constant", constant_values=0:
+             F.pad(x, ((0, 0),) + _pad_widths(pad_width, x.ndim - 1), mode=mode,
+                   constant_values=constant_values))
 
 
 # ------------------------------------------------------------------------------ triangles
@@ -1078,6 +1198,20 @@ triu.defvjp(lambda F, g, out, x, k=0: F.triu(g, k=k))
 _linear_jvp(triu)
 
 
+def _triangle_batch(op):
+    name = op.name
+
+    def rule(F, batched, x, k=0):
+        if x.ndim < 3:
+            raise ValueError(f"{name} needs at least 2 dimensions, got shape {x.shape[1:]}")
+        return getattr(F, name)(x, k=k)  # the last two dimensions: the batch leads
+    op.defbatch(rule)
+
+
+_triangle_batch(tril)
+_triangle_batch(triu)
+
+
 # ------------------------------------------------------------------------------ copies, casts
 def _sample_clone(d):
     return (d.array(d.shape()),), {}
@@ -1105,6 +1239,7 @@ def _clone_reference(x):
 clone.reference = _clone_reference
 clone.defvjp(lambda F, g, out, x: g)
 clone.defjvp_linear()
+clone.defbatch(lambda F, batched, x: F.clone(x))
 
 
 def _sample_astype(d):
@@ -1131,3 +1266,4 @@ def astype(B, x, dtype):
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
 astype.reference = lambda x, dtype: x.astype(dtype)
+astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))

@@ -1,0 +1,182 @@
+"""vmap's contract: in_dims / out_dims, pytrees, batch-size checks, nesting, chunk_size,
+randomness, in-place, the escape check, and the errors. Values are checked against NumPy
+loops; the per-op batching rules are covered registry-wide by tests/test_op_batching.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndgrad
+from ndgrad.func import grad, vmap
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((4, 3))
+Y = RNG.standard_normal((3, 4))
+
+
+def t(a):
+    return ndgrad.tensor(np.asarray(a))
+
+
+def test_in_dims_positions_and_none():
+    w = RNG.standard_normal(3)
+    got = vmap(lambda x, w: (x * w).sum(), in_dims=(0, None))(t(X), t(w))
+    np.testing.assert_allclose(got.numpy(), X @ w, rtol=1e-12)
+    got = vmap(lambda y, w: (y * w).sum(), in_dims=(1, None))(t(Y), t(w))  # columns of Y
+    np.testing.assert_allclose(got.numpy(), Y.T @ w, rtol=1e-12)
+    got = vmap(lambda y: y.sum(), in_dims=-1)(t(Y))                      # negative in_dim
+    np.testing.assert_allclose(got.numpy(), Y.sum(axis=0), rtol=1e-12)
+    got = vmap(lambda x, s: x * s, in_dims=(0, None))(t(X), 2.0)         # a Python scalar
+    np.testing.assert_allclose(got.numpy(), 2 * X, rtol=1e-12)
+
+
+def test_out_dims_and_unbatched_outputs():
+    got = vmap(lambda x: x * 2, out_dims=1)(t(X))
+    np.testing.assert_allclose(got.numpy(), (2 * X).T, rtol=1e-12)
+    # an output that does not depend on the batch is broadcast to it
+    got = vmap(lambda x: (x.sum(), ndgrad.tensor(7.0)))(t(X))
+    np.testing.assert_allclose(got[0].numpy(), X.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got[1].numpy(), np.full(4, 7.0))
+    # out_dims=None returns an unbatched output as is
+    c = ndgrad.tensor([1.0, 2.0])
+    got = vmap(lambda x: (x.sum(), c), out_dims=(0, None))(t(X))
+    assert got[1] is c
+    with pytest.raises(ValueError, match="out_dims is None"):
+        vmap(lambda x: x, out_dims=None)(t(X))
+
+
+def test_pytrees_in_and_out():
+    def f(d, pair):
+        a, b = pair
+        return {"s": (d["x"] * a).sum(), "l": [b + 1, d["x"]]}
+    out = vmap(f, in_dims=({"x": 0}, (None, 1)))({"x": t(X)}, (t(np.ones(3)), t(Y)))
+    np.testing.assert_allclose(out["s"].numpy(), X.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(out["l"][0].numpy(), Y.T + 1, rtol=1e-12)
+    np.testing.assert_allclose(out["l"][1].numpy(), X, rtol=1e-12)
+
+
+def test_batch_size_and_in_dims_errors():
+    with pytest.raises(ValueError, match="same size"):
+        vmap(lambda a, b: a + b)(t(X), t(Y))
+    with pytest.raises(ValueError, match="no input is mapped over"):
+        vmap(lambda a: a, in_dims=None)(t(X))
+    with pytest.raises(ValueError, match="in_dims for argument leaf 0 is 2"):
+        vmap(lambda a: a, in_dims=2)(t(X))
+    with pytest.raises(ValueError, match="0-d tensor"):
+        vmap(lambda a: a)(ndgrad.tensor(1.0))
+    with pytest.raises(ValueError, match="must match the structure"):
+        vmap(lambda a, b: a, in_dims=(0,))(t(X), t(X))
+    with pytest.raises(ValueError, match="only tensors can be mapped"):
+        vmap(lambda a, b: a)(t(X), 3.0)
+    with pytest.raises(ValueError, match="randomness"):
+        vmap(lambda a: a, randomness="sometimes")
+    with pytest.raises(ValueError, match="chunk_size"):
+        vmap(lambda a: a, chunk_size=0)
+    with pytest.raises(ValueError, match="must return tensors"):
+        vmap(lambda a: 3)(t(X))
+
+
+def test_chunk_size_gives_the_same_result():
+    f = lambda x: ndgrad.tanh(x).sum() * x  # noqa: E731
+    full = vmap(f)(t(X))
+    for chunk in (1, 3, 4, 10):
+        np.testing.assert_allclose(vmap(f, chunk_size=chunk)(t(X)).numpy(), full.numpy(),
+                                   rtol=1e-12)
+    expected = np.tanh(X).sum(axis=1, keepdims=True) * X
+    np.testing.assert_allclose(full.numpy(), expected, rtol=1e-12)
+
+
+def test_nested_vmap_is_an_outer_product_of_batches():
+    a = RNG.standard_normal((2, 3))
+    b = RNG.standard_normal((5, 3))
+    got = vmap(vmap(lambda u, v: (u * v).sum(), in_dims=(None, 0)), in_dims=(0, None))(
+        t(a), t(b))
+    np.testing.assert_allclose(got.numpy(), a @ b.T, rtol=1e-12)
+
+
+def test_randomness():
+    with pytest.raises(RuntimeError, match="randomness='error'"):
+        vmap(lambda x: x + ndgrad.randn(3))(t(X))
+    ndgrad.manual_seed(0)
+    same = vmap(lambda x: ndgrad.randn(3) + 0 * x, randomness="same")(t(X))
+    assert np.allclose(same.numpy(), same.numpy()[0])          # one draw for the batch
+    diff = vmap(lambda x: ndgrad.rand(3) + 0 * x, randomness="different")(t(X))
+    assert diff.shape == (4, 3)
+    assert not np.allclose(diff.numpy(), diff.numpy()[0])      # a draw per element
+    assert ((diff.numpy() >= 0) & (diff.numpy() < 1)).all()
+
+
+def test_inplace_on_a_batched_tensor():
+    def f(x):
+        y = x * 1.0
+        y.add_(1.0)
+        y *= x
+        return y
+    np.testing.assert_allclose(vmap(f)(t(X)).numpy(), (X + 1) * X, rtol=1e-12)
+    # and with a gradient at the vmap level (the history is rebased)
+    g = vmap(grad(lambda x: f(x).sum()))(t(X))
+    np.testing.assert_allclose(g.numpy(), 2 * X + 1, rtol=1e-12)
+
+
+def test_inplace_into_an_unbatched_tensor_is_an_error():
+    buf = ndgrad.zeros(3)
+
+    def f(x):
+        buf.add_(x)
+        return x
+    with pytest.raises(RuntimeError, match="not batched"):
+        vmap(f)(t(X))
+
+
+def test_data_dependent_control_flow_is_an_error():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+    with pytest.raises(RuntimeError, match="differs per batch element"):
+        vmap(f)(t(X))
+    with pytest.raises(RuntimeError, match="item"):
+        vmap(lambda x: x.sum().item())(t(X))
+
+
+def test_escaped_batched_tensor_is_an_error():
+    kept = []
+
+    def f(x):
+        kept.append(x * 2)
+        return x
+    vmap(f)(t(X))
+    with pytest.raises(RuntimeError, match="escaped"):
+        ndgrad.exp(kept[0])
+
+
+def test_logical_shape_inside_and_physical_outside():
+    shapes = []
+
+    def f(x):
+        shapes.append((x.shape, x.ndim, len(x), x.numel()))
+        return x
+    vmap(f, in_dims=1)(t(Y))
+    assert shapes == [((3,), 1, 3, 3)]
+
+
+def test_grad_of_vmap_and_vmap_of_grad_agree_with_closed_forms():
+    # sum over the batch of f(x_b) = sum(x_b**3): d/dX = 3X**2, per example too
+    f = lambda x: (x ** 3).sum()  # noqa: E731
+    x0 = t(X).requires_grad_()
+    out = vmap(f)(x0).sum()
+    (gx,) = ndgrad.autograd.grad(out, x0)
+    np.testing.assert_allclose(gx.numpy(), 3 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(vmap(grad(f))(t(X)).numpy(), 3 * X ** 2, rtol=1e-12)
+
+
+def test_is_grads_batched_is_one_vmapped_backward():
+    w = RNG.standard_normal((3, 3))
+    x = t(X[0]).requires_grad_()
+    y = ndgrad.tanh(t(w) @ x)
+    (jac,) = ndgrad.autograd.grad(y, x, ndgrad.eye(3), is_grads_batched=True)
+    yy = np.tanh(w @ X[0])
+    np.testing.assert_allclose(jac.numpy(), (1 - yy ** 2)[:, None] * w, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="same leading batch dimension"):
+        ndgrad.autograd.grad(y, x, ndgrad.tensor(1.0), is_grads_batched=True)
