@@ -33,22 +33,31 @@ import ndgrad
 from ndgrad import func, functional
 
 
-def timed(fn, *args):
+def timed(fn, args, number):
+    """Seconds per call over ``number`` back-to-back calls (steady state, as timeit)."""
     t0 = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - t0
-
-
-def compare(fns, args, rounds, inner=1):
-    """Median seconds per call of each fn, alternating their order every round."""
-    times = {name: [] for name in fns}
-    for fn in fns.values():  # warm up
+    for _ in range(number):
         fn(*args)
+    return (time.perf_counter() - t0) / number
+
+
+def compare(fns, args, rounds, budget=0.05):
+    """Median seconds per call of each fn, alternating their order every round.
+
+    Each round times a loop of calls lasting about ``budget`` seconds: single cold calls of
+    a 40-microsecond closed form would mostly measure cache misses and page faults (a fresh
+    half-megabyte result is page-faulted in on every cold call on some machines), which
+    flatters every ratio to it."""
+    times = {name: [] for name in fns}
+    numbers = {}
+    for name, fn in fns.items():  # warm up, and size the loops
+        t = timed(fn, args, 1)
+        numbers[name] = max(1, min(1000, int(budget / max(t, 1e-7))))
     order = list(fns.items())
     for r in range(rounds):
         for name, fn in (order if r % 2 == 0 else order[::-1]):
             gc.collect()
-            times[name].append(min(timed(fn, *args) for _ in range(inner)))
+            times[name].append(timed(fn, args, numbers[name]))
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
@@ -171,7 +180,7 @@ def _as_np(r):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--torch", action="store_true", help="also time PyTorch CPU if installed")
     opts = p.parse_args(argv)
     use_torch = False
@@ -200,15 +209,7 @@ def main(argv=None):
         for name, fn in fns.items():  # correctness first: like for like
             np.testing.assert_allclose(_as_np(fn(*args)), expected, rtol=1e-8, atol=1e-10,
                                        err_msg=name)
-        rounds = opts.rounds if "W6" not in title else max(5, opts.rounds // 2)
-        # the per-row loops are slow: fewer rounds for them
-        slow = {k: v for k, v in fns.items() if "loop" in k}
-        fast = {k: v for k, v in fns.items() if "loop" not in k}
-        med = compare(fast, args, rounds)
-        if slow:
-            med_slow = compare({"numpy": ref, **slow}, args, max(3, rounds // 5))
-            for k in slow:
-                med[k] = med_slow[k] / med_slow["numpy"] * med["numpy"]
+        med = compare(fns, args, opts.rounds)
         print(f"\n{title} (target <= {target}x); NumPy closed form {med['numpy'] * 1e3:.3f} ms")
         for name in fns:
             if name == "numpy":

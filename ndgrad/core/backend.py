@@ -205,6 +205,9 @@ class Backend:
     def to_numpy(self, array):  # pragma: no cover - interface
         raise NotImplementedError
 
+    def set_readonly(self, array):
+        """Make writes to ``array`` raise, where the array library can (a cached constant)."""
+
 
 class NumpyBackend(Backend):
     """The CPU backend over NumPy (and SciPy for special functions)."""
@@ -241,6 +244,9 @@ class NumpyBackend(Backend):
     def scatter_add(self, target, index, values):
         np.add.at(target, index, values)
         return target
+
+    def set_readonly(self, array):
+        array.flags.writeable = False
 
     # -- random numbers: one Generator per thread, reseeded by manual_seed
     def generator(self):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 
-from ..core.creation import eye, zeros_like
+from ..core.creation import zeros_like
 from ..core.dispatch import apply
 from ..core.engine import grad as _autograd_grad
 from ..core.grad_mode import STATE, enable_grad
@@ -44,7 +44,7 @@ from ..core.ops import REGISTRY, TENSOR_F
 from ..core.tensor import Tensor
 from .. import forward_ad as _fwAD
 from .pytree import tree_flatten, tree_unflatten
-from .vmap import BatchedOpNode, BatchedTensor, vmap
+from .vmap import BatchedOpNode, BatchedTensor, _identity, vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
            "hessian"]
@@ -460,7 +460,9 @@ def _basis(shapes, dtype, device):
     """Rows of the identity over the concatenation of ``shapes``, split per shape:
     ``[(N, *shape_k)]`` with N the total size."""
     total = sum(_numel(s) for s in shapes)
-    identity = eye(total, dtype=dtype, device=device)
+    identity = _identity(total, dtype, device)
+    if len(shapes) == 1 and len(shapes[0]) == 1:  # vmap can exploit it (Note [Identity batches])
+        return [identity]
     parts = []
     start = 0
     for s in shapes:

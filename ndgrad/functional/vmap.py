@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 
 from ..core import dispatch as _dispatch
 from ..core.backend import _BACKEND_BY_TYPE
@@ -45,6 +46,8 @@ from ..core import engine as _engine
 from ..core import levels as _levels
 from ..core.creation import _RANDOM_HOOK, _sample
 from ..core.creation import asarray as _asarray
+from ..core.creation import eye as _eye
+from ..core.creation import ones as _ones
 from ..core.grad_mode import STATE
 from ..core.graph import FREED, OpNode, VersionCounter, _NodeHooks, _seq, leaf_accumulator
 from ..core.graph import _modified_msg, attach_saved_tangents
@@ -114,35 +117,47 @@ class BatchedTensor(Tensor):
     ``shape``, ``dtype`` and every op are those of one batch element.
     """
 
-    __slots__ = ("_value", "_level", "_is_view")
+    __slots__ = ("_phys", "_level", "_is_view", "_diag")
+
+    @property
+    def _value(self):
+        """The physical value (batch dimension first); made on first use for a scaled
+        identity batch (Note [Identity batches])."""
+        v = self._phys
+        if v is None:
+            s = self._diag
+            v = self._phys = _identity(s.shape[0], s.dtype, s.device) * s
+        return v
 
     # -- the logical view
     @property
     def shape(self):
-        return tuple(self._value.shape[1:])
+        if self._phys is None:
+            return tuple(self._diag.shape)
+        return tuple(self._phys.shape[1:])
 
     @property
     def dtype(self):
-        return self._value.dtype
+        return (self._phys if self._phys is not None else self._diag).dtype
 
     @property
     def device(self):
-        return self._value.device
+        return (self._phys if self._phys is not None else self._diag).device
 
     @property
     def backend(self):
-        return self._value.backend
+        return (self._phys if self._phys is not None else self._diag).backend
 
     @property
     def ndim(self):
-        return self._value.ndim - 1
+        return len(self.shape)
 
     @property
     def size(self):
         return self.numel()
 
     def dim(self):
-        return self._value.ndim - 1
+        return self.ndim
 
     def numel(self):
         n = 1
@@ -246,9 +261,10 @@ def _wrap(value, level):
     t._grad = None
     t._version = None
     t._meta = None
-    t._value = value
+    t._phys = value
     t._level = level
     t._is_view = False
+    t._diag = None
     return t
 
 
@@ -440,7 +456,7 @@ def _apply_batched(level, op, args, params):
     record = False
     for a in arrays:
         if type(a) is BatchedTensor and a._level is level:
-            phys.append(a._value)
+            phys.append(a)  # its physical value is read below (after Note [Identity batches])
             batched.append(True)
             if a._requires_grad:
                 record = True
@@ -453,6 +469,19 @@ def _apply_batched(level, op, args, params):
     rule = op.batch_rule
     if rule is None:
         rule = default_rule(op)
+    diag = None
+    structured = _DIAG_RULES.get(op.name) if _any_diag(arrays, level) else None
+    if structured is not None:
+        r = structured(arrays, batched, level, params)
+        if r is not None:
+            out, diag = r
+            res = _wrap(out, level)  # out None: a scaled identity, made dense if ever needed
+            res._diag = diag
+            if record and op.differentiable and STATE.grad_enabled and \
+                    res.dtype.kind in _DIFF_KINDS:
+                _record_logical(level, op, arrays, extra, params, (res,))
+            return res
+    phys = [p._value if b else p for p, b in zip(phys, batched)]
     if (extra and _find(extra, level)) or (params and _find(params, level)):
         if getattr(op, "batch_params", False) and rule is not None:
             out = rule(TENSOR_F, batched, *phys, *extra, _level=level, **params)
@@ -510,6 +539,7 @@ def _apply_inplace_batched(level, op, target, args, params):
             f"shape {list(result.shape)} of the in-place operation; an in-place op cannot "
             "change its target's shape")
     _dispatch.apply_inplace(_INDEX_PUT, target._value, result._value, index=Ellipsis)
+    target._diag = None  # (Note [Identity batches]: the new value is not known to be one)
     if result._grad_fn is not None:
         target._grad_fn = result._grad_fn
         target._output_nr = 0
@@ -537,6 +567,122 @@ def _apply_function_batched(level, cls, args, kwargs):
                      if isinstance(outs[0][k], Tensor) else outs[0][k]
                      for k in range(len(outs[0])))
     return _wrap(_dispatch.apply(_STACK_OP, *outs, axis=0), level)
+
+
+# Note [Identity batches]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# jacrev and jacfwd push the rows (columns) of an identity matrix through one batched pass.
+# A batched tensor that vmap knows to be a scaled identity (element b is s[b] * e_b, for a
+# logical vector of size n and a batch of n: ``_diag`` holds s, unbatched) keeps that
+# knowledge through the ops that preserve it (scaling by an unbatched vector or scalar,
+# negation, a cast, a same-shape reshape), and a matrix product with it is a scaling of the
+# matrix's rows or columns: O(n^2) instead of the O(n^3) dense product. The physical value
+# is always there too (dense): every other op simply uses it. This is what makes the
+# Jacobian of ``x -> f(A @ x)`` cost about as much as its closed form.
+_IDENTITY = {}  # id(tensor) -> weakref: inputs vmap wraps as identity batches
+
+
+_IDENTITIES = {}  # (n, dtype, device) -> a read-only identity matrix (the last few used)
+
+
+def _identity(n, dtype, device):
+    """The n x n identity as a read-only tensor marked for vmap, cached: a fresh one per
+    Jacobian costs more than the rest of a small Jacobian (its zeroed memory is paged in)."""
+    key = (n, str(dtype), str(device))
+    t = _IDENTITIES.get(key)
+    if t is None:
+        t = _eye(n, dtype=dtype, device=device)
+        t.backend.set_readonly(t._data)
+        if len(_IDENTITIES) >= 8:
+            _IDENTITIES.pop(next(iter(_IDENTITIES)))
+        _IDENTITIES[key] = mark_identity(t)
+    return t
+
+
+def mark_identity(t):
+    """Tell vmap that ``t`` (n x n, mapped over dimension 0) is the identity matrix."""
+    key = id(t)
+    _IDENTITY[key] = weakref.ref(t, lambda r: _IDENTITY.pop(key, None))
+    return t
+
+
+def _is_identity(t):
+    r = _IDENTITY.get(id(t))
+    return r is not None and r() is t
+
+
+def _any_diag(arrays, level):
+    for a in arrays:
+        if type(a) is BatchedTensor and a._diag is not None and a._level is level:
+            return True
+    return False
+
+
+def _unbatched_vector_or_scalar(o, n):
+    if isinstance(o, (int, float)):
+        return True
+    return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (n,))
+
+
+def _diag_scale(arrays, batched, level, params):
+    a, b = arrays
+    da = type(a) is BatchedTensor and a._diag is not None and a._level is level
+    d, o = (a, b) if da else (b, a)
+    if type(o) is BatchedTensor and o._level is level:
+        return None
+    n = d._diag.shape[0]
+    if not _unbatched_vector_or_scalar(o, n):
+        return None
+    return None, TENSOR_F.multiply(d._diag, o)
+
+
+def _diag_divide(arrays, batched, level, params):
+    a, b = arrays
+    if not (type(a) is BatchedTensor and a._diag is not None and a._level is level):
+        return None
+    if type(b) is BatchedTensor or not _unbatched_vector_or_scalar(b, a._diag.shape[0]):
+        return None
+    return None, TENSOR_F.divide(a._diag, b)
+
+
+def _diag_unary(fn):
+    def rule(arrays, batched, level, params):
+        return None, fn(arrays[0]._diag, **params)
+    return rule
+
+
+def _diag_reshape(arrays, batched, level, params):
+    x = arrays[0]
+    if tuple(params.get("shape", ())) not in ((x.shape[0],), (-1,)):
+        return None
+    return None, x._diag
+
+
+def _diag_matmul(arrays, batched, level, params):
+    a, b = arrays
+    F = TENSOR_F
+    if type(b) is BatchedTensor and b._diag is not None and b._level is level:
+        # A (m, n) @ (s_b e_b) = s_b A[:, b]: row b of the result is s_b A^T[b]
+        if type(a) is BatchedTensor or not isinstance(a, Tensor) or a.ndim != 2:
+            return None
+        return F.matrix_transpose(a) * F.expand_dims(b._diag, -1), None
+    if type(b) is BatchedTensor or not isinstance(b, Tensor) or b.ndim != 2:
+        return None
+    # (s_b e_b) @ B (n, k) = s_b B[b]
+    return b * F.expand_dims(a._diag, -1), None
+
+
+_DIAG_RULES = {
+    "multiply": _diag_scale,
+    "divide": _diag_divide,
+    "negative": _diag_unary(lambda s: TENSOR_F.negative(s)),
+    "positive": _diag_unary(lambda s: s),
+    "conj": _diag_unary(lambda s: TENSOR_F.conj(s)),
+    "clone": _diag_unary(lambda s: s),
+    "astype": _diag_unary(lambda s, dtype: TENSOR_F.astype(s, dtype)),
+    "reshape": _diag_reshape,
+    "matmul": _diag_matmul,
+}
 
 
 class _VmapKind:
@@ -736,7 +882,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                     inner.append(x)
                 else:
                     v = x if d == 0 else _dispatch.apply(_MOVEAXIS, x, source=d, destination=0)
-                    inner.append(_wrap(v, level))
+                    bt = _wrap(v, level)
+                    if d == 0 and x.ndim == 2 and x.shape[0] == x.shape[1] and _is_identity(x):
+                        bt._diag = _ones(x.shape[0], dtype=x.dtype, device=x.device)
+                    inner.append(bt)
             out = func(*tree_unflatten(spec, inner), **kwargs)
         finally:
             _levels.pop(level)

@@ -60,6 +60,8 @@ def _matmul_vjp_y(F, g, out, x, y):
             return g * F.conj(x)
         return F.expand_dims(F.conj(x), -1) * F.expand_dims(g, -2)
     if y.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        if x.ndim == 2:  # g^T x: one vector-matrix product (a matrix product under vmap)
+            return F.matmul(g, F.conj(x))
         return F.squeeze(F.matmul(_mT(F, F.conj(x)), F.expand_dims(g, -1)), axis=-1)
     return F.matmul(_mT(F, F.conj(x)), g)
 
@@ -109,6 +111,14 @@ def _matmul_batch(F, batched, x, y):
     if nx == 0 or ny == 0:
         raise ValueError(f"matmul: input operand {0 if nx == 0 else 1} does not have enough "
                          "dimensions (a 0-d operand; use multiply for scalars)")
+    # a batch of vectors against one matrix is ONE matrix product (not a stack of
+    # matrix-vector products): vectors (B, n) @ y (n, k), or A (m, n) @ vectors as (B, n) @ A^T
+    if bx and not by and nx == 1 and ny == 2:
+        return F.matmul(x, y)
+    if by and not bx and ny == 1 and nx == 2:
+        return F.matmul(y, F.matrix_transpose(x))
+    if bx and not by and nx >= 2 and ny == 2:  # stacked matrices (B, ..., m, n) @ (n, k)
+        return F.matmul(x, y)
     # promote 1-D elements as NumPy does (x a row, y a column); the batched operands padded to
     # the longest element rank keep the batch dimension leading; the promotion is undone last
     x = F.expand_dims(x, -2) if nx == 1 else x
