@@ -1,4 +1,4 @@
-"""A short tour of ndgrad: gradients, a second derivative and a Jacobian.
+"""A short tour of ndgrad: gradients, a second derivative, Jacobians, per-example gradients.
 
 Every result is checked against its closed form; the script exits non-zero if one disagrees.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import ndgrad
-from ndgrad import autograd
+from ndgrad import autograd, func
 
 
 def check(name, got, expected, rtol=1e-10, atol=1e-12):
@@ -64,6 +64,23 @@ def main():
     J = np.stack(rows)
     print(f"  J =\n{J}")
     check("Jacobian", J, A_np * (1 - np.tanh(x_np) ** 2))
+
+    # (d) The same Jacobian in one batched backward pass (ndgrad.func.jacrev), and its
+    #     Hessian-free cousin: per-example gradients of a least-squares loss with vmap(grad).
+    #     loss(w; x, y) = (x . w - y)^2,  d loss / dw = 2 (x . w - y) x
+    print("(d) jacrev, and per-example gradients with vmap(grad(loss))")
+    J2 = func.jacrev(lambda v: A @ ndgrad.tanh(v))(ndgrad.tensor(x_np))
+    check("jacrev", J2.numpy(), A_np * (1 - np.tanh(x_np) ** 2))
+    rng = np.random.default_rng(0)
+    X_np, y_np, w_np = rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal(3)
+
+    def loss(w, x, y):
+        return (x @ w - y) ** 2
+    per_example = func.vmap(func.grad(loss), in_dims=(None, 0, 0))(
+        ndgrad.tensor(w_np), ndgrad.tensor(X_np), ndgrad.tensor(y_np))
+    print(f"  per-example gradients =\n{per_example.numpy()}")
+    check("per-example gradients", per_example.numpy(),
+          2 * (X_np @ w_np - y_np)[:, None] * X_np)
 
     print("All results match their closed forms.")
 

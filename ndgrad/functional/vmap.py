@@ -472,7 +472,7 @@ def _apply_batched(level, op, args, params):
     diag = None
     structured = _DIAG_RULES.get(op.name) if _any_diag(arrays, level) else None
     if structured is not None:
-        r = structured(arrays, batched, level, params)
+        r = structured(arrays, batched, level, params, extra)
         if r is not None:
             out, diag = r
             res = _wrap(out, level)  # out None: a scaled identity, made dense if ever needed
@@ -624,7 +624,7 @@ def _unbatched_vector_or_scalar(o, n):
     return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (n,))
 
 
-def _diag_scale(arrays, batched, level, params):
+def _diag_scale(arrays, batched, level, params, extra):
     a, b = arrays
     da = type(a) is BatchedTensor and a._diag is not None and a._level is level
     d, o = (a, b) if da else (b, a)
@@ -636,7 +636,7 @@ def _diag_scale(arrays, batched, level, params):
     return None, TENSOR_F.multiply(d._diag, o)
 
 
-def _diag_divide(arrays, batched, level, params):
+def _diag_divide(arrays, batched, level, params, extra):
     a, b = arrays
     if not (type(a) is BatchedTensor and a._diag is not None and a._level is level):
         return None
@@ -646,19 +646,19 @@ def _diag_divide(arrays, batched, level, params):
 
 
 def _diag_unary(fn):
-    def rule(arrays, batched, level, params):
-        return None, fn(arrays[0]._diag, **params)
+    def rule(arrays, batched, level, params, extra):
+        return None, fn(arrays[0]._diag, *extra, **params)
     return rule
 
 
-def _diag_reshape(arrays, batched, level, params):
+def _diag_reshape(arrays, batched, level, params, extra):
     x = arrays[0]
     if tuple(params.get("shape", ())) not in ((x.shape[0],), (-1,)):
         return None
     return None, x._diag
 
 
-def _diag_matmul(arrays, batched, level, params):
+def _diag_matmul(arrays, batched, level, params, extra):
     a, b = arrays
     F = TENSOR_F
     if type(b) is BatchedTensor and b._diag is not None and b._level is level:

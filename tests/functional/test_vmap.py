@@ -180,3 +180,26 @@ def test_is_grads_batched_is_one_vmapped_backward():
     np.testing.assert_allclose(jac.numpy(), (1 - yy ** 2)[:, None] * w, rtol=1e-12)
     with pytest.raises(RuntimeError, match="same leading batch dimension"):
         ndgrad.autograd.grad(y, x, ndgrad.tensor(1.0), is_grads_batched=True)
+
+
+def test_identity_batches_stay_exact_through_structured_ops():
+    """Note [Identity batches]: a batch vmap knows to be the identity keeps that structure
+    through scalings and matrix products; every result equals the dense computation."""
+    from ndgrad.functional.vmap import _identity
+    n = 5
+    A = RNG.standard_normal((3, n))
+    B = RNG.standard_normal((n, 4))
+    s = RNG.standard_normal(n)
+    ident = _identity(n, ndgrad.float64, ndgrad.device("cpu"))
+
+    def f(e):
+        u = -(e * t(s)) / 2.0            # still a scaled identity
+        u = u.astype(ndgrad.float64).reshape((n,))
+        return t(A) @ u, u @ t(B), u + 1.0, ndgrad.exp(u)   # products; dense ops after
+    got = vmap(f)(ident)
+    D = np.diag(-s / 2.0)                # row b of the batch: -s_b / 2 e_b
+    expected = (D @ A.T, D @ B, D + 1.0, np.exp(D))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="read-only"):
+        ident.numpy()[0, 0] = 2.0       # the cached identity cannot be corrupted
