@@ -360,13 +360,7 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
         node.out_expected = 0
     else:
         node.out_data = None
-    node.op = op
-    node.extra = extra
-    node.params = params
-    node.in_meta = meta
-    node.edges = edges
-    node.seq = _next_seq()
-    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
+    finish_node(node, op, extra, params, meta, edges)
     if op.nout == 1:
         node.nout = 1
         node.out_shapes = None
@@ -377,6 +371,18 @@ def _record(op, args, extra, params, out_tensors, out_arrays):
 
 
 _OpNode_new = object.__new__
+
+
+def finish_node(node, op, extra, params, in_meta, edges):
+    """Set what every recorded op node holds besides its saved values (also used by vmap's
+    nodes; _record_fast has the same lines inlined: it is the hot path)."""
+    node.op = op
+    node.extra = extra
+    node.params = params
+    node.in_meta = in_meta
+    node.edges = edges
+    node.seq = _next_seq()
+    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
 
 
 # Note [In-place on views]

@@ -182,6 +182,15 @@ def _replace_args(args, argnums, new):
     return args
 
 
+def _restrict(func, argnums, args, kwargs, who):
+    """``func`` as a function of the ``argnums`` arguments only, and their values."""
+    nums = _normalize_argnums(argnums, len(args), who)
+
+    def f(*d):
+        return func(*_replace_args(args, nums, d), **kwargs)
+    return f, tuple(args[k] for k in nums)
+
+
 # ------------------------------------------------------------------------ grad
 def grad_and_value(func, argnums=0, has_aux=False):
     """Like :func:`grad`, returning ``(gradient, value)`` (``(gradient, (value, aux))``
@@ -502,12 +511,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         who = "jacrev"
-        nums = _normalize_argnums(argnums, len(args), who)
-        diff = tuple(args[k] for k in nums)
-
-        def f(*d):
-            return func(*_replace_args(args, nums, d), **kwargs)
-
+        f, diff = _restrict(func, argnums, args, kwargs, who)
         res = vjp(f, *diff, has_aux=has_aux)
         out, vjp_fn = res[0], res[1]
         oleaves, ospec = tree_flatten(out)
@@ -563,14 +567,9 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         who = "jacfwd"
-        nums = _normalize_argnums(argnums, len(args), who)
-        diff = tuple(args[k] for k in nums)
+        f, diff = _restrict(func, argnums, args, kwargs, who)
         ileaves, ispec = tree_flatten(diff)
         _check_leaves(ileaves, who)
-
-        def f(*d):
-            return func(*_replace_args(args, nums, d), **kwargs)
-
         basis = _basis([tuple(x.shape) for x in ileaves], ileaves[0].dtype, ileaves[0].device)
 
         def push(*cols):

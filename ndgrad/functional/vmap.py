@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-import weakref
 
 from ..core import dispatch as _dispatch
 from ..core.backend import _BACKEND_BY_TYPE
@@ -49,8 +48,8 @@ from ..core.creation import asarray as _asarray
 from ..core.creation import eye as _eye
 from ..core.creation import ones as _ones
 from ..core.grad_mode import STATE
-from ..core.graph import FREED, OpNode, VersionCounter, _NodeHooks, _seq, leaf_accumulator
-from ..core.graph import _modified_msg, attach_saved_tangents
+from ..core.graph import FREED, OpNode, VersionCounter, leaf_accumulator
+from ..core.graph import _FREED_MSG, _modified_msg, attach_saved_tangents
 from ..core.ops import REGISTRY, TENSOR_F
 from ..core.ops.batching import default_rule
 from ..core.ops.registry import VARIADIC
@@ -65,7 +64,6 @@ _MOVEAXIS = REGISTRY["moveaxis"]
 _INDEX_PUT = REGISTRY["index_put"]
 _STACK_OP = REGISTRY["stack"]
 _CLONE = REGISTRY["clone"]
-_next_seq = _seq.__next__
 
 
 class VmapInfo:
@@ -317,11 +315,6 @@ class BatchedOpNode(OpNode):
         return tuple(res) if self.nout != 1 else res[0]
 
 
-_FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
-              "tensors after they have already been freed). Specify retain_graph=True if you "
-              "need to backward through the graph a second time.")
-
-
 def _record_logical(level, op, arrays, extra, params, outs):
     """Record ``op`` on the batched outputs ``outs`` (Note [Batched tensors])."""
     needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in arrays)
@@ -360,13 +353,7 @@ def _record_logical(level, op, arrays, extra, params, outs):
         node.out_expected = c.value
     else:
         node.out_data = None
-    node.op = op
-    node.extra = extra
-    node.params = params
-    node.in_meta = meta
-    node.edges = edges
-    node.seq = _next_seq()
-    node.hooks = _NodeHooks(_dispatch._anomaly_trace()) if _dispatch._ANOMALY[0] else None
+    _dispatch.finish_node(node, op, extra, params, meta, edges)
     node.nout = len(outs) if op.nout != 1 else 1
     node.out_shapes = None if op.nout == 1 else tuple((o.shape, o.dtype) for o in outs)
     node.level = level
@@ -377,17 +364,6 @@ def _record_logical(level, op, arrays, extra, params, outs):
 
 
 # ------------------------------------------------------------------------ the handler
-def _find(x, level):
-    """Whether the (nested) parameter value ``x`` holds a tensor batched at ``level``."""
-    if type(x) is BatchedTensor:
-        return x._level is level
-    if isinstance(x, (tuple, list)):
-        return any(_find(v, level) for v in x)
-    if isinstance(x, dict):
-        return any(_find(v, level) for v in x.values())
-    return False
-
-
 def _slice_param(x, level, b):
     if type(x) is BatchedTensor and x._level is level:
         return x._value[b]
@@ -482,7 +458,9 @@ def _apply_batched(level, op, args, params):
                 _record_logical(level, op, arrays, extra, params, (res,))
             return res
     phys = [p._value if b else p for p, b in zip(phys, batched)]
-    if (extra and _find(extra, level)) or (params and _find(params, level)):
+    # (the innermost level among the inputs is this one: a parameter's depth is at most its)
+    if (extra and _depth_of(extra) == level.depth) or \
+            (params and _depth_of(params) == level.depth):
         if getattr(op, "batch_params", False) and rule is not None:
             out = rule(TENSOR_F, batched, *phys, *extra, _level=level, **params)
         else:
@@ -579,15 +557,13 @@ def _apply_function_batched(level, cls, args, kwargs):
 # matrix's rows or columns: O(n^2) instead of the O(n^3) dense product. The physical value
 # is always there too (dense): every other op simply uses it. This is what makes the
 # Jacobian of ``x -> f(A @ x)`` cost about as much as its closed form.
-_IDENTITY = {}  # id(tensor) -> weakref: inputs vmap wraps as identity batches
-
-
 _IDENTITIES = {}  # (n, dtype, device) -> a read-only identity matrix (the last few used)
 
 
 def _identity(n, dtype, device):
-    """The n x n identity as a read-only tensor marked for vmap, cached: a fresh one per
-    Jacobian costs more than the rest of a small Jacobian (its zeroed memory is paged in)."""
+    """The n x n identity as a read-only tensor, cached: vmap knows these as identity
+    batches, and a fresh one per Jacobian would cost more than the rest of a small Jacobian
+    (its zeroed memory is paged in each time)."""
     key = (n, str(dtype), str(device))
     t = _IDENTITIES.get(key)
     if t is None:
@@ -595,20 +571,12 @@ def _identity(n, dtype, device):
         t.backend.set_readonly(t._data)
         if len(_IDENTITIES) >= 8:
             _IDENTITIES.pop(next(iter(_IDENTITIES)))
-        _IDENTITIES[key] = mark_identity(t)
-    return t
-
-
-def mark_identity(t):
-    """Tell vmap that ``t`` (n x n, mapped over dimension 0) is the identity matrix."""
-    key = id(t)
-    _IDENTITY[key] = weakref.ref(t, lambda r: _IDENTITY.pop(key, None))
+        _IDENTITIES[key] = t
     return t
 
 
 def _is_identity(t):
-    r = _IDENTITY.get(id(t))
-    return r is not None and r() is t
+    return any(t is ident for ident in _IDENTITIES.values())
 
 
 def _any_diag(arrays, level):
@@ -624,25 +592,21 @@ def _unbatched_vector_or_scalar(o, n):
     return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (n,))
 
 
-def _diag_scale(arrays, batched, level, params, extra):
-    a, b = arrays
-    da = type(a) is BatchedTensor and a._diag is not None and a._level is level
-    d, o = (a, b) if da else (b, a)
-    if type(o) is BatchedTensor and o._level is level:
-        return None
-    n = d._diag.shape[0]
-    if not _unbatched_vector_or_scalar(o, n):
-        return None
-    return None, TENSOR_F.multiply(d._diag, o)
-
-
-def _diag_divide(arrays, batched, level, params, extra):
-    a, b = arrays
-    if not (type(a) is BatchedTensor and a._diag is not None and a._level is level):
-        return None
-    if type(b) is BatchedTensor or not _unbatched_vector_or_scalar(b, a._diag.shape[0]):
-        return None
-    return None, TENSOR_F.divide(a._diag, b)
+def _diag_binary(fn, either_side):
+    """multiply / divide of a scaled identity by an unbatched vector or scalar (``either_side``:
+    the identity may be either operand)."""
+    def rule(arrays, batched, level, params, extra):
+        a, b = arrays
+        if type(a) is BatchedTensor and a._diag is not None and a._level is level:
+            d, o = a, b
+        elif either_side:
+            d, o = b, a
+        else:
+            return None
+        if type(o) is BatchedTensor or not _unbatched_vector_or_scalar(o, d._diag.shape[0]):
+            return None
+        return None, fn(d._diag, o)
+    return rule
 
 
 def _diag_unary(fn):
@@ -673,8 +637,8 @@ def _diag_matmul(arrays, batched, level, params, extra):
 
 
 _DIAG_RULES = {
-    "multiply": _diag_scale,
-    "divide": _diag_divide,
+    "multiply": _diag_binary(lambda s, o: TENSOR_F.multiply(s, o), either_side=True),
+    "divide": _diag_binary(lambda s, o: TENSOR_F.divide(s, o), either_side=False),
     "negative": _diag_unary(lambda s: TENSOR_F.negative(s)),
     "positive": _diag_unary(lambda s: s),
     "conj": _diag_unary(lambda s: TENSOR_F.conj(s)),
@@ -967,38 +931,12 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         full = [None] * len(grad_outputs)
         for k, g in zip(present, gs):
             full[k] = g
-        return _engine.grad(outputs, inputs, full, retain_graph=True,
-                            create_graph=create_graph, allow_unused=True,
+        # one batched pass: retain_graph and allow_unused mean what they say for a single one
+        return _engine.grad(outputs, inputs, full, retain_graph=retain_graph,
+                            create_graph=create_graph, allow_unused=allow_unused,
                             materialize_grads=materialize_grads)
 
-    res = vmap(one)(*[gos[k] for k in present])
-    out = []
-    for k, r in enumerate(res):
-        if r is None and not allow_unused:
-            raise RuntimeError(
-                f"One of the differentiated Tensors (inputs[{k}]) appears to not have been "
-                "used in the graph. Set allow_unused=True if this is the desired behavior.")
-        out.append(r)
-    if not retain_graph:
-        _free_graph(outputs)
-    return tuple(out)
-
-
-def _free_graph(outputs):
-    """Release the saved values of the graph behind ``outputs`` (retain_graph=False)."""
-    seen = set()
-    stack = [t._grad_fn for t in outputs if isinstance(t, Tensor) and t._grad_fn is not None]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        release = getattr(node, "release", None)
-        if release is not None:
-            release()
-        for e in getattr(node, "edges", ()):
-            if e is not None and e[0] is not None:
-                stack.append(e[0])
+    return tuple(vmap(one)(*[gos[k] for k in present]))
 
 
 _engine._BATCHED_GRAD[0] = _batched_grad
