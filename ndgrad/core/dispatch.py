@@ -35,9 +35,16 @@ _level_inplace = _levels.inplace_hook
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
     if _LEVELS_ACTIVE[0]:  # a transform level is active (Note [Levels])
-        r = _level_apply(op, args, params)
-        if r is not _NOT_HANDLED:
-            return r
+        claim = params  # (plain Tensors only and no parameters: no level can claim it)
+        if not claim:
+            for a in args:
+                if type(a) is not Tensor or a._meta is not None:
+                    claim = True
+                    break
+        if claim:
+            r = _level_apply(op, args, params)
+            if r is not _NOT_HANDLED:
+                return r
     nin = op.nin
     n = len(args)
     # Fast paths: one or two inputs and no extra positional parameters (most calls).

@@ -16,7 +16,10 @@ compose in the order they were entered, ``jvp(vmap(f))`` as well as ``vmap(jvp(f
 none is confused by another's values.
 
 The transforms register here (``register_kind``); core never imports them. With no level
-active, the hot path pays one list read per op.
+active, the hot path pays one list read per op. A kind claims a value only through a Tensor
+subclass (vmap's batched tensors), a Tensor's ``_meta`` (a dual level's tangents), a
+container, or an op parameter: so ``dispatch.apply`` skips the hook for a call on plain
+Tensors without ``_meta`` and no parameters, most of the physical calls a transform makes.
 """
 
 from __future__ import annotations

@@ -480,7 +480,8 @@ def _jacrev_loop(outputs, inputs, create_graph, strict):
     jacobian = []
     for i, out in enumerate(outputs):
         rows = [[] for _ in inputs]
-        flat = out.reshape(-1)
+        # (a single-element output is differentiated as it is: no flattening, no stacking)
+        flat = out.reshape(-1) if out.numel() != 1 else (out,)
         for k in range(out.numel()):
             vj = _autograd_grad((flat[k],), inputs, retain_graph=True,
                                 create_graph=create_graph)
@@ -502,7 +503,10 @@ def _jacrev_loop(outputs, inputs, create_graph, strict):
         blocks = []
         for row, inp in zip(rows, inputs):
             shape = tuple(out.shape) + tuple(inp.shape)
-            if row:
+            if len(row) == 1:
+                g = row[0]
+                blocks.append(g if tuple(g.shape) == shape else g.reshape(shape))
+            elif row:
                 blocks.append(_nd.stack(row, axis=0).reshape(shape))
             else:  # an output with no element
                 blocks.append(_nd.zeros(shape, dtype=inp.dtype, device=inp.device))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 
-from ..core.creation import zeros_like
+from ..core.creation import ones_like, zeros_like
 from ..core.dispatch import apply
 from ..core.engine import grad as _autograd_grad
 from ..core.grad_mode import STATE, enable_grad
@@ -519,6 +519,16 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         if not oleaves:
             raise RuntimeError(f"{who}: f returned no tensors")
         ref = oleaves[0]
+        if len(oleaves) == 1 and ref.numel() == 1:
+            # one output element: its Jacobian is its gradient, one plain vjp (no vmap level,
+            # which would cost more than the vjp under an enclosing transform, e.g. hessian)
+            cleaves = tree_flatten(vjp_fn(tree_unflatten(ospec, [ones_like(ref)])))[0]
+            oshape = tuple(ref.shape)
+            per_in = [c if not oshape else TENSOR_F.reshape(c, oshape + tuple(x.shape))
+                      for c, x in zip(cleaves, ileaves)]
+            j = tree_unflatten(ispec, per_in)
+            result = tree_unflatten(ospec, [j[0] if isinstance(argnums, int) else j])
+            return (result, res[2]) if has_aux else result
         basis = _basis([tuple(o.shape) for o in oleaves], ref.dtype, ref.device)
 
         def pull(*rows):

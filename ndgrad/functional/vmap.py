@@ -589,7 +589,7 @@ def _any_diag(arrays, level):
 def _unbatched_vector_or_scalar(o, n):
     if isinstance(o, (int, float)):
         return True
-    return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (n,))
+    return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (1,), (n,))
 
 
 def _diag_binary(fn, either_side):
@@ -626,14 +626,28 @@ def _diag_matmul(arrays, batched, level, params, extra):
     a, b = arrays
     F = TENSOR_F
     if type(b) is BatchedTensor and b._diag is not None and b._level is level:
-        # A (m, n) @ (s_b e_b) = s_b A[:, b]: row b of the result is s_b A^T[b]
-        if type(a) is BatchedTensor or not isinstance(a, Tensor) or a.ndim != 2:
+        if type(a) is BatchedTensor or not isinstance(a, Tensor) or a.ndim not in (1, 2):
             return None
+        if a.ndim == 1:  # a . (s_b e_b) = s_b a[b]
+            return a * b._diag, None
+        # A (m, n) @ (s_b e_b) = s_b A[:, b]: row b of the result is s_b A^T[b]
         return F.matrix_transpose(a) * F.expand_dims(b._diag, -1), None
-    if type(b) is BatchedTensor or not isinstance(b, Tensor) or b.ndim != 2:
+    if type(b) is BatchedTensor or not isinstance(b, Tensor) or b.ndim not in (1, 2):
         return None
+    if b.ndim == 1:  # (s_b e_b) . b = s_b b[b]
+        return a._diag * b, None
     # (s_b e_b) @ B (n, k) = s_b B[b]
     return b * F.expand_dims(a._diag, -1), None
+
+
+def _diag_sum(arrays, batched, level, params, extra):
+    # the sum of s_b e_b is s_b
+    if params.get("axis") not in (None, 0, -1, (0,), (-1,)) or extra:
+        return None
+    out = arrays[0]._diag
+    if params.get("dtype") is not None:
+        out = TENSOR_F.astype(out, params["dtype"])
+    return (TENSOR_F.expand_dims(out, -1) if params.get("keepdims") else out), None
 
 
 _DIAG_RULES = {
@@ -646,6 +660,7 @@ _DIAG_RULES = {
     "astype": _diag_unary(lambda s, dtype: TENSOR_F.astype(s, dtype)),
     "reshape": _diag_reshape,
     "matmul": _diag_matmul,
+    "sum": _diag_sum,
 }
 
 

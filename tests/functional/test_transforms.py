@@ -1082,6 +1082,27 @@ def test_jacrev_chunk_size(chunk_size):
     close(J[1][1], np.diag(a[:2]))
 
 
+def test_jacrev_of_one_output_element_is_its_gradient():
+    """A single-element output takes one plain vjp (no vmap level); shapes follow the
+    output's: () -> x.shape, (1,) -> (1,) + x.shape, (1, 1) -> (1, 1) + x.shape."""
+    M = RNG.normal(size=(2, 3))
+    for shape in [(), (1,), (1, 1)]:
+        J = jacrev(lambda m, s=shape: (nd.sin(m) * 2.0).sum().reshape(s))(T(M))
+        assert J.shape == shape + (2, 3)
+        close(J.reshape((2, 3)), 2.0 * np.cos(M))
+    a, b = RNG.normal(size=3), RNG.normal(size=(2,))
+    (ja, jb), aux = jacrev(lambda a, b: ((a ** 2).sum() * b[0], "aux"), argnums=(0, 1),
+                           has_aux=True)(T(a), T(b))
+    close(ja, 2 * a * b[0])
+    close(jb, np.array([(a ** 2).sum(), 0.0]))
+    assert aux == "aux"
+    H = hessian(lambda x: (x ** 3).sum() * x[0])(T(a))  # jacfwd over the one-output jacrev
+    expected = np.diag(6 * a * a[0])
+    expected[0, :] += 3 * a ** 2
+    expected[:, 0] += 3 * a ** 2
+    close(H, expected)
+
+
 def test_jacrev_chunk_size_error():
     with pytest.raises(ValueError, match="chunk_size"):
         jacrev(tanh_layer, chunk_size=0)(T(X))

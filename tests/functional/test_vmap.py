@@ -195,10 +195,16 @@ def test_identity_batches_stay_exact_through_structured_ops():
     def f(e):
         u = -(e * t(s)) / 2.0            # still a scaled identity
         u = u.astype(ndgrad.float64).reshape((n,))
-        return t(A) @ u, u @ t(B), u + 1.0, ndgrad.exp(u)   # products; dense ops after
+        w = u * t(s[:1])                 # a length-1 factor broadcasts: still one
+        return (t(A) @ u, u @ t(B), u + 1.0, ndgrad.exp(u),   # products; dense ops after
+                t(s) @ u, w @ t(s), w.sum(), u.sum(axis=0, keepdims=True),
+                u.sum(dtype=ndgrad.float32))
     got = vmap(f)(ident)
     D = np.diag(-s / 2.0)                # row b of the batch: -s_b / 2 e_b
-    expected = (D @ A.T, D @ B, D + 1.0, np.exp(D))
+    W = D * s[0]
+    expected = (D @ A.T, D @ B, D + 1.0, np.exp(D), D @ s, W @ s, W.sum(axis=1),
+                D.sum(axis=1, keepdims=True), D.sum(axis=1, dtype=np.float32))
+    assert got[-1].dtype == ndgrad.float32
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-13, atol=1e-15)
     with pytest.raises(ValueError, match="read-only"):

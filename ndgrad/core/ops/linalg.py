@@ -49,6 +49,8 @@ def _matmul_vjp_x(F, g, out, x, y):
     if y.ndim == 1:  # (..., k) @ (k,) -> (...)
         return F.expand_dims(g, -1) * F.conj(y)
     if x.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        if y.ndim == 2:  # y g: one matrix-vector product (a matrix product under vmap)
+            return F.matmul(g, F.matrix_transpose(F.conj(y)))
         return F.squeeze(F.matmul(F.conj(y), F.expand_dims(g, -1)), axis=-1)
     return F.matmul(g, _mT(F, F.conj(y)))
 
