@@ -73,6 +73,10 @@ def _reference(op):
     ref = getattr(op, "reference", None)
     if ref is not None:
         return ref
+    if op.namespace == "special":
+        return getattr(scipy.special, op.name, None)
+    if op.namespace is not None:  # np.linalg.<name>, np.fft.<name>
+        return getattr(getattr(np, op.namespace), op.name, None)
     return getattr(np, op.name, None) or getattr(scipy.special, op.name, None)
 
 

@@ -446,7 +446,7 @@ def _apply_batched(level, op, args, params):
     if rule is None:
         rule = default_rule(op)
     diag = None
-    structured = _DIAG_RULES.get(op.name) if _any_diag(arrays, level) else None
+    structured = _DIAG_RULES.get(op.qualname) if _any_diag(arrays, level) else None
     if structured is not None:
         r = structured(arrays, batched, level, params, extra)
         if r is not None:
@@ -464,10 +464,10 @@ def _apply_batched(level, op, args, params):
         if getattr(op, "batch_params", False) and rule is not None:
             out = rule(TENSOR_F, batched, *phys, *extra, _level=level, **params)
         else:
-            _warn_fallback(op.name, "got a batched tensor as a parameter (e.g. an index)")
+            _warn_fallback(op.qualname, "got a batched tensor as a parameter (e.g. an index)")
             out = _loop(level, op, phys, batched, extra, params)
     elif rule is None:
-        _warn_fallback(op.name, "has no batching rule")
+        _warn_fallback(op.qualname, "has no batching rule")
         out = _loop(level, op, phys, batched, extra, params)
     else:
         out = rule(TENSOR_F, batched, *phys, *extra, **params)

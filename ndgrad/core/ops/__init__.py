@@ -26,8 +26,8 @@ from .registry import COMPOSITES, REGISTRY, VARIADIC, Domain, defcomposite, defo
 # The op modules: importing them fills the registry.
 from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
 
-__all__ = ["REGISTRY", "COMPOSITES", "TENSOR_F", "Namespace", "raw_namespace", "defop",
-           "defcomposite", "Domain", "apply", "apply_inplace"]
+__all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",
+           "defop", "defcomposite", "Domain", "apply", "apply_inplace"]
 
 
 def _rename(kw, aliases):
@@ -117,13 +117,25 @@ class Namespace:
 # ------------------------------------------------------------------ the Tensor namespace
 TENSOR_F = Namespace("ndgrad")
 PUBLIC = {}
+# The public functions of namespaced ops (Note [Namespaces]): namespace -> {name: function}.
+NAMESPACED = {ns: {} for ns in registry.NAMESPACES}
+for _ns in registry.NAMESPACES:
+    setattr(TENSOR_F, _ns, Namespace(f"ndgrad.{_ns}"))
+
+
+def _publish(obj, fn):
+    obj.public = fn
+    if obj.namespace is None:
+        PUBLIC[obj.name] = fn
+    else:
+        fn.__module__ = f"ndgrad.{obj.namespace}"
+        NAMESPACED[obj.namespace][obj.name] = fn
+
+
 for _op in REGISTRY.values():
-    _f = getattr(_op, "custom_public", None) or _make_public(_op, apply)
-    _op.public = _f
-    PUBLIC[_op.name] = _f
+    _publish(_op, getattr(_op, "custom_public", None) or _make_public(_op, apply))
 for _c in COMPOSITES.values():
-    _c.public = _make_composite_public(_c, TENSOR_F)
-    PUBLIC[_c.name] = _c.public
+    _publish(_c, _make_composite_public(_c, TENSOR_F))
 
 # Formula helpers that are not ops (creation, predicates) come from core.creation.
 from .. import creation as _creation  # noqa: E402
@@ -134,6 +146,9 @@ for _name, _f in _creation.FORMULA_EXTRA.items():
     setattr(TENSOR_F, _name, _f)
 for _name, _f in PUBLIC.items():
     setattr(TENSOR_F, _name, _f)
+for _ns, _fns in NAMESPACED.items():
+    for _name, _f in _fns.items():
+        setattr(getattr(TENSOR_F, _ns), _name, _f)
 _TENSOR_F[0] = TENSOR_F
 # Aliases (``sub`` for ``subtract``) are public names only: formulas use the canonical names.
 for _alias, _target in registry.ALIASES.items():
@@ -152,15 +167,18 @@ def _raw_call(B):
 def raw_namespace(B: Backend):
     """The first-order formula namespace of backend ``B``: ops run their forward directly."""
     ns = Namespace(B.name)
+    for sub in registry.NAMESPACES:
+        setattr(ns, sub, Namespace(f"{B.name}.{sub}"))
     call = _raw_call(B)
     for op in REGISTRY.values():
         if op.pack:
             f = _make_public(op, call)
         else:
             f = functools.partial(op.forward, B)
-        setattr(ns, op.name, f)
+        setattr(getattr(ns, op.namespace) if op.namespace else ns, op.name, f)
     for c in COMPOSITES.values():
-        setattr(ns, c.name, functools.partial(c.fn, ns))
+        setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name,
+                functools.partial(c.fn, ns))
     for name, fn in _creation.raw_helpers(B).items():
         setattr(ns, name, fn)
     return ns

@@ -97,7 +97,7 @@ def shift_axes(axis, ndim):
 
 
 def _elementwise(op):
-    name = op.name
+    fn = op.of
     nin = op.nin
 
     def rule(F, batched, *args, **params):
@@ -105,21 +105,21 @@ def _elementwise(op):
         extra = args[nin:] if nin != VARIADIC else ()
         k = max(logical_ndim(a, b) for a, b in zip(arrays, batched))
         new = [pad_to(F, a, k) if b else a for a, b in zip(arrays, batched)]
-        return getattr(F, name)(*new, *extra, **params)
+        return fn(F)(*new, *extra, **params)
     return rule
 
 
 def _reduction(op):
-    name = op.name
+    fn = op.of
 
     def rule(F, batched, x, *extra, axis=None, keepdims=False, **params):
-        return getattr(F, name)(x, *extra, axis=shift_axes(axis, x.ndim - 1),
-                                keepdims=keepdims, **params)
+        return fn(F)(x, *extra, axis=shift_axes(axis, x.ndim - 1), keepdims=keepdims,
+                     **params)
     return rule
 
 
 def _scan(op):
-    name = op.name
+    fn, name = op.of, op.name
 
     def rule(F, batched, x, *extra, axis=None, **params):
         nd = x.ndim - 1
@@ -128,7 +128,7 @@ def _scan(op):
                 raise ValueError(f"{name}: axis must be given for a {nd}-d array (it may be "
                                  "omitted only for a 1-d array)")
             axis = 0
-        return getattr(F, name)(x, *extra, axis=shift_axis(axis, nd), **params)
+        return fn(F)(x, *extra, axis=shift_axis(axis, nd), **params)
     return rule
 
 

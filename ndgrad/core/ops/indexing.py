@@ -379,7 +379,7 @@ index_add.defjvp(_index_add_jvp)
 
 
 def _scatter_batch(op):
-    name = op.name
+    fn = op.of
 
     def rule(F, batched, x, values, index, _level=None):
         entries = _index_entries(index, _level)
@@ -397,7 +397,7 @@ def _scatter_batch(op):
             v = pad_to(F, v, sel_nd)
             if move is not None:
                 v = F.moveaxis(v, move[1], move[0])
-        return getattr(F, name)(xp, v, index=pindex)
+        return fn(F)(xp, v, index=pindex)
     op.defbatch(rule, params=True)
 
 
@@ -798,14 +798,14 @@ sort.reference = _sort_reference
 
 
 def _sort_batch(op):
-    name = op.name
+    fn = op.of
 
     def rule(F, batched, x, axis=-1, descending=False, stable=True):
         if axis is None:  # each element's flattened values
             x, axis = flatten(F, x), 1
         else:
             axis = shift_axis(operator.index(axis), x.ndim - 1)
-        return getattr(F, name)(x, axis=axis, descending=descending, stable=stable)
+        return fn(F)(x, axis=axis, descending=descending, stable=stable)
     op.defbatch(rule)
 
 

@@ -554,14 +554,13 @@ def argmin(B, x, axis=None, keepdims=False):
 
 
 def _arg_batch(op):
-    name = op.name
+    fn = op.of
 
     def rule(F, batched, x, axis=None, keepdims=False):
         if axis is None:  # an index into each element's flattened values
-            r = getattr(F, name)(flatten(F, x), axis=1, keepdims=keepdims)
+            r = fn(F)(flatten(F, x), axis=1, keepdims=keepdims)
             return F.reshape(r, (x.shape[0],) + (1,) * (x.ndim - 1)) if keepdims else r
-        return getattr(F, name)(x, axis=shift_axis(operator.index(axis), x.ndim - 1),
-                                keepdims=keepdims)
+        return fn(F)(x, axis=shift_axis(operator.index(axis), x.ndim - 1), keepdims=keepdims)
     op.defbatch(rule)
 
 

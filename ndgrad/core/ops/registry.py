@@ -66,7 +66,8 @@ import dis
 import inspect
 
 __all__ = [
-    "Op", "defop", "defcomposite", "defalias", "Domain", "REGISTRY", "COMPOSITES", "ALIASES",
+    "Op", "defop", "NAMESPACES",
+    "defcomposite", "defalias", "Domain", "REGISTRY", "COMPOSITES", "ALIASES",
     "ELEMENTWISE", "REDUCTION", "SCAN", "LINALG", "SHAPE", "INDEXING", "COMPARISON",
     "VARIADIC",
 ]
@@ -174,8 +175,10 @@ class Op:
     """A registered primitive. See the module docstring for the declaration form."""
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
-                 sample, method, pack, inplace_method, kwarg_aliases, notes):
+                 sample, method, pack, inplace_method, kwarg_aliases, notes, namespace=None):
         self.name = name
+        self.namespace = namespace  # "linalg", "fft", "special" or None (Note [Namespaces])
+        self.qualname = f"{namespace}.{name}" if namespace else name
         self.forward = forward
         self.kind = kind
         self.nin = nin
@@ -200,12 +203,18 @@ class Op:
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
-        self.node_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+        self.node_name = "".join(p.capitalize() for p in self.qualname.replace(".", "_")
+                                 .split("_")) + "Backward0"
         # Saving masks by "which inputs need grad" are memoised here (Note [What a node saves]).
         self._save_cache = {}
 
     def __repr__(self):
-        return f"<ndgrad op {self.name}>"
+        return f"<ndgrad op {self.qualname}>"
+
+    def of(self, F):
+        """This op's function in formula namespace ``F`` (``F.linalg.solve`` for a namespaced
+        op): what generic rules call to apply the op again."""
+        return _lookup(F, self.namespace, self.name)
 
     # -- vjp
     def defvjp(self, *rules):
@@ -342,8 +351,8 @@ class Op:
             n = len(tangents)
             ts = [F.zeros_like(x) if t is None else t for t, x in zip(tangents, inputs[:n])]
             extra = inputs[n:]
-            return getattr(F, op.name)(*ts, *extra, **params) if not op.pack else \
-                getattr(F, op.name)(ts, *extra, **params)
+            return op.of(F)(*ts, *extra, **params) if not op.pack else \
+                op.of(F)(ts, *extra, **params)
         self.jvp = jvp
         return self
 
@@ -374,8 +383,11 @@ class Composite:
     """A function written with ``F`` from primitives (no rules of its own), registered so the
     property suite covers it: ``fn(F, *inputs, **params)``."""
 
-    def __init__(self, name, fn, *, nin, domain, sample, method, kwarg_aliases, kind):
+    def __init__(self, name, fn, *, nin, domain, sample, method, kwarg_aliases, kind,
+                 namespace=None):
         self.name = name
+        self.namespace = namespace
+        self.qualname = f"{namespace}.{name}" if namespace else name
         self.fn = fn
         self.nin = nin
         self.domain = domain
@@ -387,12 +399,15 @@ class Composite:
         self.differentiable = True
 
     def __repr__(self):
-        return f"<ndgrad composite {self.name}>"
+        return f"<ndgrad composite {self.qualname}>"
+
+    def of(self, F):
+        return _lookup(F, self.namespace, self.name)
 
 
 def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, view=False,
-          sample=None, method=True, pack=False, inplace_method=None, kwarg_aliases=None,
-          notes=None):
+          sample=None, method=None, pack=False, inplace_method=None, kwarg_aliases=None,
+          notes=None, namespace=None):
     """Declare a primitive from its forward function (see the module docstring).
 
     Parameters
@@ -423,36 +438,64 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
         Extra keyword spellings accepted by the public function (``{"dim": "axis"}``).
     notes : dict, optional
         Declared exceptions with reasons, e.g. ``{"gradgrad": "derivative is a step"}``.
+    namespace : {"linalg", "fft", "special"}, optional
+        The op is public as ``ndgrad.<namespace>.<name>`` (not at the top level, and no Tensor
+        method unless ``method`` names one); formulas call it as ``F.<namespace>.<name>``
+        (Note [Namespaces]).
     """
     def deco(forward):
         opname = name or forward.__name__
-        if opname in REGISTRY:
-            raise ValueError(f"op {opname!r} is already registered")
         op = Op(opname, forward, kind=kind, nin=nin, nout=nout, domain=domain or Domain(),
-                differentiable=differentiable, view=view, sample=sample, method=method,
+                differentiable=differentiable, view=view, sample=sample,
+                method=(namespace is None) if method is None else method,
                 pack=pack, inplace_method=inplace_method,
                 kwarg_aliases=kwarg_aliases or (
                     {"dim": "axis", "keepdim": "keepdims"} if kind in (REDUCTION, SCAN) else None),
-                notes=notes)
+                notes=notes, namespace=_check_namespace(namespace))
+        if op.qualname in REGISTRY or op.qualname in COMPOSITES:
+            raise ValueError(f"op {op.qualname!r} is already registered")
         op.__doc__ = forward.__doc__
-        REGISTRY[opname] = op
+        REGISTRY[op.qualname] = op
         return op
     return deco
 
 
-def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=True,
-                 kwarg_aliases=None, kind=None):
-    """Register a function written with ``F`` from primitives (see :class:`Composite`)."""
+# Note [Namespaces]
+# ~~~~~~~~~~~~~~~~~
+# Ops of ndgrad.linalg, ndgrad.fft and ndgrad.special are declared like every other op, with
+# ``namespace=``. Their registry key is the qualified name ("linalg.solve"), so two
+# namespaces may both have a ``norm`` or a ``logsumexp``; the public function lives in its
+# namespace module (ndgrad/linalg.py ...) and in the formula namespaces as ``F.linalg.solve``
+# (a sub-namespace of F): generic code applies an op again with ``op.of(F)``, never
+# ``getattr(F, op.name)``.
+NAMESPACES = ("linalg", "fft", "special")
+
+
+def _check_namespace(namespace):
+    if namespace is not None and namespace not in NAMESPACES:
+        raise ValueError(f"unknown op namespace {namespace!r}; one of {NAMESPACES}")
+    return namespace
+
+
+def _lookup(F, namespace, name):
+    return getattr(getattr(F, namespace) if namespace else F, name)
+
+
+def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
+                 kwarg_aliases=None, kind=None, namespace=None):
+    """Register a function written with ``F`` from primitives (see :class:`Composite`);
+    ``namespace`` as for :func:`defop`."""
     def deco(fn):
         cname = name or fn.__name__
-        if cname in COMPOSITES or cname in REGISTRY:
-            raise ValueError(f"{cname!r} is already registered")
         c = Composite(cname, fn, nin=nin, domain=domain or Domain(), sample=sample,
-                      method=method, kind=kind,
+                      method=(namespace is None) if method is None else method, kind=kind,
                       kwarg_aliases=kwarg_aliases or (
-                          {"dim": "axis", "keepdim": "keepdims"} if kind == REDUCTION else None))
+                          {"dim": "axis", "keepdim": "keepdims"} if kind == REDUCTION else None),
+                      namespace=_check_namespace(namespace))
+        if c.qualname in COMPOSITES or c.qualname in REGISTRY:
+            raise ValueError(f"{c.qualname!r} is already registered")
         c.__doc__ = fn.__doc__
-        COMPOSITES[cname] = c
+        COMPOSITES[c.qualname] = c
         return c
     return deco
 

@@ -29,10 +29,10 @@ def _np():
 
 def _linear_jvp(op):
     """The jvp of an op linear in its one array input: the op applied to the tangent."""
-    name = op.name
+    fn = op.of
 
     def jvp(F, tangents, out, x, *extra, **params):
-        return getattr(F, name)(tangents[0], *extra, **params)
+        return fn(F)(tangents[0], *extra, **params)
     op.defjvp(jvp)
     return op
 
@@ -1199,12 +1199,12 @@ _linear_jvp(triu)
 
 
 def _triangle_batch(op):
-    name = op.name
+    fn, name = op.of, op.name
 
     def rule(F, batched, x, k=0):
         if x.ndim < 3:
             raise ValueError(f"{name} needs at least 2 dimensions, got shape {x.shape[1:]}")
-        return getattr(F, name)(x, k=k)  # the last two dimensions: the batch leads
+        return fn(F)(x, k=k)  # the last two dimensions: the batch leads
     op.defbatch(rule)
 
 
