@@ -97,6 +97,55 @@ class Drawer:
     def reject(self):
         _reject()
 
+    # -- matrices (for linear algebra: inputs where the derivative exists and is stable)
+    def _unitary(self, rng, shape, n):
+        a = rng.standard_normal(tuple(shape) + (n, n))
+        if self.dtype.kind == "c":
+            a = a + 1j * rng.standard_normal(tuple(shape) + (n, n))
+        q, r = np.linalg.qr(a)
+        d = np.diagonal(r, axis1=-2, axis2=-1)
+        return q * (d / np.abs(d))[..., None, :]  # a Haar-distributed unitary
+
+    def _spectrum(self, rng, shape, n, low, high, gap):
+        # n values in [low, high], at least `gap` apart (sorted), per batch element
+        span = high - low - gap * (n - 1)
+        if span < 0:
+            raise ValueError(f"cannot fit {n} values {gap} apart in [{low}, {high}]")
+        u = np.sort(rng.uniform(0.0, span, size=tuple(shape) + (n,)), axis=-1)
+        return low + u + gap * np.arange(n)
+
+    def matrix(self, shape, cond=10.0, dtype=None):
+        """A well-conditioned matrix of ``shape`` (``(..., m, n)``): singular values in
+        ``[1, cond]`` scaled to about 1, at least 0.1 apart relative to that range."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        *batch, m, n = shape
+        rng = self._rng()
+        k = min(m, n)
+        s = self._spectrum(rng, batch, k, 1.0, cond, min(0.1 * (cond - 1.0) / max(k, 1), 1.0))
+        u = self._unitary(rng, batch, m)[..., :k]
+        v = self._unitary(rng, batch, n)[..., :k]
+        a = (u * s[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
+        return np.asarray(a / np.sqrt(cond), dtype=dtype)
+
+    def spd_matrix(self, shape, low=0.5, high=3.0, dtype=None):
+        """A symmetric (Hermitian for complex) positive definite matrix of ``shape``
+        ``(..., n, n)`` with eigenvalues in ``[low, high]``."""
+        return self.hermitian_matrix(shape, low, high, gap=0.0, dtype=dtype)
+
+    def hermitian_matrix(self, shape, low=-2.0, high=2.0, gap=0.3, dtype=None):
+        """A symmetric (Hermitian) matrix whose eigenvalues lie in ``[low, high]`` at least
+        ``gap`` apart (eigenvector derivatives grow as 1 / gap)."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        *batch, n, n2 = shape
+        if n != n2:
+            raise ValueError(f"a square shape is needed, got {shape}")
+        rng = self._rng()
+        lam = self._spectrum(rng, batch, n, low, high, gap)
+        q = self._unitary(rng, batch, n)
+        a = (q * lam[..., None, :]) @ np.conj(np.swapaxes(q, -1, -2))
+        a = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
+        return np.asarray(a, dtype=dtype)
+
 
 def _default_sample(op, d):
     """Samplers that follow from an op's kind (Note: see registry "Sampling")."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import scipy.linalg
 import scipy.special
 
 __all__ = [
@@ -227,6 +228,8 @@ class NumpyBackend(Backend):
                     pass
         self.special = scipy.special
         self.linalg = np.linalg
+        self.fft = np.fft
+        self.scipy_linalg = scipy.linalg  # triangular and Cholesky solves, expm
         self.ndarray = np.ndarray
         self._rng = threading.local()
 

@@ -25,6 +25,7 @@ from .registry import COMPOSITES, REGISTRY, VARIADIC, Domain, defcomposite, defo
 
 # The op modules: importing them fills the registry.
 from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
+from . import dense_linalg, decompositions, fft, special  # noqa: E402,F401  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",
            "defop", "defcomposite", "Domain", "apply", "apply_inplace"]

@@ -52,6 +52,11 @@ is a drawer (``ndgrad.checks.strategies.Drawer``) with:
 * ``d.axis(ndim, none=True)`` -> int (maybe negative) or None; ``d.axes(ndim)`` -> tuple
 * ``d.permutation(n)`` -> tuple
 * ``d.reject()`` -> discard this draw (e.g. a sample too close to a kink)
+* ``d.matrix(shape, cond=10.0)`` -> a well-conditioned ``(..., m, n)`` matrix (distinct
+  singular values)
+* ``d.spd_matrix(shape, low=0.5, high=3.0)`` -> symmetric (Hermitian) positive definite
+* ``d.hermitian_matrix(shape, low=-2.0, high=2.0, gap=0.3)`` -> symmetric (Hermitian) with
+  eigenvalues at least ``gap`` apart
 
 Declared exceptions go in ``notes`` (``{"gradgrad": reason, "jvp": reason, "fd": reason}``);
 the suite reads them as data and a test lists them with their reasons.
