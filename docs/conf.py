@@ -162,8 +162,9 @@ def remove_stale_stubs() -> None:
     if not STUBS.is_dir():
         return
     listed = set()
-    for page in (HERE / "api.rst", OPS_PAGE):
-        listed |= autosummary_names(page.read_text())
+    for page in set(HERE.glob("*.rst")) | {OPS_PAGE}:  # every page may list some
+        if page.is_file():
+            listed |= autosummary_names(page.read_text())
     for stub in STUBS.glob("*.rst"):
         if stub.stem not in listed:
             stub.unlink()

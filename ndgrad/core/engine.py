@@ -549,15 +549,25 @@ def _general_node(node, grads_out, needed, capture, results, inputs, accumulate,
             grads_out = _materialize(node, grads_out, create_graph)
     elif grads_out[0] is None:
         return None
+    skip = None
+    if needed is not None and isinstance(node, OpNode) and len(node.edges) > 1:
+        # rules of inputs that lead to no requested input are not run (they may not exist:
+        # gammainc's in its shape parameter)
+        skip = [e is not None and not needed.get(e[0], False) for e in node.edges]
+        if not any(skip):
+            skip = None
     if (hooks is not None and hooks.trace is not None) or _ANOMALY[0]:
         try:
-            grads_in = node.apply_backward(grads_out, create_graph)
+            grads_in = node.apply_backward(grads_out, create_graph) if skip is None else \
+                node.apply_backward(grads_out, create_graph, skip)
             if _ANOMALY[0] and _CHECK_NAN[0]:
                 check_nan(node, grads_in)
         except Exception as exc:
             if node.hooks is not None and node.hooks.trace is not None:
                 _annotate_anomaly(node, exc)
             raise
+    elif skip is not None:
+        grads_in = node.apply_backward(grads_out, create_graph, skip)
     else:
         grads_in = node.apply_backward(grads_out, create_graph)
     meta = getattr(node, "in_meta", None)

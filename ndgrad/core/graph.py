@@ -279,7 +279,9 @@ class OpNode(Node):
             return res
         return out
 
-    def apply_backward(self, grads, create_graph):
+    def apply_backward(self, grads, create_graph, skip=None):
+        """The input cotangents; ``skip[i]`` True: input ``i``'s is not needed (the engine
+        computes only what leads to the requested inputs), its rule is not run."""
         op = self.op
         edges = self.edges
         if self.saved is not None:
@@ -309,14 +311,14 @@ class OpNode(Node):
             each = op.vjp_each
             result = []
             for i, e in enumerate(edges):
-                result.append(None if e is None else
+                result.append(None if e is None or (skip is not None and skip[i]) else
                               each(F, i, g, out, *inputs, *extra, **params))
             return result
         if len(edges) == 1:
             return (rules[0](F, g, out, *inputs, *extra, **params),)
         result = []
         for i, e in enumerate(edges):
-            if e is None:
+            if e is None or (skip is not None and skip[i]):
                 result.append(None)
             else:
                 rule = rules[i]

@@ -212,12 +212,17 @@ class BatchedTensor(Tensor):
             _escaped()
         _no_value("conversion to a NumPy array")
 
-    def __array_ufunc__(self, *args, **kwargs):
-        # NumPy meets a batched tensor only after its vmap returned (inside, every op is
-        # routed to vmap first)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy meets a batched tensor when a NumPy value comes first (``array * x``) or a
+        # NumPy function is called on one: run the ndgrad op of the same name (batched), as a
+        # plain Tensor's reflected operator would
         if not self._level.alive:
             _escaped()
-        return NotImplemented
+        from ..core.ops import PUBLIC
+        fn = PUBLIC.get(ufunc.__name__)
+        if method != "__call__" or kwargs or fn is None:
+            return NotImplemented
+        return fn(*inputs)
 
     def item(self):
         _no_value("item()")

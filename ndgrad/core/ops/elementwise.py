@@ -432,7 +432,9 @@ real.defscatter(_real_scatter)
 def _imag_vjp(F, g, out, x):
     if x.dtype.kind != "c":  # read as metadata only: x is not saved
         return F.zeros_like(g)  # imag of a real input is constant 0
-    return 1j * g  # imag(z) = (z - conj z)/(2i): PyTorch's convention gives g * 1j
+    # imag(z) = (z - conj z)/(2i): PyTorch's convention gives g * 1j (g first: a NumPy
+    # scalar g, from 0-d arithmetic, stays a NumPy scalar instead of a Python complex)
+    return g * 1j
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
