@@ -1,3 +1,1337 @@
-"""(being written)"""
+"""``ndgrad.special``: differentiable special functions with SciPy's names and signatures.
+
+Every function here is declared with ``namespace="special"`` (Note [Namespaces] in
+``registry.py``): it is public as ``ndgrad.special.<name>``, formulas call it as
+``F.special.<name>``, and the property suite compares it with ``scipy.special.<name>``.
+Forward passes call ``B.special`` (SciPy on the NumPy backend); derivative rules are written
+with ``F`` only, mostly in terms of other functions of this module (``gammaln' = digamma``,
+``digamma' = polygamma(1, .)``, ``i0' = i1``, ``erfinv' = sqrt(pi)/2 exp(erfinv^2)``, ...), so
+they differentiate again to any order.
+
+Most are elementwise primitives (kind ELEMENTWISE: broadcasting, batching and sampling come
+from the kind and the domain). ``expit``, ``logsumexp``, ``softmax`` and ``log_softmax`` are
+composites over the core ops ``sigmoid`` and ``logsumexp``, so they agree with them by
+construction.
+
+Note [Derivatives that are not implemented]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Three derivatives have no closed form in the functions available here:
+
+* ``gammainc(a, x)`` / ``gammaincc(a, x)`` with respect to the shape ``a`` (a series or a
+  quadrature of ``log(t) t^(a-1) e^-t``);
+* ``zeta(x, q)`` with respect to ``x`` (``-sum_k log(k + q) / (k + q)^x``, whose own
+  derivatives are further such series).
+
+As in PyTorch (``torch.special.zeta``, ``torch.igamma``), their rules raise a
+``NotImplementedError`` that says to detach the argument or pass it as a constant; the
+derivatives in the other argument are exact (``x^(a-1) e^-x / Gamma(a)`` and
+``-x zeta(x + 1, q)``). The property suite draws those arguments as integers or Python
+numbers, which it does not differentiate, so it checks the implemented derivatives.
+
+Note [Removable singularities]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``i1' = i0 - i1 / x``, ``j1' = j0 - j1 / x`` and ``i1e'`` divide by ``x``; at ``x = 0`` the
+limit (1/2) is taken with ``where`` and a safe denominator, so no ``0/0`` is formed (its
+gradient would be NaN even where ``where`` discards it). The functions are odd, so the second
+derivative at 0 is 0, which is what the constant branch gives. ``sinc'`` has the same
+problem with a nonzero second derivative at 0 (``-pi^2/3``): near 0 it is evaluated as its
+Taylor polynomial (through ``x^7``), whose derivatives are right at 0 too.
+"""
 
 from __future__ import annotations
+
+import math
+
+from .reductions import normalize_axis
+from .registry import ELEMENTWISE, Domain, defcomposite, defop
+
+_SQRT_PI_2 = math.sqrt(math.pi) / 2      # 1 / erf'(0)
+_TWO_SQRT_PI = 2 / math.sqrt(math.pi)     # erf'(0)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_SQRT_2_PI = math.sqrt(2 / math.pi)
+_SQRT_HALF = math.sqrt(0.5)
+_PI = math.pi
+_INF = float("inf")
+_NAN = float("nan")
+
+
+# ------------------------------------------------------------------------- helpers
+def _np():
+    import numpy  # the property suite's samplers and references only, never a formula
+    return numpy
+
+
+def _is_complex(x):
+    dt = getattr(x, "dtype", None)
+    return dt.kind == "c" if dt is not None else isinstance(x, complex)
+
+
+def _real_only(name, *xs):
+    """SciPy's ``name`` has no complex loop: say so (SciPy's own error names ufunc types)."""
+    for x in xs:
+        if _is_complex(x):
+            raise TypeError(f"special.{name}: complex input is not supported (scipy.special."
+                            f"{name} is defined for real numbers only); pass a real tensor, "
+                            "e.g. x.real")
+
+
+def _over_x(F, y, x, limit):
+    """``y / x`` with its limit at ``x = 0`` (Note [Removable singularities])."""
+    zero = x == 0
+    return F.where(zero, limit, y / F.where(zero, 1.0, x))
+
+
+def _not_differentiable(name, arg, other, detail):
+    def rule(F, *args, **params):
+        raise NotImplementedError(
+            f"special.{name}: the derivative with respect to {arg} is not implemented "
+            f"({detail}); detach {arg} ({arg}.detach()) or pass it as a constant (a number "
+            f"or a tensor that does not require grad). The derivative with respect to "
+            f"{other} is available.")
+    return rule
+
+
+# ------------------------------------------------------------------------- samplers
+def _signed(low, high):
+    """Unary sampler away from a kink at 0: ``|x|`` in [low, high], random signs."""
+    def sample(d):
+        np = _np()
+        shape = d.shape()
+        mag = d.array(shape, low, high)
+        return (np.where(d.bool_array(shape), mag, -mag),), {}
+    return sample
+
+
+def _off_poles(low, high, gap=0.15):
+    """Unary sampler in [low, high] for functions with poles at 0, -1, -2, ... (gamma,
+    digamma): negative draws are moved to at least ``gap`` from the nearest integer."""
+    def sample(d):
+        np = _np()
+        x = d.array(d.shape(), low, high)
+        k = np.floor(x)
+        moved = k + gap + (x - k) * (1 - 2 * gap)
+        x = np.where(x < gap, moved, x)
+        return (x,), {}
+    return sample
+
+
+# ------------------------------------------------------------------------- error functions
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-2.0, 2.0), complex=True))
+def erf(B, x):
+    """Error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt``, elementwise.
+
+    Holomorphic: complex inputs are supported. ``d/dx erf(x) = 2/sqrt(pi) exp(-x^2)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 0.5], requires_grad=True)
+    >>> ndgrad.special.erf(x).sum().backward()
+    >>> x.grad
+    tensor([1.12837917, 0.87878258])
+    """
+    return B.special.erf(x)
+
+
+erf.defvjp(lambda F, g, out, x: g * F.conj(_TWO_SQRT_PI * F.exp(-x * x)))
+erf.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-2.0, 2.0), complex=True))
+def erfc(B, x):
+    """Complementary error function ``1 - erf(x)``, elementwise (accurate for large ``x``).
+
+    Holomorphic: complex inputs are supported. ``d/dx erfc(x) = -2/sqrt(pi) exp(-x^2)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.erfc(ndgrad.tensor([0.0, 10.0]))
+    tensor([1.00000000e+00, 2.08848758e-45])
+    """
+    return B.special.erfc(x)
+
+
+erfc.defvjp(lambda F, g, out, x: g * F.conj(-_TWO_SQRT_PI * F.exp(-x * x)))
+erfc.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-2.0, 2.0), complex=True))
+def erfcx(B, x):
+    """Scaled complementary error function ``exp(x^2) * erfc(x)``, elementwise.
+
+    Holomorphic: complex inputs are supported. ``d/dx erfcx(x) = 2 x erfcx(x) - 2/sqrt(pi)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.erfcx(ndgrad.tensor([0.0, 30.0]))  # no overflow for large x
+    tensor([1.        , 0.01879589])
+    """
+    return B.special.erfcx(x)
+
+
+erfcx.defvjp(lambda F, g, out, x: g * F.conj(2 * x * out - _TWO_SQRT_PI))
+erfcx.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-0.85, 0.85)))
+def erfinv(B, x):
+    """Inverse error function on ``(-1, 1)``, elementwise (``+-inf`` at ``+-1``).
+
+    ``d/dx erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 0.5], requires_grad=True)
+    >>> y = ndgrad.special.erfinv(x)
+    >>> ndgrad.special.erf(y)
+    tensor([0. , 0.5], grad_fn=<SpecialErfBackward0>)
+    >>> y.sum().backward()
+    >>> x.grad
+    tensor([0.88622693, 1.11258482])
+    """
+    _real_only("erfinv", x)
+    return B.special.erfinv(x)
+
+
+erfinv.defvjp(lambda F, g, out, x: g * (_SQRT_PI_2 * F.exp(out * out)))
+erfinv.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.15, 1.7)))
+def erfcinv(B, x):
+    """Inverse complementary error function on ``(0, 2)``: ``erfc(erfcinv(x)) = x``.
+
+    ``d/dx erfcinv(x) = -sqrt(pi)/2 exp(erfcinv(x)^2)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.erfcinv(ndgrad.tensor([0.5, 1.5]))
+    tensor([ 0.47693628, -0.47693628])
+    """
+    _real_only("erfcinv", x)
+    return B.special.erfcinv(x)
+
+
+erfcinv.defvjp(lambda F, g, out, x: g * (-_SQRT_PI_2 * F.exp(out * out)))
+erfcinv.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- normal distribution
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-3.0, 3.0), complex=True))
+def ndtr(B, x):
+    """Standard normal cumulative distribution function ``(1 + erf(x / sqrt(2))) / 2``.
+
+    Holomorphic: complex inputs are supported. The derivative is the normal density
+    ``exp(-x^2 / 2) / sqrt(2 pi)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.ndtr(x)
+    tensor([0.5       , 0.84134475], grad_fn=<SpecialNdtrBackward0>)
+    >>> ndgrad.special.ndtr(x).sum().backward()
+    >>> x.grad
+    tensor([0.39894228, 0.24197072])
+    """
+    return B.special.ndtr(x)
+
+
+ndtr.defvjp(lambda F, g, out, x: g * F.conj(F.exp(-0.5 * x * x) / _SQRT_2PI))
+ndtr.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.05, 0.85)))
+def ndtri(B, x):
+    """Inverse of :func:`ndtr` (the standard normal quantile function) on ``(0, 1)``.
+
+    ``d/dx ndtri(x) = sqrt(2 pi) exp(ndtri(x)^2 / 2)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.ndtri(ndgrad.tensor([0.5, 0.975]))
+    tensor([0.        , 1.95996398])
+    """
+    _real_only("ndtri", x)
+    return B.special.ndtri(x)
+
+
+ndtri.defvjp(lambda F, g, out, x: g * (_SQRT_2PI * F.exp(0.5 * out * out)))
+ndtri.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-4.0, 3.0)))
+def log_ndtr(B, x):
+    """Logarithm of :func:`ndtr`, accurate far in the left tail.
+
+    The derivative is the normal density over the distribution function,
+    ``phi(x) / ndtr(x) = sqrt(2 / pi) / erfcx(-x / sqrt(2))``, computed without forming the
+    tiny ``ndtr(x)`` of the left tail. Real inputs only here (SciPy also has a complex
+    version).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([-40.0], requires_grad=True)
+    >>> ndgrad.special.log_ndtr(x)
+    tensor([-804.60844201], grad_fn=<SpecialLogNdtrBackward0>)
+    >>> ndgrad.special.log_ndtr(x).sum().backward()
+    >>> x.grad  # about -x in the left tail
+    tensor([40.02496885])
+    """
+    _real_only("log_ndtr", x)
+    return B.special.log_ndtr(x)
+
+
+_LOG_NDTR_SPLIT = 5.0
+
+
+def _log_ndtr_derivative(F, x, out):
+    # phi(x) / Phi(x) with Phi(x) = erfcx(-x / sqrt 2) exp(-x^2 / 2) / 2: relative accuracy
+    # in the left tail, where exp(-x^2/2 - out) would lose digits to cancellation (1e-12 at
+    # x = -200); right of the split erfcx(-x / sqrt 2) overflows (x > 37), and the exp form is
+    # accurate. The erfcx branch gets a safe argument there, so neither branch makes NaN.
+    left = x < _LOG_NDTR_SPLIT
+    xl = F.where(left, x, 0.0)
+    tail = _SQRT_2_PI / F.special.erfcx(xl * -_SQRT_HALF)
+    return F.where(left, tail, F.exp(-0.5 * x * x - out) / _SQRT_2PI)
+
+
+log_ndtr.defvjp(lambda F, g, out, x: g * _log_ndtr_derivative(F, x, out))
+log_ndtr.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- gamma family
+_GAMMA_DOMAIN = Domain((-2.5, 4.0))
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=_GAMMA_DOMAIN,
+       sample=_off_poles(-2.5, 4.0))
+def gamma(B, x):
+    """Gamma function, elementwise (poles at 0, -1, -2, ...).
+
+    ``d/dx gamma(x) = gamma(x) digamma(x)``. Real inputs only here.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 5.0], requires_grad=True)
+    >>> ndgrad.special.gamma(x)
+    tensor([ 1., 24.], grad_fn=<SpecialGammaBackward0>)
+    >>> ndgrad.special.gamma(x).sum().backward()
+    >>> x.grad
+    tensor([-0.57721566, 36.14682404])
+    """
+    _real_only("gamma", x)
+    return B.special.gamma(x)
+
+
+gamma.defvjp(lambda F, g, out, x: g * (out * F.special.digamma(x)))
+gamma.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=_GAMMA_DOMAIN,
+       sample=_off_poles(-2.5, 4.0))
+def gammaln(B, x):
+    """Logarithm of the absolute value of the gamma function, ``log|gamma(x)|``.
+
+    ``d/dx gammaln(x) = digamma(x)`` (also for negative ``x``, where ``gamma`` changes
+    sign). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 200.0], requires_grad=True)
+    >>> ndgrad.special.gammaln(x)  # gamma(200) overflows, its logarithm does not
+    tensor([  0.        , 857.93366983], grad_fn=<SpecialGammalnBackward0>)
+    >>> ndgrad.special.gammaln(x).sum().backward()
+    >>> x.grad
+    tensor([-0.57721566,  5.29581528])
+    """
+    _real_only("gammaln", x)
+    return B.special.gammaln(x)
+
+
+gammaln.defvjp(lambda F, g, out, x: g * F.special.digamma(x))
+gammaln.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=_GAMMA_DOMAIN,
+       sample=_off_poles(-2.5, 4.0))
+def digamma(B, x):
+    """Digamma function ``psi(x) = d/dx log gamma(x)``, elementwise.
+
+    ``d/dx digamma(x) = polygamma(1, x)``. Real inputs only here.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0], requires_grad=True)
+    >>> ndgrad.special.digamma(x)  # minus the Euler-Mascheroni constant
+    tensor([-0.57721566], grad_fn=<SpecialDigammaBackward0>)
+    >>> ndgrad.special.digamma(x).sum().backward()
+    >>> x.grad  # pi^2 / 6
+    tensor([1.64493407])
+    """
+    _real_only("digamma", x)
+    return B.special.digamma(x)
+
+
+digamma.defvjp(lambda F, g, out, x: g * F.special.polygamma(1, x))
+digamma.defjvp_from_vjp()
+
+
+def _check_order(B, n):
+    """``n`` of polygamma: non-negative integers (SciPy silently returns NaN otherwise)."""
+    if _is_complex(n) or isinstance(n, bool):
+        raise TypeError(f"special.polygamma: the order n must be a non-negative integer, "
+                        f"got {n!r}")
+    na = B.asarray(n)
+    if na.dtype.kind not in "iuf" or (na.size and (bool(B.any(na < 0)) or
+                                                   bool(B.any(na != B.floor(na))))):
+        raise ValueError(f"special.polygamma: the order n must be a non-negative integer "
+                         f"(0 for digamma, 1 for trigamma, ...), got {n!r}")
+
+
+def _sample_polygamma(d):
+    sn, sx = d.shapes(2)
+    n = d.int_array(sn, 0, 3) if d.boolean() else d.integers(0, 3)
+    return (n, d.array(sx, 0.3, 4.0)), {}
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.3, 4.0)),
+       sample=_sample_polygamma)
+def polygamma(B, n, x):
+    """Polygamma function: the ``n``-th derivative of :func:`digamma`, elementwise.
+
+    Parameters
+    ----------
+    n : int or integer tensor
+        Order: a non-negative integer (broadcasts with ``x``); not differentiable.
+    x : tensor
+        Real argument (differentiable).
+
+    Notes
+    -----
+    ``d/dx polygamma(n, x) = polygamma(n + 1, x)``, so every order differentiates again.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.polygamma(1, x)
+    tensor([1.64493407, 0.64493407], grad_fn=<SpecialPolygammaBackward0>)
+    >>> ndgrad.special.polygamma(1, x).sum().backward()
+    >>> x.grad
+    tensor([-2.40411381, -0.40411381])
+    """
+    _check_order(B, n)
+    _real_only("polygamma", x)
+    return B.special.polygamma(n, x)
+
+
+polygamma.defvjp(None, lambda F, g, out, n, x: g * F.special.polygamma(n + 1, x))
+polygamma.defjvp_from_vjp()
+
+
+def _sample_multigammaln(d):
+    dim = d.integers(1, 3)
+    low = (dim - 1) / 2
+    return (d.array(d.shape(), low + 0.3, low + 3.0), dim), {}
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((1.3, 4.0)),
+       sample=_sample_multigammaln)
+def multigammaln(B, a, d):
+    """Logarithm of the multivariate gamma function of dimension ``d``, elementwise in ``a``.
+
+    ``log Gamma_d(a) = d (d - 1) / 4 log(pi) + sum_{j=1..d} gammaln(a + (1 - j) / 2)``,
+    defined for ``a > (d - 1) / 2``.
+
+    Parameters
+    ----------
+    a : tensor
+        Real argument (differentiable): ``d/da = sum_{j=0..d-1} digamma(a - j / 2)``.
+    d : int
+        Dimension, a positive integer (not differentiable).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> a = ndgrad.tensor([2.0], requires_grad=True)
+    >>> ndgrad.special.multigammaln(a, 2)
+    tensor([0.45158271], grad_fn=<SpecialMultigammalnBackward0>)
+    >>> ndgrad.special.multigammaln(a, 2).sum().backward()
+    >>> a.grad
+    tensor([0.45927431])
+    """
+    if isinstance(d, bool) or not isinstance(d, int) and not (
+            hasattr(d, "__index__") and getattr(d, "ndim", 0) == 0):
+        raise TypeError(f"special.multigammaln: the dimension d must be a positive int, "
+                        f"got {d!r}")
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"special.multigammaln: the dimension d must be a positive int, "
+                         f"got {d}")
+    _real_only("multigammaln", a)
+    a_arr = B.asarray(a)
+    if a_arr.size and bool(B.any(a_arr <= (d - 1) / 2)):
+        raise ValueError(f"special.multigammaln: every element of a must be greater than "
+                         f"(d - 1) / 2 = {(d - 1) / 2} for d = {d}; the smallest is "
+                         f"{float(B.min(a_arr))}")
+    return B.special.multigammaln(a, d)
+
+
+def _multigammaln_vjp(F, g, out, a, d):
+    total = F.special.digamma(a)
+    for j in range(1, int(d)):
+        total = total + F.special.digamma(a - j / 2)
+    return g * total
+
+
+multigammaln.defvjp(_multigammaln_vjp)
+multigammaln.defjvp_from_vjp()
+
+
+_POSITIVE2 = Domain((0.3, 3.0))
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2)
+def beta(B, a, b):
+    """Beta function ``gamma(a) gamma(b) / gamma(a + b)``, elementwise, broadcasting.
+
+    ``d/da beta(a, b) = beta(a, b) (digamma(a) - digamma(a + b))``, and symmetrically for
+    ``b``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> a = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.beta(a, 2.0)
+    tensor([0.5       , 0.16666667], grad_fn=<SpecialBetaBackward0>)
+    >>> ndgrad.special.beta(a, 2.0).sum().backward()
+    >>> a.grad
+    tensor([-0.75      , -0.13888889])
+    """
+    _real_only("beta", a, b)
+    return B.special.beta(a, b)
+
+
+beta.defvjp(lambda F, g, out, a, b: g * (out * (F.special.digamma(a)
+                                                 - F.special.digamma(a + b))),
+            lambda F, g, out, a, b: g * (out * (F.special.digamma(b)
+                                                 - F.special.digamma(a + b))))
+beta.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2)
+def betaln(B, a, b):
+    """Logarithm of the absolute value of the beta function, elementwise, broadcasting.
+
+    ``d/da betaln(a, b) = digamma(a) - digamma(a + b)``, and symmetrically for ``b``. Real
+    inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> a = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.betaln(a, 2.0)
+    tensor([-0.69314718, -1.79175947], grad_fn=<SpecialBetalnBackward0>)
+    >>> ndgrad.special.betaln(a, 2.0).sum().backward()
+    >>> a.grad
+    tensor([-1.5       , -0.83333333])
+    """
+    _real_only("betaln", a, b)
+    return B.special.betaln(a, b)
+
+
+betaln.defvjp(lambda F, g, out, a, b: g * (F.special.digamma(a) - F.special.digamma(a + b)),
+              lambda F, g, out, a, b: g * (F.special.digamma(b) - F.special.digamma(a + b)))
+betaln.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- incomplete gamma
+def _sample_gammainc(d):
+    sa, sx = d.shapes(2)
+    # `a` is drawn as integers or a Python number: the suite does not differentiate those
+    # (Note [Derivatives that are not implemented])
+    a = d.int_array(sa, 1, 4) if d.boolean() else float(d.array((), 0.5, 3.0))
+    return (a, d.array(sx, 0.2, 4.0)), {}
+
+
+def _gammainc_dx(F, a, x):
+    # x^(a-1) e^(-x) / Gamma(a); xlogy keeps x = 0, a = 1 finite (the density there is 1)
+    return F.exp(F.special.xlogy(a - 1, x) - x - F.special.gammaln(a))
+
+
+_GAMMAINC_A = _not_differentiable(
+    "gammainc", "a", "x", "it has no closed form in these functions")
+_GAMMAINCC_A = _not_differentiable(
+    "gammaincc", "a", "x", "it has no closed form in these functions")
+
+
+_GAMMAINC_NOTES = {"partial": "differentiable in x only: the derivative in the shape a has no "
+                              "closed form here and its rule raises NotImplementedError (as "
+                              "PyTorch's igamma); the sampler draws a as integers or numbers"}
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.5, 3.0), (0.2, 4.0)),
+       sample=_sample_gammainc, notes=_GAMMAINC_NOTES)
+def gammainc(B, a, x):
+    """Regularized lower incomplete gamma function
+    ``P(a, x) = 1/gamma(a) * integral_0^x t^(a-1) e^-t dt``, elementwise, broadcasting.
+
+    Parameters
+    ----------
+    a : tensor or number
+        Shape, ``a > 0``. Not differentiable: a gradient with respect to ``a`` raises
+        ``NotImplementedError`` (as PyTorch's ``igamma``); detach it or pass a constant.
+    x : tensor
+        ``x >= 0`` (differentiable): ``d/dx P(a, x) = x^(a-1) e^-x / gamma(a)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.gammainc(1.0, x)  # 1 - exp(-x)
+    tensor([0.63212056, 0.86466472], grad_fn=<SpecialGammaincBackward0>)
+    >>> ndgrad.special.gammainc(1.0, x).sum().backward()
+    >>> x.grad
+    tensor([0.36787944, 0.13533528])
+    """
+    _real_only("gammainc", a, x)
+    return B.special.gammainc(a, x)
+
+
+gammainc.defvjp(_GAMMAINC_A, lambda F, g, out, a, x: g * _gammainc_dx(F, a, x))
+gammainc.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.5, 3.0), (0.2, 4.0)),
+       sample=_sample_gammainc, notes=_GAMMAINC_NOTES)
+def gammaincc(B, a, x):
+    """Regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``, elementwise.
+
+    Parameters
+    ----------
+    a : tensor or number
+        Shape, ``a > 0``. Not differentiable: a gradient with respect to ``a`` raises
+        ``NotImplementedError`` (as PyTorch's ``igammac``); detach it or pass a constant.
+    x : tensor
+        ``x >= 0`` (differentiable): ``d/dx Q(a, x) = -x^(a-1) e^-x / gamma(a)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.gammaincc(1.0, x)  # exp(-x)
+    tensor([0.36787944, 0.13533528], grad_fn=<SpecialGammainccBackward0>)
+    >>> ndgrad.special.gammaincc(1.0, x).sum().backward()
+    >>> x.grad
+    tensor([-0.36787944, -0.13533528])
+    """
+    _real_only("gammaincc", a, x)
+    return B.special.gammaincc(a, x)
+
+
+gammaincc.defvjp(_GAMMAINCC_A, lambda F, g, out, a, x: -g * _gammainc_dx(F, a, x))
+gammaincc.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- zeta
+def _sample_zeta(d):
+    sx, sq = d.shapes(2)
+    if d.boolean():  # Riemann zeta: nothing the suite differentiates
+        return (d.int_array(sx, 2, 6), None), {}
+    # x as integers or a Python number (Note [Derivatives that are not implemented])
+    x = d.int_array(sx, 2, 5) if d.boolean() else float(d.array((), 1.5, 4.0))
+    return (x, d.array(sq, 0.3, 3.0)), {}
+
+
+def _zeta_args(x, q=None):
+    return (x, q), {}
+
+
+_ZETA_X = _not_differentiable(
+    "zeta", "x", "q", "d/dx zeta(x, q) = -sum_k log(k + q) / (k + q)^x has no closed form "
+    "in these functions")
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((1.5, 4.0), (0.3, 3.0)),
+       sample=_sample_zeta,
+       notes={"partial": "differentiable in q only: d/dx zeta(x, q) is a series with no closed "
+                         "form here and its rule raises NotImplementedError (as PyTorch); the "
+                         "sampler draws x as integers or numbers"})
+def zeta(B, x, q=None):
+    """Riemann zeta ``zeta(x)`` or Hurwitz zeta ``zeta(x, q) = sum_{k>=0} (k + q)^-x``.
+
+    Parameters
+    ----------
+    x : tensor or number
+        Exponent. Not differentiable: a gradient with respect to ``x`` raises
+        ``NotImplementedError`` (as in PyTorch); detach it or pass a constant.
+    q : tensor, number or None
+        Shift (differentiable): ``d/dq zeta(x, q) = -x zeta(x + 1, q)``. None (the default)
+        gives the Riemann zeta function of ``x``, defined for every real ``x != 1``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.zeta(2.0)  # pi^2 / 6
+    tensor(1.64493407)
+    >>> q = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.zeta(2.0, q)
+    tensor([1.64493407, 0.64493407], grad_fn=<SpecialZetaBackward0>)
+    >>> ndgrad.special.zeta(2.0, q).sum().backward()
+    >>> q.grad
+    tensor([-2.40411381, -0.40411381])
+    """
+    _real_only("zeta", x, q)
+    if q is None:
+        return B.special.zeta(x)
+    return B.special.zeta(x, q)
+
+
+zeta.defvjp(_ZETA_X, lambda F, g, out, x, q: g * (-x * F.special.zeta(x + 1, q)))
+zeta.defjvp_from_vjp()
+zeta.normalize_args = _zeta_args
+
+
+# ------------------------------------------------------------------------- logistic
+@defcomposite(namespace="special", kind=ELEMENTWISE, domain=Domain((-3.0, 3.0)))
+def expit(F, x):
+    """Logistic sigmoid ``1 / (1 + exp(-x))``, elementwise: the same function as
+    :func:`ndgrad.sigmoid` (this calls it), under SciPy's name.
+
+    ``d/dx expit(x) = expit(x) (1 - expit(x))``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.expit(x)
+    tensor([0.5       , 0.88079708], grad_fn=<SigmoidBackward0>)
+    >>> ndgrad.special.expit(x).sum().backward()
+    >>> x.grad
+    tensor([0.25      , 0.10499359])
+    """
+    return F.sigmoid(x)
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.05, 0.85)))
+def logit(B, x):
+    """Logit ``log(x / (1 - x))``, the inverse of :func:`expit`, on ``(0, 1)``.
+
+    ``d/dx logit(x) = 1 / (x (1 - x))``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.5, 0.75], requires_grad=True)
+    >>> ndgrad.special.logit(x)
+    tensor([0.        , 1.09861229], grad_fn=<SpecialLogitBackward0>)
+    >>> ndgrad.special.logit(x).sum().backward()
+    >>> x.grad
+    tensor([4.        , 5.33333333])
+    """
+    _real_only("logit", x)
+    return B.special.logit(x)
+
+
+logit.defvjp(lambda F, g, out, x: g / (x * (1 - x)))
+logit.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-4.0, 4.0)))
+def log_expit(B, x):
+    """``log(expit(x))``, accurate for large ``|x|`` (``-log1p(exp(-x))``).
+
+    ``d/dx log_expit(x) = 1 - expit(x) = expit(-x)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([-100.0, 0.0], requires_grad=True)
+    >>> ndgrad.special.log_expit(x)
+    tensor([-100.        ,   -0.69314718], grad_fn=<SpecialLogExpitBackward0>)
+    >>> ndgrad.special.log_expit(x).sum().backward()
+    >>> x.grad
+    tensor([1. , 0.5])
+    """
+    _real_only("log_expit", x)
+    return B.special.log_expit(x)
+
+
+log_expit.defvjp(lambda F, g, out, x: g * F.sigmoid(-x))
+log_expit.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- x log y
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((-2.0, 2.0), (0.2, 3.0)))
+def xlogy(B, x, y):
+    """``x * log(y)``, with ``0`` where ``x == 0`` (even where ``y == 0``), broadcasting.
+
+    Gradients (as PyTorch's ``xlogy``): ``log(y)`` for ``x`` (the function is ``x log(y)``
+    for every ``x`` when ``y > 0``, so also at ``x = 0``) and ``x / y`` for ``y``. Real inputs
+    only here.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.xlogy(ndgrad.tensor([0.0, 2.0]), ndgrad.tensor([0.0, 3.0]))
+    tensor([0.        , 2.19722458])
+    >>> x = ndgrad.tensor([0.0, 2.0], requires_grad=True)
+    >>> y = ndgrad.tensor([2.0, 3.0], requires_grad=True)
+    >>> ndgrad.special.xlogy(x, y).sum().backward()
+    >>> x.grad, y.grad
+    (tensor([0.69314718, 1.09861229]), tensor([0.        , 0.66666667]))
+    """
+    _real_only("xlogy", x, y)
+    return B.special.xlogy(x, y)
+
+
+xlogy.defvjp(lambda F, g, out, x, y: g * F.log(y),
+             lambda F, g, out, x, y: g * (x / y))
+xlogy.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((-2.0, 2.0), (-0.5, 2.0)))
+def xlog1py(B, x, y):
+    """``x * log1p(y)``, with ``0`` where ``x == 0`` (even where ``y == -1``), broadcasting.
+
+    Gradients (as PyTorch's ``xlog1py``): ``log1p(y)`` for ``x`` (also at ``x = 0``) and
+    ``x / (1 + y)`` for ``y``. Real inputs only here.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.xlog1py(ndgrad.tensor([0.0, 2.0]), ndgrad.tensor([-1.0, 1e-20]))
+    tensor([0.e+00, 2.e-20])
+    >>> x = ndgrad.tensor([0.0, 2.0], requires_grad=True)
+    >>> y = ndgrad.tensor([1.0, 1e-20], requires_grad=True)
+    >>> ndgrad.special.xlog1py(x, y).sum().backward()
+    >>> x.grad, y.grad
+    (tensor([6.93147181e-01, 1.00000000e-20]), tensor([0., 2.]))
+    """
+    _real_only("xlog1py", x, y)
+    return B.special.xlog1py(x, y)
+
+
+xlog1py.defvjp(lambda F, g, out, x, y: g * F.log1p(y),
+               lambda F, g, out, x, y: g * (x / (1 + y)))
+xlog1py.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- entropies
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.1, 3.0)))
+def entr(B, x):
+    """Elementwise entropy term ``-x log(x)`` for ``x > 0``, ``0`` at 0, ``-inf`` below.
+
+    ``d/dx entr(x) = -(log(x) + 1)`` (``+inf`` at 0, as PyTorch's ``entr``). Real inputs
+    only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.5, 2.0], requires_grad=True)
+    >>> ndgrad.special.entr(x)
+    tensor([ 0.34657359, -1.38629436], grad_fn=<SpecialEntrBackward0>)
+    >>> ndgrad.special.entr(x).sum().backward()
+    >>> x.grad
+    tensor([-0.30685282, -1.69314718])
+    """
+    _real_only("entr", x)
+    return B.special.entr(x)
+
+
+entr.defvjp(lambda F, g, out, x: -g * (F.log(x) + 1))
+entr.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.1, 3.0)))
+def rel_entr(B, x, y):
+    """Relative entropy term ``x log(x / y)`` (``0`` for ``x = 0, y >= 0``; ``inf`` outside
+    the domain), elementwise, broadcasting.
+
+    Gradients for ``x, y > 0``: ``log(x / y) + 1`` and ``-x / y``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.5, 1.0], requires_grad=True)
+    >>> ndgrad.special.rel_entr(x, 0.25)
+    tensor([0.34657359, 1.38629436], grad_fn=<SpecialRelEntrBackward0>)
+    >>> ndgrad.special.rel_entr(x, 0.25).sum().backward()
+    >>> x.grad
+    tensor([1.69314718, 2.38629436])
+    """
+    _real_only("rel_entr", x, y)
+    return B.special.rel_entr(x, y)
+
+
+rel_entr.defvjp(lambda F, g, out, x, y: g * (F.log(x / y) + 1),
+                lambda F, g, out, x, y: -g * (x / y))
+rel_entr.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.1, 3.0)))
+def kl_div(B, x, y):
+    """Kullback-Leibler divergence term ``x log(x / y) - x + y`` (``y`` for ``x = 0``;
+    ``inf`` outside the domain), elementwise, broadcasting.
+
+    Gradients for ``x, y > 0``: ``log(x / y)`` and ``1 - x / y``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> y = ndgrad.tensor([0.5, 1.0], requires_grad=True)
+    >>> ndgrad.special.kl_div(1.0, y)
+    tensor([0.19314718, 0.        ], grad_fn=<SpecialKlDivBackward0>)
+    >>> ndgrad.special.kl_div(1.0, y).sum().backward()
+    >>> y.grad
+    tensor([-1.,  0.])
+    """
+    _real_only("kl_div", x, y)
+    return B.special.kl_div(x, y)
+
+
+kl_div.defvjp(lambda F, g, out, x, y: g * F.log(x / y),
+              lambda F, g, out, x, y: g * (1 - x / y))
+kl_div.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- Bessel functions
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-3.0, 3.0)))
+def i0(B, x):
+    """Modified Bessel function of the first kind of order 0, elementwise.
+
+    ``d/dx i0(x) = i1(x)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.i0(x)
+    tensor([1.        , 1.26606588], grad_fn=<SpecialI0Backward0>)
+    >>> ndgrad.special.i0(x).sum().backward()
+    >>> x.grad
+    tensor([0.       , 0.5651591])
+    """
+    _real_only("i0", x)
+    return B.special.i0(x)
+
+
+i0.defvjp(lambda F, g, out, x: g * F.special.i1(x))
+i0.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-3.0, 3.0)))
+def i1(B, x):
+    """Modified Bessel function of the first kind of order 1, elementwise.
+
+    ``d/dx i1(x) = i0(x) - i1(x) / x`` (``1/2`` at 0). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.i1(x)
+    tensor([0.       , 0.5651591], grad_fn=<SpecialI1Backward0>)
+    >>> ndgrad.special.i1(x).sum().backward()
+    >>> x.grad
+    tensor([0.5       , 0.70090677])
+    """
+    _real_only("i1", x)
+    return B.special.i1(x)
+
+
+i1.defvjp(lambda F, g, out, x: g * (F.special.i0(x) - _over_x(F, out, x, 0.5)))
+i1.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.1, 3.0)),
+       sample=_signed(0.1, 3.0))
+def i0e(B, x):
+    """Exponentially scaled modified Bessel function of order 0, ``exp(-|x|) i0(x)``.
+
+    ``d/dx i0e(x) = i1e(x) - sign(x) i0e(x)``: a kink at 0, where the gradient is
+    ``i1e(0) = 0`` (``sign(0) = 0``). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 10.0], requires_grad=True)
+    >>> ndgrad.special.i0e(x)
+    tensor([0.46575961, 0.12783334], grad_fn=<SpecialI0eBackward0>)
+    >>> ndgrad.special.i0e(x).sum().backward()
+    >>> x.grad
+    tensor([-0.25784919, -0.00657066])
+    """
+    _real_only("i0e", x)
+    return B.special.i0e(x)
+
+
+i0e.defvjp(lambda F, g, out, x: g * (F.special.i1e(x) - F.sign(x) * out))
+i0e.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.1, 3.0)),
+       sample=_signed(0.1, 3.0))
+def i1e(B, x):
+    """Exponentially scaled modified Bessel function of order 1, ``exp(-|x|) i1(x)``.
+
+    ``d/dx i1e(x) = i0e(x) - i1e(x) (sign(x) + 1 / x)`` (``1/2`` at 0). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.i1e(x)
+    tensor([0.        , 0.20791042], grad_fn=<SpecialI1eBackward0>)
+    >>> ndgrad.special.i1e(x).sum().backward()
+    >>> x.grad
+    tensor([0.5       , 0.04993878])
+    """
+    _real_only("i1e", x)
+    return B.special.i1e(x)
+
+
+i1e.defvjp(lambda F, g, out, x: g * (F.special.i0e(x) - F.sign(x) * out
+                                     - _over_x(F, out, x, 0.5)))
+i1e.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-5.0, 5.0)))
+def j0(B, x):
+    """Bessel function of the first kind of order 0, elementwise.
+
+    ``d/dx j0(x) = -j1(x)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.j0(x)
+    tensor([1.        , 0.76519769], grad_fn=<SpecialJ0Backward0>)
+    >>> ndgrad.special.j0(x).sum().backward()
+    >>> x.grad
+    tensor([-0.        , -0.44005059])
+    """
+    _real_only("j0", x)
+    return B.special.j0(x)
+
+
+j0.defvjp(lambda F, g, out, x: -g * F.special.j1(x))
+j0.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-5.0, 5.0)))
+def j1(B, x):
+    """Bessel function of the first kind of order 1, elementwise.
+
+    ``d/dx j1(x) = j0(x) - j1(x) / x`` (``1/2`` at 0). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> ndgrad.special.j1(x)
+    tensor([0.        , 0.44005059], grad_fn=<SpecialJ1Backward0>)
+    >>> ndgrad.special.j1(x).sum().backward()
+    >>> x.grad
+    tensor([0.5      , 0.3251471])
+    """
+    _real_only("j1", x)
+    return B.special.j1(x)
+
+
+j1.defvjp(lambda F, g, out, x: g * (F.special.j0(x) - _over_x(F, out, x, 0.5)))
+j1.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.3, 5.0)))
+def y0(B, x):
+    """Bessel function of the second kind of order 0, for ``x > 0`` (``-inf`` at 0).
+
+    ``d/dx y0(x) = -y1(x)``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0], requires_grad=True)
+    >>> ndgrad.special.y0(x)
+    tensor([0.08825696], grad_fn=<SpecialY0Backward0>)
+    >>> ndgrad.special.y0(x).sum().backward()
+    >>> x.grad
+    tensor([0.78121282])
+    """
+    _real_only("y0", x)
+    return B.special.y0(x)
+
+
+y0.defvjp(lambda F, g, out, x: -g * F.special.y1(x))
+y0.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.3, 5.0)))
+def y1(B, x):
+    """Bessel function of the second kind of order 1, for ``x > 0`` (``-inf`` at 0).
+
+    ``d/dx y1(x) = y0(x) - y1(x) / x``. Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0], requires_grad=True)
+    >>> ndgrad.special.y1(x)
+    tensor([-0.78121282], grad_fn=<SpecialY1Backward0>)
+    >>> ndgrad.special.y1(x).sum().backward()
+    >>> x.grad
+    tensor([0.86946979])
+    """
+    _real_only("y1", x)
+    return B.special.y1(x)
+
+
+y1.defvjp(lambda F, g, out, x: g * (F.special.y0(x) - out / x))
+y1.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- sinc
+# Taylor coefficients of sinc'(x) = sum_k>=1 (-1)^k pi^2k 2k x^(2k-1) / (2k+1)!
+_SINC_C1 = -_PI ** 2 / 3
+_SINC_C3 = _PI ** 4 / 30
+_SINC_C5 = -_PI ** 6 / 840
+_SINC_C7 = _PI ** 8 / 45360
+_SINC_SMALL = 1e-2  # below: the Taylor polynomial (relative error < 1e-18); above: closed form
+
+
+def _sinc_derivative(F, x):
+    # (cos(pi x) - sinc(x)) / x away from 0; its Taylor polynomial near 0, whose derivatives
+    # at 0 are sinc's up to the 8th (Note [Removable singularities])
+    small = F.abs(x) < _SINC_SMALL
+    xs = F.where(small, 1.0, x)
+    exact = (F.cos(_PI * xs) - F.special.sinc(xs)) / xs
+    x2 = x * x
+    taylor = x * (_SINC_C1 + x2 * (_SINC_C3 + x2 * (_SINC_C5 + x2 * _SINC_C7)))
+    return F.where(small, taylor, exact)
+
+
+def _sinc_reference(x):
+    return _np().sinc(x)
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-2.0, 2.0), complex=True))
+def sinc(B, x):
+    """Normalized sinc ``sin(pi x) / (pi x)`` (1 at 0), elementwise: NumPy's ``sinc``
+    (SciPy has no ``special.sinc``).
+
+    Holomorphic: complex inputs are supported. ``d/dx sinc(x) = (cos(pi x) - sinc(x)) / x``
+    (0 at 0; near 0 its Taylor polynomial, so higher derivatives at 0 are right too).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.5, 1.5], requires_grad=True)
+    >>> ndgrad.special.sinc(x)
+    tensor([ 0.63661977, -0.21220659], grad_fn=<SpecialSincBackward0>)
+    >>> ndgrad.special.sinc(x).sum().backward()
+    >>> x.grad
+    tensor([-1.27323954,  0.14147106])
+    """
+    return B.sinc(x)
+
+
+sinc.defvjp(lambda F, g, out, x: g * F.conj(_sinc_derivative(F, x)))
+sinc.defjvp_from_vjp()
+sinc.reference = _sinc_reference
+
+
+# ------------------------------------------------------------------------- log-sum-exp family
+def _axis_kwargs(d, ndim):
+    return d.choice([None] + ([d.axis(ndim, none=False), d.axes(ndim)] if ndim else []))
+
+
+def _sample_logsumexp(d):
+    np = _np()
+    shape = d.shape()
+    a = d.array(shape, -3.0, 3.0)
+    axis = _axis_kwargs(d, len(shape))
+    kw = {"axis": axis, "keepdims": d.boolean(), "return_sign": d.boolean()}
+    mode = d.choice(["none", "scalar", "positive", "signed"] if kw["return_sign"]
+                    else ["none", "scalar", "positive"])
+    if mode == "none":
+        return (a,), kw
+    if mode == "scalar":
+        kw["b"] = float(d.array((), 0.2, 2.0)) * (-1.0 if kw["return_sign"] and d.boolean()
+                                                  else 1.0)
+        return (a,), kw
+    k = d.integers(0, len(shape))  # b broadcasts against a (a suffix, some axes of size 1)
+    bshape = tuple(1 if d.boolean() else s for s in shape[k:])
+    b = d.array(bshape, 0.2, 2.0)
+    if mode == "signed":
+        b = np.where(d.bool_array(bshape), b, -b)
+        terms = b * np.exp(a)
+        total = np.sum(terms, axis=axis)
+        scale = np.sum(np.abs(terms), axis=axis)
+        if np.any(np.abs(total) < 0.1 * scale):  # keep the sum away from 0 (log|s| blows up)
+            d.reject()
+    kw["b"] = b
+    return (a,), kw
+
+
+def _stop(x):
+    """A constant copy of ``x``: no gradient or tangent flows through it (raw arrays are
+    constants already)."""
+    return x.detach() if hasattr(x, "detach") else x
+
+
+def _exp_limit(dtype):
+    # largest argument whose exp is finite, per floating width (float16/32/64)
+    return {2: 11.0, 4: 88.0}.get(getattr(dtype, "itemsize", 8), 709.0)
+
+
+@defcomposite(namespace="special", sample=_sample_logsumexp, domain=Domain((-3.0, 3.0)))
+def logsumexp(F, a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``log(sum(b * exp(a)))`` over ``axis``, computed stably, with SciPy's signature.
+
+    Parameters
+    ----------
+    a : tensor
+        Real input (differentiable).
+    axis : int or tuple of ints, optional
+        Axes to reduce; None (the default) reduces all.
+    b : tensor or number, optional
+        Weights of the exponentials, broadcasting with ``a``; may be negative (see
+        ``return_sign``); differentiable. Entries where ``b == 0`` are left out of the sum,
+        however large ``a`` is there.
+    keepdims : bool
+        Keep the reduced axes as length-1 dimensions.
+    return_sign : bool
+        Return ``(log|s|, sign(s))`` for the sum ``s`` instead of ``log(s)``, which is NaN
+        where ``s < 0``. The sign is piecewise constant: its gradient is zero.
+
+    Returns
+    -------
+    tensor, or (tensor, tensor) with ``return_sign``
+
+    Notes
+    -----
+    Without ``b`` and ``return_sign`` this is :func:`ndgrad.logsumexp` (it calls it). With
+    them, the largest ``a`` among the entries with ``b != 0`` is subtracted before
+    exponentiating (as a constant); the gradients are ``d/da = sign(s) b exp(a - out)`` and
+    ``d/db = sign(s) exp(a - out)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> a = ndgrad.tensor([1000.0, 1000.0], requires_grad=True)
+    >>> ndgrad.special.logsumexp(a, b=ndgrad.tensor([1.0, 3.0])).item()  # log(4) + 1000
+    1001.3862943611199
+    >>> out, sign = ndgrad.special.logsumexp(a, b=ndgrad.tensor([1.0, -3.0]), return_sign=True)
+    >>> out.item(), sign.item()  # log|1 - 3| + 1000, sign(1 - 3)
+    (1000.6931471805599, -1.0)
+    >>> out.backward()
+    >>> a.grad
+    tensor([-0.5,  1.5])
+    """
+    if b is None:
+        out = F.logsumexp(a, axis=axis, keepdims=keepdims)
+        if not return_sign:
+            return out
+        # the sum of exponentials is positive, or 0 where out is -inf: sign(exp(min(out, 0)))
+        # is that sign, never overflows, and is recorded like the other case's sign (zero
+        # gradient), so both outputs belong to the graph
+        return out, F.sign(F.exp(F.minimum(out, 0.0)))
+    if _is_complex(a) or _is_complex(b):
+        raise TypeError("special.logsumexp: complex a or b is not supported with b= or "
+                        "return_sign=True; pass real tensors")
+    masked = F.where(b == 0, -_INF, a)  # broadcast shape; b == 0 entries never set the shift
+    nd = len(masked.shape)
+    axes = normalize_axis(axis, nd)
+    m = F.max(_stop(masked), axis=axes, keepdims=True)
+    m = F.where(F.isfinite(m), m, 0.0)
+    # a - m <= 0 where b != 0; the clamp only keeps exp finite where b == 0 (0 * inf)
+    e = F.exp(F.minimum(a - m, _exp_limit(masked.dtype)))
+    s = F.sum(F.multiply(b, e), axis=axes, keepdims=True)  # (b may be a NumPy array)
+    zero = s == 0
+    out = F.where(zero, -_INF, F.log(F.where(zero, 1.0, F.abs(s))) + m)
+    sign = F.sign(s)
+    if not return_sign:
+        out = F.where(s < 0, _NAN, out)  # log of a negative sum (SciPy: NaN)
+    if not keepdims:
+        shape = tuple(n for k, n in enumerate(masked.shape) if k not in axes)
+        out = F.reshape(out, shape)
+        sign = F.reshape(sign, shape)
+    return (out, sign) if return_sign else out
+
+
+def _logsumexp_reference(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """SciPy's logsumexp, except that a 0-d ``a`` with ``keepdims=True`` keeps its shape
+    ``()`` (SciPy returns shape ``(1,)`` there; NumPy's reductions and ndgrad.logsumexp give
+    ``()``)."""
+    import scipy.special
+    np = _np()
+    r = scipy.special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    if keepdims and np.ndim(a) == 0 and np.ndim(b) == 0:
+        r = tuple(np.reshape(v, ()) for v in r) if return_sign else np.reshape(r, ())
+    return r
+
+
+logsumexp.reference = _logsumexp_reference
+
+
+def _sample_softmax(d):
+    shape = d.shape()
+    return (d.array(shape, -3.0, 3.0),), {"axis": _axis_kwargs(d, len(shape))}
+
+
+@defcomposite(namespace="special", sample=_sample_softmax, domain=Domain((-3.0, 3.0)))
+def softmax(F, x, axis=None):
+    """Softmax ``exp(x - logsumexp(x, axis))`` over ``axis``, with SciPy's signature.
+
+    Parameters
+    ----------
+    x : tensor
+    axis : int or tuple of ints, optional
+        Axes to normalize over; None (SciPy's default) normalizes over all elements.
+
+    Notes
+    -----
+    Written with :func:`ndgrad.logsumexp`, so it never overflows. Its Jacobian is
+    ``diag(s) - s s^T`` (over the normalized axes): the vjp is ``s * (g - sum(g * s))``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 1.0], [0.0, 1000.0]])
+    >>> ndgrad.special.softmax(x, axis=1)
+    tensor([[0.5, 0.5],
+            [0. , 1. ]])
+    """
+    return F.exp(x - F.logsumexp(x, axis=axis, keepdims=True))
+
+
+@defcomposite(namespace="special", sample=_sample_softmax, domain=Domain((-3.0, 3.0)))
+def log_softmax(F, x, axis=None):
+    """``x - logsumexp(x, axis)``: the logarithm of :func:`softmax`, accurate where the
+    softmax underflows.
+
+    Parameters
+    ----------
+    x : tensor
+    axis : int or tuple of ints, optional
+        Axes to normalize over; None (SciPy's default) normalizes over all elements.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.log_softmax(ndgrad.tensor([0.0, 1000.0]))
+    tensor([-1000.,     0.])
+    """
+    return x - F.logsumexp(x, axis=axis, keepdims=True)
