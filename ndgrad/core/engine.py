@@ -526,6 +526,9 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
     return results
 
 
+_OP_APPLY_BACKWARD = OpNode.apply_backward  # (nodes whose rules can be skipped one by one)
+
+
 def _general_node(node, grads_out, needed, capture, results, inputs, accumulate, create_graph,
                   owned):
     """Everything but the common case: leaves, hooks, capture, several outputs, anomaly
@@ -550,7 +553,8 @@ def _general_node(node, grads_out, needed, capture, results, inputs, accumulate,
     elif grads_out[0] is None:
         return None
     skip = None
-    if needed is not None and isinstance(node, OpNode) and len(node.edges) > 1:
+    if needed is not None and len(node.edges) > 1 and \
+            type(node).apply_backward is _OP_APPLY_BACKWARD:
         # rules of inputs that lead to no requested input are not run (they may not exist:
         # gammainc's in its shape parameter)
         skip = [e is not None and not needed.get(e[0], False) for e in node.edges]
