@@ -145,14 +145,16 @@ def _check_vmap(op, args, kwargs, dims, size):
 @pytest.mark.parametrize("name", ALL)
 @given(data=st.data())
 def test_vmap_of_vjp_matches_loop(name, data):
-    """Per-example vjps: the op's vjp rules run on batched cotangents and inputs."""
+    """Per-example vjps: the op's vjp rules run on batched cotangents and inputs (complex
+    inputs and outputs included, with complex cotangents)."""
     op = _entry(name)
     if not op.differentiable:
         return
-    args, kwargs = data.draw(op_samples(op))
+    complex_ = data.draw(st.booleans(), label="complex") if op.domain.complex else False
+    args, kwargs = data.draw(op_samples(op, complex=complex_))
     nin = _nin(op, args)
     pos = [i for i, a in enumerate(args[:nin])
-           if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+           if isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
     if not pos:
         return
     dims = _draw_batch(data, op, args)
@@ -165,7 +167,7 @@ def test_vmap_of_vjp_matches_loop(name, data):
         for p in pos:
             xs[p] = xs[p].detach().requires_grad_()
             leaves.append(xs[p])
-        outs = [o for o in _outs(_call(op, xs, extra, kwargs)) if o.dtype.kind == "f"]
+        outs = [o for o in _outs(_call(op, xs, extra, kwargs)) if o.dtype.kind in "fc"]
         return ndgrad.autograd.grad(outs, leaves, gs[:len(outs)], allow_unused=True,
                                     materialize_grads=True)
 
@@ -173,9 +175,11 @@ def test_vmap_of_vjp_matches_loop(name, data):
     base_outs = [_np(o) for o in _outs(_call(
         op, [ndgrad.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a
              for a in args[:nin]], extra, kwargs))]
-    base_outs = [o for o in base_outs if o.dtype.kind == "f"]
+    base_outs = [o for o in base_outs if o.dtype.kind in "fc"]
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
-    gs = [rng.standard_normal((size,) + o.shape) for o in base_outs]
+    gs = [rng.standard_normal((size,) + o.shape) + (
+          1j * rng.standard_normal((size,) + o.shape) if o.dtype.kind == "c" else 0.0)
+          for o in base_outs]
     expected = []
     for b in range(size):
         xs = [ndgrad.tensor(_element(a, b), dtype=a.dtype) if d is not None
