@@ -64,6 +64,17 @@ def test_html_docs_build_without_warnings(tmp_path, doctrees):
         assert " ".join(words) in page, f"docstring of ndgrad.{name} missing from its page"
         assert "Examples" in page
 
+    # Every function of ndgrad.linalg / fft / special has a page, linked from its namespace's
+    # page, which says what is differentiable.
+    from ndgrad.core.ops import NAMESPACED
+    for ns, fns in NAMESPACED.items():
+        ns_page = (html / f"{ns}.html").read_text(encoding="utf-8")
+        assert "differentiable" in ns_page.lower(), ns
+        missing = [n for n in sorted(fns)
+                   if not (generated / f"ndgrad.{ns}.{n}.html").is_file()
+                   or f'href="api/generated/ndgrad.{ns}.{n}.html' not in ns_page]
+        assert not missing, f"ndgrad.{ns} functions without a page or a link: {missing}"
+
     # The generated op list links every op, and the Tensor page documents its methods.
     ops_page = (html / "api_ops.html").read_text(encoding="utf-8")
     unlisted = [n for n in sorted(PUBLIC)
