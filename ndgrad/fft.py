@@ -3,13 +3,15 @@
 Each function is a registered primitive (or composite) declared in
 ``ndgrad/core/ops/`` with ``namespace="fft"`` (Note [Namespaces] in
 ``ndgrad/core/ops/registry.py``), so the property suite checks its vjp, jvp, second
-order and batching rule like every other op's.
+order and batching rule like every other op's. ``fftfreq`` and ``rfftfreq`` are plain
+creation functions (not differentiable), defined beside them in ``ndgrad/core/ops/fft.py``.
 """
 
 from __future__ import annotations
 
 from .core import ops as _ops
+from .core.ops.fft import fftfreq, rfftfreq  # noqa: F401  (public)
 
 globals().update(_ops.NAMESPACED["fft"])
 
-__all__ = sorted(_ops.NAMESPACED["fft"])
+__all__ = sorted([*_ops.NAMESPACED["fft"], "fftfreq", "rfftfreq"])
