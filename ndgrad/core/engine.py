@@ -18,7 +18,7 @@ from heapq import heappop, heappush
 
 from . import levels as _levels
 from .anomaly import _CHECK_NAN, annotate, check_nan
-from .dispatch import _ANOMALY
+from .dispatch import _ANOMALY, _as_array
 from .grad_mode import STATE
 from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
 from .tensor import Tensor, _fresh_view, _new, _wrap_raw
@@ -489,7 +489,11 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
                 continue
             if meta is not None:
                 shape, dtype = meta[i]
-                if gi.shape != shape or gi.dtype != dtype:
+                try:
+                    fits = gi.shape == shape and gi.dtype == dtype
+                except AttributeError:  # a Python number (e.g. 1j * a NumPy scalar in a rule)
+                    gi, fits = _as_array(gi), False
+                if not fits:
                     gi = _unbroadcast(gi, shape, dtype, node, i)
             nxt, nr = edge
             if needed is not None and not needed.get(nxt, False):

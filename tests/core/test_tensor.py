@@ -727,3 +727,15 @@ def test_in_place_through_a_view_under_no_grad_updates_the_base():
     with nd.no_grad():
         w[0:2].mul_(3.0)
     close(w, [3.0, 3.0, 1.0])
+
+
+def test_a_call_that_does_not_fit_an_op_says_so_in_its_public_terms():
+    x = nd.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"ndgrad\.exp\(x\): too many positional arguments"):
+        nd.exp(x, 3)
+    with pytest.raises(TypeError, match=r"ndgrad\.sum\(x, axis=None, keepdims=False, \*, "
+                                        r"dtype=None\): got an unexpected keyword argument"):
+        nd.sum(x, axes=0)
+    with pytest.raises(TypeError, match=r"ndgrad\.linalg\.vector_norm\(x, \*, ord=2"):
+        nd.linalg.vector_norm(x, 2)
+    np.testing.assert_allclose(nd.sum(x, 0).numpy(), 3.0)  # a fitting call is unaffected

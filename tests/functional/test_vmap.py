@@ -209,3 +209,14 @@ def test_identity_batches_stay_exact_through_structured_ops():
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-13, atol=1e-15)
     with pytest.raises(ValueError, match="read-only"):
         ident.numpy()[0, 0] = 2.0       # the cached identity cannot be corrupted
+
+
+def test_kind_rules_take_positional_parameters():
+    """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules)."""
+    a = RNG.standard_normal((3, 2, 4))
+    x = ndgrad.tensor(a)
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, 0))(x).numpy(), a.sum(axis=1))
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, -1, True))(x).numpy(),
+                               a.sum(axis=2, keepdims=True))
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, 1))(x).numpy(),
+                               np.cumsum(a, axis=2))

@@ -79,15 +79,33 @@ def _make_public(op, call):
         def fn(*args, **kw):
             if kw:
                 _rename(kw, aliases)
-            return call(op, *args, **kw)
+            try:
+                return call(op, *args, **kw)
+            except TypeError as exc:
+                _argument_error(fn, args, kw, exc)
     else:
         def fn(*args, **kw):
-            return call(op, *args, **kw)
+            try:
+                return call(op, *args, **kw)
+            except TypeError as exc:
+                _argument_error(fn, args, kw, exc)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.__doc__
     fn.__module__ = "ndgrad"
     fn.__signature__ = _public_signature(op.forward, op.pack)
     return fn
+
+
+def _argument_error(fn, args, kw, exc):
+    """Re-raise ``exc``, a TypeError from calling ``fn``; when the call does not fit ``fn``'s
+    public signature, say so in its terms (the forward's own message would count its hidden
+    backend argument)."""
+    try:
+        fn.__signature__.bind(*args, **kw)
+    except TypeError as bad:
+        name = f"{fn.__module__}.{fn.__name__}"
+        raise TypeError(f"{name}{fn.__signature__}: {bad}") from None
+    raise exc
 
 
 def _make_composite_public(c, F):

@@ -20,6 +20,8 @@ The rule of an op that sums its last axis would be::
 
 from __future__ import annotations
 
+import inspect
+
 from .registry import COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
 
 __all__ = ["default_rule", "batch_size", "logical_ndim", "pad_to", "shift_axis",
@@ -109,26 +111,42 @@ def _elementwise(op):
     return rule
 
 
-def _reduction(op):
-    fn = op.of
+def _param_names(op):
+    """The names of ``op``'s parameters after its array inputs (positional ones bind to
+    these: ``sum(x, 0)`` is ``sum(x, axis=0)``)."""
+    params = list(inspect.signature(op.forward).parameters.values())[1 + op.nin:]
+    return [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
 
-    def rule(F, batched, x, *extra, axis=None, keepdims=False, **params):
-        return fn(F)(x, *extra, axis=shift_axes(axis, x.ndim - 1), keepdims=keepdims,
-                     **params)
+
+def _bind(names, extra, params):
+    if extra:
+        params = dict(zip(names, extra), **params)
+    return params
+
+
+def _reduction(op):
+    fn, names = op.of, _param_names(op)
+
+    def rule(F, batched, x, *extra, **params):
+        params = _bind(names, extra, params)
+        axis = params.pop("axis", None)
+        return fn(F)(x, axis=shift_axes(axis, x.ndim - 1), **params)
     return rule
 
 
 def _scan(op):
-    fn, name = op.of, op.name
+    fn, name, names = op.of, op.name, _param_names(op)
 
-    def rule(F, batched, x, *extra, axis=None, **params):
+    def rule(F, batched, x, *extra, **params):
+        params = _bind(names, extra, params)
+        axis = params.pop("axis", None)
         nd = x.ndim - 1
         if axis is None:
             if nd != 1:
                 raise ValueError(f"{name}: axis must be given for a {nd}-d array (it may be "
                                  "omitted only for a 1-d array)")
             axis = 0
-        return fn(F)(x, *extra, axis=shift_axis(axis, nd), **params)
+        return fn(F)(x, axis=shift_axis(axis, nd), **params)
     return rule
 
 
