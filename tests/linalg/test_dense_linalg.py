@@ -673,3 +673,19 @@ def test_parameter_errors():
         LA.norm(_t(np.ones((2, 2, 2))), ord=2)
     with pytest.raises(ValueError, match="norm: the two axes must differ"):
         LA.norm(a, axis=(0, -2))
+
+
+def test_logdet_is_stable_and_its_gradient_is_the_inverse_transpose():
+    rng = _rng(41)
+    a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    a = a if np.linalg.det(a) > 0 else a[[1, 0, 2]]
+    t = ndgrad.tensor(a * 1e-200, requires_grad=True)  # det underflows to 0; logdet does not
+    got = LA.logdet(t)
+    np.testing.assert_allclose(_np(got), np.log(np.linalg.det(a)) - 3 * 200 * np.log(10),
+                               rtol=1e-13)
+    (g,) = ndgrad.autograd.grad(got, t)
+    np.testing.assert_allclose(_np(g) * 1e-200, np.linalg.inv(a).T, rtol=1e-10)
+    assert np.isnan(_np(LA.logdet(_t(a[[1, 0, 2]]))))          # det < 0
+    assert _np(LA.logdet(_t(np.zeros((2, 2))))) == -np.inf     # singular
+    z = a + 1j * rng.standard_normal((3, 3))
+    np.testing.assert_allclose(_np(LA.logdet(_t(z))), np.log(np.linalg.det(z)), rtol=1e-12)
