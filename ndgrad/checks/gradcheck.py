@@ -99,6 +99,19 @@ def _unit(x):
     return [1.0, 1j] if np.iscomplexobj(x) else [1.0]
 
 
+def _random(rng, shape, like):
+    """Standard normal values of ``shape``, complex when ``like`` (a Tensor) is."""
+    v = rng.standard_normal(shape)
+    return v + 1j * rng.standard_normal(shape) if like.dtype.kind == "c" else v
+
+
+def _of_one_input(func, inputs, x):
+    """``func``'s checked outputs as a function of the input ``x`` alone (the others fixed)."""
+    def f(xi):
+        return tuple(_outputs(func, _replace_leaf(inputs, x, xi)))
+    return f
+
+
 def _name(func):
     return getattr(func, "__name__", None) or type(func).__name__
 
@@ -255,8 +268,7 @@ def _forward_cols(func, inputs, leaves, outs0, batched):
             basis[:, p, :] = unit * np.eye(n)
         basis = basis.reshape((n * len(units),) + tuple(x.shape))
 
-        def f(xi, _x=x):
-            return tuple(_outputs(func, _replace_leaf(inputs, _x, xi)))
+        f = _of_one_input(func, inputs, x)
 
         def push(t, _f=f, _p=primal):
             return jvp(_f, (_p,), (t,))[1]
@@ -421,14 +433,10 @@ def _fast_check(func, inputs, leaves, opts):
         outs = _outputs(func, inputs)
     us = []
     for o in outs:
-        u = rng.standard_normal(o.shape)
-        if o.dtype.kind == "c":
-            u = u + 1j * rng.standard_normal(o.shape)
+        u = _random(rng, o.shape, o)
         us.append(u / max(np.linalg.norm(u), 1e-300))
     for i, x in enumerate(leaves):
-        v = rng.standard_normal(x.shape)
-        if x.dtype.kind == "c":
-            v = v + 1j * rng.standard_normal(x.shape)
+        v = _random(rng, x.shape, x)
         v = v / max(np.linalg.norm(v), 1e-300)
         # numerical J v: one central difference along v
         base = _np(x).copy()
@@ -459,9 +467,8 @@ def _fast_check(func, inputs, leaves, opts):
             if opts["check_forward_ad"]:
                 from ..functional.transforms import jvp
 
-                def f(xi, _x=x):
-                    return tuple(_outputs(func, _replace_leaf(inputs, _x, xi)))
-                tans = jvp(f, (_primal(x),), (_tensor(v, dtype=x.dtype),))[1]
+                tans = jvp(_of_one_input(func, inputs, x), (_primal(x),),
+                           (_tensor(v, dtype=x.dtype),))[1]
                 _compare_scalar(num, np.vdot(u, _np(tans[j])), atol, rtol, "forward mode",
                                 j, i, func)
 
@@ -633,10 +640,7 @@ check_batched_grad, fast_mode, complex_step
             shape = tuple(o.shape)
             wide = shape[:-1] + (2 * shape[-1],) if gen_non_contig_grad_outputs and shape \
                 else shape
-            v = rng.standard_normal(wide)
-            if o.dtype.kind == "c":
-                v = v + 1j * rng.standard_normal(wide)
-            t = _tensor(v, dtype=o.dtype)
+            t = _tensor(_random(rng, wide, o), dtype=o.dtype)
             if gen_non_contig_grad_outputs and shape:
                 t = t[..., ::2]  # a strided view
             grad_outputs.append(t.detach().requires_grad_(True))
@@ -741,17 +745,12 @@ def adjointcheck(func, inputs, *, atol=1e-10, rtol=1e-7, n_probes=2, seed=0,
         with enable_grad():
             outs = _outputs(func, work)
         for i, x in enumerate(leaves):
-            def f(xi, _x=x):
-                return tuple(_outputs(func, _replace_leaf(work, _x, xi)))
+            f = _of_one_input(func, work, x)
             for _ in range(n_probes):
-                v = rng.standard_normal(x.shape)
-                if x.dtype.kind == "c":
-                    v = v + 1j * rng.standard_normal(x.shape)
+                v = _random(rng, x.shape, x)
                 tans = jvp(f, (_primal(x),), (_tensor(v, dtype=x.dtype),))[1]
                 for j, o in enumerate(outs):
-                    u = rng.standard_normal(o.shape)
-                    if o.dtype.kind == "c":
-                        u = u + 1j * rng.standard_normal(o.shape)
+                    u = _random(rng, o.shape, o)
                     fwd = np.real(np.vdot(u, _np(tans[j])))  # Re <u, J v>
                     if o.requires_grad:
                         (g,) = _grad(o, [x], grad_outputs=_tensor(u, dtype=o.dtype),
