@@ -63,10 +63,10 @@ def test_public_names_are_the_scipy_names():
                 "polygamma", "multigammaln", "beta", "betaln", "expit", "logit", "log_expit",
                 "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "logsumexp", "softmax",
                 "log_softmax", "ndtr", "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0",
-                "j1", "y0", "y1", "sinc", "zeta", "gammainc", "gammaincc"}
+                "j1", "y0", "y1", "sinc", "zeta", "zeta_derivative", "gammainc", "gammaincc"}
     assert set(S.__all__) == expected
-    for name in expected - {"sinc"}:
-        assert hasattr(sp, name), name  # every name but sinc is SciPy's
+    for name in expected - {"sinc", "zeta_derivative"}:
+        assert hasattr(sp, name), name  # every name but sinc and zeta_derivative is SciPy's
     assert "erf" not in dir(nd)  # namespaced, not at the top level
 
 
@@ -483,14 +483,133 @@ def test_zeta():
     np.testing.assert_allclose(val(S.zeta(2, T(q0))), val(S.polygamma(1, T(q0))), rtol=1e-13)
 
 
-def test_zeta_derivative_in_x_is_not_implemented():
-    x = T([3.0], True)
-    msg = (r"special\.zeta: the derivative with respect to x is not implemented .*detach x "
-           r"\(x\.detach\(\)\) or pass it as a constant.*with respect to q is available")
-    with pytest.raises(NotImplementedError, match=msg):
-        grad(S.zeta(x, T([1.5])).sum(), x)
-    with pytest.raises(NotImplementedError, match=msg):
-        grad(S.zeta(x).sum(), x)
+# zeta and its derivatives in x. Constants checked to 40 digits with mpmath (a scratch check,
+# not a dependency): zeta'(2), zeta'(3), zeta''(2); Glaisher's constant A for zeta'(-1).
+ZETA1_2 = -0.93754825431584375370257409456786497789786028861483
+ZETA1_3 = -0.19812624288563685333068182150328579687557
+ZETA2_2 = 1.98928023429890102342085868742151638149
+GLAISHER = 1.28242712910062263687534256886979172776768892732500
+
+
+def test_zeta_derivative_known_values():
+    zd = S.zeta_derivative
+    np.testing.assert_allclose(val(zd(T([2.0, 3.0]))), [ZETA1_2, ZETA1_3], rtol=4e-15)
+    np.testing.assert_allclose(val(zd(T([2.0]), n=2)), [ZETA2_2], rtol=4e-15)
+    # left of the pole (Riemann): zeta'(0) = -log(2 pi) / 2, zeta'(-1) = 1/12 - log A,
+    # zeta'(-2k) = (-1)^k (2k)! zeta(2k + 1) / (2 (2 pi)^(2k))
+    got = val(zd(T([0.0, -1.0, -2.0, -4.0, -10.0])))
+    expected = [-np.log(2 * np.pi) / 2, 1 / 12 - np.log(GLAISHER)] + [
+        (-1) ** k * math.factorial(2 * k) * sp.zeta(2 * k + 1) / (2 * (2 * np.pi) ** (2 * k))
+        for k in (1, 2, 5)]
+    np.testing.assert_allclose(got, expected, rtol=2e-14)
+
+
+def test_zeta_derivative_identities():
+    zd = S.zeta_derivative
+    x0 = np.array([-7.3, -2.5, -0.6, -0.4, 0.3, 0.99, 1.01, 1.5, 2.0, 7.5, 40.0])
+    q0 = np.array([[0.05], [0.5], [1.0], [3.7], [10.0]])
+    # n = 0 is SciPy's zeta, Riemann (every x) and Hurwitz
+    np.testing.assert_array_equal(val(zd(T(x0), n=0)), sp.zeta(x0))
+    np.testing.assert_array_equal(val(zd(T(x0), T(q0), n=0)), sp.zeta(x0, q0))
+    xh = x0[x0 > 1]
+    for n in (1, 2, 5):
+        # Hurwitz at q = 1 is Riemann; the shift zeta(x, q) = q^-x + zeta(x, q + 1)
+        np.testing.assert_allclose(val(zd(T(xh), 1.0, n=n)), val(zd(T(xh), n=n)), rtol=4e-15)
+        np.testing.assert_allclose(val(zd(T(xh), T(q0), n=n)),
+                                   (-np.log(q0)) ** n * q0 ** -xh + val(zd(T(xh), T(q0 + 1),
+                                                                           n=n)),
+                                   rtol=1e-13)
+    # zeta(x, 1/2) = (2^x - 1) zeta(x): d/dx gives 2^x log 2 zeta(x) + (2^x - 1) zeta'(x)
+    np.testing.assert_allclose(val(zd(T(xh), 0.5)), 2 ** xh * np.log(2) * sp.zeta(xh)
+                               + (2 ** xh - 1) * val(zd(T(xh))), rtol=1e-14)
+    # zeta(2, q) = polygamma(1, q)
+    np.testing.assert_allclose(val(zd(2.0, T(q0), n=0)), sp.polygamma(1, q0), rtol=1e-14)
+
+
+def test_zeta_gradient_in_x():
+    # Riemann (also left of the pole) and Hurwitz against central differences of SciPy's zeta
+    x0 = np.array([-3.5, -0.7, -0.2, 0.5, 1.3, 2.0, 4.5])
+    np.testing.assert_allclose(d1(S.zeta, x0), fd(sp.zeta, x0), rtol=1e-7)
+    xh, q0 = np.array([1.3, 2.0, 4.5]), np.array([0.4, 1.0, 2.5])
+    np.testing.assert_allclose(d1(lambda x: S.zeta(x, T(q0)), xh),
+                               fd(lambda x: sp.zeta(x, q0), xh), rtol=1e-7)
+    # forward mode and reverse mode agree; the gradient is zeta_derivative(n=1)
+    with fwAD.dual_level():
+        out = S.zeta(fwAD.make_dual(T(xh), T(np.ones(3))), T(q0))
+        tangent = val(fwAD.unpack_dual(out).tangent)
+    np.testing.assert_allclose(tangent, val(S.zeta_derivative(T(xh), T(q0))), rtol=1e-15)
+    np.testing.assert_allclose(d1(lambda x: S.zeta(x, T(q0)), xh), tangent, rtol=1e-15)
+    # the third derivative by reverse over reverse over reverse
+    x = T([2.0, 3.0], True)
+    (g,) = grad(S.zeta(x).sum(), x, create_graph=True)
+    (h,) = grad(g.sum(), x, create_graph=True)
+    (k,) = grad(h.sum(), x)
+    np.testing.assert_allclose(val(h)[0], ZETA2_2, rtol=4e-15)
+    np.testing.assert_allclose(val(k), val(S.zeta_derivative(T([2.0, 3.0]), n=3)), rtol=1e-15)
+
+
+def test_zeta_second_order_in_x_and_q():
+    from ndgrad.checks import gradcheck, gradgradcheck
+    x = T([1.6, 2.5, 4.0], True)
+    q = T([[0.5], [2.0]], True)
+    assert gradcheck(S.zeta, (x, q))
+    assert gradgradcheck(S.zeta, (x, q))
+    assert gradgradcheck(S.zeta, (T([-2.5, -0.3, 0.4, 3.0], True),))  # Riemann, every x
+
+    def f(x, q):
+        return S.zeta_derivative(x, q, n=2)
+    assert gradcheck(f, (x, q)) and gradgradcheck(f, (x, q))
+    # d/dq zeta_derivative(x, q, n) = -(x S_n(x + 1, q) + n S_(n-1)(x + 1, q))
+    x0, q0 = np.array([1.7, 3.0]), np.array([0.6, 2.2])
+    for n in (0, 1, 3):
+        qt = T(q0, True)
+        (gq,) = grad(S.zeta_derivative(T(x0), qt, n=n).sum(), qt)
+        h = 1e-6
+        expected = (val(S.zeta_derivative(T(x0), T(q0 + h), n=n))
+                    - val(S.zeta_derivative(T(x0), T(q0 - h), n=n))) / (2 * h)
+        np.testing.assert_allclose(val(gq), expected, rtol=1e-7)
+
+
+def test_zeta_derivative_is_smooth_where_the_method_changes():
+    # Riemann: continuation above x = -1/2, reflection below; the two agree there
+    zd = S.zeta_derivative
+    for n in (1, 2, 4):
+        below, above = val(zd(T([-0.5 - 1e-12, -0.5 + 1e-12]), n=n))
+        slope = val(zd(T(-0.5), n=n + 1))
+        assert abs(above - below - 2e-12 * slope) < 1e-13 * abs(above), n
+        # a central difference across the switch sees one smooth function
+        lo, hi = val(zd(T([-0.5 - 1e-5, -0.5 + 1e-5]), n=n))
+        np.testing.assert_allclose((hi - lo) / 2e-5, slope, rtol=1e-8)
+
+
+def test_zeta_derivative_outside_the_domain():
+    zd = S.zeta_derivative
+    # the pole: the limit from the right, (-1)^n inf, as SciPy's zeta(1) = inf
+    assert val(zd(T([1.0]), n=1)).tolist() == [-np.inf]
+    assert val(zd(T([1.0]), T([2.0]), n=2)).tolist() == [np.inf]
+    # Hurwitz left of the pole and q <= 0: NaN (SciPy's zeta(x, q) is NaN for x < 1)
+    assert np.isnan(sp.zeta(0.5, 2.0))
+    assert np.isnan(val(zd(T([0.5, 2.0, 2.0]), T([2.0, 0.0, -0.5]), n=1))).all()
+    # float32 in, float32 out (computed in float64)
+    x = T([2.0, 3.0], True, dtype=np.float32)
+    assert zd(x).dtype == nd.float32
+    (g,) = grad(S.zeta(x).sum(), x)
+    assert g.dtype == nd.float32
+    np.testing.assert_allclose(val(g), [ZETA1_2, ZETA1_3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("n, error", [(-1, ValueError), (1.5, TypeError), (2.0, TypeError),
+                                      (True, TypeError), (None, TypeError)])
+def test_zeta_derivative_order_errors(n, error):
+    with pytest.raises(error, match=r"special\.zeta_derivative: the order n must be a "
+                                    r"non-negative int"):
+        S.zeta_derivative(T([2.0]), n=n)
+
+
+def test_zeta_derivative_refuses_complex():
+    with pytest.raises(TypeError, match=r"special\.zeta_derivative: complex input is not "
+                                        r"supported"):
+        S.zeta_derivative(T([2.0 + 1.0j]))
 
 
 # --------------------------------------------------------------------------- dtypes, vmap
