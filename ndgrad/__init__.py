@@ -27,7 +27,7 @@ from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from .core.tensor import Tensor
 from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
-from . import fft, linalg, special  # noqa: E402
+from . import cuda, fft, linalg, special  # noqa: E402
 
 bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
 
@@ -43,6 +43,6 @@ __all__ = sorted(
      "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool_", "bool",
      "get_default_dtype", "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
-     "forward_ad", "functional", "func", "linalg", "fft", "special"]
+     "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda"]
     + list(_ops.PUBLIC)
 )

@@ -280,6 +280,19 @@ def backend_of(array):
     return _BACKEND_BY_TYPE.get(type(array), NUMPY)
 
 
+def cuda_device_count() -> int:
+    """How many CUDA devices CuPy sees; 0 without CuPy, a driver or a GPU. CuPy is imported
+    here, on first use, never when ndgrad is imported."""
+    try:
+        import cupy
+    except Exception:  # noqa: BLE001 - not installed, or a broken CUDA installation
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no driver / no device
+        return 0
+
+
 def backend_for_device(dev) -> Backend:
     """Resolve a device (string, :class:`Device` or None) to its backend."""
     if dev is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import warnings
 
-from .backend import (_BACKEND_BY_TYPE, as_dtype, backend_of, default_complex_dtype,
-                      get_default_dtype)
+from .backend import (_BACKEND_BY_TYPE, Device, as_dtype, backend_for_device, backend_of,
+                      default_complex_dtype, get_default_dtype)
 from .grad_mode import STATE
 from . import graph as _graph
 from .graph import VersionCounter
@@ -99,6 +99,17 @@ def _check_devices(op, args):
 def _ops():
     from . import ops
     return ops
+
+
+def _is_device(a):
+    """Whether ``a`` (a str or Device) names a device rather than a dtype."""
+    if isinstance(a, Device):
+        return True
+    try:
+        Device(a)
+    except ValueError:
+        return False
+    return True
 
 
 class Tensor:
@@ -539,6 +550,62 @@ class Tensor:
 
     def type_as(self, other):
         return self.astype(other.dtype)
+
+    def to(self, *args, device=None, dtype=None, copy=False):
+        """This tensor on ``device`` and/or with ``dtype`` (PyTorch's forms: ``to(dtype)``,
+        ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``, keywords).
+
+        Returns ``self`` when nothing changes (unless ``copy=True``); a cast is differentiable
+        between floating and complex dtypes (:meth:`astype`). A device that is not available
+        (``"cuda"`` without CuPy and a GPU) is an error that says how to get one.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0])
+        >>> x.to(ndgrad.float32).dtype
+        dtype('float32')
+        >>> x.to("cpu") is x
+        True
+        """
+        for a in args:
+            if isinstance(a, Tensor):
+                device = a.device if device is None else device
+                dtype = a.dtype if dtype is None else dtype
+            elif isinstance(a, (str, Device)) and _is_device(a):
+                if device is not None:
+                    raise TypeError("to() got the device twice")
+                device = a
+            elif a is not None:
+                if dtype is not None:
+                    raise TypeError("to() got the dtype twice")
+                if isinstance(a, str):
+                    try:
+                        as_dtype(a)
+                    except TypeError:
+                        raise TypeError(f"to(): {a!r} is neither a device ('cpu', 'cuda', "
+                                        "'cuda:N') nor a dtype ('float32', ...)") from None
+                dtype = a
+        out = self
+        if device is not None and Device(device) != self.device:
+            # only the CPU backend exists yet: this raises the error that says how to get
+            # CUDA (the CuPy backend brings the differentiable transfer)
+            backend_for_device(device)
+            raise NotImplementedError(f"moving a tensor to {Device(device)} is not supported")
+        if dtype is not None and as_dtype(dtype) != out.dtype:
+            out = out.astype(dtype)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        """This tensor on the CPU (``self`` when it is there already)."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """This tensor on CUDA device ``device`` (default: the current one, ``cuda:0``)."""
+        return self.to("cuda" if device is None else
+                       (f"cuda:{device}" if isinstance(device, int) else device))
 
     def double(self):
         return self.astype("float64")
