@@ -934,21 +934,11 @@ def spd_matrices(n=None, batch_shape=(), low=0.5, high=3.0, dtype=np.float64,
     ...     np.linalg.cholesky(a)
     >>> test_cholesky_exists()
     """
-    who = "spd_matrices"
     low, high = _check_range(low, high)
     if not low > 0:
         raise ValueError(f"positive definite matrices need low > 0, got low={low}")
-    if not _is_strategy(batch_shape):
-        batch_shape = _check_shape(batch_shape, "batch_shape")
-    dtype = _matrix_dtype(dtype, requires_grad, who)
-
-    @st.composite
-    def _draw(draw):
-        dt = _draw_matrix_dtype(draw, dtype, who)
-        size = _draw_size(draw, n, max_side)
-        s = tuple(_draw_batch(draw, batch_shape)) + (size, size)
-        return _to_tensor(Drawer(draw, dt).spd_matrix(s, low, high), requires_grad, device)
-    return _draw()
+    return _hermitian_matrices("spd_matrices", n, 0.0, batch_shape, low, high, dtype,
+                               requires_grad, max_side, device)
 
 
 def symmetric_matrices(n=None, eigen_gap=0.3, batch_shape=(), low=-2.0, high=2.0,
@@ -987,7 +977,14 @@ def symmetric_matrices(n=None, eigen_gap=0.3, batch_shape=(), low=-2.0, high=2.0
     ...     assert np.all(np.diff(np.linalg.eigvalsh(a)) >= 0.5 - 1e-9)
     >>> test_hermitian()
     """
-    who = "symmetric_matrices"
+    return _hermitian_matrices("symmetric_matrices", n, eigen_gap, batch_shape, low, high,
+                               dtype, requires_grad, max_side, device)
+
+
+def _hermitian_matrices(who, n, eigen_gap, batch_shape, low, high, dtype, requires_grad,
+                        max_side, device):
+    """Hermitian matrices with eigenvalues in [low, high] at least ``eigen_gap`` apart (the
+    strategy behind :func:`spd_matrices` and :func:`symmetric_matrices`)."""
     low, high = _check_range(low, high)
     eigen_gap = float(eigen_gap)
     if not (math.isfinite(eigen_gap) and eigen_gap >= 0):
