@@ -54,7 +54,7 @@ from collections import namedtuple
 
 from .dense_linalg import LinAlgError
 from .linalg import _eye
-from .registry import LINALG, Domain, defop
+from .registry import LINALG, Domain, defop, sample_numpy
 
 __all__ = ["EighResult", "EigResult", "SVDResult", "QRResult"]
 
@@ -66,11 +66,7 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
 
 
-def _np():
-    # Test-time code only (samples and references for the property suite); the rules below
-    # never touch NumPy.
-    import numpy as np
-    return np
+_np = sample_numpy  # samplers and test references only, never a formula
 
 
 # ----------------------------------------------------------------------------- input checks

@@ -48,7 +48,7 @@ from ..backend import NUMPY
 from .batching import is_batched, logical_ndim, pad_to
 from .linalg import _eye
 from .reductions import unreduce
-from .registry import LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop
+from .registry import LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop, sample_numpy
 
 __all__ = ["LinAlgError", "SlogdetResult", "LstsqResult"]
 
@@ -64,9 +64,7 @@ _bmax = builtins.max
 _INF = math.inf
 
 
-def _np():
-    import numpy  # for the property suite's samplers and references only, never a formula
-    return numpy
+_np = sample_numpy  # samplers and test references only, never a formula
 
 
 # ----------------------------------------------------------------------------- helpers

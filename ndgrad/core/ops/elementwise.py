@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop
+from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop, sample_numpy
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
 # kinks and poles, where finite differences are meaningless. Complex draws take real and
@@ -39,9 +39,7 @@ _LN10 = math.log(10.0)
 # ------------------------------------------------------------------------- sampling helpers
 # Test-time code (the property suite calls these on NumPy arrays), so NumPy is imported
 # inside them; the rules below never touch NumPy.
-def _np():
-    import numpy as np
-    return np
+_np = sample_numpy  # samplers and test references only, never a formula
 
 
 def _signed(low, high):

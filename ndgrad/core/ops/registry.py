@@ -476,6 +476,13 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
 NAMESPACES = ("linalg", "fft", "special")
 
 
+def sample_numpy():
+    """NumPy, for op samplers and test references only: formulas never use it (they get
+    ``F``), and op modules do not import it at module level."""
+    import numpy
+    return numpy
+
+
 def _check_namespace(namespace):
     if namespace is not None and namespace not in NAMESPACES:
         raise ValueError(f"unknown op namespace {namespace!r}; one of {NAMESPACES}")

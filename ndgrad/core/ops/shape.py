@@ -17,14 +17,12 @@ from __future__ import annotations
 import operator
 
 from .batching import batch_size, flatten, logical_ndim, pad_to, shift_axes, shift_axis, with_batch
-from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
+from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, sample_numpy
 
 ANY = Domain((-2.0, 2.0), complex=True)
 
 
-def _np():
-    import numpy  # for the property suite's references only, never in a formula
-    return numpy
+_np = sample_numpy  # samplers and test references only, never a formula
 
 
 def _linear_jvp(op):

@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import math
 
+from .elementwise import _signed  # the shared sampler of ops with a kink at 0
 from .reductions import normalize_axis
-from .registry import ELEMENTWISE, Domain, defcomposite, defop
+from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
 
 _SQRT_PI_2 = math.sqrt(math.pi) / 2      # 1 / erf'(0)
 _TWO_SQRT_PI = 2 / math.sqrt(math.pi)     # erf'(0)
@@ -57,9 +58,7 @@ _NAN = float("nan")
 
 
 # ------------------------------------------------------------------------- helpers
-def _np():
-    import numpy  # the property suite's samplers and references only, never a formula
-    return numpy
+_np = sample_numpy  # samplers and test references only, never a formula
 
 
 def _is_complex(x):
@@ -93,16 +92,6 @@ def _not_differentiable(name, arg, other, detail):
 
 
 # ------------------------------------------------------------------------- samplers
-def _signed(low, high):
-    """Unary sampler away from a kink at 0: ``|x|`` in [low, high], random signs."""
-    def sample(d):
-        np = _np()
-        shape = d.shape()
-        mag = d.array(shape, low, high)
-        return (np.where(d.bool_array(shape), mag, -mag),), {}
-    return sample
-
-
 def _off_poles(low, high, gap=0.15):
     """Unary sampler in [low, high] for functions with poles at 0, -1, -2, ... (gamma,
     digamma): negative draws are moved to at least ``gap`` from the nearest integer."""
