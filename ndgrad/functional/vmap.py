@@ -594,7 +594,7 @@ def _any_diag(arrays, level):
 def _unbatched_vector_or_scalar(o, n):
     if isinstance(o, (int, float)):
         return True
-    return isinstance(o, Tensor) and type(o) is Tensor and tuple(o.shape) in ((), (1,), (n,))
+    return type(o) is Tensor and tuple(o.shape) in ((), (1,), (n,))
 
 
 def _diag_binary(fn, either_side):
