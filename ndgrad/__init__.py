@@ -17,8 +17,8 @@ tensor([0.78644773, 0.41997434])
 from __future__ import annotations
 
 from .core.backend import (Device, bool_, complex64, complex128, device, float16, float32,
-                           float64, get_default_dtype, int8, int16, int32, int64,
-                           set_default_dtype, uint8)
+                           float64, get_default_device, get_default_dtype, int8, int16, int32,
+                           int64, set_default_device, set_default_dtype, uint8)
 from .core.creation import (arange, asarray, empty, empty_like, eye, full, full_like, is_tensor,
                             linspace, manual_seed, ones, ones_like, rand, randn, tensor, zeros,
                             zeros_like)
@@ -31,6 +31,18 @@ from . import cuda, fft, linalg, special  # noqa: E402
 
 bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
 
+
+def __getattr__(name):
+    # ndgrad.bfloat16 imports ml_dtypes on first use (Note [Differentiable dtypes])
+    if name == "bfloat16":
+        from .core.backend import bfloat16
+        try:
+            return bfloat16()
+        except TypeError as exc:  # no ml_dtypes: hasattr(ndgrad, "bfloat16") is False
+            raise AttributeError(f"ndgrad.bfloat16 is not available: {exc}") from None
+    raise AttributeError(f"module 'ndgrad' has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
@@ -41,7 +53,8 @@ __all__ = sorted(
      "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
      "manual_seed", "is_tensor", "device", "Device", "float16", "float32", "float64",
      "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool_", "bool",
-     "get_default_dtype", "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled",
+     "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device",
+     "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda"]
     + list(_ops.PUBLIC)

@@ -5,9 +5,9 @@ Importing ndgrad never imports CuPy: these functions do, on first call.
 
 from __future__ import annotations
 
-from .core.backend import cuda_device_count
+from .core.backend import backend_for_device, cuda_device_count, Device
 
-__all__ = ["is_available", "device_count"]
+__all__ = ["is_available", "device_count", "device"]
 
 
 def device_count() -> int:
@@ -35,3 +35,24 @@ def is_available() -> bool:
     3.0
     """
     return device_count() > 0
+
+
+def device(index):
+    """A context manager that makes CUDA device ``index`` CuPy's current device, where
+    operations on tensors of that device run (``cupy.cuda.Device``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> if ndgrad.cuda.device_count() > 1:
+    ...     with ndgrad.cuda.device(1):
+    ...         x = ndgrad.ones(3, device="cuda:1")
+    ...         print((x * 2).sum().item())
+    ... else:
+    ...     print(6.0)
+    6.0
+    """
+    dev = Device("cuda", index) if isinstance(index, int) else Device(index)
+    if dev.type != "cuda":
+        raise ValueError(f"ndgrad.cuda.device() expects a CUDA device, got {dev}")
+    return backend_for_device(dev).on(dev)

@@ -34,6 +34,7 @@ import warnings
 
 import numpy as np
 
+from ..core.backend import backend_of, is_differentiable_dtype
 from ..core.creation import tensor as _tensor
 from ..core.engine import grad as _grad
 from ..core.grad_mode import enable_grad, no_grad
@@ -57,15 +58,15 @@ def _as_tuple(x):
 
 
 def _is_checked(t):
-    return isinstance(t, Tensor) and t.requires_grad and t.dtype.kind in "fc"
+    return isinstance(t, Tensor) and t.requires_grad and is_differentiable_dtype(t.dtype)
 
 
 def _copy_inputs(obj, leaves):
     """``obj`` with every checked tensor replaced by a private contiguous leaf copy (the
     checks perturb those in place), appended to ``leaves``; nested lists/tuples kept."""
     if _is_checked(obj):
-        t = _tensor(np.array(obj.detach().numpy(), order="C", copy=True), dtype=obj.dtype,
-                    requires_grad=True)
+        t = _tensor(np.array(_np(obj), order="C", copy=True), dtype=obj.dtype,
+                    device=obj.device, requires_grad=True)
         leaves.append(t)
         return t
     if isinstance(obj, (list, tuple)) and not isinstance(obj, Tensor):
@@ -88,11 +89,15 @@ def _outputs(func, inputs):
     """The floating/complex Tensor outputs of ``func(*inputs)`` (others are not checked)."""
     outs = func(*inputs)
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    return [o for o in outs if isinstance(o, Tensor) and o.dtype.kind in "fc"]
+    return [o for o in outs if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype)]
 
 
 def _np(t):
-    return np.asarray(t.detach().numpy() if isinstance(t, Tensor) else t)
+    """``t`` (a tensor on any device, or a raw array) as a NumPy array: the checks compare on
+    the host."""
+    if isinstance(t, Tensor):
+        return t.detach().cpu().numpy()
+    return backend_of(t).to_numpy(t) if hasattr(t, "dtype") else np.asarray(t)
 
 
 def _unit(x):
@@ -169,7 +174,7 @@ def _complex_step_columns(func, inputs, x, cols, h):
     for k in range(base.size):
         z = base.astype(np.complex128).reshape(-1)
         z[k] += 1j * h
-        xc = _tensor(z.reshape(base.shape))
+        xc = _tensor(z.reshape(base.shape), device=x.device)
         outs = _outputs(func, _replace_leaf(inputs, x, xc))
         for j, o in enumerate(outs):
             cols[j][:, k, 0] = np.imag(_np(o)).reshape(-1) / h
@@ -207,7 +212,7 @@ def _reverse_rows(func, inputs, leaves, batched):
             continue
         basis = _cotangent_basis(o)
         if batched:
-            gs = _grad(o, leaves, grad_outputs=_tensor(basis, dtype=o.dtype),
+            gs = _grad(o, leaves, grad_outputs=_tensor(basis, dtype=o.dtype, device=o.device),
                        retain_graph=True, allow_unused=True, is_grads_batched=True)
             per_in = [None if g is None else _np(g).reshape(basis.shape[0], -1) for g in gs]
             dtypes = [None if g is None else g.dtype for g in gs]
@@ -215,7 +220,7 @@ def _reverse_rows(func, inputs, leaves, batched):
             per_in = [[] for _ in leaves]
             dtypes = [None] * len(leaves)
             for v in basis:
-                gs = _grad(o, leaves, grad_outputs=_tensor(v, dtype=o.dtype),
+                gs = _grad(o, leaves, grad_outputs=_tensor(v, dtype=o.dtype, device=o.device),
                            retain_graph=True, allow_unused=True)
                 for n, g in enumerate(gs):
                     per_in[n].append(None if g is None else _np(g).reshape(-1))
@@ -269,10 +274,10 @@ def _forward_cols(func, inputs, leaves, outs0, batched):
             return jvp(_f, (_p,), (t,))[1]
 
         if batched:
-            tans = vmap(push)(_tensor(basis, dtype=x.dtype))
+            tans = vmap(push)(_tensor(basis, dtype=x.dtype, device=x.device))
             tans = [_np(t).reshape(basis.shape[0], -1).T for t in tans]
         else:
-            per = [push(_tensor(t, dtype=x.dtype)) for t in basis]
+            per = [push(_tensor(t, dtype=x.dtype, device=x.device)) for t in basis]
             tans = [np.array([_np(p[j]).reshape(-1) for p in per]).T
                     for j in range(len(outs0))]
         for j, t in enumerate(tans):
@@ -436,14 +441,14 @@ def _fast_check(func, inputs, leaves, opts):
         base = _np(x).copy()
         with no_grad():
             if opts["complex_step"]:
-                xc = _tensor(base.astype(np.complex128) + 1j * eps * v)
+                xc = _tensor(base.astype(np.complex128) + 1j * eps * v, device=x.device)
                 jv = [np.imag(_np(o)) / eps for o in _outputs(func, _replace_leaf(inputs, x, xc))]
             else:
-                x._data[...] = base + eps * v
+                x._data[...] = x.backend.asarray(base + eps * v)
                 plus = [_np(o).copy() for o in _outputs(func, inputs)]
-                x._data[...] = base - eps * v
+                x._data[...] = x.backend.asarray(base - eps * v)
                 minus = [_np(o).copy() for o in _outputs(func, inputs)]
-                x._data[...] = base
+                x._data[...] = x.backend.asarray(base)
                 jv = [(a - b) / (2 * eps) for a, b in zip(plus, minus)]
         for j, (o, u) in enumerate(zip(outs, us)):
             num = np.vdot(u, jv[j])  # <u, J v>
@@ -452,7 +457,8 @@ def _fast_check(func, inputs, leaves, opts):
                 ana = 0j
                 if o.requires_grad:
                     for unit in _unit(u):
-                        (g,) = _grad(o, [x], grad_outputs=_tensor(unit * u, dtype=o.dtype),
+                        (g,) = _grad(o, [x], grad_outputs=_tensor(unit * u, dtype=o.dtype,
+                                                                  device=o.device),
                                      retain_graph=True, allow_unused=True)
                         val = 0.0 if g is None else np.real(np.vdot(_np(g), v))
                         ana += val if unit == 1.0 else 1j * val
@@ -462,7 +468,7 @@ def _fast_check(func, inputs, leaves, opts):
                 from ..functional.transforms import jvp
 
                 tans = jvp(_of_one_input(func, inputs, x), (_primal(x),),
-                           (_tensor(v, dtype=x.dtype),))[1]
+                           (_tensor(v, dtype=x.dtype, device=x.device),))[1]
                 _compare_scalar(num, np.vdot(u, _np(tans[j])), atol, rtol, "forward mode",
                                 j, i, func)
 
@@ -634,7 +640,7 @@ check_batched_grad, fast_mode, complex_step
             shape = tuple(o.shape)
             wide = shape[:-1] + (2 * shape[-1],) if gen_non_contig_grad_outputs and shape \
                 else shape
-            t = _tensor(_random(rng, wide, o), dtype=o.dtype)
+            t = _tensor(_random(rng, wide, o), dtype=o.dtype, device=o.device)
             if gen_non_contig_grad_outputs and shape:
                 t = t[..., ::2]  # a strided view
             grad_outputs.append(t.detach().requires_grad_(True))
@@ -742,12 +748,13 @@ def adjointcheck(func, inputs, *, atol=1e-10, rtol=1e-7, n_probes=2, seed=0,
             f = _of_one_input(func, work, x)
             for _ in range(n_probes):
                 v = _random(rng, x.shape, x)
-                tans = jvp(f, (_primal(x),), (_tensor(v, dtype=x.dtype),))[1]
+                tans = jvp(f, (_primal(x),), (_tensor(v, dtype=x.dtype, device=x.device),))[1]
                 for j, o in enumerate(outs):
                     u = _random(rng, o.shape, o)
                     fwd = np.real(np.vdot(u, _np(tans[j])))  # Re <u, J v>
                     if o.requires_grad:
-                        (g,) = _grad(o, [x], grad_outputs=_tensor(u, dtype=o.dtype),
+                        (g,) = _grad(o, [x], grad_outputs=_tensor(u, dtype=o.dtype,
+                                                                  device=o.device),
                                      retain_graph=True, allow_unused=True)
                         rev = 0.0 if g is None else np.real(np.vdot(_np(g), v))
                     else:

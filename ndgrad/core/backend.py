@@ -3,16 +3,18 @@
 This module owns everything ndgrad knows about the array libraries underneath it. A
 :class:`Backend` exposes array-API-named functions on raw arrays (``B.exp``, ``B.sum``,
 ``B.matmul``, ...) plus the extras derivative formulas need (``scatter_add``, special
-functions, a random generator). Nothing outside this module imports numpy (or, later, cupy)
-for computation: everything else receives a Backend.
+functions, a random generator). Nothing outside this module imports numpy or cupy for
+computation: everything else receives a Backend.
 
-Only the NumPy backend (device ``"cpu"``) exists today. A CuPy backend plugs in by
-subclassing :class:`Backend` and registering its array type with :func:`register_backend`;
-:func:`backend_for_device` is where a ``"cuda"`` device string will be resolved.
+Two backends: :data:`NUMPY` (device ``"cpu"``) and :class:`CupyBackend` (``"cuda:N"``),
+made on first use of a CUDA device (Note [The CUDA backend]). :func:`backend_for_device`
+resolves a device, :func:`backend_of` an array; the default device (:func:`set_default_device`)
+is where creation functions put tensors when no device is given.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -20,8 +22,9 @@ import scipy.linalg
 import scipy.special
 
 __all__ = [
-    "Backend", "NumpyBackend", "Device", "device", "NUMPY",
-    "backend_of", "backend_for_device", "register_backend",
+    "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY",
+    "backend_of", "backend_for_device", "register_backend", "install_cuda_backend",
+    "get_default_device", "set_default_device",
     "float16", "float32", "float64", "complex64", "complex128",
     "int8", "int16", "int32", "int64", "uint8", "bool_",
     "get_default_dtype", "set_default_dtype", "as_dtype",
@@ -52,6 +55,40 @@ _DTYPE_NAMES = {
 _COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128}
 _default_dtype = float64
 
+# Note [Differentiable dtypes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Which dtypes may require grad is one set of dtype objects, DIFFERENTIABLE_DTYPES: the hot
+# path tests `out.dtype in DIFFERENTIABLE_DTYPES` (a hash lookup, faster than reading
+# `dtype.kind`). A dtype kind cannot decide it: bfloat16 (from ml_dtypes) has kind 'V', like
+# a structured dtype. bfloat16 joins the set when it is first seen (`bfloat16()`, `as_dtype`,
+# `is_differentiable_dtype`), so ml_dtypes is imported only by those who use it.
+DIFFERENTIABLE_DTYPES = {float16, float32, float64, complex64, complex128,
+                         np.dtype(np.longdouble), np.dtype(np.clongdouble)}
+_FLOATING_DTYPES = {float16, float32, float64, np.dtype(np.longdouble)}
+
+
+def bfloat16():
+    """The bfloat16 dtype (from ml_dtypes; ``ndgrad.bfloat16`` calls this on first use).
+
+    Raises a TypeError that says how to install ml_dtypes when it is missing.
+    """
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("bfloat16 needs the ml_dtypes package: `pip install ml_dtypes`") from None
+    d = np.dtype(ml_dtypes.bfloat16)
+    _note_extension_dtype(d)
+    return d
+
+
+def _note_extension_dtype(d):
+    """Make ml_dtypes' bfloat16 floating and differentiable (Note [Differentiable dtypes])."""
+    if d.kind == "V" and d.name == "bfloat16" and d not in DIFFERENTIABLE_DTYPES:
+        DIFFERENTIABLE_DTYPES.add(d)
+        _FLOATING_DTYPES.add(d)
+        _COMPLEX_OF[d] = complex64
+    return d
+
 
 def as_dtype(dtype):
     """Normalise ``dtype`` (an ndgrad/NumPy dtype, a scalar type or a name) to a dtype.
@@ -61,11 +98,13 @@ def as_dtype(dtype):
     if dtype is None:
         return None
     if isinstance(dtype, np.dtype):
-        return dtype
+        return dtype if dtype.kind != "V" else _note_extension_dtype(dtype)
     if isinstance(dtype, str) and dtype in _DTYPE_NAMES:
         return _DTYPE_NAMES[dtype]
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return bfloat16()
     try:
-        return np.dtype(dtype)
+        return _note_extension_dtype(np.dtype(dtype))
     except TypeError:
         raise TypeError(
             f"{dtype!r} is not a dtype; use one of ndgrad.float32, ndgrad.float64, "
@@ -102,7 +141,7 @@ def set_default_dtype(dtype):
     """
     global _default_dtype
     d = as_dtype(dtype)
-    if d.kind != "f":
+    if d not in _FLOATING_DTYPES:
         raise TypeError(
             f"set_default_dtype() expects a floating dtype (float16, float32, float64), got {d}"
         )
@@ -114,7 +153,9 @@ def default_complex_dtype():
 
 
 def is_floating(dtype) -> bool:
-    return dtype.kind == "f"
+    """Real floating dtypes: float16/32/64, longdouble, bfloat16."""
+    return dtype in _FLOATING_DTYPES or (dtype.kind == "V" and
+                                         _note_extension_dtype(dtype) in _FLOATING_DTYPES)
 
 
 def is_complex(dtype) -> bool:
@@ -122,8 +163,9 @@ def is_complex(dtype) -> bool:
 
 
 def is_differentiable_dtype(dtype) -> bool:
-    """Only floating and complex tensors may require grad."""
-    return dtype.kind in "fc"
+    """Only floating and complex tensors may require grad (Note [Differentiable dtypes])."""
+    return dtype in DIFFERENTIABLE_DTYPES or (
+        dtype.kind == "V" and _note_extension_dtype(dtype) in DIFFERENTIABLE_DTYPES)
 
 
 # ----------------------------------------------------------------------------- devices
@@ -199,15 +241,24 @@ class Backend:
     def asarray(self, data, dtype=None, device=None, copy=None):  # pragma: no cover
         raise NotImplementedError
 
+    def on(self, device):
+        """A context manager under which this backend's creation functions (``zeros``, ...)
+        allocate on ``device``."""
+        return _NO_CONTEXT
+
     def scatter_add(self, target, index, values):  # pragma: no cover - interface
         """``target[index] += values`` with repeated indices accumulating, in place."""
         raise NotImplementedError
 
     def to_numpy(self, array):  # pragma: no cover - interface
+        """``array`` as a NumPy array (a copy unless it already is host memory)."""
         raise NotImplementedError
 
     def set_readonly(self, array):
         """Make writes to ``array`` raise, where the array library can (a cached constant)."""
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 class NumpyBackend(Backend):
@@ -268,11 +319,15 @@ NUMPY = NumpyBackend()
 
 # array type -> backend; `backend_of` is on the hot path, so it is one dict lookup.
 _BACKEND_BY_TYPE = {np.ndarray: NUMPY}
+# Called with each backend registered after ndgrad.core.ops was built (it gives it its F).
+_ON_REGISTER = []
 
 
 def register_backend(array_type, backend):
     """Make arrays of ``array_type`` compute with ``backend`` (used by the CuPy backend)."""
     _BACKEND_BY_TYPE[array_type] = backend
+    for hook in _ON_REGISTER:
+        hook(backend)
 
 
 def backend_of(array):
@@ -280,9 +335,265 @@ def backend_of(array):
     return _BACKEND_BY_TYPE.get(type(array), NUMPY)
 
 
+# ----------------------------------------------------------------------------- CUDA
+# Note [The CUDA backend]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# CuPy is imported in this module only, and only on first use of a CUDA device
+# (`device="cuda"`, `.cuda()`, `ndgrad.cuda.*`): importing ndgrad never imports it, and a
+# machine without it works as before. `CupyBackend` receives the `cupy` and `cupyx` modules
+# as arguments rather than importing them, so the test suite can hand it a NumPy-backed
+# stand-in with CuPy's API (tests/emulated_cupy.py) and run every CUDA code path on machines
+# without a GPU; `install_cuda_backend` is how it does.
+#
+# Where CuPy lacks a function ndgrad's formulas call (`errstate`, `vecdot`,
+# `linalg.vector_norm`), the backend defines it on the device. Any other missing function
+# (a SciPy special function or linalg routine CuPy does not have) runs on the host: its array
+# arguments are copied to NumPy, the NumPy/SciPy function runs, and array results are copied
+# back. Such calls are correct but slow; `CupyBackend.host_fallbacks` records their names.
+#
+# Devices: a CuPy array knows its device (`a.device.id`). Creation functions allocate under
+# `B.on(device)`; operations run where CuPy runs them, on its current device, which is the
+# device of their inputs unless the user switched it (`ndgrad.cuda.device(n)`). Tensors on
+# two different devices in one op are an error that names both, and 0-d CPU tensors move to
+# the device of the others (Note [Mixing devices] in core/tensor.py).
+_CUDA = {"backend": None}
+
+
+class CupyBackend(Backend):
+    """The CUDA backend over CuPy (and cupyx.scipy for special functions and linalg).
+
+    Parameters
+    ----------
+    cupy, cupyx : modules
+        CuPy's two modules (or stand-ins with their API; Note [The CUDA backend]).
+    """
+
+    name = "cupy"
+
+    def __init__(self, cupy, cupyx):
+        self._cp = cupy
+        self._cpx = cupyx
+        for name in dir(cupy):
+            if not name.startswith("_") and not hasattr(type(self), name):
+                try:
+                    setattr(self, name, getattr(cupy, name))
+                except Exception:  # noqa: BLE001 - a lazily loaded submodule that fails
+                    pass
+        self.array_type = self.ndarray = cupy.ndarray
+        self.host_fallbacks = set()
+        self.linalg = _Namespace(self, lambda: cupy.linalg, np.linalg, "linalg",
+                                 vector_norm=self._vector_norm)
+        self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft")
+        self.special = _Namespace(self, lambda: _import(cupyx, "scipy.special"),
+                                  scipy.special, "special")
+        self.scipy_linalg = _Namespace(self, lambda: _import(cupyx, "scipy.linalg"),
+                                       scipy.linalg, "scipy_linalg")
+        self._rng = threading.local()
+        self._devices = {}
+
+    def __getattr__(self, name):
+        # Only reached for names CuPy lacks (instance attributes win): run NumPy's on the host.
+        if name.startswith("_") or not callable(getattr(np, name, None)):
+            raise AttributeError(f"the CuPy backend has no {name!r}")
+        f = _on_host(self, getattr(np, name), name)
+        setattr(self, name, f)
+        return f
+
+    # -- functions CuPy lacks, on the device
+    def errstate(self, **kwargs):
+        """CuPy does not report floating-point errors: nothing to silence."""
+        return _NO_CONTEXT
+
+    def vecdot(self, x1, x2, axis=-1):
+        return (self._cp.conj(x1) * x2).sum(axis=axis)
+
+    def _vector_norm(self, x, axis=None, keepdims=False, ord=2):
+        cp = self._cp
+        a = cp.abs(x)
+        if ord == 2:
+            return cp.sqrt(cp.sum(a * a, axis=axis, keepdims=keepdims))
+        if ord == float("inf"):
+            return cp.max(a, axis=axis, keepdims=keepdims)
+        if ord == -float("inf"):
+            return cp.min(a, axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return cp.sum(a != 0, axis=axis, keepdims=keepdims).astype(a.dtype)
+        if ord == 1:
+            return cp.sum(a, axis=axis, keepdims=keepdims)
+        return cp.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+    # -- devices and conversion
+    def device_count(self):
+        try:
+            return int(self._cp.cuda.runtime.getDeviceCount())
+        except Exception:  # noqa: BLE001 - no driver / no device
+            return 0
+
+    def device_of(self, array):
+        i = array.device.id
+        d = self._devices.get(i)
+        if d is None:
+            d = self._devices[i] = Device("cuda", i)
+        return d
+
+    def on(self, device):
+        if device is None:
+            return _NO_CONTEXT
+        return self._cp.cuda.Device(Device(device).index)
+
+    def use(self, device):
+        """Make ``device`` CuPy's current device (for this thread)."""
+        self._cp.cuda.Device(Device(device).index).use()
+
+    def asarray(self, data, dtype=None, device=None, copy=None):
+        """Array-API ``asarray`` onto the GPU: from host data that always copies, so
+        ``copy=False`` is then an error."""
+        if dtype is not None and np.dtype(dtype).kind == "V":
+            raise TypeError(f"CuPy does not support {dtype}; keep {dtype} tensors on the CPU")
+        if not isinstance(data, self.array_type):
+            if copy is False:
+                raise ValueError("asarray(copy=False): moving host data to the GPU needs a "
+                                 "copy; pass copy=None")
+            if isinstance(data, np.ndarray) and data.dtype.kind == "V":
+                raise TypeError(f"CuPy does not support {data.dtype}; keep {data.dtype} "
+                                "tensors on the CPU")
+            copy = None
+        with self.on(device):
+            if device is not None and isinstance(data, self.array_type) and \
+                    self.device_of(data) != Device(device):
+                return self._cp.array(data, dtype=dtype, copy=True)  # device to device
+            return self._cp.asarray(data, dtype=dtype, copy=copy)
+
+    def to_numpy(self, array):
+        return self._cp.asnumpy(array)
+
+    def scatter_add(self, target, index, values):
+        self._cpx.scatter_add(target, index, values)
+        return target
+
+    # -- random numbers: one Generator per thread, reseeded by manual_seed
+    def generator(self):
+        g = getattr(self._rng, "gen", None)
+        if g is None:
+            g = self._rng.gen = self._cp.random.default_rng(_seed_state["seed"])
+        return g
+
+    def manual_seed(self, seed):
+        self._rng.gen = self._cp.random.default_rng(seed)
+
+
+def _import(module, dotted):
+    """``module.<dotted>``, importing the submodule when it is not loaded yet."""
+    obj = module
+    try:
+        for part in dotted.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except AttributeError:
+        import importlib
+        return importlib.import_module(f"{module.__name__}.{dotted}")
+
+
+class _Namespace:
+    """A CuPy sub-namespace (``cupy.linalg``, ``cupyx.scipy.special``, ...) whose missing
+    functions run on the host (Note [The CUDA backend]). The CuPy module is imported on first
+    attribute access: cupyx.scipy.linalg loads cuBLAS, which only a GPU machine has."""
+
+    def __init__(self, backend, load, host, label, **own):
+        self._backend = backend
+        self._load = load
+        self._host = host
+        self._label = label
+        self.__dict__.update(own)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            f = getattr(self._load(), name)
+        except (ImportError, AttributeError):
+            f = getattr(self._host, name)  # AttributeError when neither has it
+            if callable(f) and not isinstance(f, type):
+                f = _on_host(self._backend, f, f"{self._label}.{name}")
+        setattr(self, name, f)
+        return f
+
+
+def _on_host(B, fn, label):
+    """``fn`` (a NumPy/SciPy function) called with B's arrays copied to the host and its array
+    results copied back."""
+    array_type = B.array_type
+
+    def to_host(a):
+        if isinstance(a, array_type):
+            return B.to_numpy(a)
+        if type(a) in (list, tuple):
+            return type(a)(to_host(e) for e in a)
+        return a
+
+    def to_device(r):
+        if isinstance(r, np.ndarray):
+            return B.asarray(r)
+        if isinstance(r, tuple):
+            vals = [to_device(e) for e in r]
+            return type(r)(*vals) if hasattr(r, "_fields") else tuple(vals)
+        if isinstance(r, list):
+            return [to_device(e) for e in r]
+        return r
+
+    def call(*args, **kwargs):
+        B.host_fallbacks.add(label)
+        return to_device(fn(*to_host(args), **{k: to_host(v) for k, v in kwargs.items()}))
+
+    call.__name__ = getattr(fn, "__name__", label)
+    return call
+
+
+def install_cuda_backend(cupy, cupyx):
+    """Make ``"cuda"`` devices compute with a :class:`CupyBackend` over these modules.
+
+    ndgrad calls this itself with the real CuPy on first use of a CUDA device; tests call it
+    with a stand-in (Note [The CUDA backend]). Returns the backend.
+    """
+    B = CupyBackend(cupy, cupyx)
+    _CUDA["backend"] = B
+    register_backend(cupy.ndarray, B)
+    return B
+
+
+def uninstall_cuda_backend():
+    """Forget the CUDA backend (tests that swap stand-ins use this)."""
+    B = _CUDA["backend"]
+    if B is not None:
+        _BACKEND_BY_TYPE.pop(B.array_type, None)
+    _CUDA["backend"] = None
+    if _DEFAULT["device"].type == "cuda":
+        set_default_device("cpu")
+
+
+def _cuda_backend():
+    """The CUDA backend, made on first use; None without CuPy or a GPU."""
+    B = _CUDA["backend"]
+    if B is None:
+        try:
+            import cupy
+            import cupyx
+        except Exception:  # noqa: BLE001 - not installed, or a broken CUDA installation
+            return None
+        B = CupyBackend(cupy, cupyx)
+        if B.device_count() == 0:
+            return None
+        install_cuda_backend(cupy, cupyx)
+        B = _CUDA["backend"]
+    return B
+
+
 def cuda_device_count() -> int:
     """How many CUDA devices CuPy sees; 0 without CuPy, a driver or a GPU. CuPy is imported
     here, on first use, never when ndgrad is imported."""
+    B = _CUDA["backend"]
+    if B is not None:
+        return B.device_count()
     try:
         import cupy
     except Exception:  # noqa: BLE001 - not installed, or a broken CUDA installation
@@ -293,15 +604,64 @@ def cuda_device_count() -> int:
         return 0
 
 
+def _unavailable(dev, why):
+    return RuntimeError(
+        f"device {str(dev)!r} is not available: {why}. "
+        'Install the extra with `pip install "ndgrad[cuda12]"` (or `[cuda13]`), or use '
+        "device='cpu'."
+    )
+
+
 def backend_for_device(dev) -> Backend:
-    """Resolve a device (string, :class:`Device` or None) to its backend."""
+    """Resolve a device (string, :class:`Device` or None: the default device) to its backend."""
     if dev is None:
+        return _DEFAULT["backend"]
+    if dev == "cpu":
         return NUMPY
     dev = Device(dev)
     if dev.type == "cpu":
         return NUMPY
-    raise RuntimeError(
-        f"device {str(dev)!r} is not available: ndgrad's CUDA backend needs CuPy and a GPU. "
-        'Install the extra with `pip install "ndgrad[cuda12]"` (or `[cuda13]`), or use '
-        "device='cpu'."
-    )
+    B = _cuda_backend()
+    if B is None:
+        raise _unavailable(dev, "ndgrad's CUDA backend needs CuPy and a GPU")
+    n = B.device_count()
+    if dev.index >= n:
+        raise RuntimeError(f"device {str(dev)!r} is not available: CuPy sees {n} GPU(s) "
+                           f"(cuda:0 to cuda:{n - 1})")
+    return B
+
+
+# ----------------------------------------------------------------------------- default device
+_DEFAULT = {"device": _CPU, "backend": NUMPY}
+
+
+def get_default_device() -> Device:
+    """The device creation functions use when none is given (``cpu`` unless changed).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.get_default_device()
+    device('cpu')
+    """
+    return _DEFAULT["device"]
+
+
+def set_default_device(device):
+    """Set the device that creation functions (``tensor``, ``zeros``, ``randn``, ...) use when
+    none is given, as ``torch.set_default_device`` does. Tensors made from other tensors or
+    from arrays of a device (``asarray(cupy_array)``) stay where their data is.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.set_default_device("cpu")
+    >>> ndgrad.zeros(2).device
+    device('cpu')
+    """
+    dev = Device("cpu" if device is None else device)
+    B = backend_for_device(dev)  # raises for an unavailable device
+    _DEFAULT["device"] = dev
+    _DEFAULT["backend"] = B
+    if dev.type == "cuda":
+        B.use(dev)  # operations run on CuPy's current device: make it this one

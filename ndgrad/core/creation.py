@@ -7,8 +7,9 @@ Every creation function takes ``dtype``, ``device`` and, where the result is flo
 
 from __future__ import annotations
 
-from .backend import (NUMPY, _seed_state, as_dtype, backend_for_device, backend_of,
-                      default_complex_dtype, get_default_dtype)
+from .backend import (_BACKEND_BY_TYPE, _CUDA, _DEFAULT, NUMPY, Device, _cuda_backend,
+                      _seed_state, as_dtype, backend_for_device, backend_of,
+                      default_complex_dtype, get_default_dtype, is_floating)
 from .grad_mode import INFERENCE_BLOCKS, STATE
 from .levels import VMAP_ACTIVE as _VMAP_ACTIVE
 from .tensor import Tensor, _mark_inference, _new
@@ -31,34 +32,41 @@ def _finish(data, requires_grad):
 def _default_float(arr, B):
     """Python floats (and complexes) follow the default dtype."""
     d = get_default_dtype()
-    if arr.dtype.kind == "f" and arr.dtype != d:
+    if is_floating(arr.dtype) and arr.dtype != d:
         return arr.astype(d)
     if arr.dtype.kind == "c" and arr.dtype != default_complex_dtype():
         return arr.astype(default_complex_dtype())
     return arr
 
 
+def _placed(device):
+    """The backend and device for a creation call (None: the default device)."""
+    if device is None:
+        return _DEFAULT["backend"], _DEFAULT["device"]
+    return backend_for_device(device), device
+
+
 def _convert(data, dtype, device, copy):
     dtype = as_dtype(dtype)
     if isinstance(data, Tensor):
-        B = backend_for_device(device) if device is not None else data.backend
-        arr = data._data
-        if dtype is not None and arr.dtype != dtype:
-            if copy is False:
-                raise ValueError(f"asarray(copy=False): converting {arr.dtype} to {dtype} needs "
-                                 "a copy; pass copy=None to copy only when needed")
-            arr = arr.astype(dtype)
-        elif copy:
-            arr = arr.copy()
-        return arr
-    if isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
+        data = data._data
+        if device is None:
+            device = backend_of(data).device_of(data)
+    elif isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
         data = _nested_to_lists(data)
-    B = backend_for_device(device) if device is not None else backend_of(data)
+    if type(data) not in _BACKEND_BY_TYPE and type(data).__module__.partition(".")[0] == "cupy":
+        _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
+    if device is None and type(data) in _BACKEND_BY_TYPE and type(data) is not NUMPY.array_type:
+        B = _BACKEND_BY_TYPE[type(data)]  # a device array (CuPy) stays on its device
+    else:
+        B, device = _placed(device)
     native = type(data) is B.array_type
     if native or hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
-        arr = B.asarray(data, dtype=dtype, copy=copy)
+        if not native and B is not NUMPY and type(data) in _BACKEND_BY_TYPE:
+            data = backend_of(data).to_numpy(data)  # another device's array: via the host
+        arr = B.asarray(data, dtype=dtype, device=device, copy=copy)
     else:
-        arr = B.asarray(data, dtype=dtype, copy=True)
+        arr = B.asarray(data, dtype=dtype, device=device, copy=True)
         if dtype is None:
             arr = _default_float(arr, B)
     if arr.dtype == object:
@@ -154,8 +162,9 @@ def zeros(*shape, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.zeros(2, 3).shape
     (2, 3)
     """
-    B = backend_for_device(device)
-    return _finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+    B, device = _placed(device)
+    with B.on(device):
+        return _finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False):
@@ -167,8 +176,9 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.ones(2)
     tensor([1., 1.])
     """
-    B = backend_for_device(device)
-    return _finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+    B, device = _placed(device)
+    with B.on(device):
+        return _finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def empty(*shape, dtype=None, device=None, requires_grad=False):
@@ -180,8 +190,9 @@ def empty(*shape, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.empty(3, 1).shape
     (3, 1)
     """
-    B = backend_for_device(device)
-    return _finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+    B, device = _placed(device)
+    with B.on(device):
+        return _finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
@@ -193,27 +204,28 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.full((2,), 7.0)
     tensor([7., 7.])
     """
-    B = backend_for_device(device)
+    B, device = _placed(device)
     if isinstance(shape, int):
         shape = (shape,)
     d = as_dtype(dtype)
     if d is None:
-        d = _default_float(B.asarray(fill_value), B).dtype
-    return _finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
+        d = _default_float(NUMPY.asarray(fill_value), NUMPY).dtype
+    with B.on(device):
+        return _finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
 
 
 def _like(fn_name, x, dtype, device, requires_grad, *extra):
     if type(x) is not Tensor and isinstance(x, Tensor):  # a batched tensor (inside vmap)
         return x._like(fn_name, dtype, device, requires_grad, *extra)
-    if isinstance(x, Tensor):
-        B = backend_for_device(device) if device is not None else x.backend
-        data = x._data
-    else:
-        B = backend_for_device(device) if device is not None else backend_of(x)
-        data = B.asarray(x)
+    data = x._data if isinstance(x, Tensor) else backend_of(x).asarray(x)
+    src = backend_of(data)
+    B = backend_for_device(device) if device is not None else src
     d = as_dtype(dtype) or data.dtype
-    out = getattr(B, fn_name)(data, *extra, dtype=d) if B is backend_of(data) else \
-        getattr(B, fn_name[:-5])(data.shape, *extra, dtype=d)
+    if B is src and (device is None or Device(device) == B.device_of(data)):
+        out = getattr(B, fn_name)(data, *extra, dtype=d)
+    else:
+        with B.on(device):
+            out = getattr(B, fn_name[:-5])(data.shape, *extra, dtype=d)
     return _finish(out, requires_grad)
 
 
@@ -276,10 +288,11 @@ def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=F
     >>> ndgrad.arange(0.0, 1.0, 0.25)
     tensor([0.  , 0.25, 0.5 , 0.75])
     """
-    B = backend_for_device(device)
+    B, device = _placed(device)
     args = (start,) if stop is None else (start, stop, step)
     d = as_dtype(dtype)
-    arr = B.arange(*args, dtype=d) if d is not None else B.arange(*args)
+    with B.on(device):
+        arr = B.arange(*args, dtype=d) if d is not None else B.arange(*args)
     if d is None:
         arr = _default_float(arr, B)
     return _finish(arr, requires_grad)
@@ -295,9 +308,10 @@ def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
     >>> ndgrad.linspace(0, 1, 5)
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
-    B = backend_for_device(device)
-    return _finish(B.linspace(start, stop, num, endpoint=endpoint,
-                              dtype=_dtype_or_default(dtype)), requires_grad)
+    B, device = _placed(device)
+    with B.on(device):
+        return _finish(B.linspace(start, stop, num, endpoint=endpoint,
+                                  dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
@@ -310,8 +324,9 @@ def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
     tensor([[1., 0.],
             [0., 1.]])
     """
-    B = backend_for_device(device)
-    return _finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
+    B, device = _placed(device)
+    with B.on(device):
+        return _finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def manual_seed(seed):
@@ -327,6 +342,8 @@ def manual_seed(seed):
     """
     _seed_state["seed"] = int(seed)
     NUMPY.manual_seed(int(seed))
+    if _CUDA["backend"] is not None:
+        _CUDA["backend"].manual_seed(int(seed))
     return seed
 
 
@@ -356,14 +373,15 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
 
 def _sample(kind, shape, dtype, device):
     """Raw samples: ``kind`` is "randn" (standard normal) or "rand" (uniform in [0, 1))."""
-    B = backend_for_device(device)
+    B, device = _placed(device)
     d = _dtype_or_default(dtype)
-    if kind == "rand":
-        return B.generator().random(shape).astype(d)
-    if d.kind == "c":
-        real = B.generator().standard_normal((2,) + shape) / 2 ** 0.5
-        return (real[0] + 1j * real[1]).astype(d)
-    return B.generator().standard_normal(shape).astype(d)
+    with B.on(device):
+        if kind == "rand":
+            return B.generator().random(shape).astype(d)
+        if d.kind == "c":
+            real = B.generator().standard_normal((2,) + shape) / 2 ** 0.5
+            return (real[0] + 1j * real[1]).astype(d)
+        return B.generator().standard_normal(shape).astype(d)
 
 
 def _random(kind, shape, dtype, device, requires_grad):
@@ -383,16 +401,16 @@ def iscomplexobj(x):
     return isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c"
 
 
-def _formula_zeros(shape, dtype=None):
-    return zeros(shape, dtype=dtype)
+def _formula_zeros(shape, dtype=None, like=None):
+    return zeros(shape, dtype=dtype, device=None if like is None else like.device)
 
 
-def _formula_ones(shape, dtype=None):
-    return ones(shape, dtype=dtype)
+def _formula_ones(shape, dtype=None, like=None):
+    return ones(shape, dtype=dtype, device=None if like is None else like.device)
 
 
-def _formula_arange(n):
-    return arange(n)
+def _formula_arange(n, like=None):
+    return arange(n, device=None if like is None else like.device)
 
 
 FORMULA_HELPERS = ("zeros_like", "ones_like", "full_like", "empty_like", "iscomplexobj")
@@ -400,14 +418,24 @@ FORMULA_EXTRA = {"zeros": _formula_zeros, "ones": _formula_ones, "arange": _form
 
 
 def raw_helpers(B):
-    """The same helpers over raw arrays of backend ``B``."""
+    """The same helpers over raw arrays of backend ``B`` (``like=``: an array whose device the
+    result goes on; B's arrays are all on its current device)."""
+    def raw_zeros(shape, dtype=None, like=None):
+        return B.zeros(shape, dtype=dtype)
+
+    def raw_ones(shape, dtype=None, like=None):
+        return B.ones(shape, dtype=dtype)
+
+    def raw_arange(n, like=None):
+        return B.arange(n)
+
     return {
         "zeros_like": B.zeros_like,
         "ones_like": B.ones_like,
         "full_like": B.full_like,
         "empty_like": B.empty_like,
         "iscomplexobj": B.iscomplexobj,
-        "zeros": B.zeros,
-        "ones": B.ones,
-        "arange": B.arange,
+        "zeros": raw_zeros,
+        "ones": raw_ones,
+        "arange": raw_arange,
     }

@@ -11,18 +11,18 @@ from __future__ import annotations
 from weakref import ref as _weakref
 
 from . import levels as _levels
-from .backend import NUMPY, _BACKEND_BY_TYPE
+from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, STATE
 from .graph import _TENSOR_F, OpNode, VersionCounter, _NodeHooks, leaf_accumulator
 from .graph import _seq as _seq_counter
 from .ops.registry import VARIADIC
 from . import tensor as _tensor_mod
-from .tensor import Tensor, _check_devices, _mark_inference, _meta, _new
+from .tensor import Tensor, _mark_inference, _meta, _new, same_device
 
 __all__ = ["apply", "apply_inplace"]
 
-_DIFF_KINDS = frozenset("fc")
+_DIFF_DTYPES = DIFFERENTIABLE_DTYPES  # (Note [Differentiable dtypes] in core/backend.py)
 
 # Transforms (forward mode, vmap) hand ops to their handlers through core.levels
 # (Note [Levels]): with no level active, that is one list read per op.
@@ -67,17 +67,21 @@ def apply(op, *args, **params):
             requires_grad = a._requires_grad
             if type(b) is Tensor:
                 db = b._data
-                if type(db) is not B.array_type:
-                    _check_devices(op, args)
+                if type(db) is not B.array_type:  # Note [Mixing devices]
+                    return apply(op, *same_device(op, args), **params)
                 if b._requires_grad:
                     requires_grad = True
             else:
                 db = b
+                if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
+                    return apply(op, *same_device(op, args), **params)
         elif type(b) is Tensor:
             da = a
             db = b._data
             B = _BACKEND_BY_TYPE[type(db)]
             requires_grad = b._requires_grad
+            if B is not NUMPY and type(a) is _NDARRAY:
+                return apply(op, *same_device(op, args), **params)
         else:
             da, db = a, b
             B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
@@ -90,7 +94,7 @@ def apply(op, *args, **params):
     if type(out) is not _NDARRAY:
         out = _as_array(out)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            out.dtype.kind in _DIFF_KINDS:
+            out.dtype in _DIFF_DTYPES:
         t = _new(out, True)
         t._grad_fn = _record_fast(op, args, params, t, out)
     else:
@@ -206,13 +210,14 @@ def _apply_general(op, args, params):
     datas = []
     B = None
     requires_grad = False
+    mixed = False
     for a in args:
         if type(a) is Tensor:
             d = a._data
             if B is None:
                 B = _BACKEND_BY_TYPE[type(d)]
             elif B.array_type is not type(d):
-                _check_devices(op, args)
+                mixed = True
             if a._requires_grad:
                 requires_grad = True
             datas.append(d)
@@ -221,13 +226,17 @@ def _apply_general(op, args, params):
     if B is None:  # no tensor among the inputs: the first array's backend
         B = next((_BACKEND_BY_TYPE[type(d)] for d in datas if type(d) in _BACKEND_BY_TYPE),
                  NUMPY)
+    elif B is not NUMPY and not mixed:
+        mixed = any(type(d) is _NDARRAY for d in datas)  # NumPy arrays with GPU tensors
+    if mixed:  # Note [Mixing devices]
+        return apply(op, *same_device(op, args), *extra, **params)
     out = op.forward(B, *datas, *extra, **params)
     if op.nout != 1:
         return _wrap_outputs(op, args, extra, params, out, requires_grad)
     if type(out) is not B.array_type:
         out = _as_array(out)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            out.dtype.kind in _DIFF_KINDS:
+            out.dtype in _DIFF_DTYPES:
         t = _new(out, True)
         t._grad_fn = _record(op, args, extra, params, (t,), (out,))
     else:
@@ -242,7 +251,7 @@ def _apply_general(op, args, params):
 def _wrap_outputs(op, args, extra, params, out, requires_grad):
     outs = tuple(_as_array(o) for o in out)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            outs and outs[0].dtype.kind in _DIFF_KINDS:
+            outs and outs[0].dtype in _DIFF_DTYPES:
         ts = tuple(_new(o, True) for o in outs)
         node = _record(op, args, extra, params, ts, outs)
         for i, t in enumerate(ts):

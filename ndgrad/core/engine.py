@@ -18,6 +18,7 @@ from heapq import heappop, heappush
 
 from . import levels as _levels
 from .anomaly import _CHECK_NAN, annotate, check_nan
+from .backend import is_differentiable_dtype
 from .dispatch import _ANOMALY, _as_array
 from .grad_mode import STATE
 from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
@@ -87,6 +88,10 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
             result.append(B.ones_like(out._data))
             continue
         gdata = g._data if isinstance(g, Tensor) else out.backend.asarray(g)
+        if type(gdata) is not type(out._data):
+            raise RuntimeError(
+                f"grad_output[{i}] is on {g.device}, but output[{i}] is on {out.device}; "
+                "gradients must be on the output's device (use .to(output.device))")
         expected = out.shape
         gshape = gdata.shape[1:] if is_grads_batched else gdata.shape
         if gshape != expected:
@@ -102,7 +107,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {gdata.dtype} and "
                 f"output[{i}] has a dtype of {out.dtype}."
             )
-        if gdata.dtype.kind not in "fc":
+        if not is_differentiable_dtype(gdata.dtype):
             raise RuntimeError(f"grad_output[{i}] has dtype {gdata.dtype}; gradients must be "
                                "floating point or complex")
         if gdata.dtype != out.dtype:
@@ -140,7 +145,7 @@ def _make_grad_logical(i, out, g, is_grads_batched):
     if gshape != tuple(out.shape):
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(gshape)} "
                            f"and output[{i}] has a shape of {list(out.shape)}.")
-    if (g.dtype.kind == "c") != (out.dtype.kind == "c") or g.dtype.kind not in "fc":
+    if (g.dtype.kind == "c") != (out.dtype.kind == "c") or not is_differentiable_dtype(g.dtype):
         raise RuntimeError(f"grad_output[{i}] has dtype {g.dtype} but output[{i}] has dtype "
                            f"{out.dtype}; gradients must be floating point (complex for a "
                            "complex output)")

@@ -39,7 +39,7 @@ import inspect
 import warnings
 
 from .anomaly import forward_trace as _trace
-from .backend import _BACKEND_BY_TYPE
+from .backend import _BACKEND_BY_TYPE, is_differentiable_dtype
 from . import levels as _levels
 from .dispatch import _ANOMALY, _rebase_base, _regenerate, _write_back, input_edge
 from .engine import _unbroadcast
@@ -50,7 +50,6 @@ from .tensor import Tensor, _new
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
-_DIFF_KINDS = frozenset("fc")
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
 
@@ -249,8 +248,8 @@ class BackwardCFunction(FunctionCtx, Node):
                 continue  # the input does not require grad: ignored, as in PyTorch
             shape, dtype = self.in_meta[slot]
             if type(r) is not Tensor:  # a batched gradient (inside vmap): checked as a Tensor
-                if r.dtype.kind not in _DIFF_KINDS or (r.dtype.kind == "c" and
-                                                       dtype.kind != "c"):
+                if not is_differentiable_dtype(r.dtype) or (r.dtype.kind == "c" and
+                                                             dtype.kind != "c"):
                     raise RuntimeError(
                         f"Function {self.name()} returned an invalid gradient at index {i} - "
                         f"expected a gradient of dtype {dtype} (or another floating dtype), "
@@ -266,7 +265,7 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"got a gradient on {r.device}, but the input is a "
                     f"{self._fn_types[i].__name__} on another device; move it with .to()")
             gkind = data.dtype.kind
-            if gkind not in _DIFF_KINDS or (gkind == "c" and dtype.kind != "c"):
+            if not is_differentiable_dtype(data.dtype) or (gkind == "c" and dtype.kind != "c"):
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - "
                     f"expected a gradient of dtype {dtype} (or another floating dtype) for an "
@@ -563,7 +562,7 @@ def _wrap_outputs(cls, node, args, output, record):
         seen.add(oid)
         out_pos.setdefault(oid, k)
         d = t._data
-        diff = record and oid not in non_diff and d.dtype.kind in _DIFF_KINDS
+        diff = record and oid not in non_diff and is_differentiable_dtype(d.dtype)
         if diff:
             t._grad_fn = node
             t._output_nr = k
@@ -726,7 +725,7 @@ def once_differentiable(fn):
         err = DelayedError(f"{_ONCE_MSG} ({name})", edges, len(outs))
         wrapped = tuple(
             Tensor._from_node(o._data, err, i)
-            if isinstance(o, Tensor) and o._data.dtype.kind in _DIFF_KINDS else o
+            if isinstance(o, Tensor) and is_differentiable_dtype(o._data.dtype) else o
             for i, o in enumerate(outs))
         return wrapped[0] if single else wrapped
 

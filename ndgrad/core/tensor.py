@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import warnings
 
-from .backend import (_BACKEND_BY_TYPE, Device, as_dtype, backend_for_device, backend_of,
-                      default_complex_dtype, get_default_dtype)
+from .backend import (_BACKEND_BY_TYPE, NUMPY, Device, as_dtype, backend_for_device, backend_of,
+                      default_complex_dtype, get_default_dtype, is_differentiable_dtype,
+                      is_floating)
 from .grad_mode import STATE
 from . import graph as _graph
 from .graph import VersionCounter
@@ -84,21 +85,60 @@ def _fresh_view(t):
 _VIEW_CHECK = [None]
 
 
-def _check_devices(op, args):
-    devs = []
+# Note [Mixing devices]
+# ~~~~~~~~~~~~~~~~~~~~~
+# The inputs of one op must be on one device. dispatch.apply notices a mix when an input's
+# array type is not the backend's (one comparison, made anyway) and calls `same_device`, which
+# either raises a RuntimeError naming both devices, or, as PyTorch does, moves 0-d CPU
+# inputs (0-d CPU tensors and NumPy 0-d arrays: scalars, such as those ops on Python numbers
+# give inside formulas) to the device of the others, through the differentiable `to_device`
+# op, so their gradient goes back to the CPU. Python scalars never count.
+def same_device(op, args):
+    """``args`` with 0-d CPU inputs moved to the device of the others (Note [Mixing
+    devices]); a RuntimeError naming both devices when tensors of two devices meet."""
+    target = None
     for a in args:
-        if isinstance(a, Tensor) and a.device not in devs:
-            devs.append(a.device)
-    if len(devs) > 1:
-        raise RuntimeError(
-            f"{getattr(op, 'name', op)}: expected all tensors to be on the same device, but found "
-            f"at least two devices, {devs[0]} and {devs[1]}; move them with .to(device)"
-        )
+        d = a._data if type(a) is Tensor else a
+        if type(d) in _BACKEND_BY_TYPE and not (type(d) is _NDARRAY and d.ndim == 0):
+            dev = _BACKEND_BY_TYPE[type(d)].device_of(d)
+            if target is None:
+                target = dev
+            elif dev != target:
+                _raise_mixed(op, target, dev)
+    if target is None:
+        return args
+    out = []
+    for a in args:
+        d = a._data if type(a) is Tensor else a
+        if type(d) is _NDARRAY and target.type != "cpu":
+            if d.ndim != 0:
+                _raise_mixed(op, target, _CPU_DEVICE)
+            a = _ops().to_device(a if type(a) is Tensor else _new(d, False), target)
+        out.append(a)
+    return out
+
+
+def _raise_mixed(op, a, b):
+    raise RuntimeError(
+        f"{getattr(op, 'name', op)}: expected all tensors to be on the same device, but found "
+        f"at least two devices, {a} and {b}; move them with .to(device) (NumPy arrays count "
+        "as cpu)"
+    )
 
 
 def _ops():
     from . import ops
     return ops
+
+
+_NDARRAY = NUMPY.array_type
+_CPU_DEVICE = Device("cpu")
+
+
+def _raise_not_host(t, what):
+    raise TypeError(
+        f"can't convert a {t.device} tensor to NumPy with {what}: its data is in GPU memory. "
+        "Use .cpu() to copy the tensor to host memory first (e.g. t.cpu().numpy()).")
 
 
 def _is_device(a):
@@ -272,7 +312,7 @@ class Tensor:
                     "use var_no_grad = var.detach()."
                 )
             return self
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and not is_differentiable_dtype(self._data.dtype):
             raise RuntimeError(
                 f"only Tensors of floating point and complex dtype can require gradients; this "
                 f"tensor has dtype {self._data.dtype}. Convert it first, e.g. "
@@ -470,7 +510,9 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        return _BACKEND_BY_TYPE[type(self._data)].to_numpy(self._data)
+        if type(self._data) is not _NDARRAY:
+            _raise_not_host(self, "numpy()")
+        return self._data
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:
@@ -478,7 +520,9 @@ class Tensor:
                 "Can't convert a Tensor that requires grad to a NumPy array. Use "
                 "np.asarray(tensor.detach()) instead."
             )
-        arr = _BACKEND_BY_TYPE[type(self._data)].to_numpy(self._data)
+        if type(self._data) is not _NDARRAY:
+            _raise_not_host(self, "np.asarray()")
+        arr = self._data
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
@@ -587,13 +631,11 @@ class Tensor:
                                         "'cuda:N') nor a dtype ('float32', ...)") from None
                 dtype = a
         out = self
-        if device is not None and Device(device) != self.device:
-            # only the CPU backend exists yet: this raises the error that says how to get
-            # CUDA (the CuPy backend brings the differentiable transfer)
-            backend_for_device(device)
-            raise NotImplementedError(f"moving a tensor to {Device(device)} is not supported")
         if dtype is not None and as_dtype(dtype) != out.dtype:
             out = out.astype(dtype)
+        if device is not None and Device(device) != self.device:
+            backend_for_device(device)  # an unavailable device: the error says how to get it
+            out = _ops().to_device(out, device)
         if copy and out is self:
             out = self.clone()
         return out
@@ -603,7 +645,8 @@ class Tensor:
         return self.to("cpu")
 
     def cuda(self, device=None):
-        """This tensor on CUDA device ``device`` (default: the current one, ``cuda:0``)."""
+        """This tensor on CUDA device ``device`` (an index or ``"cuda:N"``; default ``cuda:0``,
+        where PyTorch's default is the current device)."""
         return self.to("cuda" if device is None else
                        (f"cuda:{device}" if isinstance(device, int) else device))
 
@@ -620,7 +663,7 @@ class Tensor:
         return self._data.dtype.kind == "c"
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return is_floating(self._data.dtype)
 
     @property
     def is_inference(self):

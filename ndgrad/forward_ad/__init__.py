@@ -60,7 +60,7 @@ from collections import namedtuple
 from ..core import dispatch as _dispatch
 from ..core import function as _function
 from ..core import levels as _levels
-from ..core.backend import _BACKEND_BY_TYPE
+from ..core.backend import _BACKEND_BY_TYPE, is_differentiable_dtype
 from ..core.dispatch import apply
 from ..core.graph import _TENSOR_F
 from ..core.ops.registry import REGISTRY, VARIADIC
@@ -75,7 +75,6 @@ _NO_DUAL = _levels.NOT_HANDLED
 _HOLDERS = {}        # level -> weakrefs to the tensors given a tangent at that level
 _RESHAPE = REGISTRY["reshape"]
 _INDEX_PUT = REGISTRY["index_put"]
-_DIFF_KINDS = frozenset("fc")
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 UnpackedDualTensor.__doc__ = """What :func:`unpack_dual` returns: ``(primal, tangent)``.
@@ -306,7 +305,7 @@ def _apply_dual(level, op, args, params):
 
 
 def _attach(out, tangent, level, who):
-    if tangent is None or not isinstance(out, Tensor) or out.dtype.kind not in _DIFF_KINDS:
+    if tangent is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
         return
     tangent = _fit(tangent, out, who)
     _set_tangent(out, level, tangent)
@@ -355,7 +354,7 @@ def _inplace_dual(level, op, target, args, params):
         _dispatch.apply_inplace(op, target, *args, **params)
     finally:
         _restore(hidden, level)
-    if target.dtype.kind not in _DIFF_KINDS:
+    if not is_differentiable_dtype(target.dtype):
         return target
     old_tangent = tangents[0]
     if tangent is None:
@@ -517,10 +516,10 @@ def make_dual(tensor, tangent, level=None):
         raise TypeError(f"make_dual: expected the tangent to be a Tensor, got "
                         f"{type(tangent).__name__}")
     pk, tk = tensor.dtype.kind, tangent.dtype.kind
-    if pk not in _DIFF_KINDS:
+    if not is_differentiable_dtype(tensor.dtype):
         raise ValueError(f"make_dual: expected the primal to be floating point or complex, but "
                          f"got {tensor.dtype}")
-    if tk not in _DIFF_KINDS:
+    if not is_differentiable_dtype(tangent.dtype):
         raise ValueError(f"make_dual: expected the tangent to be floating point or complex, "
                          f"but got {tangent.dtype} (primal: {tensor.dtype})")
     if tk == "c" and pk != "c":

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 
+from ..core.backend import is_differentiable_dtype
 from ..core.creation import ones_like, zeros_like
 from ..core.dispatch import apply
 from ..core.engine import grad as _autograd_grad
@@ -78,7 +79,7 @@ def _check_leaves(leaves, who, what="input"):
         if not isinstance(x, Tensor):
             raise TypeError(f"{who}: expected every {what} being differentiated to be a Tensor "
                             f"(or a pytree of Tensors), got a {type(x).__name__} at leaf {k}")
-        if x.dtype.kind not in "fc":
+        if not is_differentiable_dtype(x.dtype):
             raise RuntimeError(f"{who}: can only differentiate with respect to floating point "
                                f"or complex tensors, but {what} leaf {k} has dtype {x.dtype}")
 

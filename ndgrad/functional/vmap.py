@@ -40,7 +40,7 @@ import functools
 import warnings
 
 from ..core import dispatch as _dispatch
-from ..core.backend import _BACKEND_BY_TYPE
+from ..core.backend import _BACKEND_BY_TYPE, is_differentiable_dtype, is_floating
 from ..core import engine as _engine
 from ..core import levels as _levels
 from ..core.creation import _RANDOM_HOOK, _sample
@@ -58,7 +58,6 @@ from .pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap", "BatchedTensor", "fallback_ops"]
 
-_DIFF_KINDS = frozenset("fc")
 _NOT_HANDLED = _levels.NOT_HANDLED
 _MOVEAXIS = REGISTRY["moveaxis"]
 _INDEX_PUT = REGISTRY["index_put"]
@@ -177,7 +176,7 @@ class BatchedTensor(Tensor):
         return self.dtype.kind == "c"
 
     def is_floating_point(self):
-        return self.dtype.kind == "f"
+        return is_floating(self.dtype)
 
     def requires_grad_(self, requires_grad=True):
         requires_grad = bool(requires_grad)
@@ -186,7 +185,7 @@ class BatchedTensor(Tensor):
                 raise RuntimeError("you can only change requires_grad flags of leaf variables; "
                                    "use .detach() for a tensor cut from the graph")
             return self
-        if requires_grad and self.dtype.kind not in _DIFF_KINDS:
+        if requires_grad and not is_differentiable_dtype(self.dtype):
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
                                f"gradients; this tensor has dtype {self.dtype}")
         self._requires_grad = requires_grad
@@ -459,7 +458,7 @@ def _apply_batched(level, op, args, params):
             res = _wrap(out, level)  # out None: a scaled identity, made dense if ever needed
             res._diag = diag
             if record and op.differentiable and STATE.grad_enabled and \
-                    res.dtype.kind in _DIFF_KINDS:
+                    is_differentiable_dtype(res.dtype):
                 _record_logical(level, op, arrays, extra, params, (res,))
             return res
     phys = [p._value if b else p for p, b in zip(phys, batched)]
@@ -486,7 +485,7 @@ def _apply_batched(level, op, args, params):
         for o in outs:
             o._is_view = True
     if record and op.differentiable and STATE.grad_enabled and \
-            outs and outs[0].dtype.kind in _DIFF_KINDS:
+            outs and is_differentiable_dtype(outs[0].dtype):
         _record_logical(level, op, arrays, extra, params, outs)
     return res
 

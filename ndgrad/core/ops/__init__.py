@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import backend as _backend_mod
 from ..backend import NUMPY, Backend
 from ..dispatch import apply, apply_inplace
 from .. import dispatch as _dispatch
@@ -205,6 +206,10 @@ def raw_namespace(B: Backend):
 
 NUMPY.F = raw_namespace(NUMPY)
 _graph._NUMPY_F[0] = NUMPY.F
+# backends made later (CUDA, on first use) get theirs when they are registered
+_backend_mod._ON_REGISTER.append(lambda B: setattr(B, "F", raw_namespace(B)))
+for _B in set(_backend_mod._BACKEND_BY_TYPE.values()) - {NUMPY}:
+    _B.F = raw_namespace(_B)
 
 
 # ------------------------------------------------------------------ Tensor methods

@@ -112,8 +112,8 @@ def _diag_embed(F, v, eye):
     return F.expand_dims(v, -2) * eye
 
 
-def _eye_n(F, n, dtype):
-    return _eye(F, n, n, 0, dtype)
+def _eye_n(F, n, like):
+    return _eye(F, n, n, 0, like)
 
 
 def _safe_inv(F, x):
@@ -134,7 +134,7 @@ def _pivots(F, V):
     magnitude), ``r`` (..., 1, k) the (real, positive) pivot values."""
     n = V.shape[-2]
     idx = F.argmax(F.abs(V), axis=-2, keepdims=True)
-    rows = F.reshape(F.arange(n), (n, 1))
+    rows = F.reshape(F.arange(n, like=V), (n, 1))
     re = F.real(V)
     mask = F.astype(F.equal(rows, idx), re.dtype)
     return mask, F.sum(re * mask, axis=-2, keepdims=True)
@@ -363,7 +363,7 @@ def _eigh_vjp(F, g, out, a, UPLO="L"):
     # Hermitian: the derivative of the Hermitian part a -> (a + a^H) / 2 is self-adjoint on it
     gL, gV = g
     L, V = out
-    eye = _eye_n(F, L.shape[-1], L.dtype)
+    eye = _eye_n(F, L.shape[-1], L)
     inner = _diag_embed(F, gL, eye)
     if F.iscomplexobj(V):
         gV = _gauge_cotangent(F, gV, V)
@@ -509,7 +509,7 @@ def _eig_vjp(F, g, out, a):
     # E_ij = 1 / (L_j - L_i) off the diagonal (the second term keeps the vectors unit-norm)
     gL, gV = g
     L, V = out
-    eye = _eye_n(F, L.shape[-1], L.dtype)
+    eye = _eye_n(F, L.shape[-1], L)
     gV = _gauge_cotangent(F, gV, V)
     VH = _mH(F, V)
     X = VH @ gV
@@ -685,7 +685,7 @@ def _svd_vjp(F, g, out, a, full_matrices=False):
         c = F.expand_dims(F.imag(F.sum(F.conj(gVh) * Vh, axis=-1)), -2) - \
             F.imag(F.sum(F.conj(gU) * U, axis=-2, keepdims=True))
         gU = _gauge_cotangent(F, gU, U, c=c)
-    eye = _eye_n(F, k, S.dtype)
+    eye = _eye_n(F, k, S)
     S2 = S * S
     Fs = _inv_gaps(F, S2)
     Si = _safe_inv(F, S)
@@ -714,7 +714,7 @@ def _svd_jvp(F, tangents, out, a, full_matrices=False):
     if U.shape[-1] != k or Vh.shape[-2] != k:
         raise _svd_full_error(U, Vh)
     complex_ = F.iscomplexobj(U)
-    eye = _eye_n(F, k, S.dtype)
+    eye = _eye_n(F, k, S)
     Fs = _inv_gaps(F, S * S)
     Si = _safe_inv(F, S)
     Sr, Sc = F.expand_dims(S, -2), F.expand_dims(S, -1)
@@ -877,7 +877,7 @@ def _qr_copy_upper(F, N, eye):
 
 def _qr_tall_vjp(F, gQ, gR, Q, R):
     # m >= n: gA = (gQ + Q copyu(gR R^H - Q^H gQ)) R^-H
-    eye = _eye_n(F, R.shape[-1], R.dtype)
+    eye = _eye_n(F, R.shape[-1], R)
     N = gR @ _mH(F, R) - _mH(F, Q) @ gQ
     Z = gQ + Q @ _qr_copy_upper(F, N, eye)
     return _mH(F, _solve_upper(F, R, _mH(F, Z)))
@@ -903,7 +903,7 @@ def _qr_vjp(F, g, out, a, mode="reduced"):
 def _qr_tall_jvp(F, t, Q, R):
     # Y = dA R^-1, X = Q^H Y; T = triu(X, 1) + tril(X, -1)^H + Re diag(X) (= dR R^-1):
     # dR = T R, dQ = Y - Q T
-    eye = _eye_n(F, R.shape[-1], R.dtype)
+    eye = _eye_n(F, R.shape[-1], R)
     Y = _rsolve_upper(F, t, R)
     X = _mH(F, Q) @ Y
     T = F.triu(X, k=1) + _mH(F, F.tril(X, k=-1)) + _diag_embed(F, F.real(_diag(F, X)), eye)

@@ -88,8 +88,8 @@ def _scalar_mat(F, c):
     return F.reshape(c, tuple(c.shape) + (1, 1))
 
 
-def _identity(F, n, dtype):
-    return _eye(F, n, n, 0, dtype)
+def _identity(F, n, like):
+    return _eye(F, n, n, 0, like)
 
 
 def _trace_last(F, x):
@@ -335,7 +335,7 @@ def _adjugate_t_svd(F, a):
     defined (and continuous) at singular ``a`` too."""
     u, s, vh = F.linalg.svd(a, full_matrices=False)
     n = s.shape[-1]
-    off = F.equal(_identity(F, n, s.dtype), 0)  # True off the diagonal
+    off = F.equal(_identity(F, n, s), 0)  # True off the diagonal
     others = F.prod(F.where(off, F.expand_dims(s, -2), F.ones_like(F.expand_dims(s, -2))),
                     axis=-1)
     phase = F.linalg.det(u) * F.linalg.det(vh)
@@ -352,7 +352,7 @@ def _cofactor(F, a, det):
         return _adjugate_t_svd(F, a)
     n = a.shape[-1]
     return F.linalg.solve(F.matrix_transpose(a),
-                          _scalar_mat(F, det) * _identity(F, n, a.dtype))
+                          _scalar_mat(F, det) * _identity(F, n, a))
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_square, namespace="linalg")
@@ -404,7 +404,7 @@ _batch_unary(det)
 def _inv_h(F, a, coef):
     """``coef * a^-H`` for a batch of scalars ``coef``, by one solve."""
     n = a.shape[-1]
-    return F.linalg.solve(_mH(F, a), _scalar_mat(F, coef) * _identity(F, n, a.dtype))
+    return F.linalg.solve(_mH(F, a), _scalar_mat(F, coef) * _identity(F, n, a))
 
 
 def _slogdet_vjp(F, g, out, a):
@@ -540,7 +540,7 @@ def _cholesky_vjp(F, g, out, a, upper=False):
     m = F.matmul(_mH(F, low), gl)
     strict = F.tril(m, k=-1)
     n = m.shape[-1]
-    p = (strict + _mH(F, strict) + F.real(m) * _identity(F, n, F.real(m).dtype)) / 2
+    p = (strict + _mH(F, strict) + F.real(m) * _identity(F, n, F.real(m))) / 2
     w = F.linalg.solve_triangular(_mH(F, low), p, upper=True)              # L^-H P
     ga = F.linalg.solve_triangular(low, w, upper=False, left=False)       # (L^-H P) L^-1
     return _herm(F, ga)
@@ -552,7 +552,7 @@ def _cholesky_jvp(F, tangents, out, a, upper=False):
     y = F.linalg.solve_triangular(low, da, upper=False)                   # L^-1 da
     x = F.linalg.solve_triangular(_mH(F, low), y, upper=True, left=False)  # L^-1 da L^-H
     n = x.shape[-1]
-    phi = F.tril(x, k=-1) + F.real(x) * _identity(F, n, F.real(x).dtype) / 2
+    phi = F.tril(x, k=-1) + F.real(x) * _identity(F, n, F.real(x)) / 2
     dl = F.matmul(low, phi)
     return _mH(F, dl) if upper else dl
 
@@ -1619,7 +1619,7 @@ def matrix_power(F, a, n):
     _check_square("matrix_power", a)
     if n == 0:
         # the identity, still a function of `a` (zero gradient), as torch returns it
-        eye = _identity(F, a.shape[-1], a.dtype)
+        eye = _identity(F, a.shape[-1], a)
         return F.where(F.equal(F.zeros_like(a), 0), eye, a)
     if n < 0:
         a = F.linalg.inv(a)

@@ -45,6 +45,26 @@ def normalize_index(index):
     return index
 
 
+def on_device(B, index):
+    """``index`` with its host index arrays (NumPy arrays, from lists or CPU tensors) on
+    backend ``B``'s device, as CuPy needs them; the index itself on the CPU."""
+    if B.array_type is _HOST_ARRAY:
+        return index
+    if isinstance(index, tuple):
+        return tuple(on_device(B, i) for i in index)
+    if type(index) is _HOST_ARRAY:
+        return B.asarray(index)
+    return index
+
+
+def _host_array_type():
+    from ..backend import NUMPY
+    return NUMPY.array_type
+
+
+_HOST_ARRAY = _host_array_type()
+
+
 def _is_integer(i):
     return isinstance(i, numbers.Integral) and not isinstance(i, bool)
 
@@ -59,9 +79,10 @@ def is_basic(index):
     return True
 
 
-def iota(F, n):
-    """``[0, 1, ..., n - 1]`` (int64) in a formula: for index arrays built from shapes."""
-    return F.arange(n)
+def iota(F, n, like):
+    """``[0, 1, ..., n - 1]`` (int64) in a formula, on ``like``'s device: for index arrays
+    built from shapes."""
+    return F.arange(n, like=like)
 
 
 def _values_cotangent(F, gv, vnd):
@@ -167,7 +188,8 @@ def _batch_index(F, entries, nd, n):
     values = tuple(e for e, _ in entries)
     if not any(b for _, b in entries):
         return (slice(None),) + values, (None if adjacent or not adv else (na, 0)), sel_nd
-    batch = F.reshape(F.arange(n), (n,) + (1,) * na)
+    like = next(e for e, b in entries if b)  # a batched index: the batch's device
+    batch = F.reshape(F.arange(n, like=like), (n,) + (1,) * na)
     index = (batch,) + tuple(pad_to(F, e, na) if b else e for e, b in entries)
     p = 0  # the output position of one element's advanced dimensions, were they adjacent
     for k in kinds[:adv[0]]:
@@ -285,7 +307,7 @@ def getitem(B, x, index):
     >>> w.grad
     tensor([2., 1.])
     """
-    out = x[index]
+    out = x[index if B.array_type is _HOST_ARRAY else on_device(B, index)]
     if type(out) is not B.array_type:  # NumPy gives a scalar for a 0-d result
         if is_basic(index):  # a trailing Ellipsis makes it a 0-d view
             return x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
@@ -297,7 +319,7 @@ def getitem(B, x, index):
 # only, so the node saves nothing: a view's node must not hold its base (the base may be
 # modified in place through the view; Note [In-place on views])
 getitem.defvjp(lambda F, g, out, x, index:
-               F.index_add(F.zeros(x.shape, dtype=g.dtype), g, index=index))
+               F.index_add(F.zeros(x.shape, dtype=g.dtype, like=g), g, index=index))
 getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
 # a basic index is a view: writing it back is index_put (Note [In-place on views])
 getitem.defscatter(lambda F, parent, child, index: F.index_put(parent, child, index=index))
@@ -359,7 +381,7 @@ def index_add(B, x, values, index):
     if is_basic(index):
         out[index] += values
     else:
-        B.scatter_add(out, index, values)
+        B.scatter_add(out, on_device(B, index), values)
     return out
 
 
@@ -462,7 +484,7 @@ def index_put(B, x, values, index):
     tensor([0., 1., 1.])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    out[index] = values
+    out[on_device(B, index)] = values
     return out
 
 
@@ -598,10 +620,10 @@ def take(B, x, indices, axis=None):
 
 def _take_vjp(F, g, out, x, indices, axis=None):
     if axis is None:
-        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype), g, index=indices)
+        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype, like=g), g, index=indices)
         return F.reshape(flat, x.shape)
     ax = axis % x.ndim
-    return F.index_add(F.zeros(x.shape, dtype=g.dtype), g,
+    return F.index_add(F.zeros(x.shape, dtype=g.dtype, like=g), g,
                        index=(slice(None),) * ax + (indices,))
 
 
@@ -642,7 +664,8 @@ def _along_axis_index(F, indices, axis, shape):
         if d == axis:
             index.append(indices)
         else:
-            index.append(F.reshape(iota(F, shape[d]), (1,) * d + (shape[d],) + (1,) * (nd - d - 1)))
+            index.append(F.reshape(iota(F, shape[d], indices),
+                                   (1,) * d + (shape[d],) + (1,) * (nd - d - 1)))
     return tuple(index)
 
 
@@ -692,10 +715,10 @@ def take_along_axis(B, x, indices, axis=-1):
 
 def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
     if axis is None:
-        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype), g, index=indices)
+        flat = F.index_add(F.zeros((x.size,), dtype=g.dtype, like=g), g, index=indices)
         return F.reshape(flat, x.shape)
     index = _along_axis_index(F, indices, axis % x.ndim, tuple(x.shape))
-    return F.index_add(F.zeros(x.shape, dtype=g.dtype), g, index=index)
+    return F.index_add(F.zeros(x.shape, dtype=g.dtype, like=g), g, index=index)
 
 
 take_along_axis.defvjp(_take_along_axis_vjp, None)

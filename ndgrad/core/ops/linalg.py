@@ -35,11 +35,12 @@ def _mT(F, a):
     return F.matrix_transpose(a) if a.ndim >= 2 else a
 
 
-def _eye(F, n, m, k, dtype):
-    """The ``n x m`` 0/1 matrix with ones where ``j == i + k`` (from F ops: backend-neutral)."""
-    rows = F.cumulative_sum(F.ones((n, 1)), axis=0)
-    cols = F.cumulative_sum(F.ones((1, m)), axis=1)
-    return F.astype(F.equal(rows + k, cols), dtype)
+def _eye(F, n, m, k, like):
+    """The ``n x m`` 0/1 matrix with ones where ``j == i + k``, with the dtype and on the
+    device of ``like`` (from F ops: backend-neutral)."""
+    rows = F.cumulative_sum(F.ones((n, 1), like=like), axis=0)
+    cols = F.cumulative_sum(F.ones((1, m), like=like), axis=1)
+    return F.astype(F.equal(rows + k, cols), like.dtype)
 
 
 # ----------------------------------------------------------------------------- matmul
@@ -505,7 +506,7 @@ def _einsum_vjp(F, i, g, out, *operands, subscripts):
         else:
             seen.add(c)
             renamed.append(c)
-    eyes = [_eye(F, size[p[0]], size[p[0]], 0, G.dtype) for p in deltas]
+    eyes = [_eye(F, size[p[0]], size[p[0]], 0, G) for p in deltas]
     return F.einsum(G, *eyes, subscripts=",".join([uniq] + deltas) + "->" + "".join(renamed))
 
 
@@ -657,7 +658,7 @@ def _sample_diag(d):
 
 def _trace_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
     xs, rest, l1, l2, a1, a2 = _diag_subscripts(x.ndim, axis1, axis2, "trace")
-    eye = _eye(F, x.shape[a1], x.shape[a2], offset, g.dtype)
+    eye = _eye(F, x.shape[a1], x.shape[a2], offset, g)
     return F.einsum(g, eye, subscripts=f"{rest},{l1}{l2}->{xs}")
 
 
@@ -709,8 +710,8 @@ def _diagonal_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
     xs, rest, l1, l2, a1, a2 = _diag_subscripts(x.ndim, axis1, axis2, "diagonal")
     k = next(c for c in _LETTERS if c not in xs)
     n = g.shape[-1]
-    e1 = _eye(F, n, x.shape[a1], _bmax(0, -offset), g.dtype)
-    e2 = _eye(F, n, x.shape[a2], _bmax(0, offset), g.dtype)
+    e1 = _eye(F, n, x.shape[a1], _bmax(0, -offset), g)
+    e2 = _eye(F, n, x.shape[a2], _bmax(0, offset), g)
     return F.einsum(g, e1, e2, subscripts=f"{rest}{k},{k}{l1},{k}{l2}->{xs}")
 
 

@@ -746,17 +746,18 @@ def _cumprod_zero_masks(F, x, a):
     return c, before, first, between
 
 
-def _iota(F, ndim, a, n):
-    """0, 1, ..., n-1 along axis ``a`` of an ``ndim``-dim array (length 1 elsewhere)."""
+def _iota(F, ndim, a, n, like):
+    """0, 1, ..., n-1 along axis ``a`` of an ``ndim``-dim array (length 1 elsewhere), on
+    ``like``'s device."""
     shape = tuple(n if k == a else 1 for k in range(ndim))
-    return F.cumulative_sum(F.ones(shape), axis=a) - 1
+    return F.cumulative_sum(F.ones(shape, like=like), axis=a) - 1
 
 
 def _cumprod_pairs(F, x, a):
     """(P, ge): ``P[.., i, k, ..] = prod_{j <= k, j != i} x_j`` over the scanned axis ``a``
     (split into axes a: i and a+1: k), and the mask ``k >= i``. O(n^2): exact to any order."""
     n = x.shape[a]
-    r = _iota(F, x.ndim, a, n)
+    r = _iota(F, x.ndim, a, n, x)
     ri = F.expand_dims(r, a + 1)             # i along axis a
     rk = F.expand_dims(r, a)                 # k along axis a + 1
     xs = F.where(F.equal(ri, rk), 1, F.expand_dims(x, a))   # x_j with x_i replaced by 1

@@ -981,8 +981,8 @@ def _repeat_vjp(F, g, out, x, repeats, axis=None):
         gs = tuple(g.shape)
         gx = F.sum(F.reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
     else:  # segments of different lengths: scatter-add each output to its source
-        seg = F.repeat(iota(F, n), repeats)
-        zeros = F.zeros(gx_shape, dtype=g.dtype)
+        seg = F.repeat(iota(F, n, g), repeats)
+        zeros = F.zeros(gx_shape, dtype=g.dtype, like=g)
         gx = F.index_add(zeros, g, index=(slice(None),) * ax + (seg,))
     return F.reshape(gx, x.shape)
 
@@ -1113,7 +1113,7 @@ def _pad_vjp(F, g, out, x, pad_width, mode="constant", constant_values=0):
         n = g.shape[k] - b - a
         src = _pad_source(n, b, a, mode)
         shape = tuple(g.shape[:k]) + (n,) + tuple(g.shape[k + 1:])
-        g = F.index_add(F.zeros(shape, dtype=g.dtype), g, index=(slice(None),) * k + (src,))
+        g = F.index_add(F.zeros(shape, dtype=g.dtype, like=g), g, index=(slice(None),) * k + (src,))
     return g
 
 
@@ -1265,3 +1265,55 @@ astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
 astype.reference = lambda x, dtype: x.astype(dtype)
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
+
+
+# ------------------------------------------------------------------------------ devices
+def _device_of(x):
+    from ..backend import Device, backend_of
+    if hasattr(x, "device"):
+        return Device(x.device)
+    return backend_of(x).device_of(x)
+
+
+def _to_device_args(x, device, source=None):
+    """Fill in ``source``, x's device, which the vjp sends the cotangent back to."""
+    from ..backend import Device
+    return (x,), {"device": str(Device(device)),
+                  "source": str(_device_of(x)) if source is None else source}
+
+
+def _sample_to_device(d):
+    from ..backend import get_default_device  # the device the property suite runs on
+    dev = str(get_default_device())
+    return (d.array(d.shape()),), {"device": dev, "source": dev}
+
+
+@defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_to_device)
+def to_device(B, x, device, source=None):
+    """A copy of ``x`` on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``), the array API's
+    ``to_device``; differentiable, the gradient goes back to ``x``'s device. ``Tensor.to``,
+    ``.cpu()`` and ``.cuda()`` call it.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = ndgrad.to_device(x, "cpu")
+    >>> y.device, y is x
+    (device('cpu'), False)
+    """
+    from ..backend import backend_for_device
+    dst = backend_for_device(device)
+    if dst is not B:  # between backends: through host memory
+        x = B.to_numpy(x)
+    return dst.asarray(x, device=device, copy=True)
+
+
+to_device.normalize_args = _to_device_args
+to_device.reference = lambda x, device, source=None: x.copy()
+to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device=source,
+                                                                       source=device))
+to_device.defjvp(lambda F, tangents, out, x, device, source=None:
+                 F.to_device(tangents[0], device=device, source=source))
+to_device.defbatch(lambda F, batched, x, device, source=None:
+                   F.to_device(x, device=device, source=source))
