@@ -14,6 +14,9 @@ Two profiles are registered, and one is loaded for the whole session:
     finite differences whose time varies with the op and the drawn shape, and a deadline would
     only make the suite flaky.
 
+``quick``
+    Five examples, no shrinking: for triaging many failures at once.
+
 ``HYPOTHESIS_PROFILE=<name>`` overrides the choice, e.g. ``HYPOTHESIS_PROFILE=ci pytest`` to
 reproduce a CI run locally. Tests that need other settings use ``@settings(...)``, which
 overrides the loaded profile per test.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "ci",
@@ -35,6 +38,129 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=50, deadline=None)
+# `HYPOTHESIS_PROFILE=quick`: a few examples and no shrinking, to triage many failures fast.
+settings.register_profile("quick", max_examples=5, deadline=None, derandomize=True,
+                          database=None, phases=[Phase.explicit, Phase.generate],
+                          suppress_health_check=[HealthCheck.too_slow])
 
 _default = "ci" if os.environ.get("CI") else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or _default)
+
+
+# ------------------------------------------------------------------------------ devices
+# Note [Devices in the test suite]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every test in tests/ runs once per device, through the autouse fixture `device`, which makes
+# that device ndgrad's default for the test (`ndgrad.set_default_device`): tensors the test
+# makes without a device land there, so the same test body exercises that backend.
+#
+# * ``cpu``: always.
+# * ``cuda``: a real GPU through CuPy; skipped, with the reason, where CuPy sees none.
+# * ``emulated``: the CUDA backend (ndgrad.core.backend.CupyBackend) over the NumPy-backed CuPy
+#   stand-in of tests/emulated_cupy.py, so every CUDA code path of ndgrad runs on machines
+#   without a GPU, CI included. Its hypothesis tests draw at most EMULATED_EXAMPLES examples
+#   (the paths are what it checks; the CPU run covers the values), which keeps the whole suite
+#   within CI's budget. `NDGRAD_TEST_EMULATED=0` leaves it out; it is skipped, with the
+#   reason, where a real GPU runs the cuda cases.
+#
+# Tests that are about the CPU only (NumPy memory sharing, the ml_dtypes dtypes, ...) are
+# marked `@pytest.mark.cpu_only` and skipped on the other devices. Tests compare results
+# with NumPy references through `tests.support.host` (`t.cpu().numpy()`), which works on
+# every device.
+import sys as _sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+import ndgrad as _nd  # noqa: E402
+from ndgrad.core import backend as _backend  # noqa: E402
+
+_sys.path.insert(0, os.path.dirname(__file__))
+import emulated_cupy as _emulated_cupy  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cpu_only(reason): the test is about the CPU backend")
+
+
+_REAL_CUDA = _backend.cuda_device_count() > 0
+_EMULATED = {}
+
+
+def _emulated_backend():
+    B = _EMULATED.get("B")
+    if B is None:
+        real = _backend._CUDA["backend"]
+        B = _EMULATED["B"] = _backend.install_cuda_backend(*_emulated_cupy.make_modules())
+        _backend._CUDA["backend"] = real
+    return B
+
+
+EMULATED_EXAMPLES = 5
+
+
+def pytest_generate_tests(metafunc):
+    if "device" not in metafunc.fixturenames:
+        return
+    params = [
+        "cpu",
+        pytest.param("cuda", marks=pytest.mark.skipif(
+            not _REAL_CUDA, reason="no CUDA device: CuPy is not installed or sees no GPU")),
+        pytest.param("emulated", marks=pytest.mark.skipif(
+            _REAL_CUDA or os.environ.get("NDGRAD_TEST_EMULATED") == "0",
+            reason="a real GPU runs the cuda cases" if _REAL_CUDA else
+                   "NDGRAD_TEST_EMULATED=0")),
+    ]
+    metafunc.parametrize("device", params, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def device(request):
+    """The device this test runs on, made ndgrad's default device for it (Note [Devices in
+    the test suite]); yields "cpu" or "cuda:0"."""
+    name = getattr(request, "param", "cpu")
+    marker = request.node.get_closest_marker("cpu_only")
+    if name != "cpu" and marker is not None:
+        pytest.skip(f"CPU only: {marker.args[0] if marker.args else 'a CPU-backend test'}")
+    if name == "cpu":
+        yield "cpu"
+        return
+    saved = _backend._CUDA["backend"]
+    if name == "emulated":
+        _backend._CUDA["backend"] = _emulated_backend()
+    fewer = _fewer_examples(request.function) if name == "emulated" else None
+    _nd.set_default_device("cuda:0")
+    try:
+        yield "cuda:0"
+    finally:
+        _nd.set_default_device("cpu")
+        _backend._CUDA["backend"] = saved
+        if fewer is not None:
+            fewer()
+
+
+def _fewer_examples(fn):
+    """Cap a hypothesis test's examples at EMULATED_EXAMPLES for this run; returns the undo.
+    Hypothesis fixes a test's settings when it is decorated, so this swaps its (internal)
+    settings attribute; where that attribute is missing, the test keeps its settings."""
+    current = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if current is None or current.max_examples <= EMULATED_EXAMPLES:
+        return None
+    fn._hypothesis_internal_use_settings = settings(current, max_examples=EMULATED_EXAMPLES)
+
+    def undo():
+        fn._hypothesis_internal_use_settings = current
+    return undo
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per skip reason (with a count) instead of one per skipped test: every test
+    has a skipped cuda case on a machine without a GPU."""
+    reasons = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{n:6d}  {reason}")

@@ -97,6 +97,7 @@ def test_doc_examples_pass(tmp_path, doctrees):
     assert int(failed.group(1)) == 0, _report(proc)
 
 
+@pytest.mark.cpu_only("README's example is for the default CPU device (it calls .numpy())")
 def test_readme_example_runs(capsys):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)

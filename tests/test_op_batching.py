@@ -28,6 +28,7 @@ from ndgrad.checks.strategies import op_samples
 from ndgrad.core.ops import COMPOSITES, REGISTRY
 from ndgrad.core.ops.registry import VARIADIC
 from ndgrad.functional.vmap import _FALLBACK_SEEN, fallback_ops, vmap
+from support import on_device
 
 ALL = sorted(REGISTRY) + sorted(COMPOSITES)
 
@@ -41,6 +42,7 @@ def _nin(op, args):
 
 
 def _call(op, arrays, extra, kwargs):
+    kwargs = on_device(kwargs)
     if getattr(op, "pack", False):
         return op.public(list(arrays), *extra, **kwargs)
     return op.public(*arrays, *extra, **kwargs)
@@ -51,7 +53,7 @@ def _outs(r):
 
 
 def _np(t):
-    return t.detach().numpy() if isinstance(t, ndgrad.Tensor) else np.asarray(t)
+    return t.detach().cpu().numpy() if isinstance(t, ndgrad.Tensor) else np.asarray(t)
 
 
 def _element(a, b):

@@ -29,6 +29,7 @@ from ndgrad.checks.strategies import op_samples
 from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import COMPOSITES, REGISTRY
 from ndgrad.core.ops.registry import VARIADIC, Domain, Op, defop
+from support import on_device
 
 ALL = sorted(REGISTRY) + sorted(COMPOSITES)
 
@@ -60,6 +61,7 @@ def _call(op, args, kwargs):
 
 
 def _public_call(op, tensors, extra, kwargs):
+    kwargs = on_device(kwargs)
     if getattr(op, "pack", False):
         return op.public(tensors, *extra, **kwargs)
     return op.public(*tensors, *extra, **kwargs)
@@ -126,7 +128,7 @@ def test_forward_matches_reference(name, data):
         for g, e in zip(got, expected):
             e = np.asarray(e)
             assert g.shape == e.shape, f"{name}: shape {g.shape} != {e.shape}"
-            np.testing.assert_allclose(g.detach().numpy(), e, rtol=1e-10, atol=1e-12,
+            np.testing.assert_allclose(g.detach().cpu().numpy(), e, rtol=1e-10, atol=1e-12,
                                        err_msg=f"{name} forward")
 
 
@@ -170,7 +172,8 @@ def test_create_graph_formulas_match_first_order(name, data):
             assert (a is None) == (b is None)
             if a is not None:
                 assert b.dtype == a.dtype
-                np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(b.detach().cpu().numpy(), a.cpu().numpy(),
+                                           rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ALL)

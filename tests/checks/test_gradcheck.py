@@ -257,7 +257,7 @@ def test_functions_vmap_cannot_batch_are_checked_by_the_loop():
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return nd.tensor(np.cos(x.detach().numpy()) * g.detach().numpy())
+            return nd.tensor(np.cos(x.detach().cpu().numpy()) * g.detach().cpu().numpy())
 
     assert gradcheck(NumpyCos.apply, (T(X),))
     with pytest.raises(GradcheckError, match="While computing batched gradients"):

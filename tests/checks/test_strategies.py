@@ -25,7 +25,7 @@ FEW = settings(max_examples=10, deadline=None)
 
 
 def _np(t):
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 # ------------------------------------------------------------------------------ tensors

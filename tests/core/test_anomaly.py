@@ -247,14 +247,14 @@ def test_check_nan_false_lets_nan_through():
     x = nd.tensor(XV, requires_grad=True)
     with quiet_detect_anomaly(check_nan=False):
         (nd.log(x) * 0.0).sum().backward()
-    g = x.grad.numpy()
+    g = x.grad.cpu().numpy()
     assert np.isnan(g[0]) and np.array_equal(g[1:], [0.0, 0.0])
 
 
 def test_no_nan_check_outside_anomaly_mode():
     x = nd.tensor(XV, requires_grad=True)
     (nd.log(x) * 0.0).sum().backward()
-    assert np.isnan(x.grad.numpy()[0])
+    assert np.isnan(x.grad.cpu().numpy()[0])
 
 
 def test_nodes_made_before_anomaly_mode_are_nan_checked_in_it():
@@ -283,8 +283,8 @@ def test_anomaly_mode_gives_the_same_gradients_including_double_backward():
         assert g.grad_fn.trace is not None   # nodes made by backward record a trace too
         (h,) = nd.autograd.grad(g.sum(), x)
     t, e = np.tanh(xv), np.exp(xv)
-    np.testing.assert_allclose(g.detach().numpy(), (1 - t ** 2) * e + t * e)
-    np.testing.assert_allclose(g.detach().numpy(), g_ref.detach().numpy())
-    np.testing.assert_allclose(h.numpy(), h_ref.numpy())
-    np.testing.assert_allclose(h.numpy(), -2 * t * (1 - t ** 2) * e + 2 * (1 - t ** 2) * e
+    np.testing.assert_allclose(g.detach().cpu().numpy(), (1 - t ** 2) * e + t * e)
+    np.testing.assert_allclose(g.detach().cpu().numpy(), g_ref.detach().cpu().numpy())
+    np.testing.assert_allclose(h.cpu().numpy(), h_ref.cpu().numpy())
+    np.testing.assert_allclose(h.cpu().numpy(), -2 * t * (1 - t ** 2) * e + 2 * (1 - t ** 2) * e
                                + t * e)

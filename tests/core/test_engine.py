@@ -18,7 +18,7 @@ from ndgrad.autograd import backward, grad
 
 def val(t):
     assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def close(a, b, **kw):
@@ -177,7 +177,7 @@ def test_retain_graph_defaults_to_create_graph():
 def test_saved_arrays_are_released_after_backward():
     x = nd.tensor(XV, requires_grad=True)
     t = nd.tanh(x)  # TanhBackward saves this output array; only the graph holds it below
-    ref = weakref.ref(t.detach().numpy())
+    ref = weakref.ref(t._data)  # the raw backend array
     y = nd.exp(t).sum()
     del t
     gc.collect()
@@ -190,7 +190,7 @@ def test_saved_arrays_are_released_after_backward():
 def test_saved_intermediate_inputs_are_released_after_backward():
     x = nd.tensor(XV, requires_grad=True)
     h = x * 2.0
-    ref = weakref.ref(h.detach().numpy())
+    ref = weakref.ref(h._data)  # the raw backend array
     y = (h * h).sum()  # MultiplyBackward saves h
     del h
     gc.collect()
@@ -204,7 +204,7 @@ def test_saved_intermediate_inputs_are_released_after_backward():
 def test_saved_arrays_are_kept_with_retain_graph():
     x = nd.tensor(XV, requires_grad=True)
     t = nd.tanh(x)
-    ref = weakref.ref(t.detach().numpy())
+    ref = weakref.ref(t._data)  # the raw backend array
     y = nd.exp(t).sum()
     del t
     y.backward(retain_graph=True)
@@ -322,10 +322,10 @@ def test_leaves_accumulate_across_backward_calls_in_place():
     x = nd.tensor(XV, requires_grad=True)
     nd.exp(x).sum().backward()
     g = x.grad
-    storage = g.numpy()
+    storage = g._data  # the raw backend array
     (x * x).sum().backward()
     assert x.grad is g, ".grad keeps its identity when create_graph=False"
-    assert x.grad.numpy() is storage or np.shares_memory(x.grad.numpy(), storage)
+    assert x.grad._data is storage or x.grad.backend.shares_memory(x.grad._data, storage)
     close(x.grad, np.exp(XV) + 2 * XV)
     assert not x.grad.requires_grad
 
@@ -370,14 +370,14 @@ def test_fortran_ordered_parameter_gets_a_fortran_ordered_grad():
     a = np.asfortranarray(np.arange(6.0).reshape(2, 3))
     p = nd.asarray(a, requires_grad=True)
     (p * p).sum().backward()
-    assert p.grad.numpy().flags.f_contiguous
+    assert p.grad.cpu().numpy().flags.f_contiguous
     close(p.grad, 2 * a)
     (p * 3.0).sum().backward()  # accumulation keeps the layout
-    assert p.grad.numpy().flags.f_contiguous
+    assert p.grad.cpu().numpy().flags.f_contiguous
     close(p.grad, 2 * a + 3.0)
     c = nd.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     (c * c).sum().backward()
-    assert c.grad.numpy().flags.c_contiguous
+    assert c.grad.cpu().numpy().flags.c_contiguous
 
 
 def test_create_graph_replaces_grad_by_grad_plus_new_and_is_differentiable():
@@ -668,7 +668,7 @@ def test_is_grads_batched_gives_the_jacobian_rows():
     (jac,) = nd.autograd.grad(y, x, nd.tensor(np.eye(2)), is_grads_batched=True)
     # d tanh(Ax) / dx = diag(1 - tanh^2(Ax)) A
     expected = (1 - np.tanh(A @ np.array([1.0, 2.0, 3.0])) ** 2)[:, None] * A
-    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(jac.cpu().numpy(), expected, rtol=1e-12)
 
 
 def test_is_grads_batched_checks_the_batch_dimension():
@@ -683,18 +683,18 @@ def test_leaves_sharing_a_passed_through_gradient_get_separate_grads():
     x = nd.tensor([1.0, 2.0], requires_grad=True)
     y = nd.tensor([3.0, 4.0], requires_grad=True)
     (x + y).sum().backward()
-    x.grad.numpy()[0] = 100.0  # in-place edit of one leaf's .grad ...
+    x.grad._data[0] = 100.0  # in-place edit of one leaf's .grad (its raw array) ...
     close(y.grad, [1.0, 1.0])  # ... does not reach the other's
-    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    assert not x.grad.backend.shares_memory(x.grad._data, y.grad._data)
 
 
 def test_grad_never_aliases_the_callers_gradient_array():
     x = nd.tensor([1.0, 2.0], requires_grad=True)
-    g = np.array([5.0, 7.0])
-    (x + 0.0).backward(nd.asarray(g))
-    assert not np.shares_memory(x.grad.numpy(), g)
-    (x + 0.0).backward(nd.asarray(g))  # accumulates in place into .grad ...
-    np.testing.assert_array_equal(g, [5.0, 7.0])  # ... never into the caller's array
+    g = nd.asarray(np.array([5.0, 7.0]))  # on the CPU, g's memory is the NumPy array's
+    (x + 0.0).backward(g)
+    assert not x.grad.backend.shares_memory(x.grad._data, g._data)
+    (x + 0.0).backward(g)  # accumulates in place into .grad ...
+    np.testing.assert_array_equal(val(g), [5.0, 7.0])  # ... never into the caller's array
     close(x.grad, [10.0, 14.0])
 
 
@@ -705,7 +705,7 @@ def test_a_kept_rule_result_is_not_shared_with_a_second_leaf():
     y.backward()
     close(W.grad, np.ones((2, 1)) * np.array([1.0, -1.0, 2.0]))
     close(v.grad, np.arange(6.0).reshape(2, 3).sum(0))
-    W.grad.numpy()[...] = 0.0
+    W.grad.cpu().numpy()[...] = 0.0
     close(v.grad, [3.0, 5.0, 7.0])
 
 
@@ -718,6 +718,6 @@ def test_grad_runs_only_the_rules_of_requested_inputs():
     x = nd.tensor(x_np, requires_grad=True)
     (gx,) = nd.autograd.grad(nd.special.gammainc(a, x).sum(), x)
     expected = x_np ** (a_np - 1) * np.exp(-x_np) / np.array([math.gamma(v) for v in a_np])
-    np.testing.assert_allclose(gx.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(gx.cpu().numpy(), expected, rtol=1e-12)
     with pytest.raises(NotImplementedError, match="not implemented"):
         nd.special.gammainc(a, x).sum().backward()

@@ -37,7 +37,7 @@ def test_no_grad_context():
         assert isinstance(ctx, nd.no_grad)
     assert nd.is_grad_enabled() is True
     assert not y.requires_grad and y.grad_fn is None and y.is_leaf
-    np.testing.assert_array_equal(y.numpy(), [2.0, -4.0])
+    np.testing.assert_array_equal(y.cpu().numpy(), [2.0, -4.0])
 
 
 def test_no_grad_restores_the_mode_after_an_exception():
@@ -60,7 +60,7 @@ def test_nested_modes_restore_their_outer_mode():
         z = x * 3
     assert y.requires_grad and not z.requires_grad
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [3.0, 3.0])
 
 
 def test_no_grad_as_a_decorator_with_and_without_parentheses():
@@ -98,7 +98,7 @@ def test_enable_grad_as_a_decorator():
         assert not nd.is_grad_enabled()
     assert y.requires_grad and z.requires_grad
     (y + z).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [4.0, 4.0])
 
 
 def test_set_grad_enabled_as_a_function():
@@ -156,7 +156,7 @@ def test_inference_mode():
         z = nd.ones(2)
     assert nd.is_grad_enabled() and not nd.is_inference_mode_enabled()
     assert not y.requires_grad and y.grad_fn is None
-    np.testing.assert_array_equal(y.numpy(), [2.0, -4.0])
+    np.testing.assert_array_equal(y.cpu().numpy(), [2.0, -4.0])
     assert y.is_inference and z.is_inference
     assert not x.is_inference and not (x * 2).is_inference
 
@@ -173,12 +173,12 @@ def test_inference_tensors_cannot_be_saved_for_backward():
     # an op that saves nothing of it may use it
     y = x + t
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [1.0, 1.0])
     # a clone made outside inference mode is a normal tensor
     w = (x * t.clone()).sum()
     x.grad = None
     w.backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [3.0, 4.0])
 
 
 def test_inference_mode_false_is_a_no_op():
@@ -290,4 +290,4 @@ def test_backward_in_another_thread():
 
     with nd.no_grad():
         assert _in_thread(work)
-    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, -2.0]))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.exp([1.0, -2.0]))

@@ -11,7 +11,7 @@ from ndgrad.autograd import grad
 
 def val(t):
     assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def close(a, b, **kw):

@@ -17,15 +17,31 @@ import ndgrad as nd
 def val(t):
     """The values of a tensor as a NumPy array (detached)."""
     assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def close(a, b, **kw):
     np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
 
 
+def shares(a, b):
+    """Whether Tensors ``a`` and ``b`` share storage, on any device."""
+    return a.backend.shares_memory(a._data, b._data)
+
+
+def with_ndarray(device, make):
+    """``make()``, an operation between a tensor and a NumPy array. NumPy arrays count as cpu
+    operands: on the CPU this is the result; on another device the operation is refused (and
+    this is None)."""
+    if device == "cpu":
+        return make()
+    with pytest.raises(RuntimeError, match=r"same device.*NumPy arrays count as cpu"):
+        make()
+    return None
+
+
 # ---------------------------------------------------------------------------- attributes
-def test_array_attributes_match_numpy():
+def test_array_attributes_match_numpy(device):
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     t = nd.tensor(a)
     assert t.shape == (2, 3, 4)
@@ -33,7 +49,7 @@ def test_array_attributes_match_numpy():
     assert t.ndim == 3 and t.dim() == 3
     assert t.size == 24 and t.numel() == 24
     assert len(t) == 2
-    assert t.device == "cpu" and t.device == nd.device("cpu")
+    assert t.device == device and t.device == nd.device(device)  # the default device
 
 
 def test_zero_dim_tensor_attributes():
@@ -92,11 +108,12 @@ def test_python_number_conversions():
         [1, 2][nd.tensor(1.0)]
 
 
-def test_repr_shows_autograd_state():
+def test_repr_shows_autograd_state(device):
+    on = "" if device == "cpu" else f", device='{device}'"  # the CPU is not named
     x = nd.tensor([1.0, 2.0], requires_grad=True)
-    assert repr(x) == "tensor([1., 2.], requires_grad=True)"
-    assert repr(x * 2) == "tensor([2., 4.], grad_fn=<MultiplyBackward0>)"
-    assert repr(nd.tensor([1.0], dtype=nd.float32)) == "tensor([1.], dtype=float32)"
+    assert repr(x) == f"tensor([1., 2.]{on}, requires_grad=True)"
+    assert repr(x * 2) == f"tensor([2., 4.]{on}, grad_fn=<MultiplyBackward0>)"
+    assert repr(nd.tensor([1.0], dtype=nd.float32)) == f"tensor([1.], dtype=float32{on})"
 
 
 def test_tensor_constructor_builds_a_tensor():
@@ -159,7 +176,7 @@ def test_data_is_a_detached_alias():
     d = x.data
     assert isinstance(d, nd.Tensor)
     assert not d.requires_grad and d.is_leaf and d.grad_fn is None
-    assert np.shares_memory(d.numpy(), x.detach().numpy())
+    assert shares(d, x)
     # in-place changes through .data are allowed on a leaf and show in x
     d += 10.0
     np.testing.assert_array_equal(val(x), [11.0, 12.0, 13.0])
@@ -197,7 +214,7 @@ def test_detach_shares_storage_and_cuts_the_graph():
     y = x * 3
     d = y.detach()
     assert not d.requires_grad and d.is_leaf and d.grad_fn is None
-    assert np.shares_memory(d.numpy(), val(y))
+    assert shares(d, y)
     # the detached tensor contributes no gradient
     (y * d).sum().backward()
     close(x.grad, 3 * np.array([3.0, 6.0]))
@@ -208,7 +225,7 @@ def test_detach_in_place_makes_a_leaf():
     y = x * 3
     assert y.detach_() is y
     assert y.is_leaf and not y.requires_grad and y.grad_fn is None
-    np.testing.assert_array_equal(y.numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(y.cpu().numpy(), [3.0, 6.0])
 
 
 def test_requires_grad_():
@@ -242,36 +259,39 @@ def test_requires_grad_needs_a_floating_or_complex_dtype(data):
 
 
 # ---------------------------------------------------------------------------- conversion
+@pytest.mark.cpu_only("memory sharing with a NumPy array")
 def test_numpy_shares_memory():
     a = np.array([1.0, 2.0])
     t = nd.asarray(a)
-    assert np.shares_memory(t.numpy(), a)
+    assert np.shares_memory(t.cpu().numpy(), a)
 
 
 def test_numpy_raises_while_requires_grad():
     x = nd.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError, match=r"requires grad.*detach\(\)\.numpy\(\)"):
-        x.numpy()
+        x.cpu().numpy()
     with pytest.raises(RuntimeError, match="requires grad"):
-        (x * 2).numpy()
-    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0])
+        (x * 2).cpu().numpy()
+    np.testing.assert_array_equal(x.detach().cpu().numpy(), [1.0, 2.0])
     with nd.no_grad():
-        np.testing.assert_array_equal((x * 2).numpy(), [2.0, 4.0])
+        np.testing.assert_array_equal((x * 2).cpu().numpy(), [2.0, 4.0])
 
 
+@pytest.mark.cpu_only("the __array__ protocol: GPU tensors refuse it (use .cpu() first)")
 def test_array_protocol():
     t = nd.tensor([1.0, 2.0, 3.0])
     a = np.asarray(t)
     assert type(a) is np.ndarray
-    assert np.shares_memory(a, t.numpy())
+    assert np.shares_memory(a, t.cpu().numpy())
     np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
     a32 = np.asarray(t, dtype=np.float32)
     assert a32.dtype == np.float32
     c = np.array(t, copy=True)
-    assert not np.shares_memory(c, t.numpy())
+    assert not np.shares_memory(c, t.cpu().numpy())
     np.testing.assert_array_equal(np.exp(np.asarray(t)), np.exp([1.0, 2.0, 3.0]))
 
 
+@pytest.mark.cpu_only("the __array__ protocol: GPU tensors refuse it (use .cpu() first)")
 def test_array_protocol_refuses_a_tensor_that_requires_grad():
     x = nd.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError, match=r"requires grad.*np\.asarray\(tensor\.detach\(\)\)"):
@@ -296,7 +316,7 @@ def test_tolist():
 def test_clone_is_a_differentiable_copy():
     x = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
     c = x.clone()
-    assert not np.shares_memory(val(c), val(x))
+    assert not shares(c, x)
     assert c.grad_fn is not None and not c.is_leaf
     np.testing.assert_array_equal(val(c), val(x))
     (c * nd.tensor([1.0, -2.0, 4.0])).sum().backward()
@@ -305,7 +325,7 @@ def test_clone_is_a_differentiable_copy():
     p = nd.tensor([1.0, 2.0])
     q = p.clone()
     q += 1.0
-    np.testing.assert_array_equal(p.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(p.cpu().numpy(), [1.0, 2.0])
 
 
 def test_astype_is_differentiable_between_floating_dtypes():
@@ -322,7 +342,7 @@ def test_astype_to_integer_does_not_require_grad():
     x = nd.tensor([1.7, -2.2], requires_grad=True)
     i = x.astype(nd.int64)
     assert i.dtype == nd.int64 and not i.requires_grad and i.grad_fn is None
-    np.testing.assert_array_equal(i.numpy(), np.array([1.7, -2.2]).astype(np.int64))
+    np.testing.assert_array_equal(i.cpu().numpy(), np.array([1.7, -2.2]).astype(np.int64))
 
 
 # ---------------------------------------------------------------------------- op methods
@@ -358,14 +378,16 @@ ARITH = [
 
 
 @pytest.mark.parametrize("fn,sym", ARITH)
-def test_arithmetic_operators_with_every_operand_kind(fn, sym):
+def test_arithmetic_operators_with_every_operand_kind(fn, sym, device):
     expected = fn(A, B)
     cases = {
         "tensor-tensor": fn(nd.tensor(A), nd.tensor(B)),
-        "tensor-ndarray": fn(nd.tensor(A), B),
-        "ndarray-tensor": fn(A, nd.tensor(B)),
+        "tensor-ndarray": with_ndarray(device, lambda: fn(nd.tensor(A), B)),
+        "ndarray-tensor": with_ndarray(device, lambda: fn(A, nd.tensor(B))),
     }
     for name, r in cases.items():
+        if r is None:  # refused off the CPU
+            continue
         assert isinstance(r, nd.Tensor), f"{name}: {sym} returned {type(r).__name__}"
         close(r, expected, err_msg=name)
     for name, r in {"tensor-scalar": fn(nd.tensor(A), 2.5),
@@ -375,18 +397,21 @@ def test_arithmetic_operators_with_every_operand_kind(fn, sym):
     close(fn(2.5, nd.tensor(A)), fn(2.5, A))
 
 
-def test_power_operator_with_every_operand_kind():
+def test_power_operator_with_every_operand_kind(device):
     P = np.abs(A) + 0.5
     expected = P**B
     for name, r in {"tensor-tensor": nd.tensor(P) ** nd.tensor(B),
-                    "tensor-ndarray": nd.tensor(P) ** B,
-                    "ndarray-tensor": P ** nd.tensor(B)}.items():
+                    "tensor-ndarray": with_ndarray(device, lambda: nd.tensor(P) ** B),
+                    "ndarray-tensor": with_ndarray(device, lambda: P ** nd.tensor(B))}.items():
+        if r is None:  # refused off the CPU
+            continue
         assert isinstance(r, nd.Tensor), name
         close(r, expected, err_msg=name)
     close(nd.tensor(P) ** 1.5, P**1.5)
     close(1.5 ** nd.tensor(B), 1.5**B)
 
 
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
 def test_ndarray_on_the_left_returns_a_tensor_that_records():
     x = nd.tensor(B, requires_grad=True)
     y = A + x
@@ -436,8 +461,8 @@ def test_floor_division_and_remainder_follow_numpy():
     ia = np.array([7, -7, 9])
     r = nd.tensor(ia) // 2
     assert r.dtype == nd.int64
-    np.testing.assert_array_equal(r.numpy(), ia // 2)
-    np.testing.assert_array_equal((nd.tensor(ia) % 4).numpy(), ia % 4)
+    np.testing.assert_array_equal(r.cpu().numpy(), ia // 2)
+    np.testing.assert_array_equal((nd.tensor(ia) % 4).cpu().numpy(), ia % 4)
 
 
 def test_remainder_gradient():
@@ -466,16 +491,18 @@ def test_power_operator_and_its_gradients():
     close(z.grad, 3.0**yv * np.log(3.0))
 
 
-def test_matmul_operator_with_tensors_and_arrays():
+def test_matmul_operator_with_tensors_and_arrays(device):
     M = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])
     v = np.array([1.5, -0.5, 2.0])
     u = np.array([2.0, -1.0])
     close(nd.tensor(M) @ nd.tensor(v), M @ v)
-    close(M @ nd.tensor(v), M @ v)
-    close(nd.tensor(u) @ M, u @ M)
-    r = u @ nd.tensor(M)
-    assert isinstance(r, nd.Tensor)
-    close(r, u @ M)
+    for r, ref in [(with_ndarray(device, lambda: M @ nd.tensor(v)), M @ v),
+                   (with_ndarray(device, lambda: nd.tensor(u) @ M), u @ M),
+                   (with_ndarray(device, lambda: u @ nd.tensor(M)), u @ M)]:
+        if r is None:  # refused off the CPU
+            continue
+        assert isinstance(r, nd.Tensor)
+        close(r, ref)
     x = nd.tensor(v, requires_grad=True)
     W = nd.tensor(M, requires_grad=True)
     (W @ x).sum().backward()
@@ -487,19 +514,21 @@ COMPARISONS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, 
 
 
 @pytest.mark.parametrize("fn", COMPARISONS, ids=lambda f: f.__name__)
-def test_comparisons_return_bool_tensors_that_never_require_grad(fn):
+def test_comparisons_return_bool_tensors_that_never_require_grad(fn, device):
     a = np.array([1.0, 2.0, 3.0])
     b = np.array([2.0, 2.0, 1.0])
     x = nd.tensor(a, requires_grad=True)
     for r, ref in [(fn(x, nd.tensor(b)), fn(a, b)),
-                   (fn(x, b), fn(a, b)),
-                   (fn(b, x), fn(b, a)),
+                   (with_ndarray(device, lambda: fn(x, b)), fn(a, b)),
+                   (with_ndarray(device, lambda: fn(b, x)), fn(b, a)),
                    (fn(x, 2.0), fn(a, 2.0)),
                    (fn(2.0, x), fn(2.0, a))]:
+        if r is None:  # refused off the CPU
+            continue
         assert isinstance(r, nd.Tensor)
         assert r.dtype == nd.bool
         assert not r.requires_grad and r.grad_fn is None
-        np.testing.assert_array_equal(r.numpy(), ref)
+        np.testing.assert_array_equal(r.cpu().numpy(), ref)
 
 
 # ---------------------------------------------------------------------------- indexing
@@ -530,17 +559,19 @@ def test_getitem_gradient_accumulates_repeated_indices():
     close(x.grad, [0.0, 5.0, 5.0, 0.0])
 
 
-def test_setitem_on_a_plain_tensor():
+def test_setitem_on_a_plain_tensor(device):
     a = np.arange(6.0).reshape(2, 3)
     t = nd.tensor(a)
     t[0, 1] = 10.0
-    t[1] = np.array([7.0, 8.0, 9.0])
+    row = np.array([7.0, 8.0, 9.0])
+    if with_ndarray(device, lambda: t.__setitem__(1, row)) is None:  # refused off the CPU
+        t[1] = nd.tensor(row)
     t[:, 2] = nd.tensor([-1.0, -2.0])
     ref = a.copy()
     ref[0, 1] = 10.0
     ref[1] = [7.0, 8.0, 9.0]
     ref[:, 2] = [-1.0, -2.0]
-    np.testing.assert_array_equal(t.numpy(), ref)
+    np.testing.assert_array_equal(t.cpu().numpy(), ref)
 
 
 def test_setitem_in_a_differentiable_computation():
@@ -585,23 +616,27 @@ AUG = [
 
 
 @pytest.mark.parametrize("sym,ifn,fn", AUG, ids=[a[0] for a in AUG])
-def test_augmented_assignment_is_in_place(sym, ifn, fn):
+def test_augmented_assignment_is_in_place(sym, ifn, fn, device):
     a = np.array([1.5, 2.0, 3.5])
     for other in (2.0, np.array([0.5, 3.0, 1.5]), nd.tensor([0.5, 3.0, 1.5])):
         t = nd.tensor(a)
-        storage = t.numpy()
+        storage = t._data  # the raw backend array
+        if isinstance(other, np.ndarray) and device != "cpu":  # NumPy arrays count as cpu
+            with pytest.raises(RuntimeError, match=r"same device.*NumPy arrays count as cpu"):
+                ifn(t, other)
+            continue
         r = ifn(t, other)
         assert r is t, f"{sym} must return the same tensor"
-        assert t.numpy() is storage or np.shares_memory(t.numpy(), storage)
-        ref = fn(a, other.numpy() if isinstance(other, nd.Tensor) else other)
-        np.testing.assert_allclose(t.numpy(), ref)
+        assert t._data is storage or t.backend.shares_memory(t._data, storage)
+        ref = fn(a, other.cpu().numpy() if isinstance(other, nd.Tensor) else other)
+        np.testing.assert_allclose(t.cpu().numpy(), ref)
 
 
 def test_in_place_matmul():
     M = np.array([[1.0, 2.0], [3.0, 4.0]])
     t = nd.tensor(np.eye(2) * 2.0)
-    t @= M
-    np.testing.assert_allclose(t.numpy(), 2.0 * M)
+    t @= nd.tensor(M)
+    np.testing.assert_allclose(t.cpu().numpy(), 2.0 * M)
 
 
 def test_augmented_assignment_on_a_non_leaf_is_differentiable():
@@ -635,10 +670,10 @@ def test_augmented_assignment_cannot_change_dtype_kind_or_shape():
     t = nd.tensor([1, 2])
     with pytest.raises(RuntimeError, match="float64 can't be cast.*int64"):
         t += 1.5
-    np.testing.assert_array_equal(t.numpy(), [1, 2])
+    np.testing.assert_array_equal(t.cpu().numpy(), [1, 2])
     u = nd.tensor([1.0, 2.0, 3.0])
     with pytest.raises(RuntimeError, match=r"output with shape \[3\].*broadcast shape \[2, 3\]"):
-        u += np.ones((2, 3))
+        u += nd.ones((2, 3))
 
 
 # ---------------------------------------------------------------------------- in-place safety
@@ -738,4 +773,4 @@ def test_a_call_that_does_not_fit_an_op_says_so_in_its_public_terms():
         nd.sum(x, axes=0)
     with pytest.raises(TypeError, match=r"ndgrad\.linalg\.vector_norm\(x, \*, ord=2"):
         nd.linalg.vector_norm(x, 2)
-    np.testing.assert_allclose(nd.sum(x, 0).numpy(), 3.0)  # a fitting call is unaffected
+    np.testing.assert_allclose(nd.sum(x, 0).cpu().numpy(), 3.0)  # a fitting call is unaffected

@@ -28,14 +28,14 @@ def _complex(*shape):
 
 
 def _np(t):
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def _grad(f, x):
     """Gradient of the real scalar ``f(x)`` at the array ``x``."""
     t = ndgrad.tensor(x, requires_grad=True)
     f(t).backward()
-    return t.grad.numpy()
+    return t.grad.cpu().numpy()
 
 
 def _fd_grad(f, x, eps=1e-6):
@@ -161,7 +161,7 @@ def test_empty_axes_is_a_complex_copy():
     assert y.dtype == ndgrad.complex128
     np.testing.assert_array_equal(_np(y), [1.0, 2.0])
     y.real.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [1.0, 1.0])
 
 
 def test_pytorch_dim_spelling():
@@ -177,13 +177,13 @@ def test_pytorch_dim_spelling():
 def test_fftfreq_and_rfftfreq_match_numpy():
     for n in (1, 2, 5, 8):
         for d in (1.0, 0.1, 2.5):
-            np.testing.assert_array_equal(ndgrad.fft.fftfreq(n, d).numpy(),
+            np.testing.assert_array_equal(ndgrad.fft.fftfreq(n, d).cpu().numpy(),
                                           np.fft.fftfreq(n, d))
-            np.testing.assert_array_equal(ndgrad.fft.rfftfreq(n, d=d).numpy(),
+            np.testing.assert_array_equal(ndgrad.fft.rfftfreq(n, d=d).cpu().numpy(),
                                           np.fft.rfftfreq(n, d))
     f = ndgrad.fft.fftfreq(4, dtype=ndgrad.float32)
     assert f.dtype == ndgrad.float32 and not f.requires_grad
-    np.testing.assert_array_equal(f.numpy(), [0.0, 0.25, -0.5, -0.25])
+    np.testing.assert_array_equal(f.cpu().numpy(), [0.0, 0.25, -0.5, -0.25])
     assert ndgrad.fft.fftfreq(0).shape == (0,)
     assert ndgrad.fft.rfftfreq(3, requires_grad=True).requires_grad
     # the default dtype, as PyTorch
@@ -326,7 +326,7 @@ def test_backward_saves_no_input():
     y = ndgrad.fft.rfft(h)
     h.mul_(2.0)
     ndgrad.real(y).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [3.0, 0.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [3.0, 0.0, 1.0, 0.0], atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- errors

@@ -33,7 +33,7 @@ V4 = RNG.normal(size=4)
 
 def val(t):
     assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def close(a, b, **kw):
@@ -593,7 +593,7 @@ def test_inputs_untouched_and_results_detached(name, call, requires_grad):
     x = T(X, requires_grad=requires_grad)
     res = call(x)
     assert x.requires_grad is requires_grad and x.grad is None and x.grad_fn is None
-    np.testing.assert_array_equal(x.detach().numpy(), X)
+    np.testing.assert_array_equal(x.detach().cpu().numpy(), X)
     for t in _flat(res):
         assert not t.requires_grad and t.grad_fn is None
 

@@ -40,7 +40,7 @@ def T(a, requires_grad=False):
 
 def val(t):
     assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def close(a, b, **kw):

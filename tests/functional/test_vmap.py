@@ -22,22 +22,22 @@ def t(a):
 def test_in_dims_positions_and_none():
     w = RNG.standard_normal(3)
     got = vmap(lambda x, w: (x * w).sum(), in_dims=(0, None))(t(X), t(w))
-    np.testing.assert_allclose(got.numpy(), X @ w, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), X @ w, rtol=1e-12)
     got = vmap(lambda y, w: (y * w).sum(), in_dims=(1, None))(t(Y), t(w))  # columns of Y
-    np.testing.assert_allclose(got.numpy(), Y.T @ w, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), Y.T @ w, rtol=1e-12)
     got = vmap(lambda y: y.sum(), in_dims=-1)(t(Y))                      # negative in_dim
-    np.testing.assert_allclose(got.numpy(), Y.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), Y.sum(axis=0), rtol=1e-12)
     got = vmap(lambda x, s: x * s, in_dims=(0, None))(t(X), 2.0)         # a Python scalar
-    np.testing.assert_allclose(got.numpy(), 2 * X, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), 2 * X, rtol=1e-12)
 
 
 def test_out_dims_and_unbatched_outputs():
     got = vmap(lambda x: x * 2, out_dims=1)(t(X))
-    np.testing.assert_allclose(got.numpy(), (2 * X).T, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), (2 * X).T, rtol=1e-12)
     # an output that does not depend on the batch is broadcast to it
     got = vmap(lambda x: (x.sum(), ndgrad.tensor(7.0)))(t(X))
-    np.testing.assert_allclose(got[0].numpy(), X.sum(axis=1), rtol=1e-12)
-    np.testing.assert_allclose(got[1].numpy(), np.full(4, 7.0))
+    np.testing.assert_allclose(got[0].cpu().numpy(), X.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got[1].cpu().numpy(), np.full(4, 7.0))
     # out_dims=None returns an unbatched output as is
     c = ndgrad.tensor([1.0, 2.0])
     got = vmap(lambda x: (x.sum(), c), out_dims=(0, None))(t(X))
@@ -51,9 +51,9 @@ def test_pytrees_in_and_out():
         a, b = pair
         return {"s": (d["x"] * a).sum(), "l": [b + 1, d["x"]]}
     out = vmap(f, in_dims=({"x": 0}, (None, 1)))({"x": t(X)}, (t(np.ones(3)), t(Y)))
-    np.testing.assert_allclose(out["s"].numpy(), X.sum(axis=1), rtol=1e-12)
-    np.testing.assert_allclose(out["l"][0].numpy(), Y.T + 1, rtol=1e-12)
-    np.testing.assert_allclose(out["l"][1].numpy(), X, rtol=1e-12)
+    np.testing.assert_allclose(out["s"].cpu().numpy(), X.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(out["l"][0].cpu().numpy(), Y.T + 1, rtol=1e-12)
+    np.testing.assert_allclose(out["l"][1].cpu().numpy(), X, rtol=1e-12)
 
 
 def test_batch_size_and_in_dims_errors():
@@ -81,10 +81,10 @@ def test_chunk_size_gives_the_same_result():
     f = lambda x: ndgrad.tanh(x).sum() * x  # noqa: E731
     full = vmap(f)(t(X))
     for chunk in (1, 3, 4, 10):
-        np.testing.assert_allclose(vmap(f, chunk_size=chunk)(t(X)).numpy(), full.numpy(),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(vmap(f, chunk_size=chunk)(t(X)).cpu().numpy(),
+                                   full.cpu().numpy(), rtol=1e-12)
     expected = np.tanh(X).sum(axis=1, keepdims=True) * X
-    np.testing.assert_allclose(full.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(full.cpu().numpy(), expected, rtol=1e-12)
 
 
 def test_nested_vmap_is_an_outer_product_of_batches():
@@ -92,7 +92,7 @@ def test_nested_vmap_is_an_outer_product_of_batches():
     b = RNG.standard_normal((5, 3))
     got = vmap(vmap(lambda u, v: (u * v).sum(), in_dims=(None, 0)), in_dims=(0, None))(
         t(a), t(b))
-    np.testing.assert_allclose(got.numpy(), a @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), a @ b.T, rtol=1e-12)
 
 
 def test_randomness():
@@ -100,11 +100,11 @@ def test_randomness():
         vmap(lambda x: x + ndgrad.randn(3))(t(X))
     ndgrad.manual_seed(0)
     same = vmap(lambda x: ndgrad.randn(3) + 0 * x, randomness="same")(t(X))
-    assert np.allclose(same.numpy(), same.numpy()[0])          # one draw for the batch
+    assert np.allclose(same.cpu().numpy(), same.cpu().numpy()[0])          # one draw for the batch
     diff = vmap(lambda x: ndgrad.rand(3) + 0 * x, randomness="different")(t(X))
     assert diff.shape == (4, 3)
-    assert not np.allclose(diff.numpy(), diff.numpy()[0])      # a draw per element
-    assert ((diff.numpy() >= 0) & (diff.numpy() < 1)).all()
+    assert not np.allclose(diff.cpu().numpy(), diff.cpu().numpy()[0])      # a draw per element
+    assert ((diff.cpu().numpy() >= 0) & (diff.cpu().numpy() < 1)).all()
 
 
 def test_inplace_on_a_batched_tensor():
@@ -113,10 +113,10 @@ def test_inplace_on_a_batched_tensor():
         y.add_(1.0)
         y *= x
         return y
-    np.testing.assert_allclose(vmap(f)(t(X)).numpy(), (X + 1) * X, rtol=1e-12)
+    np.testing.assert_allclose(vmap(f)(t(X)).cpu().numpy(), (X + 1) * X, rtol=1e-12)
     # and with a gradient at the vmap level (the history is rebased)
     g = vmap(grad(lambda x: f(x).sum()))(t(X))
-    np.testing.assert_allclose(g.numpy(), 2 * X + 1, rtol=1e-12)
+    np.testing.assert_allclose(g.cpu().numpy(), 2 * X + 1, rtol=1e-12)
 
 
 def test_inplace_into_an_unbatched_tensor_is_an_error():
@@ -167,8 +167,8 @@ def test_grad_of_vmap_and_vmap_of_grad_agree_with_closed_forms():
     x0 = t(X).requires_grad_()
     out = vmap(f)(x0).sum()
     (gx,) = ndgrad.autograd.grad(out, x0)
-    np.testing.assert_allclose(gx.numpy(), 3 * X ** 2, rtol=1e-12)
-    np.testing.assert_allclose(vmap(grad(f))(t(X)).numpy(), 3 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(gx.cpu().numpy(), 3 * X ** 2, rtol=1e-12)
+    np.testing.assert_allclose(vmap(grad(f))(t(X)).cpu().numpy(), 3 * X ** 2, rtol=1e-12)
 
 
 def test_is_grads_batched_is_one_vmapped_backward():
@@ -177,7 +177,7 @@ def test_is_grads_batched_is_one_vmapped_backward():
     y = ndgrad.tanh(t(w) @ x)
     (jac,) = ndgrad.autograd.grad(y, x, ndgrad.eye(3), is_grads_batched=True)
     yy = np.tanh(w @ X[0])
-    np.testing.assert_allclose(jac.numpy(), (1 - yy ** 2)[:, None] * w, rtol=1e-12)
+    np.testing.assert_allclose(jac.cpu().numpy(), (1 - yy ** 2)[:, None] * w, rtol=1e-12)
     with pytest.raises(RuntimeError, match="same leading batch dimension"):
         ndgrad.autograd.grad(y, x, ndgrad.tensor(1.0), is_grads_batched=True)
 
@@ -190,7 +190,7 @@ def test_identity_batches_stay_exact_through_structured_ops():
     A = RNG.standard_normal((3, n))
     B = RNG.standard_normal((n, 4))
     s = RNG.standard_normal(n)
-    ident = _identity(n, ndgrad.float64, ndgrad.device("cpu"))
+    ident = _identity(n, ndgrad.float64, ndgrad.get_default_device())
 
     def f(e):
         u = -(e * t(s)) / 2.0            # still a scaled identity
@@ -206,17 +206,18 @@ def test_identity_batches_stay_exact_through_structured_ops():
                 D.sum(axis=1, keepdims=True), D.sum(axis=1, dtype=np.float32))
     assert got[-1].dtype == ndgrad.float32
     for g, e in zip(got, expected):
-        np.testing.assert_allclose(g.numpy(), e, rtol=1e-13, atol=1e-15)
-    with pytest.raises(ValueError, match="read-only"):
-        ident.numpy()[0, 0] = 2.0       # the cached identity cannot be corrupted
+        np.testing.assert_allclose(g.cpu().numpy(), e, rtol=1e-13, atol=1e-15)
+    if ident.device == "cpu":  # (CuPy arrays cannot be made read-only)
+        with pytest.raises(ValueError, match="read-only"):
+            ident.numpy()[0, 0] = 2.0         # the cached identity cannot be corrupted
 
 
 def test_kind_rules_take_positional_parameters():
     """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules)."""
     a = RNG.standard_normal((3, 2, 4))
     x = ndgrad.tensor(a)
-    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, 0))(x).numpy(), a.sum(axis=1))
-    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, -1, True))(x).numpy(),
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, 0))(x).cpu().numpy(), a.sum(axis=1))
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, -1, True))(x).cpu().numpy(),
                                a.sum(axis=2, keepdims=True))
-    np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, 1))(x).numpy(),
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, 1))(x).cpu().numpy(),
                                np.cumsum(a, axis=2))

@@ -43,7 +43,7 @@ def _grad(f, a):
     """Gradient of the real scalar ``f(tensor)`` at the array ``a``."""
     x = ndgrad.tensor(a, requires_grad=True)
     f(x).backward()
-    return x.grad.numpy()
+    return x.grad.cpu().numpy()
 
 
 def _value(f, a):
@@ -78,7 +78,7 @@ def test_eigh_reconstructs_and_matches_numpy(complex_):
     a = _hermitian(_rng(0), 3, complex_, batch=(2,))
     res = LA.eigh(ndgrad.tensor(a))
     assert type(res).__name__ == "EighResult"
-    lam, v = res.eigenvalues.numpy(), res.eigenvectors.numpy()
+    lam, v = res.eigenvalues.cpu().numpy(), res.eigenvectors.cpu().numpy()
     assert lam.dtype == np.float64 and v.dtype == a.dtype
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-13)
     assert np.all(np.diff(lam, axis=-1) > 0)
@@ -95,13 +95,13 @@ def test_eigh_decomposes_the_hermitian_part():
     h = (a + _mH(a)) / 2
     for uplo in "LU":
         lam, v = LA.eigh(ndgrad.tensor(a), UPLO=uplo)
-        np.testing.assert_allclose(lam.numpy(), np.linalg.eigvalsh(h), rtol=1e-12)
-        np.testing.assert_allclose(LA.eigvalsh(ndgrad.tensor(a), UPLO=uplo).numpy(),
+        np.testing.assert_allclose(lam.cpu().numpy(), np.linalg.eigvalsh(h), rtol=1e-12)
+        np.testing.assert_allclose(LA.eigvalsh(ndgrad.tensor(a), UPLO=uplo).cpu().numpy(),
                                    np.linalg.eigvalsh(h), rtol=1e-12)
     # integer input computes in float64, as NumPy
     lam = LA.eigvalsh(ndgrad.tensor([[2, 1], [1, 2]]))
     assert lam.dtype == ndgrad.float64
-    np.testing.assert_allclose(lam.numpy(), [1.0, 3.0], rtol=1e-14)
+    np.testing.assert_allclose(lam.cpu().numpy(), [1.0, 3.0], rtol=1e-14)
 
 
 def test_eigh_float32_stays_float32():
@@ -186,7 +186,7 @@ def test_sum_of_squared_eigenvalues_second_order():
     for f in (lambda x: (LA.eigvalsh(x) ** 2).sum(), lambda x: (LA.eigh(x)[0] ** 2).sum()):
         np.testing.assert_allclose(_grad(f, a), a + a.T, atol=1e-12)
         _, hv = hvp(f, ndgrad.tensor(a), ndgrad.tensor(e))
-        np.testing.assert_allclose(hv.numpy(), e + e.T, atol=1e-10)
+        np.testing.assert_allclose(hv.cpu().numpy(), e + e.T, atol=1e-10)
 
 
 def test_eigvalsh_forward_mode_and_jacobian():
@@ -196,9 +196,9 @@ def test_eigvalsh_forward_mode_and_jacobian():
     _, v = np.linalg.eigh(a)
     with fwAD.dual_level():
         lam = LA.eigvalsh(fwAD.make_dual(ndgrad.tensor(a), ndgrad.tensor(e)))
-        t = fwAD.unpack_dual(lam).tangent.numpy()
+        t = fwAD.unpack_dual(lam).tangent.cpu().numpy()
     np.testing.assert_allclose(t, np.einsum("ik,ij,jk->k", v, e, v), atol=1e-12)
-    jac = ndgrad.func.jacrev(LA.eigvalsh)(ndgrad.tensor(a)).numpy()
+    jac = ndgrad.func.jacrev(LA.eigvalsh)(ndgrad.tensor(a)).cpu().numpy()
     np.testing.assert_allclose(jac, np.einsum("ik,jk->kij", v, v), atol=1e-12)
 
 
@@ -224,7 +224,7 @@ def test_svd_reconstructs_and_matches_numpy(shape, complex_):
     a = _rand(_rng(10), (2,) + shape, complex_)
     res = LA.svd(ndgrad.tensor(a))
     assert type(res).__name__ == "SVDResult"
-    u, s, vh = res.U.numpy(), res.S.numpy(), res.Vh.numpy()
+    u, s, vh = res.U.cpu().numpy(), res.S.cpu().numpy(), res.Vh.cpu().numpy()
     k = min(shape)
     assert u.shape == (2, shape[0], k) and s.shape == (2, k) and vh.shape == (2, k, shape[1])
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
@@ -232,13 +232,13 @@ def test_svd_reconstructs_and_matches_numpy(shape, complex_):
     np.testing.assert_allclose(_mH(u) @ u, np.broadcast_to(np.eye(k), (2, k, k)), atol=1e-13)
     np.testing.assert_allclose(vh @ _mH(vh), np.broadcast_to(np.eye(k), (2, k, k)), atol=1e-13)
     _assert_pivots_positive(u)
-    np.testing.assert_allclose(LA.svdvals(ndgrad.tensor(a)).numpy(), s, rtol=1e-12)
+    np.testing.assert_allclose(LA.svdvals(ndgrad.tensor(a)).cpu().numpy(), s, rtol=1e-12)
     # full_matrices=True: NumPy's shapes, and the leading columns are the reduced ones
     uf, sf, vhf = LA.svd(ndgrad.tensor(a), full_matrices=True)
     assert uf.shape == (2,) + (shape[0],) * 2 and vhf.shape == (2,) + (shape[1],) * 2
-    np.testing.assert_allclose(uf.numpy()[..., :k], u, atol=1e-13)
-    np.testing.assert_allclose(vhf.numpy()[..., :k, :], vh, atol=1e-13)
-    np.testing.assert_allclose(_mH(uf.numpy()) @ uf.numpy(),
+    np.testing.assert_allclose(uf.cpu().numpy()[..., :k], u, atol=1e-13)
+    np.testing.assert_allclose(vhf.cpu().numpy()[..., :k, :], vh, atol=1e-13)
+    np.testing.assert_allclose(_mH(uf.cpu().numpy()) @ uf.cpu().numpy(),
                                np.broadcast_to(np.eye(shape[0]), (2,) + (shape[0],) * 2),
                                atol=1e-13)
 
@@ -296,7 +296,7 @@ def test_frobenius_norm_through_singular_values_second_order():
     for f in (lambda x: (LA.svdvals(x) ** 2).sum(), lambda x: (LA.svd(x)[1] ** 2).sum()):
         np.testing.assert_allclose(_grad(f, a), 2 * a, atol=1e-12)
         _, hv = hvp(f, ndgrad.tensor(a), ndgrad.tensor(e))
-        np.testing.assert_allclose(hv.numpy(), 2 * e, atol=1e-10)
+        np.testing.assert_allclose(hv.cpu().numpy(), 2 * e, atol=1e-10)
 
 
 # ----------------------------------------------------------------------------- qr
@@ -306,7 +306,7 @@ def test_qr_reconstructs_and_matches_numpy(shape, complex_):
     a = _rand(_rng(20), (2,) + shape, complex_)
     res = LA.qr(ndgrad.tensor(a))
     assert type(res).__name__ == "QRResult"
-    q, r = res.Q.numpy(), res.R.numpy()
+    q, r = res.Q.cpu().numpy(), res.R.cpu().numpy()
     nq, nr = np.linalg.qr(a)
     np.testing.assert_allclose(q, nq, atol=1e-14)
     np.testing.assert_allclose(r, nr, atol=1e-14)
@@ -316,10 +316,10 @@ def test_qr_reconstructs_and_matches_numpy(shape, complex_):
     np.testing.assert_allclose(_mH(q) @ q, np.broadcast_to(np.eye(k), (2, k, k)), atol=1e-13)
     r_only = LA.qr(ndgrad.tensor(a), mode="r")
     assert isinstance(r_only, ndgrad.Tensor)
-    np.testing.assert_allclose(r_only.numpy(), np.linalg.qr(a, mode="r"), atol=1e-14)
+    np.testing.assert_allclose(r_only.cpu().numpy(), np.linalg.qr(a, mode="r"), atol=1e-14)
     qc, rc = LA.qr(ndgrad.tensor(a), mode="complete")
     assert qc.shape == (2, shape[0], shape[0]) and rc.shape == (2,) + shape
-    np.testing.assert_allclose(qc.numpy() @ rc.numpy(), a, atol=1e-13)
+    np.testing.assert_allclose(qc.cpu().numpy() @ rc.cpu().numpy(), a, atol=1e-13)
 
 
 @SHAPES
@@ -361,7 +361,7 @@ def test_eig_matches_numpy_up_to_phase(complex_):
     a = _nonsymmetric(_rng(30), 4, complex_)
     res = LA.eig(ndgrad.tensor(a))
     assert type(res).__name__ == "EigResult"
-    lam, v = res.eigenvalues.numpy(), res.eigenvectors.numpy()
+    lam, v = res.eigenvalues.cpu().numpy(), res.eigenvectors.cpu().numpy()
     assert lam.dtype == np.complex128 and v.dtype == np.complex128
     nlam, nv = np.linalg.eig(a)
     np.testing.assert_allclose(lam, nlam, rtol=1e-12)  # NumPy's order
@@ -369,11 +369,11 @@ def test_eig_matches_numpy_up_to_phase(complex_):
     np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1.0, rtol=1e-13)
     np.testing.assert_allclose(a @ v, v * lam, atol=1e-12)
     _assert_pivots_positive(v)
-    np.testing.assert_allclose(LA.eigvals(ndgrad.tensor(a)).numpy(), lam, rtol=1e-12)
+    np.testing.assert_allclose(LA.eigvals(ndgrad.tensor(a)).cpu().numpy(), lam, rtol=1e-12)
 
 
 def test_eig_of_real_matrices_is_complex():
-    lam = LA.eigvals(ndgrad.tensor([[0.0, -2.0], [2.0, 0.0]])).numpy()
+    lam = LA.eigvals(ndgrad.tensor([[0.0, -2.0], [2.0, 0.0]])).cpu().numpy()
     np.testing.assert_allclose(np.sort_complex(lam), [-2j, 2j], atol=1e-15)
     lam32, v32 = LA.eig(ndgrad.tensor(np.diag([1.0, 2.0]).astype(np.float32)))
     assert lam32.dtype == ndgrad.complex64 and v32.dtype == ndgrad.complex64
@@ -384,7 +384,7 @@ def test_eigenvalue_derivative_uses_left_eigenvectors(complex_):
     # d lambda_k = (w_k^H dA v_k) / (w_k^H v_k): the gradient of Re lambda_k is
     # conj(D_k) with D_k = conj(w_k) v_k^T / (w_k^H v_k) (its real part for a real A)
     a = _nonsymmetric(_rng(31), 3, complex_)
-    lam = LA.eigvals(ndgrad.tensor(a)).numpy()
+    lam = LA.eigvals(ndgrad.tensor(a)).cpu().numpy()
     slam, wl, vr = scipy.linalg.eig(a, left=True, right=True)
     for k in range(3):
         j = int(np.argmin(np.abs(slam - lam[k])))
@@ -438,11 +438,12 @@ def test_dual_numbers_match_finite_differences(name, make, complex_):
     fn = getattr(LA, name)
     with fwAD.dual_level():
         outs = fn(fwAD.make_dual(ndgrad.tensor(a), ndgrad.tensor(e)))
-        tangents = [fwAD.unpack_dual(o).tangent.numpy() for o in outs]
+        tangents = [fwAD.unpack_dual(o).tangent.cpu().numpy() for o in outs]
     h = 1e-6
     plus, minus = fn(ndgrad.tensor(a + h * e)), fn(ndgrad.tensor(a - h * e))
     for t, p, m in zip(tangents, plus, minus):
-        np.testing.assert_allclose(t, (p.numpy() - m.numpy()) / (2 * h), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(t, (p.cpu().numpy() - m.cpu().numpy()) / (2 * h),
+                                   rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("name, shape", [("eigh", (0, 0)), ("eig", (2, 0, 0)), ("svd", (0, 3)),
@@ -527,8 +528,8 @@ def test_full_matrices_of_a_non_square_input_has_no_derivative():
     # a square input is fine
     y = ndgrad.tensor(_rand(_rng(41), (3, 3), False), requires_grad=True)
     LA.svd(y, full_matrices=True)[1].sum().backward()
-    np.testing.assert_allclose(y.grad.numpy(), _grad(lambda t: LA.svd(t)[1].sum(),
-                                                     y.detach().numpy()), atol=1e-13)
+    np.testing.assert_allclose(y.grad.cpu().numpy(), _grad(lambda t: LA.svd(t)[1].sum(),
+                                                     y.detach().cpu().numpy()), atol=1e-13)
 
 
 def test_complete_qr_of_a_tall_input_has_no_derivative():

@@ -49,12 +49,12 @@ def _grad(f, *arrays):
     """Gradients of the real scalar ``f(*tensors)`` at ``arrays``."""
     xs = [ndgrad.tensor(a, requires_grad=True) for a in arrays]
     f(*xs).backward()
-    grads = [x.grad.numpy() for x in xs]
+    grads = [x.grad.cpu().numpy() for x in xs]
     return grads[0] if len(grads) == 1 else grads
 
 
 def _np(t):
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def _t(a):
@@ -145,7 +145,7 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     with fwAD.dual_level():
         out = LA.det(fwAD.make_dual(_t(a3), _t(e)))
         tangent = fwAD.unpack_dual(out).tangent
-    np.testing.assert_allclose(tangent.numpy(), np.sum(cof * e), atol=1e-12)
+    np.testing.assert_allclose(tangent.cpu().numpy(), np.sum(cof * e), atol=1e-12)
 
 
 @pytest.mark.parametrize("complex_", [False, True])
@@ -201,7 +201,7 @@ def test_logdet_hessian_vector_product():
     v = rng.standard_normal((3, 3))
     _, hv = hvp(lambda A: LA.slogdet(A).logabsdet, _t(a), _t(v))
     ai = np.linalg.inv(a)
-    np.testing.assert_allclose(hv.numpy(), -(ai @ v @ ai).T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hv.cpu().numpy(), -(ai @ v @ ai).T, rtol=1e-10, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- cholesky
@@ -533,9 +533,9 @@ def test_matrix_power():
     np.testing.assert_allclose(_np(LA.matrix_power(_t(a), 1)), a)
     x = ndgrad.tensor(a, requires_grad=True)
     eye = LA.matrix_power(x, 0)
-    np.testing.assert_array_equal(eye.detach().numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    np.testing.assert_array_equal(eye.detach().cpu().numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
     eye.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3, 3)))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.zeros((2, 3, 3)))
     g = rng.standard_normal((3, 3))
     # d/dA sum(G * A^2) = G A^T + A^T G
     np.testing.assert_allclose(_grad(lambda t: ndgrad.sum(LA.matrix_power(t, 2) * _t(g)), a[0]),
@@ -578,7 +578,7 @@ def test_matrix_rank_and_array_api_aliases():
                   rng.standard_normal((4, 3))])
     r = LA.matrix_rank(ndgrad.tensor(a, requires_grad=True))
     assert r.dtype == np.int64 and not r.requires_grad
-    np.testing.assert_array_equal(r.numpy(), [2, 3])
+    np.testing.assert_array_equal(r.cpu().numpy(), [2, 3])
     assert LA.matrix_rank(_t(a[1]), tol=1e3).item() == 0
     assert LA.matrix_rank(_t(a[1]), rtol=1e-15).item() == 3
     # array-API linalg names: the last two axes (the top-level ones take axis1=0, axis2=1)
