@@ -86,8 +86,16 @@ def _note_extension_dtype(d):
     if d.kind == "V" and d.name == "bfloat16" and d not in DIFFERENTIABLE_DTYPES:
         DIFFERENTIABLE_DTYPES.add(d)
         _FLOATING_DTYPES.add(d)
+        WEAK_FLOAT_DTYPES.add(d)
         _COMPLEX_OF[d] = complex64
     return d
+
+
+# ml_dtypes promotes `bfloat16 array * Python float` to float32: NumPy 2's weak Python
+# scalars (NEP 50) are not applied to its dtypes. dispatch.apply casts a Python float to the
+# array's dtype for the dtypes in this set (empty until bfloat16 is first seen), so bfloat16
+# stays bfloat16, as float16 does and as in PyTorch.
+WEAK_FLOAT_DTYPES = set()
 
 
 def as_dtype(dtype):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from weakref import ref as _weakref
 
 from . import levels as _levels
-from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY
+from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, STATE
 from .graph import _TENSOR_F, OpNode, VersionCounter, _NodeHooks, leaf_accumulator
@@ -23,6 +23,7 @@ from .tensor import Tensor, _mark_inference, _meta, _new, same_device
 __all__ = ["apply", "apply_inplace"]
 
 _DIFF_DTYPES = DIFFERENTIABLE_DTYPES  # (Note [Differentiable dtypes] in core/backend.py)
+_WEAK_FLOATS = WEAK_FLOAT_DTYPES  # bfloat16 once seen: Python floats keep its dtype
 
 # Transforms (forward mode, vmap) hand ops to their handlers through core.levels
 # (Note [Levels]): with no level active, that is one list read per op.
@@ -75,6 +76,8 @@ def apply(op, *args, **params):
                 db = b
                 if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
                     return apply(op, *same_device(op, args), **params)
+                if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
+                    db = da.dtype.type(b)
         elif type(b) is Tensor:
             da = a
             db = b._data
@@ -82,6 +85,8 @@ def apply(op, *args, **params):
             requires_grad = b._requires_grad
             if B is not NUMPY and type(a) is _NDARRAY:
                 return apply(op, *same_device(op, args), **params)
+            if _WEAK_FLOATS and type(a) is float and db.dtype in _WEAK_FLOATS:
+                da = db.dtype.type(a)
         else:
             da, db = a, b
             B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)

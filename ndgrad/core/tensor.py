@@ -527,6 +527,28 @@ class Tensor:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
+    def __dlpack__(self, *args, **kwargs):
+        """Share the data through DLPack (``np.from_dlpack(t)``, ``cupy.from_dlpack(t)``);
+        like ``numpy()``, refused while the tensor requires grad."""
+        if self._requires_grad:
+            raise RuntimeError("Can't export a Tensor that requires grad through DLPack; use "
+                               "tensor.detach() first.")
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA tensors share their memory with CuPy, Numba, ... (``cupy.asarray(t)``);
+        CPU tensors have no such interface."""
+        if type(self._data) is _NDARRAY:
+            raise AttributeError("a CPU tensor has no __cuda_array_interface__")
+        if self._requires_grad:
+            raise RuntimeError("Can't export a Tensor that requires grad through "
+                               "__cuda_array_interface__; use tensor.detach() first.")
+        return self._data.__cuda_array_interface__
+
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
         if self._data.size != 1:

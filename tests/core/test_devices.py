@@ -257,6 +257,9 @@ def test_bfloat16_on_the_cpu():
     assert bf16 == np.dtype(ml_dtypes.bfloat16) and nd.core.backend.as_dtype("bfloat16") == bf16
     x = nd.tensor([0.5, 1.5, -2.0], dtype=bf16, requires_grad=True)
     assert x.is_floating_point()
+    # Python floats are weak (NEP 50), as for float16: bfloat16 stays bfloat16
+    assert (x * 2.0).dtype == bf16 and (1.5 - x).dtype == bf16 and (x + 1).dtype == bf16
+    np.testing.assert_array_equal((x * 2.0).detach().numpy().astype(np.float32), [1, 3, -4])
     y = (x * x).sum()
     y.backward()
     assert x.grad.dtype == bf16
@@ -291,3 +294,17 @@ def test_transforms_and_checks_on_the_device(device):
     np.testing.assert_allclose(host(v), [0.1, 0.1, 0.1], rtol=1e-12)
     assert gradcheck(lambda t: nd.linalg.solve(A + 3 * nd.eye(2, device="cuda"), t.sin()), (x,),
                      check_forward_ad=True, check_batched_grad=True)
+
+
+def test_dlpack_shares_the_data_and_refuses_a_graph(device):
+    x = nd.tensor([1.0, 2.0, 3.0], device="cpu")
+    a = np.from_dlpack(x)
+    a[0] = 7.0                                         # the same memory
+    np.testing.assert_array_equal(x.numpy(), [7.0, 2.0, 3.0])
+    assert not hasattr(x, "__cuda_array_interface__")  # a CPU tensor has none
+    w = nd.tensor([1.0], device="cpu", requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad through DLPack; use tensor.detach"):
+        np.from_dlpack(w)
+    if device != "cpu":
+        g = nd.tensor([1.0, 2.0], device=device)
+        assert g.__dlpack_device__() == g._data.__dlpack_device__()
