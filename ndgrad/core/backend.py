@@ -382,7 +382,8 @@ class CupyBackend(Backend):
         self._cp = cupy
         self._cpx = cupyx
         for name in dir(cupy):
-            if not name.startswith("_") and not hasattr(type(self), name):
+            # (cupy.testing would import pytest: not a computation, never loaded here)
+            if not name.startswith("_") and name != "testing" and not hasattr(type(self), name):
                 try:
                     setattr(self, name, getattr(cupy, name))
                 except Exception:  # noqa: BLE001 - a lazily loaded submodule that fails
