@@ -308,3 +308,20 @@ def test_dlpack_shares_the_data_and_refuses_a_graph(device):
     if device != "cpu":
         g = nd.tensor([1.0, 2.0], device=device)
         assert g.__dlpack_device__() == g._data.__dlpack_device__()
+
+
+def test_a_cupy_array_before_any_cuda_use_stays_on_the_gpu(monkeypatch):
+    """asarray(cupy_array) sets the CUDA backend up when it has not been used yet (it used
+    to treat the array as NumPy data)."""
+    import emulated_cupy
+    cupy, cupyx = emulated_cupy.make_modules()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    monkeypatch.setitem(_backend._CUDA, "backend", None)     # no CUDA use yet
+    monkeypatch.delitem(_backend._BACKEND_BY_TYPE, cupy.ndarray, raising=False)
+    a = cupy.asarray(np.array([1.0, 2.0]))
+    t = nd.asarray(a, requires_grad=True)
+    assert t.device == "cuda:0" and t._data is a
+    (t * t).sum().backward()
+    np.testing.assert_allclose(host(t.grad), [2.0, 4.0])
+    _backend._BACKEND_BY_TYPE.pop(cupy.ndarray, None)        # (monkeypatch restores it)
