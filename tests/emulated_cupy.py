@@ -30,29 +30,23 @@ _CURRENT = [0]  # the current device
 DEVICE_COUNT = 2
 
 
-class _DeviceObject:
-    __slots__ = ("id",)
+class Device:
+    """``cupy.cuda.Device(i)``: a device (an array's ``.device``), and a context manager that
+    makes it the current one."""
 
-    def __init__(self, i):
-        self.id = i
+    def __init__(self, i=None):
+        self.id = _CURRENT[0] if i is None else int(i)
+        if not 0 <= self.id < DEVICE_COUNT:
+            raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {self.id}")
 
     def __eq__(self, other):
-        return isinstance(other, _DeviceObject) and other.id == self.id
+        return isinstance(other, Device) and other.id == self.id
 
     def __hash__(self):
         return hash(self.id)
 
     def __repr__(self):
         return f"<CUDA Device {self.id}>"
-
-
-class Device:
-    """``cupy.cuda.Device(i)``: a context manager that makes device i current."""
-
-    def __init__(self, i=None):
-        self.id = _CURRENT[0] if i is None else int(i)
-        if not 0 <= self.id < DEVICE_COUNT:
-            raise RuntimeError(f"cudaErrorInvalidDevice: invalid device ordinal {self.id}")
 
     def use(self):
         _CURRENT[0] = self.id
@@ -74,7 +68,7 @@ class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
 
     @property
     def device(self):
-        return _DeviceObject(self._device_id)
+        return Device(self._device_id)
 
     def get(self):
         return np.array(self.view(np.ndarray), copy=True)
@@ -167,12 +161,12 @@ def _on_device(fn, check_inputs=True):
     return call
 
 
-# Functions that make arrays without array arguments (or from host data, which CuPy copies).
+# Functions that make arrays without array arguments, or from host data (which CuPy copies).
 _CREATION = set("""
     zeros ones empty full arange eye identity linspace logspace tri indices tril_indices
-    triu_indices diag_indices fromiter frombuffer
+    triu_indices diag_indices fromiter frombuffer array asanyarray ascontiguousarray
+    asfortranarray
 """.split())
-_FROM_HOST = {"asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray"}
 
 
 def _asarray(a, dtype=None, order=None, *, copy=None, blocking=False):
@@ -239,8 +233,6 @@ def make_modules():
         if isinstance(f, np.ufunc):
             f = _ufunc(f)  # CuPy's ufuncs give device arrays for scalar inputs too
         elif n in _CREATION:
-            f = _on_device(f, check_inputs=False)
-        elif n in _FROM_HOST:
             f = _on_device(f, check_inputs=False)
         main[n] = f
     main["asarray"] = _asarray

@@ -433,10 +433,7 @@ class CupyBackend(Backend):
 
     # -- devices and conversion
     def device_count(self):
-        try:
-            return int(self._cp.cuda.runtime.getDeviceCount())
-        except Exception:  # noqa: BLE001 - no driver / no device
-            return 0
+        return _device_count(self._cp)
 
     def device_of(self, array):
         i = array.device.id
@@ -570,16 +567,6 @@ def install_cuda_backend(cupy, cupyx):
     return B
 
 
-def uninstall_cuda_backend():
-    """Forget the CUDA backend (tests that swap stand-ins use this)."""
-    B = _CUDA["backend"]
-    if B is not None:
-        _BACKEND_BY_TYPE.pop(B.array_type, None)
-    _CUDA["backend"] = None
-    if _DEFAULT["device"].type == "cuda":
-        set_default_device("cpu")
-
-
 def _cuda_backend():
     """The CUDA backend, made on first use; None without CuPy or a GPU."""
     B = _CUDA["backend"]
@@ -589,12 +576,16 @@ def _cuda_backend():
             import cupyx
         except Exception:  # noqa: BLE001 - not installed, or a broken CUDA installation
             return None
-        B = CupyBackend(cupy, cupyx)
-        if B.device_count() == 0:
-            return None
-        install_cuda_backend(cupy, cupyx)
-        B = _CUDA["backend"]
+        if _device_count(cupy) > 0:
+            B = install_cuda_backend(cupy, cupyx)
     return B
+
+
+def _device_count(cupy):
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no driver / no device
+        return 0
 
 
 def cuda_device_count() -> int:
@@ -607,10 +598,7 @@ def cuda_device_count() -> int:
         import cupy
     except Exception:  # noqa: BLE001 - not installed, or a broken CUDA installation
         return 0
-    try:
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001 - no driver / no device
-        return 0
+    return _device_count(cupy)
 
 
 def _unavailable(dev, why):

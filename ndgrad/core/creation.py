@@ -61,8 +61,11 @@ def _convert(data, dtype, device, copy):
     else:
         B, device = _placed(device)
     native = type(data) is B.array_type
+    if copy is False and dtype is not None and getattr(data, "dtype", dtype) != dtype:
+        raise ValueError(f"asarray(copy=False): converting {data.dtype} to {dtype} needs a "
+                         "copy; pass copy=None to copy only when needed")
     if native or hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
-        if not native and B is not NUMPY and type(data) in _BACKEND_BY_TYPE:
+        if not native and type(data) in _BACKEND_BY_TYPE and type(data) is not NUMPY.array_type:
             data = backend_of(data).to_numpy(data)  # another device's array: via the host
         arr = B.asarray(data, dtype=dtype, device=device, copy=copy)
     else:

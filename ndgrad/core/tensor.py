@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from .backend import (_BACKEND_BY_TYPE, NUMPY, Device, as_dtype, backend_for_device, backend_of,
+from .backend import (_BACKEND_BY_TYPE, NUMPY, Device, as_dtype, backend_of,
                       default_complex_dtype, get_default_dtype, is_differentiable_dtype,
                       is_floating)
 from .grad_mode import STATE
@@ -656,8 +656,7 @@ class Tensor:
         if dtype is not None and as_dtype(dtype) != out.dtype:
             out = out.astype(dtype)
         if device is not None and Device(device) != self.device:
-            backend_for_device(device)  # an unavailable device: the error says how to get it
-            out = _ops().to_device(out, device)
+            out = _ops().to_device(out, device)  # (an unavailable device: says how to get it)
         if copy and out is self:
             out = self.clone()
         return out

@@ -354,3 +354,12 @@ def test_device_objects():
 def test_cuda_device_without_cupy_names_the_extra(make):
     with pytest.raises(RuntimeError, match=r"needs CuPy.*ndgrad\[cuda12\]"):
         make()
+
+
+def test_asarray_copy_false_refuses_a_conversion_with_a_clear_message():
+    for data in (nd.tensor([1.0, 2.0]), np.ones(2)):
+        with pytest.raises(ValueError, match=r"asarray\(copy=False\): converting float64 to "
+                                             r"float32 needs a copy; pass copy=None"):
+            nd.asarray(data, dtype=nd.float32, copy=False)
+    t = nd.tensor([1.0, 2.0])
+    assert nd.asarray(t, dtype=nd.float64, copy=False)._data is t._data  # nothing to convert

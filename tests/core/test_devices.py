@@ -125,7 +125,9 @@ def test_moving_between_devices_is_differentiable(device):
     x = nd.tensor([0.5, -1.5, 2.0], device="cpu", requires_grad=True)
     y = x.to("cuda")
     assert y.device == "cuda:0" and y.grad_fn is not None
-    z = (y.exp() * y).cuda()                       # already there: the same tensor
+    e = y.exp() * y
+    z = e.cuda()
+    assert z is e                                  # already there: the same tensor
     assert z.cpu().device == "cpu"
     z.cpu().sum().backward()
     assert x.grad.device == "cpu"                  # .grad lives on the parameter's device
@@ -233,10 +235,9 @@ def test_functions_cupy_lacks_run_on_the_device_or_the_host(device):
         np.testing.assert_allclose(host(n), np.linalg.vector_norm(
             np.array([[3.0, -4.0], [1.0, 2.0]]), ord=ord_, axis=-1), rtol=1e-12)
     np.testing.assert_allclose(host(nd.vecdot(a, a)), [25.0, 5.0])
-    r = B.geomspace(1.0, 8.0, 4) if device != "cuda:0" or "geomspace" not in dir(B) else None
-    if r is not None:                                            # NumPy's, run on the host
-        assert type(r) is B.array_type
-        np.testing.assert_allclose(B.to_numpy(r), [1.0, 2.0, 4.0, 8.0])
+    r = B.geomspace(1.0, 8.0, 4)        # CuPy 14.2 has no geomspace: NumPy's, on the host
+    assert type(r) is B.array_type and "geomspace" in B.host_fallbacks
+    np.testing.assert_allclose(B.to_numpy(r), [1.0, 2.0, 4.0, 8.0])
 
 
 def test_dtypes_on_the_device(device):
@@ -296,7 +297,7 @@ def test_transforms_and_checks_on_the_device(device):
                      check_forward_ad=True, check_batched_grad=True)
 
 
-def test_dlpack_shares_the_data_and_refuses_a_graph(device):
+def test_dlpack_shares_the_data_and_refuses_a_graph():
     x = nd.tensor([1.0, 2.0, 3.0], device="cpu")
     a = np.from_dlpack(x)
     a[0] = 7.0                                         # the same memory
@@ -305,9 +306,6 @@ def test_dlpack_shares_the_data_and_refuses_a_graph(device):
     w = nd.tensor([1.0], device="cpu", requires_grad=True)
     with pytest.raises(RuntimeError, match="requires grad through DLPack; use tensor.detach"):
         np.from_dlpack(w)
-    if device != "cpu":
-        g = nd.tensor([1.0, 2.0], device=device)
-        assert g.__dlpack_device__() == g._data.__dlpack_device__()
 
 
 def test_a_cupy_array_before_any_cuda_use_stays_on_the_gpu(monkeypatch):

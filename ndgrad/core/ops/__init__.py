@@ -208,8 +208,6 @@ NUMPY.F = raw_namespace(NUMPY)
 _graph._NUMPY_F[0] = NUMPY.F
 # backends made later (CUDA, on first use) get theirs when they are registered
 _backend_mod._ON_REGISTER.append(lambda B: setattr(B, "F", raw_namespace(B)))
-for _B in set(_backend_mod._BACKEND_BY_TYPE.values()) - {NUMPY}:
-    _B.F = raw_namespace(_B)
 
 
 # ------------------------------------------------------------------ Tensor methods

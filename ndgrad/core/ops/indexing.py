@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 import operator
 
+from ..backend import NUMPY
 from ..tensor import Tensor
 from .batching import at_level, flatten, is_batched, pad_to, shift_axis, with_batch
 from .registry import INDEXING, Domain, defop
@@ -35,7 +36,6 @@ def normalize_index(index):
             return index
         return index._data
     if isinstance(index, list):
-        from ..backend import NUMPY
         if any(isinstance(i, Tensor) for i in index):
             index = [i._data if isinstance(i, Tensor) else i for i in index]
         arr = NUMPY.asarray(index)
@@ -57,12 +57,7 @@ def on_device(B, index):
     return index
 
 
-def _host_array_type():
-    from ..backend import NUMPY
-    return NUMPY.array_type
-
-
-_HOST_ARRAY = _host_array_type()
+_HOST_ARRAY = NUMPY.array_type
 
 
 def _is_integer(i):

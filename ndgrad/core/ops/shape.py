@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import operator
 
+from ..backend import Device, backend_for_device, backend_of, get_default_device
+from ..tensor import Tensor
 from .batching import batch_size, flatten, logical_ndim, pad_to, shift_axes, shift_axis, with_batch
 from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, sample_numpy
 
@@ -1268,23 +1270,15 @@ astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
 
 
 # ------------------------------------------------------------------------------ devices
-def _device_of(x):
-    from ..backend import Device, backend_of
-    if hasattr(x, "device"):
-        return Device(x.device)
-    return backend_of(x).device_of(x)
-
-
 def _to_device_args(x, device, source=None):
     """Fill in ``source``, x's device, which the vjp sends the cotangent back to."""
-    from ..backend import Device
-    return (x,), {"device": str(Device(device)),
-                  "source": str(_device_of(x)) if source is None else source}
+    if source is None:
+        source = x.device if isinstance(x, Tensor) else backend_of(x).device_of(x)
+    return (x,), {"device": str(Device(device)), "source": str(source)}
 
 
 def _sample_to_device(d):
-    from ..backend import get_default_device  # the device the property suite runs on
-    dev = str(get_default_device())
+    dev = str(get_default_device())  # the device the property suite runs on
     return (d.array(d.shape()),), {"device": dev, "source": dev}
 
 
@@ -1302,7 +1296,6 @@ def to_device(B, x, device, source=None):
     >>> y.device, y is x
     (device('cpu'), False)
     """
-    from ..backend import backend_for_device
     dst = backend_for_device(device)
     if dst is not B:  # between backends: through host memory
         x = B.to_numpy(x)
