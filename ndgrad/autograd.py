@@ -17,11 +17,14 @@ import warnings
 from .core import function
 from .core.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                            set_detect_anomaly)
-from .core.engine import backward, grad
+from .core.creation import tensor
+from .core.engine import backward
 from .core.function import Function, FunctionCtx, once_differentiable
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
 from .core.graph import Node
+from .core.tensor import Tensor
+from .functional.vmap import autograd_grad as grad
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
@@ -48,8 +51,6 @@ def Variable(data, requires_grad=False, volatile=None):
         "ndgrad.autograd.Variable is deprecated: Tensors carry autograd state themselves. Use "
         "ndgrad.tensor(data, requires_grad=...) or t.requires_grad_() instead.",
         DeprecationWarning, stacklevel=2)
-    from .core.creation import tensor
-    from .core.tensor import Tensor
     if isinstance(data, Tensor):
         # As PyTorch's: a new leaf sharing ``data``'s storage; ``data`` itself is untouched.
         return data.detach().requires_grad_(requires_grad)

@@ -30,3 +30,9 @@ def on_device(kwargs):
     return {k: nd.tensor(v, dtype=v.dtype)
             if isinstance(v, np.ndarray) and v.dtype.kind in "fc" else v
             for k, v in kwargs.items()}
+
+
+def close(a, b, **kw):
+    """Assert ``a`` (a Tensor on any device, an array or a number) is close to the NumPy
+    reference ``b``."""
+    np.testing.assert_allclose(host(a), b, **kw)

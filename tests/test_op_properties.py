@@ -348,7 +348,7 @@ def test_every_view_op_declares_how_to_write_back():
         assert op.scatter is not None or "scatter" in op.notes, name
         if op.scatter is not None:
             nin = 1 if op.nin == VARIADIC else op.nin
-            save_out, mask = op.save_mask((True,) * nin)
+            save_out, mask = op.save_plan((True,) * nin)
             assert not save_out and mask is not None and True not in mask, name
 
 

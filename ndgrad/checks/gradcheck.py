@@ -36,9 +36,12 @@ import numpy as np
 
 from ..core.backend import backend_of, is_differentiable_dtype
 from ..core.creation import tensor as _tensor
-from ..core.engine import grad as _grad
+from ..core.creation import zeros_like
 from ..core.grad_mode import enable_grad, no_grad
 from ..core.tensor import Tensor
+from ..functional.transforms import jvp
+from ..functional.vmap import autograd_grad as _grad
+from ..functional.vmap import vmap
 
 __all__ = ["gradcheck", "gradgradcheck", "adjointcheck", "GradcheckError"]
 
@@ -255,8 +258,6 @@ def _primal(x):
 def _forward_cols(func, inputs, leaves, outs0, batched):
     """Per output j, per input i: (output elements x (input element, unit)) by forward mode:
     one vmapped jvp per input over the unit tangents, or one jvp per unit tangent."""
-    from ..functional.transforms import jvp
-    from ..functional.vmap import vmap
 
     result = [[None] * len(leaves) for _ in outs0]
     for i, x in enumerate(leaves):
@@ -412,7 +413,6 @@ def _check_undefined_grad(func, inputs, leaves):
         outs = [o for o in _outputs(func, inputs) if o.requires_grad]
         if not outs:
             return
-        from ..core.creation import zeros_like
         gs = _grad(outs, leaves, grad_outputs=[zeros_like(o) for o in outs],
                    allow_unused=True)
     for i, g in enumerate(gs):
@@ -465,7 +465,6 @@ def _fast_check(func, inputs, leaves, opts):
                 _compare_scalar(num if np.iscomplexobj(u) else np.real(num), ana, atol, rtol,
                                 "reverse mode", j, i, func)
             if opts["check_forward_ad"]:
-                from ..functional.transforms import jvp
 
                 tans = jvp(_of_one_input(func, inputs, x), (_primal(x),),
                            (_tensor(v, dtype=x.dtype, device=x.device),))[1]
@@ -734,7 +733,6 @@ def adjointcheck(func, inputs, *, atol=1e-10, rtol=1e-7, n_probes=2, seed=0,
     >>> adjointcheck(lambda x: ndgrad.tanh(x @ x).sum(axis=0), (x,))
     True
     """
-    from ..functional.transforms import jvp
 
     leaves = []
     work = _copy_inputs(_as_tuple(inputs), leaves)

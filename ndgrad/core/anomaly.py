@@ -8,8 +8,8 @@ fails, the engine warns with that traceback and attaches it to the exception as 
 
 Note [Anomaly mode costs nothing when off]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-The mode is one global flag, ``dispatch._ANOMALY[0]``, as PyTorch's is one process-wide
-flag. ``apply`` reads it only when it records a Node (where it already sets ``node.hooks``):
+The mode is one global flag, ``ENABLED[0]`` in this module, as PyTorch's is one process-wide
+flag. ``graph.record`` reads it only when it records a Node (where it already sets ``node.hooks``):
 when on, the Node gets a ``_NodeHooks`` carrying the trace, and a Node with hooks takes the
 engine's general path, where failures are annotated. The engine reads the flag once per
 backward: when on, every Node takes the general path, so Nodes made before anomaly mode was
@@ -25,12 +25,15 @@ import sys
 import traceback
 import warnings
 
-from .dispatch import _ANOMALY
+from .backend import backend_of
+from .tensor import Tensor
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
 
-# check_nan, read by the engine when anomaly mode is on
+# The mode: one process-wide flag (Note [Anomaly mode costs nothing when off]), read where a
+# node is recorded and once per backward pass; and check_nan, read when it is on.
+ENABLED = [False]
 _CHECK_NAN = [True]
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -79,7 +82,7 @@ def is_anomaly_enabled():
     >>> ndgrad.autograd.is_anomaly_enabled()
     False
     """
-    return _ANOMALY[0]
+    return ENABLED[0]
 
 
 def is_anomaly_check_nan_enabled():
@@ -96,7 +99,7 @@ def is_anomaly_check_nan_enabled():
 
 
 def _set(mode, check_nan):
-    _ANOMALY[0] = bool(mode)
+    ENABLED[0] = bool(mode)
     _CHECK_NAN[0] = bool(check_nan)
 
 
@@ -152,7 +155,7 @@ class detect_anomaly:
         warnings.warn(_WARNING, UserWarning, stacklevel=2)
 
     def __enter__(self):
-        self._prev.append((_ANOMALY[0], _CHECK_NAN[0]))
+        self._prev.append((ENABLED[0], _CHECK_NAN[0]))
         _set(True, self.check_nan)
         return self
 
@@ -165,7 +168,7 @@ class detect_anomaly:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev = (_ANOMALY[0], _CHECK_NAN[0])
+            prev = (ENABLED[0], _CHECK_NAN[0])
             _set(True, check_nan)
             try:
                 return fn(*args, **kwargs)
@@ -196,7 +199,7 @@ class set_detect_anomaly:
     """
 
     def __init__(self, mode, check_nan=True):
-        self._prev = (_ANOMALY[0], _CHECK_NAN[0])
+        self._prev = (ENABLED[0], _CHECK_NAN[0])
         self.mode = bool(mode)
         self.check_nan = bool(check_nan)
         _set(self.mode, self.check_nan)
@@ -215,7 +218,7 @@ class set_detect_anomaly:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev = (_ANOMALY[0], _CHECK_NAN[0])
+            prev = (ENABLED[0], _CHECK_NAN[0])
             _set(mode, check_nan)
             try:
                 return fn(*args, **kwargs)
@@ -226,12 +229,15 @@ class set_detect_anomaly:
 
 def check_nan(node, grads):
     """Raise if a gradient returned by ``node``'s backward contains NaN (anomaly mode)."""
-    from .backend import backend_of
-    from .tensor import Tensor
     for i, g in enumerate(grads):
         if g is None:
             continue
-        d = g._data if isinstance(g, Tensor) else g
+        if isinstance(g, Tensor):
+            if type(g) is not Tensor:
+                continue  # a transform's value (a batch inside vmap): no single array to read
+            d = g._data
+        else:
+            d = g
         B = backend_of(d)
         if bool(B.isnan(d).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "

@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import importlib
+
 import numpy as np
-import scipy.linalg
-import scipy.special
 
 __all__ = [
     "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY",
@@ -269,6 +269,33 @@ class Backend:
 _NO_CONTEXT = contextlib.nullcontext()
 
 
+class _OnFirstUse:
+    """A module imported on first attribute access (``import ndgrad`` loads no SciPy: it
+    costs more than the rest of ndgrad's import). Each name read is kept on the instance, so
+    later reads are plain attribute lookups."""
+
+    def __init__(self, name):
+        self._name = name
+        self._module = None
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        module = self._module
+        if module is None:
+            module = self._module = importlib.import_module(self._name)
+        value = getattr(module, attr)
+        setattr(self, attr, value)
+        return value
+
+    def __repr__(self):
+        return f"<{self._name}, imported on first use>"
+
+
+SCIPY_SPECIAL = _OnFirstUse("scipy.special")
+SCIPY_LINALG = _OnFirstUse("scipy.linalg")
+
+
 class NumpyBackend(Backend):
     """The CPU backend over NumPy (and SciPy for special functions)."""
 
@@ -278,17 +305,15 @@ class NumpyBackend(Backend):
     def __init__(self):
         # Copy NumPy's public callables onto the instance: `B.tanh` is then a plain
         # instance-dict lookup, as fast as `np.tanh`.
-        for name in dir(np):
-            # the class's own methods (asarray, ...) win over NumPy's same-named functions
+        for name, value in vars(np).items():
+            # the class's own methods (asarray, ...) win over NumPy's same-named functions;
+            # (vars, not getattr: reading NumPy's lazy submodules would import f2py, testing, ...)
             if not name.startswith("_") and not hasattr(type(self), name):
-                try:
-                    setattr(self, name, getattr(np, name))
-                except AttributeError:  # pragma: no cover
-                    pass
-        self.special = scipy.special
+                setattr(self, name, value)
+        self.special = SCIPY_SPECIAL
         self.linalg = np.linalg
         self.fft = np.fft
-        self.scipy_linalg = scipy.linalg  # triangular and Cholesky solves, expm
+        self.scipy_linalg = SCIPY_LINALG  # triangular and Cholesky solves, expm
         self.ndarray = np.ndarray
         self._rng = threading.local()
 
@@ -394,9 +419,9 @@ class CupyBackend(Backend):
                                  vector_norm=self._vector_norm)
         self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft")
         self.special = _Namespace(self, lambda: _import(cupyx, "scipy.special"),
-                                  scipy.special, "special")
+                                  SCIPY_SPECIAL, "special")
         self.scipy_linalg = _Namespace(self, lambda: _import(cupyx, "scipy.linalg"),
-                                       scipy.linalg, "scipy_linalg")
+                                       SCIPY_LINALG, "scipy_linalg")
         self._rng = threading.local()
         self._devices = {}
 
@@ -496,7 +521,6 @@ def _import(module, dotted):
             obj = getattr(obj, part)
         return obj
     except AttributeError:
-        import importlib
         return importlib.import_module(f"{module.__name__}.{dotted}")
 
 
@@ -630,6 +654,13 @@ def backend_for_device(dev) -> Backend:
 
 # ----------------------------------------------------------------------------- default device
 _DEFAULT = {"device": _CPU, "backend": NUMPY}
+
+
+def _placed(device):
+    """The backend and device for a creation call (None: the default device)."""
+    if device is None:
+        return _DEFAULT["backend"], _DEFAULT["device"]
+    return backend_for_device(device), device
 
 
 def get_default_device() -> Device:

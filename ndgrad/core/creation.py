@@ -7,88 +7,14 @@ Every creation function takes ``dtype``, ``device`` and, where the result is flo
 
 from __future__ import annotations
 
-from .backend import (_BACKEND_BY_TYPE, _CUDA, _DEFAULT, NUMPY, Device, _cuda_backend,
-                      _seed_state, as_dtype, backend_for_device, backend_of,
-                      default_complex_dtype, get_default_dtype, is_floating)
-from .grad_mode import INFERENCE_BLOCKS, STATE
-from .levels import VMAP_ACTIVE as _VMAP_ACTIVE
-from .tensor import Tensor, _mark_inference, _new
+from . import levels
+from .backend import (_CUDA, NUMPY, Device, _placed, _seed_state, as_dtype,
+                      backend_for_device, backend_of, get_default_dtype)
+from .tensor import Tensor, _default_float, as_data, finish
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
            "manual_seed", "is_tensor"]
-
-
-def _finish(data, requires_grad):
-    t = _new(data, False)
-    if requires_grad:
-        t.requires_grad_(True)
-    # tensors made under inference_mode are inference tensors
-    if INFERENCE_BLOCKS[0] and STATE.inference:
-        _mark_inference(t)
-    return t
-
-
-def _default_float(arr, B):
-    """Python floats (and complexes) follow the default dtype."""
-    d = get_default_dtype()
-    if is_floating(arr.dtype) and arr.dtype != d:
-        return arr.astype(d)
-    if arr.dtype.kind == "c" and arr.dtype != default_complex_dtype():
-        return arr.astype(default_complex_dtype())
-    return arr
-
-
-def _placed(device):
-    """The backend and device for a creation call (None: the default device)."""
-    if device is None:
-        return _DEFAULT["backend"], _DEFAULT["device"]
-    return backend_for_device(device), device
-
-
-def _convert(data, dtype, device, copy):
-    dtype = as_dtype(dtype)
-    if isinstance(data, Tensor):
-        data = data._data
-        if device is None:
-            device = backend_of(data).device_of(data)
-    elif isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
-        data = _nested_to_lists(data)
-    if type(data) not in _BACKEND_BY_TYPE and type(data).__module__.partition(".")[0] == "cupy":
-        _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
-    if device is None and type(data) in _BACKEND_BY_TYPE and type(data) is not NUMPY.array_type:
-        B = _BACKEND_BY_TYPE[type(data)]  # a device array (CuPy) stays on its device
-    else:
-        B, device = _placed(device)
-    native = type(data) is B.array_type
-    if copy is False and dtype is not None and getattr(data, "dtype", dtype) != dtype:
-        raise ValueError(f"asarray(copy=False): converting {data.dtype} to {dtype} needs a "
-                         "copy; pass copy=None to copy only when needed")
-    if native or hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
-        if not native and type(data) in _BACKEND_BY_TYPE and type(data) is not NUMPY.array_type:
-            data = backend_of(data).to_numpy(data)  # another device's array: via the host
-        arr = B.asarray(data, dtype=dtype, device=device, copy=copy)
-    else:
-        arr = B.asarray(data, dtype=dtype, device=device, copy=True)
-        if dtype is None:
-            arr = _default_float(arr, B)
-    if arr.dtype == object:
-        raise TypeError("could not convert the data to a numeric tensor (got an object array); "
-                        "pass numbers, nested sequences of numbers, or arrays")
-    return arr
-
-
-def _flat(seq):
-    for e in seq:
-        if isinstance(e, (list, tuple)):
-            yield from _flat(e)
-        else:
-            yield e
-
-
-def _nested_to_lists(seq):
-    return [_nested_to_lists(e) if isinstance(e, (list, tuple)) else
-            (e.detach().tolist() if isinstance(e, Tensor) else e) for e in seq]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -114,7 +40,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.tensor([1, 2]).dtype
     dtype('int64')
     """
-    return _finish(_convert(data, dtype, device, copy=True), requires_grad)
+    return finish(as_data(data, dtype, device, copy=True), requires_grad)
 
 
 def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
@@ -137,7 +63,7 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
         if requires_grad and not obj.requires_grad:
             obj.requires_grad_(True)
         return obj
-    return _finish(_convert(obj, dtype, device, copy=copy), requires_grad)
+    return finish(as_data(obj, dtype, device, copy=copy), requires_grad)
 
 
 def is_tensor(obj):
@@ -167,7 +93,7 @@ def zeros(*shape, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return _finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def ones(*shape, dtype=None, device=None, requires_grad=False):
@@ -181,7 +107,7 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return _finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def empty(*shape, dtype=None, device=None, requires_grad=False):
@@ -195,7 +121,7 @@ def empty(*shape, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return _finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
@@ -212,14 +138,14 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
         shape = (shape,)
     d = as_dtype(dtype)
     if d is None:
-        d = _default_float(NUMPY.asarray(fill_value), NUMPY).dtype
+        d = _default_float(NUMPY.asarray(fill_value)).dtype
     with B.on(device):
-        return _finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
+        return finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
 
 
 def _like(fn_name, x, dtype, device, requires_grad, *extra):
-    if type(x) is not Tensor and isinstance(x, Tensor):  # a batched tensor (inside vmap)
-        return x._like(fn_name, dtype, device, requires_grad, *extra)
+    if type(x) is not Tensor and isinstance(x, Tensor):
+        return x._like(fn_name, dtype, device, requires_grad, *extra)  # a transform's value
     data = x._data if isinstance(x, Tensor) else backend_of(x).asarray(x)
     src = backend_of(data)
     B = backend_for_device(device) if device is not None else src
@@ -229,7 +155,7 @@ def _like(fn_name, x, dtype, device, requires_grad, *extra):
     else:
         with B.on(device):
             out = getattr(B, fn_name[:-5])(data.shape, *extra, dtype=d)
-    return _finish(out, requires_grad)
+    return finish(out, requires_grad)
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
@@ -297,8 +223,8 @@ def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=F
     with B.on(device):
         arr = B.arange(*args, dtype=d) if d is not None else B.arange(*args)
     if d is None:
-        arr = _default_float(arr, B)
-    return _finish(arr, requires_grad)
+        arr = _default_float(arr)
+    return finish(arr, requires_grad)
 
 
 def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
@@ -313,7 +239,7 @@ def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
     """
     B, device = _placed(device)
     with B.on(device):
-        return _finish(B.linspace(start, stop, num, endpoint=endpoint,
+        return finish(B.linspace(start, stop, num, endpoint=endpoint,
                                   dtype=_dtype_or_default(dtype)), requires_grad)
 
 
@@ -329,7 +255,7 @@ def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return _finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def manual_seed(seed):
@@ -374,7 +300,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     return _random("rand", _shape(shape), dtype, device, requires_grad)
 
 
-def _sample(kind, shape, dtype, device):
+def sample(kind, shape, dtype, device):
     """Raw samples: ``kind`` is "randn" (standard normal) or "rand" (uniform in [0, 1))."""
     B, device = _placed(device)
     d = _dtype_or_default(dtype)
@@ -388,12 +314,11 @@ def _sample(kind, shape, dtype, device):
 
 
 def _random(kind, shape, dtype, device, requires_grad):
-    if _VMAP_ACTIVE[0]:  # inside vmap: its `randomness` decides (functional/vmap.py)
-        return _RANDOM_HOOK[0](kind, shape, dtype, device, requires_grad)
-    return _finish(_sample(kind, shape, dtype, device), requires_grad)
-
-
-_RANDOM_HOOK = [None]  # installed by functional/vmap.py
+    if levels.VISIBLE[0]:  # a transform may change random draws (vmap's randomness)
+        for lv in reversed(levels.visible_levels()):
+            if lv.interpreter.transforms_random:
+                return lv.interpreter.random(kind, shape, dtype, device, requires_grad)
+    return finish(sample(kind, shape, dtype, device), requires_grad)
 
 
 # ------------------------------------------------------------------ formula helpers

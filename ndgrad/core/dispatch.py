@@ -1,9 +1,15 @@
-"""``apply``: THE hot path every primitive goes through.
+"""``apply``: THE hot path every primitive goes through; in-place operations and views.
 
 ``apply(op, *args, **params)`` unwraps Tensors, picks the backend from the inputs, runs the
 op's forward on raw arrays and wraps the result. Only when grad mode is on and an input
-requires grad does it build a Node; only then does it look at what to save. Keep this module
-lean: every added attribute read here is paid on every operation (see benchmarks/).
+requires grad does it record a Node (``graph.record``). When a transform level is visible
+and an input belongs to one, the level's interpreter runs the op instead (Note [Levels] in
+core/levels.py). Keep this module lean: every attribute read on the fast path is paid on
+every operation (benchmarks/bench_core.py measures it).
+
+Also here: the one in-place protocol (:func:`inplace`: version bump, leaf checks, history
+rebase, view write-back) that plain tensors and the transforms share, views and their
+histories (Note [In-place on views]), and device mixing (Note [Mixing devices]).
 """
 
 from __future__ import annotations
@@ -11,41 +17,53 @@ from __future__ import annotations
 from weakref import ref as _weakref
 
 from . import levels as _levels
-from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES
+from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES, Device
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, STATE
-from .graph import _TENSOR_F, OpNode, VersionCounter, _NodeHooks, leaf_accumulator
-from .graph import _seq as _seq_counter
-from .ops.registry import VARIADIC
-from . import tensor as _tensor_mod
-from .tensor import Tensor, _mark_inference, _meta, _new, same_device
+from .graph import FREED, OpNode, record
+from .tensor import Tensor, _mark_inference, _meta, _new
 
-__all__ = ["apply", "apply_inplace"]
+__all__ = ["apply", "apply_inplace", "inplace", "link_view", "TENSOR_F", "Namespace",
+           "VARIADIC", "DeviceMismatchError"]
+
+VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 
 _DIFF_DTYPES = DIFFERENTIABLE_DTYPES  # (Note [Differentiable dtypes] in core/backend.py)
 _WEAK_FLOATS = WEAK_FLOAT_DTYPES  # bfloat16 once seen: Python floats keep its dtype
-
-# Transforms (forward mode, vmap) hand ops to their handlers through core.levels
-# (Note [Levels]): with no level active, that is one list read per op.
-_LEVELS_ACTIVE = _levels.ACTIVE
-_NOT_HANDLED = _levels.NOT_HANDLED
-_level_apply = _levels.apply_hook
-_level_inplace = _levels.inplace_hook
+_VISIBLE = _levels.VISIBLE
+_NDARRAY = NUMPY.array_type
 
 
+class Namespace:
+    """A formula namespace ``F``: attribute access to functions (filled by
+    ``ndgrad.core.ops`` from the op registry)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"<formula namespace {self._name}>"
+
+
+# The formula namespace over Tensors: ndgrad's public functions, so that formulas run on it
+# are recorded and transformed. The raw namespaces (first order, on arrays) are `B.F`.
+TENSOR_F = Namespace("ndgrad")
+
+
+# ------------------------------------------------------------------ the hot path
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
-    if _LEVELS_ACTIVE[0]:  # a transform level is active (Note [Levels])
-        claim = params  # (plain Tensors only and no parameters: no level can claim it)
+    if _VISIBLE[0]:  # a transform level is visible (Note [Levels])
+        claim = params  # (plain Tensors without level data, and no parameters: no level's)
         if not claim:
             for a in args:
-                if type(a) is not Tensor or a._meta is not None:
+                if isinstance(a, Tensor) and (type(a) is not Tensor or a._meta is not None):
                     claim = True
                     break
         if claim:
-            r = _level_apply(op, args, params)
-            if r is not _NOT_HANDLED:
-                return r
+            level = _innermost(args, params)
+            if level is not None:
+                return level.interpreter.process(level, op, args, params)
     nin = op.nin
     n = len(args)
     # Fast paths: one or two inputs and no extra positional parameters (most calls).
@@ -55,10 +73,11 @@ def apply(op, *args, **params):
             d = a._data
             out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params)
             requires_grad = a._requires_grad
+        elif isinstance(a, Tensor):
+            return _apply_general(op, args, params)
         else:  # an array or a Python scalar: its own backend (NumPy for scalars)
             out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
             requires_grad = False
-        extra = ()
     elif n == nin == 2:
         a, b = args
         requires_grad = False
@@ -72,13 +91,15 @@ def apply(op, *args, **params):
                     return apply(op, *same_device(op, args), **params)
                 if b._requires_grad:
                     requires_grad = True
+            elif isinstance(b, Tensor):
+                return _apply_general(op, args, params)
             else:
                 db = b
                 if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
                     return apply(op, *same_device(op, args), **params)
                 if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
                     db = da.dtype.type(b)
-        elif type(b) is Tensor:
+        elif type(b) is Tensor and not isinstance(a, Tensor):
             da = a
             db = b._data
             B = _BACKEND_BY_TYPE[type(db)]
@@ -87,113 +108,27 @@ def apply(op, *args, **params):
                 return apply(op, *same_device(op, args), **params)
             if _WEAK_FLOATS and type(a) is float and db.dtype in _WEAK_FLOATS:
                 da = db.dtype.type(a)
+        elif isinstance(a, Tensor) or isinstance(b, Tensor):
+            return _apply_general(op, args, params)
         else:
             da, db = a, b
             B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
         out = op.forward(B, da, db, **params)
-        extra = ()
     else:
         return _apply_general(op, args, params)
     if op.nout != 1:
-        return _wrap_outputs(op, args, extra, params, out, requires_grad)
+        return _wrap_outputs(op, args, (), params, out, requires_grad)
     if type(out) is not _NDARRAY:
         out = _as_array(out)
+    t = _new(out, False)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
             out.dtype in _DIFF_DTYPES:
-        t = _new(out, True)
-        t._grad_fn = _record_fast(op, args, params, t, out)
-    else:
-        t = _new(out, False)
-        if INFERENCE_BLOCKS[0] and STATE.inference:
-            _mark_inference(t)
+        record(op, args, (t,), (), params)
+    elif INFERENCE_BLOCKS[0] and STATE.inference:
+        _mark_inference(t)
     if op.view:
-        _link_view(op, args, (), params, t, 0)
+        link_view(op, args, (), params, t, 0)
     return t
-
-
-_NDARRAY = NUMPY.array_type
-
-
-def _record_fast(op, args, params, t, out):
-    """_record for one or two inputs, one output, no extra positionals (the common case)."""
-    node = _OpNode_new(OpNode)
-    if len(args) == 1:
-        a = args[0]
-        if a._meta is not None:
-            _check_view_history(a)
-        fn = a._grad_fn
-        edges = ((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0),)
-        d = a._data
-        meta = ((d.shape, d.dtype),)
-        needs = _ONE_NEEDED
-    else:
-        edges = []
-        meta = []
-        needs = []
-        for a in args:
-            if type(a) is Tensor and a._requires_grad:
-                if a._meta is not None:
-                    _check_view_history(a)
-                fn = a._grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
-                d = a._data
-                meta.append((d.shape, d.dtype))
-                needs.append(True)
-            else:
-                edges.append(None)
-                meta.append(None)
-                needs.append(False)
-        needs = tuple(needs)
-    plan = op._save_cache.get(needs)
-    if plan is None:
-        plan = op.save_mask(needs)
-    save_out, mask = plan
-    if mask is None or True in mask:
-        _save_inputs(node, op, args, mask)
-    else:
-        node.saved = None
-    if save_out:
-        c = t._version = VersionCounter()
-        node.out_data = out
-        node.out_version = c
-        node.out_expected = 0
-    else:
-        node.out_data = None
-    node.op = op
-    node.extra = ()
-    node.params = params if params else _NO_PARAMS
-    node.in_meta = meta
-    node.edges = edges
-    node.seq = _next_seq()
-    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
-    node.nout = 1
-    return node
-
-
-_ONE_NEEDED = (True,)
-_NO_PARAMS = {}  # shared by every node whose op got no parameters: never mutated
-
-
-def _save_inputs(node, op, args, mask):
-    """Save the inputs in ``mask`` (None: all) with their versions."""
-    saved = []
-    versions = []
-    for k, a in enumerate(args):
-        if mask is None or mask[k]:
-            if type(a) is Tensor:
-                m = a._meta
-                if m is not None and m.inference:
-                    _raise_inference_save(op)
-                c = a._version
-                versions.append(c.value if c is not None else 0)
-            else:
-                versions.append(0)
-            saved.append(a)
-        else:
-            saved.append(None)
-            versions.append(0)
-    node.saved = saved
-    node.versions = versions
 
 
 def _as_array(out):
@@ -217,7 +152,9 @@ def _apply_general(op, args, params):
     requires_grad = False
     mixed = False
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
+            if type(a) is not Tensor:  # a value of an exited transform level
+                return apply(op, *_alive_values(args), *extra, **params)
             d = a._data
             if B is None:
                 B = _BACKEND_BY_TYPE[type(d)]
@@ -240,37 +177,184 @@ def _apply_general(op, args, params):
         return _wrap_outputs(op, args, extra, params, out, requires_grad)
     if type(out) is not B.array_type:
         out = _as_array(out)
+    t = _new(out, False)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
             out.dtype in _DIFF_DTYPES:
-        t = _new(out, True)
-        t._grad_fn = _record(op, args, extra, params, (t,), (out,))
-    else:
-        t = _new(out, False)
-        if INFERENCE_BLOCKS[0] and STATE.inference:
-            _mark_inference(t)
+        record(op, args, (t,), extra, params)
+    elif INFERENCE_BLOCKS[0] and STATE.inference:
+        _mark_inference(t)
     if op.view:
-        _link_view(op, args, extra, params, t, 0)
+        link_view(op, args, extra, params, t, 0)
     return t
 
 
+def _alive_values(args):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor) and type(a) is not Tensor:
+            alive = a._alive()
+            if alive is a:
+                raise RuntimeError(
+                    f"internal error: a value of the hidden transform level {a._level!r} "
+                    "reached an operation below it; please report this with the code that "
+                    "raised it")
+            a = alive
+        out.append(a)
+    return out
+
+
 def _wrap_outputs(op, args, extra, params, out, requires_grad):
-    outs = tuple(_as_array(o) for o in out)
+    outs = tuple(_new(_as_array(o), False) for o in out)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            outs and outs[0].dtype in _DIFF_DTYPES:
-        ts = tuple(_new(o, True) for o in outs)
-        node = _record(op, args, extra, params, ts, outs)
-        for i, t in enumerate(ts):
-            t._grad_fn = node
-            t._output_nr = i
-    else:
-        ts = tuple(_new(o, False) for o in outs)
-        if INFERENCE_BLOCKS[0] and STATE.inference:
-            for t in ts:
-                _mark_inference(t)
+            outs and outs[0]._data.dtype in _DIFF_DTYPES:
+        record(op, args, outs, extra, params)
+    elif INFERENCE_BLOCKS[0] and STATE.inference:
+        for t in outs:
+            _mark_inference(t)
     if op.view:
-        for k, t in enumerate(ts):
-            _link_view(op, args, extra, params, t, k)
-    return ts
+        for k, t in enumerate(outs):
+            link_view(op, args, extra, params, t, k)
+    return outs
+
+
+# ------------------------------------------------------------------ transform levels
+def _innermost(args, params):
+    """The deepest visible level that one of ``args`` (or a tensor in ``params``) belongs
+    to, or None (Note [Levels])."""
+    best = None
+    depth = -1
+    for a in args:
+        if isinstance(a, Tensor):
+            lv = _level_of(a, depth)
+        elif type(a) in (list, tuple, dict):
+            lv = _level_in(a, depth)
+        else:
+            continue
+        if lv is not None:
+            best, depth = lv, lv.depth
+    if params:
+        lv = _level_in(params, depth)
+        if lv is not None:
+            best = lv
+    return best
+
+
+def _level_of(t, depth):
+    """The deepest visible level deeper than ``depth`` that tensor ``t`` belongs to: its own
+    (a transform's Tensor subclass), one it carries data for, or one its view base does."""
+    best = None
+    lv = t._level
+    if lv is not None and lv.alive and not lv.hidden and lv.depth > depth:
+        best, depth = lv, lv.depth
+    m = t._meta
+    if m is not None:
+        for data in (m.level_data, m.base._meta.level_data if m.base is not None and
+                     m.base._meta is not None else None):
+            if data:
+                for lv in data:
+                    if lv.alive and not lv.hidden and lv.depth > depth:
+                        best, depth = lv, lv.depth
+    return best
+
+
+def _level_in(x, depth):
+    best = None
+    for v in (x.values() if type(x) is dict else x):
+        if isinstance(v, Tensor):
+            lv = _level_of(v, depth)
+        elif type(v) in (list, tuple, dict):
+            lv = _level_in(v, depth)
+        else:
+            continue
+        if lv is not None:
+            best, depth = lv, lv.depth
+    return best
+
+
+def innermost_level(values, params=None):
+    """The deepest visible transform level among ``values`` (and ``params``), or None."""
+    if not _VISIBLE[0]:
+        return None
+    return _innermost(values, params)
+
+
+# ------------------------------------------------------------------ devices
+class DeviceMismatchError(RuntimeError):
+    """Tensors of two devices met in one operation (Note [Mixing devices] in core/tensor.py)."""
+
+
+def mixed_device_message(name, a, b):
+    return (f"{name}: expected all tensors to be on the same device, but found at least two "
+            f"devices, {a} and {b}; move them with .to(device) (NumPy arrays count as cpu)")
+
+
+def same_device(op, args):
+    """``args`` with 0-d CPU inputs moved to the device of the others (Note [Mixing
+    devices]); a DeviceMismatchError naming both devices when tensors of two devices meet."""
+    target = None
+    for a in args:
+        d = a._data if type(a) is Tensor else a
+        if type(d) in _BACKEND_BY_TYPE and not (type(d) is _NDARRAY and d.ndim == 0):
+            dev = _BACKEND_BY_TYPE[type(d)].device_of(d)
+            if target is None:
+                target = dev
+            elif dev != target:
+                raise DeviceMismatchError(mixed_device_message(op.name, target, dev))
+    if target is None:
+        return args
+    out = []
+    for a in args:
+        d = a._data if type(a) is Tensor else a
+        if type(d) is _NDARRAY and target.type != "cpu":
+            if d.ndim != 0:
+                raise DeviceMismatchError(mixed_device_message(op.name, target, _CPU))
+            a = TENSOR_F.to_device(a if type(a) is Tensor else _new(d, False), target)
+        out.append(a)
+    return out
+
+
+_CPU = Device("cpu")
+
+
+# ------------------------------------------------------------------ views
+# Note [In-place on views]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A view shares memory (and the version counter) with its base, the tensor at the root of
+# its chain of views. Each view records in its _meta the link it was made by,
+# ``view_of = (parent, op, extra, params, k)`` (k: the output index of a multi-output op,
+# -1 for single-output ones), so views of views compose, and ``view_fn``, the base's
+# grad_fn when its history was last derived from the base's.
+#
+# In-place on a view inside a differentiable computation (PyTorch's CopySlices): the new
+# value of the view is computed functionally, recorded (``new = op(v_old, ...)``), then
+# written back up the chain with each view op's declared ``scatter`` rule
+# (``parent_new = scatter(parent_old, child_new)``, recorded with ndgrad ops, so any order
+# of derivatives works), up to the base. The data is written once, through the view's own
+# memory (it is the base's), the shared version is bumped, the BASE's history is rebased
+# onto the last scatter node, and the view's history is regenerated as its chain of view
+# ops applied to the base's new history (no data is copied: view ops make views).
+#
+# A view whose base's history changed since (an in-place op on the base, or on another view
+# of it) is stale: wherever its history is read (recording an op on it, grad_fn,
+# requires_grad, backward roots), it is regenerated from the base's current history through
+# the chain, as PyTorch does. The check is one comparison, and runs only for tensors that
+# have a _meta; tensors that are not views never pay for it. A transform's values (a
+# ``func.grad`` level's tensors) have views and histories of their own at their level, kept
+# the same way.
+def link_view(op, args, extra, params, t, k):
+    """For a ``view=True`` op: link ``t`` (output ``k``) to the input whose memory it shares,
+    if any (NumPy copies for some inputs, e.g. ``reshape`` of a non-contiguous array or
+    advanced indexing; a multi-output op such as ``broadcast_arrays`` views a different
+    input per output)."""
+    for src in args:
+        if isinstance(src, Tensor) and src._shares_memory(t):
+            if op.view_replay is not None:
+                vop, extra, params = op.view_replay(k, t)
+                link = (src, vop, extra, params, -1)
+            else:
+                link = (src, op, extra, params, k if op.nout != 1 else -1)
+            _share_version(src, t, link)
+            return
 
 
 def _share_version(src, t, link):
@@ -279,16 +363,14 @@ def _share_version(src, t, link):
     sm = src._meta
     if sm is not None and sm.inference:
         return  # inference tensors track no versions and have no history to rebase
-    c = src._version
-    if c is None:
-        c = src._version = VersionCounter()
-    t._version = c
+    t._version = src._counter()
     base = sm.base if sm is not None else None
     if base is None:
         base = src
     m = _meta(t)
     m.base = base
     m.view_of = link
+    m.refresh = _check_view_history
     if base._requires_grad and _GRAD_OFF[0] and not STATE.grad_enabled:
         m.made_without_grad = True
     m.view_fn = base._grad_fn  # the base's history when the view was made
@@ -320,122 +402,11 @@ def _base_now_requires_grad(base):
     bm.views = None
 
 
-def _link_view(op, args, extra, params, t, k):
-    """For a ``view=True`` op: link ``t`` (output ``k``) to the input whose memory it shares,
-    if any (NumPy copies for some inputs, e.g. ``reshape`` of a non-contiguous array or
-    advanced indexing; a multi-output op such as ``broadcast_arrays`` views a different
-    input per output)."""
-    d = t._data
-    B = _BACKEND_BY_TYPE[type(d)]
-    for src in args:
-        if type(src) is Tensor and B.may_share_memory(src._data, d):
-            if op.view_replay is not None:
-                vop, extra, params = op.view_replay(k, t)
-                link = (src, vop, extra, params, -1)
-            else:
-                link = (src, op, extra, params, k if op.nout != 1 else -1)
-            _share_version(src, t, link)
-            return
-
-
-def input_edge(a):
-    """For an input ``a`` that requires grad: the edge to its Node, and its (shape, dtype).
-
-    (_record_fast has the same lines inlined: it is the hot path.)"""
-    if a._meta is not None:
-        _check_view_history(a)
-    fn = a._grad_fn
-    d = a._data
-    edge = (fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0)
-    return edge, (d.shape, d.dtype)
-
-
-def _record(op, args, extra, params, out_tensors, out_arrays):
-    """Build the Node for one recorded call (Note [What a node saves])."""
-    needs = []
-    edges = []
-    meta = []
-    for a in args:
-        if type(a) is Tensor and a._requires_grad:
-            needs.append(True)
-            edge, m = input_edge(a)
-            edges.append(edge)
-            meta.append(m)
-        else:
-            needs.append(False)
-            edges.append(None)
-            meta.append(None)
-    needs = tuple(needs)
-    save_out, mask = op.save_mask(needs)
-    node = _OpNode_new(OpNode)
-    if mask is None or True in mask:
-        _save_inputs(node, op, args, mask)
-    else:
-        node.saved = None
-    if save_out:
-        c = VersionCounter()
-        for t in out_tensors:
-            t._version = c
-        node.out_data = out_arrays[0] if op.nout == 1 else out_arrays
-        node.out_version = c
-        node.out_expected = 0
-    else:
-        node.out_data = None
-    finish_node(node, op, extra, params, meta, edges)
-    if op.nout == 1:
-        node.nout = 1
-        node.out_shapes = None
-    else:
-        node.nout = len(out_arrays)
-        node.out_shapes = tuple((o.shape, o.dtype) for o in out_arrays)
-    return node
-
-
-_OpNode_new = object.__new__
-
-
-def finish_node(node, op, extra, params, in_meta, edges):
-    """Set what every recorded op node holds besides its saved values (also used by vmap's
-    nodes; _record_fast has the same lines inlined: it is the hot path)."""
-    node.op = op
-    node.extra = extra
-    node.params = params
-    node.in_meta = in_meta
-    node.edges = edges
-    node.seq = _next_seq()
-    node.hooks = _NodeHooks(_anomaly_trace()) if _ANOMALY[0] else None
-
-
-# Note [In-place on views]
-# ~~~~~~~~~~~~~~~~~~~~~~~~
-# A view shares memory (and the version counter) with its base, the tensor at the root of
-# its chain of views. Each view records in its _meta the link it was made by,
-# ``view_of = (parent, op, extra, params, k)`` (k: the output index of a multi-output op,
-# -1 for single-output ones), so views of views compose, and ``view_fn``, the base's
-# grad_fn when its history was last derived from the base's.
-#
-# In-place on a view inside a differentiable computation (PyTorch's CopySlices): the new
-# value of the view is computed functionally, recorded (``new = op(v_old, ...)``), then
-# written back up the chain with each view op's declared ``scatter`` rule
-# (``parent_new = scatter(parent_old, child_new)``, recorded with ndgrad ops, so any order
-# of derivatives works), up to the base. The data is written once, through the view's own
-# memory (it is the base's), the shared version is bumped, the BASE's history is rebased
-# onto the last scatter node, and the view's history is regenerated as its chain of view
-# ops applied to the base's new history (no data is copied: view ops make views).
-#
-# A view whose base's history changed since (an in-place op on the base, or on another view
-# of it) is stale: wherever its history is read (recording an op on it, grad_fn,
-# requires_grad, backward roots), it is regenerated from the base's current history through
-# the chain, as PyTorch does. The check is one comparison, and runs only for tensors that
-# have a _meta; tensors that are not views never pay for it.
 def _check_view_history(t):
     m = t._meta
     base = m.base
     if base is not None and base._grad_fn is not m.view_fn:
         _regenerate(t)
-
-
-_tensor_mod._VIEW_CHECK[0] = _check_view_history
 
 
 def _regenerate(t):
@@ -466,18 +437,9 @@ def _regenerate(t):
     m.view_fn = base._grad_fn
 
 
-def _stand_in(t):
-    """A Tensor with ``t``'s data and current history, to record functional ops on."""
-    s = _new(t._data, t._requires_grad)
-    s._grad_fn = t._grad_fn
-    s._output_nr = t._output_nr
-    return s
-
-
 def _write_back(view, new):
     """Record ``new`` (the new value of ``view``) up the view chain into the base; return
     the base's new value (recorded; its data is not the base's memory)."""
-    F = _TENSOR_F[0]
     child = new
     t = view
     while True:
@@ -489,11 +451,11 @@ def _write_back(view, new):
         pm = parent._meta
         if pm is not None and pm.base is not None:
             _check_view_history(parent)
-        pin = _stand_in(parent)
+        pin = parent._stand_in(False)
         if k >= 0:
-            child = vop.scatter(F, k, pin, child, *extra, **params)
+            child = vop.scatter(TENSOR_F, k, pin, child, *extra, **params)
         else:
-            child = vop.scatter(F, pin, child, *extra, **params)
+            child = vop.scatter(TENSOR_F, pin, child, *extra, **params)
         if parent._meta is None or parent._meta.base is None:
             return child
         t = parent
@@ -508,156 +470,156 @@ def _rebase_base(base, new_base):
         base._grad_fn = node
         base._output_nr = new_base._output_nr
         base._requires_grad = True
-        if type(node) is OpNode and node.out_data is not None:
-            # the scatter node's output is the base's memory at the new version
-            node.out_data = base._data
-            node.out_version = base._version
-            node.out_expected = base._version.value
-_next_seq = _seq_counter.__next__
+        _repoint_saved_output(node, new_base, base)
 
 
-# Anomaly mode (core/anomaly.py) flips this flag; a list so the check is one index.
-_ANOMALY = [False]
+def _repoint_saved_output(node, result, target):
+    """``result``'s node saved it as its output, and its value now lives in ``target``'s
+    storage at ``target``'s new version: the saved output is that (so a later in-place
+    change of ``target`` is detected)."""
+    if type(node) is not OpNode:
+        return
+    so = node.saved_out
+    if so is None or so is FREED or type(so.content) is tuple:
+        return
+    if so.content is result._saved_content():
+        so.content = target._saved_content()
+        so.counter = c = target._counter()
+        so.version = c.value
 
 
-def _anomaly_trace():
-    """The forward traceback a Node records in anomaly mode, up to the user's own frame."""
-    from .anomaly import forward_trace
-    return forward_trace()
-
-
-def _raise_inference_save(op):
-    raise RuntimeError(
-        f"Inference tensors cannot be saved for backward ({op.name}). An inference tensor was "
-        "made inside `ndgrad.inference_mode()`; make it outside inference mode, or `.clone()` "
-        "it outside inference mode to get a normal tensor."
-    )
-
-
+# ------------------------------------------------------------------ in-place operations
+# Note [In-place operations]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``target <- op(target, *args)`` runs the op functionally on a stand-in for ``target`` that
+# carries its current history (a copy of its old value when the op's rule reads it), so the
+# op is recorded as usual; then the result is written into ``target``'s memory, the version
+# counter is bumped (saved values of the old value are then stale) and ``target``'s history
+# is rebased onto the op's node. In-place on a leaf that requires grad (or a view of one) is
+# an error under grad mode (allowed under ``no_grad``, for parameter updates); in-place on a
+# view carries the change into its base's history (Note [In-place on views]). The same
+# protocol serves every level: a transform gives its own stand-in and its own write (one
+# level down), and its values keep their histories at their level.
 def apply_inplace(op, target, *args, **params):
-    """``target <- op(target, *args, **params)`` in place, rebasing ``target``'s history.
-
-    In-place on a leaf that requires grad (or a view of one) is an error under grad mode
-    (allowed under ``no_grad``, for parameter updates). A Node that needs ``target``'s old
-    value saves a copy of it, with its old history. In-place on a view carries the change
-    into its base's history (Note [In-place on views]).
-    """
+    """``target <- op(target, *args, **params)`` in place (Note [In-place operations])."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: in-place target must be a Tensor, got {type(target).__name__}")
-    if _LEVELS_ACTIVE[0]:
-        r = _level_inplace(op, target, args, params)
-        if r is not _NOT_HANDLED:
-            return r
+    if _VISIBLE[0]:
+        level = _innermost((target,) + args, params)
+        if level is not None:
+            return level.interpreter.process_inplace(level, op, target, args, params)
+    if type(target) is not Tensor or any(isinstance(a, Tensor) and type(a) is not Tensor
+                                         for a in args):
+        values = _alive_values((target,) + args)  # values of exited transform levels
+        target, args = values[0], tuple(values[1:])
+    return inplace(op, target, args, params)
+
+
+def _write_data(target, result):
+    """The plain write: the data into ``target``'s memory, and a version bump."""
+    target._data[...] = result._data
+    m = target._meta
+    if m is None or not m.inference:  # inference tensors track no versions
+        target._counter().value += 1
+
+
+def check_inplace(target, what):
+    """Refuse an in-place change of ``target`` that autograd cannot follow (a leaf that
+    requires grad or a view of one, under grad mode; an inference tensor outside inference
+    mode; a view made under no_grad changed with grad on). ``what`` names the operation."""
     m = target._meta
     if m is not None and m.inference and not STATE.inference:
         raise RuntimeError(
             f"Inplace update to inference tensor outside InferenceMode is not allowed "
-            f"({op.name}). An inference tensor was made inside `ndgrad.inference_mode()`; "
+            f"({what}). An inference tensor was made inside `ndgrad.inference_mode()`; "
             "`.clone()` it outside inference mode to get a normal tensor you can modify.")
-    grad_on = STATE.grad_enabled
-    if grad_on and target._requires_grad and target._grad_fn is None and (
-            m is None or m.base is None):
-        raise RuntimeError(
-            f"a leaf tensor that requires grad (shape {list(target.shape)}) is being used in an "
-            f"in-place operation ({op.name}). In-place changes to a leaf would make its gradient "
-            "meaningless. For parameter updates wrap them in `with ndgrad.no_grad():`; "
-            "otherwise use the out-of-place op or `.clone()` the leaf first."
-        )
+    if not STATE.grad_enabled:
+        return
     base = m.base if m is not None else None
-    if base is not None and grad_on:
-        if base._requires_grad and base._grad_fn is None:
+    if base is None:
+        if target._requires_grad and target._grad_fn is None:
             raise RuntimeError(
-                f"a view of a leaf tensor that requires grad is being used in an in-place "
-                f"operation ({op.name}). In-place changes to the view would change the leaf. "
-                "Use the out-of-place op, `.clone()` the leaf first, or wrap parameter updates "
-                "in `with ndgrad.no_grad():`."
-            )
-        if m.made_without_grad and base._requires_grad:
-            raise RuntimeError(
-                f"A view was created in no_grad mode and is being modified in place ({op.name}) "
-                "with grad mode enabled. This use is ambiguous and error-prone, so it is "
-                "forbidden (as in PyTorch): make the view and the in-place operation both "
-                "inside the no_grad block (if the change should not be recorded) or both "
-                "outside it (if it should).")
-        _check_view_history(target)  # the view's history, derived from the base's current one
-    # Run the op functionally, with a stand-in for target that carries its current history.
-    record = grad_on and op.differentiable and (
-        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
-    if record:
-        needs = (target._requires_grad,) + tuple(
-            isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])
-        _, mask = op.save_mask(needs)
-        if mask is None or (mask and mask[0]):
-            old = _new(target._data.copy(), target._requires_grad)  # its old value, saved
-        else:
-            old = _new(target._data, target._requires_grad)  # not saved: no copy needed
-        old._grad_fn = target._grad_fn
-        old._output_nr = target._output_nr
-        result = apply(op, old, *args, **params)
-    else:
-        with _NoGrad():
-            result = apply(op, target, *args, **params)
-    data = target._data
-    rdata = result._data
-    _check_inplace_result(op, data, rdata)
-    # A view in a differentiable computation: its base's history gets the change too.
-    copy_slices = base is not None and grad_on and (
-        (record and result._grad_fn is not None) or base._requires_grad)
-    if copy_slices:
-        if rdata.dtype != data.dtype:
-            result = apply(_ASTYPE[0], result, dtype=data.dtype)
-        new_base = _write_back(target, result)
-    data[...] = rdata
-    if m is not None and m.inference:
-        return target  # inference tensors track no versions
-    c = target._version
-    if c is None:
-        c = target._version = VersionCounter()
-    c.value += 1
-    node = result._grad_fn if record else None
-    if node is not None and node.out_data is not None and result._data is rdata:
-        # The saved output is now target's storage, at target's new version.
-        node.out_data = data
-        node.out_version = c
-        node.out_expected = c.value
-    if copy_slices:
-        _rebase_base(base, new_base)
+                f"{what}: a leaf tensor that requires grad (shape {list(target.shape)}) was "
+                "modified in place by an in-place operation. In-place changes to a leaf would "
+                "make its gradient meaningless. For parameter updates wrap them in `with "
+                "ndgrad.no_grad():`; otherwise use the out-of-place op or `.clone()` the leaf "
+                "first.")
+        return
+    if base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(
+            f"{what}: a view of a leaf tensor that requires grad was modified in place by an "
+            "in-place operation; in-place changes to the view would change the leaf. Use the "
+            "out-of-place op, `.clone()` the leaf first, or wrap parameter updates in `with "
+            "ndgrad.no_grad():`.")
+    if m.made_without_grad and base._requires_grad:
+        raise RuntimeError(
+            f"A view was created in no_grad mode and is being modified in place ({what}) "
+            "with grad mode enabled. This use is ambiguous and error-prone, so it is "
+            "forbidden (as in PyTorch): make the view and the in-place operation both "
+            "inside the no_grad block (if the change should not be recorded) or both "
+            "outside it (if it should).")
+    _check_view_history(target)  # the view's history, derived from the base's current one
+
+
+def rebase(target, new):
+    """``target``'s memory now holds the value of ``new`` (a Tensor with history): its
+    history continues from ``new``'s node, and for a view, so does its base's (the change is
+    written back up the chain of views: Note [In-place on views])."""
+    m = target._meta
+    base = m.base if m is not None else None
+    node = new._grad_fn
+    if base is not None and STATE.grad_enabled and (node is not None or base._requires_grad):
+        if new.dtype != target.dtype:
+            new = TENSOR_F.astype(new, target.dtype)
+        _rebase_base(base, _write_back(target, new))
         _regenerate(target)
     elif node is not None:
         if not target._requires_grad:
             _base_now_requires_grad(target)
         target._grad_fn = node
-        target._output_nr = 0
+        target._output_nr = new._output_nr
         target._requires_grad = True
+
+
+def inplace(op, target, args, params, write=_write_data):
+    """The in-place protocol for ``target`` at its own level (Note [In-place operations]);
+    ``write(target, result)`` puts the new value in ``target``'s memory."""
+    check_inplace(target, op.name)
+    record_it = STATE.grad_enabled and op.differentiable and (
+        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    if record_it:
+        needs = (target._requires_grad,) + tuple(
+            isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])
+        _, mask = op.save_plan(needs)
+        old = target._stand_in(mask is None or bool(mask and mask[0]))  # its old value
+        result = apply(op, old, *args, **params)
+    else:
+        prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+        try:
+            result = apply(op, target, *args, **params)
+        finally:
+            STATE.grad_enabled = prev
+    _check_inplace_result(op, target, result)
+    write(target, result)
+    if record_it and result._grad_fn is not None:
+        _repoint_saved_output(result._grad_fn, result, target)
+    if STATE.grad_enabled:
+        rebase(target, result)
     return target
 
 
-_ASTYPE = [None]  # the astype op, set by ndgrad.core.ops
-
-
-def _check_inplace_result(op, data, rdata):
-    if rdata.shape != data.shape:
+def _check_inplace_result(op, target, result):
+    if tuple(result.shape) != tuple(target.shape):
         raise RuntimeError(
-            f"{op.name}: output with shape {list(data.shape)} doesn't match the broadcast "
-            f"shape {list(rdata.shape)} of the in-place operation; an in-place op cannot "
+            f"{op.name}: output with shape {list(target.shape)} doesn't match the broadcast "
+            f"shape {list(result.shape)} of the in-place operation; an in-place op cannot "
             "change its target's shape"
         )
-    if rdata.dtype != data.dtype:
-        B = _BACKEND_BY_TYPE[type(data)]
-        if not B.can_cast(rdata.dtype, data.dtype, "same_kind"):
+    if result.dtype != target.dtype:
+        if not NUMPY.can_cast(result.dtype, target.dtype, "same_kind"):
             raise RuntimeError(
-                f"{op.name}: result type {rdata.dtype} can't be cast to the desired output type "
-                f"{data.dtype} of the in-place target; use the out-of-place op or convert the "
-                "target with .astype() first"
+                f"{op.name}: result type {result.dtype} can't be cast to the desired output "
+                f"type {target.dtype} of the in-place target; use the out-of-place op or "
+                "convert the target with .astype() first"
             )
-
-
-class _NoGrad:
-    __slots__ = ("prev",)
-
-    def __enter__(self):
-        self.prev = STATE.grad_enabled
-        STATE.grad_enabled = False
-
-    def __exit__(self, *exc):
-        STATE.grad_enabled = self.prev

@@ -3,32 +3,139 @@
 Iterative (no recursion: a chain of 100,000 ops is fine). Nodes run in decreasing sequence
 number from a heap: a Node is always created after the Nodes of its inputs, so when a Node
 is popped every cotangent it will receive has arrived and no dependency counting is needed.
+One :class:`BackwardPass` holds what a run knows (its options, what it captures, how nodes
+read their saved values); every node's gradients go through ``graph.fit_gradient``
+(Note [Broadcasting is undone by the engine] in core/graph.py).
 
-Note [Broadcasting is undone by the engine]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A vjp rule may return its cotangent in the broadcast (output) shape. The engine sums it back
-to the input's shape (over leading dimensions and over dimensions the input had as 1), casts
-it to the input's dtype (a real input's cotangent keeps the real part), and then validates
-shape and dtype, naming the Node on a mismatch. This is the only place that does it.
+Note [Formulas on arrays or on Tensors]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A node's vjp rules run on raw arrays with the backend's namespace ``F`` (first order at NumPy
+speed) unless something they read must be recorded or transformed: then they run on Tensors
+with ndgrad's ``F``, so their own operations are recorded (higher order) and processed by the
+transform levels their values belong to. The engine decides per node, from the values
+themselves: a value must stay a Tensor when it is a transform's value (a Tensor subclass,
+or a tensor carrying a level's data such as a tangent), or when it requires grad while the
+pass records (``create_graph``). So ``create_graph`` only says whether the pass records;
+forward over reverse (a cotangent carrying a tangent), reverse over reverse with respect to
+the cotangent, and per-example gradients under vmap need no flag. A pass over the graph of a
+``func.grad``/``vjp`` level reads that level's values one level down (``_lower_for``) unless
+it records at that level: the transform's own pass computes the gradient as the levels
+outside see it.
 """
 
 from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from . import levels as _levels
-from .anomaly import _CHECK_NAN, annotate, check_nan
-from .backend import is_differentiable_dtype
-from .dispatch import _ANOMALY, _as_array
+from . import anomaly
+from .backend import _BACKEND_BY_TYPE, NUMPY, backend_of, is_differentiable_dtype
+from .dispatch import TENSOR_F
 from .grad_mode import STATE
-from .graph import FREED, AccumulateGrad, OpNode, leaf_accumulator
-from .tensor import Tensor, _fresh_view, _new, _wrap_raw
+from .graph import (FREED, AccumulateGrad, OpNode, SavedOutput, SavedValue, fit_gradient,
+                    leaf_accumulator)
+from .tensor import Tensor, _fresh, _new, _wrap_raw
 
-__all__ = ["backward", "grad", "run_backward", "accumulate_into"]
-
-_LEVELS_ACTIVE = _levels.ACTIVE
+__all__ = ["backward", "grad", "run_backward", "accumulate_into", "BackwardPass"]
 
 
+class BackwardPass:
+    """One run of the engine: its options, what it captures, and how nodes read their
+    saved values (Note [Formulas on arrays or on Tensors])."""
+
+    __slots__ = ("grad_on", "strip", "retain_graph", "accumulate", "inputs", "capture",
+                 "results", "needed", "owned")
+
+    def __init__(self, retain_graph, create_graph, level, inputs, accumulate):
+        self.grad_on = bool(create_graph)
+        # a func.grad/vjp level's values are read one level down, unless the pass records
+        # at that (live) level
+        self.strip = level if level is not None and (
+            not level.alive or not create_graph) else None
+        self.retain_graph = retain_graph
+        self.accumulate = accumulate
+        self.inputs = inputs
+        self.capture = None
+        self.results = None
+        self.needed = None
+        self.owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone
+
+    def read(self, inputs, out, grads, node):
+        """``(F, inputs, out, grads)`` for a node's rules, from its unpacked saved inputs,
+        its saved output (a SavedOutput or None) and its incoming gradients."""
+        strip = self.strip
+        grad_on = self.grad_on
+        on_tensors = False
+        for k, v in enumerate(inputs):
+            if isinstance(v, Tensor):
+                if type(v) is not Tensor:
+                    v = inputs[k] = v._lower_for(strip)
+                    if type(v) is not Tensor:
+                        on_tensors = True
+                        continue
+                m = v._meta
+                if (m is not None and m.level_data) or (grad_on and v._requires_grad):
+                    on_tensors = True
+        lowered_out = None
+        if out is not None:
+            if out.cls is Tensor:
+                if grad_on or (out.meta is not None and _has_level_data(out.meta)):
+                    on_tensors = True
+            elif strip is not None and out.level is strip:
+                content = out.content
+                lowered_out = content  # the inner value(s): the output one level down
+                for c in (content if type(content) is tuple else (content,)):
+                    if type(c) is not Tensor or _live(c, grad_on):
+                        on_tensors = True
+            else:
+                on_tensors = True  # a transform's value (a batch): rebuilt as a Tensor
+        gs = list(grads)
+        for i, g in enumerate(gs):
+            if isinstance(g, Tensor):
+                if type(g) is not Tensor:
+                    g = gs[i] = g._lower_for(strip)
+                    if type(g) is not Tensor:
+                        on_tensors = True
+                        continue
+                if _live(g, grad_on):
+                    on_tensors = True
+        if on_tensors:
+            for i, g in enumerate(gs):
+                if g is not None and not isinstance(g, Tensor):
+                    gs[i] = _wrap_raw(g)
+            if out is not None:
+                out = lowered_out if lowered_out is not None else out.rebuild(node)
+            return TENSOR_F, inputs, out, gs
+        for k, v in enumerate(inputs):
+            if type(v) is Tensor:
+                inputs[k] = v._data
+        if out is not None:
+            out = lowered_out if lowered_out is not None else out.content
+            if type(out) is tuple and out and type(out[0]) is Tensor:
+                out = tuple(o._data for o in out)
+            elif type(out) is Tensor:
+                out = out._data
+        g0 = None
+        for i, g in enumerate(gs):
+            if type(g) is Tensor:
+                g = gs[i] = g._data
+            if g0 is None and g is not None:
+                g0 = g
+        return _BACKEND_BY_TYPE.get(type(g0), NUMPY).F, inputs, out, gs
+
+
+def _live(v, grad_on):
+    """Whether Tensor ``v`` must stay a Tensor in a formula (Note [Formulas on arrays or on
+    Tensors])."""
+    m = v._meta
+    return (m is not None and bool(m.level_data)) or (grad_on and v._requires_grad)
+
+
+def _has_level_data(meta):
+    metas = meta if type(meta) is tuple else (meta,)
+    return any(m.level_data for m in metas)
+
+
+# ------------------------------------------------------------------ roots
 def _as_tuple(x):
     if isinstance(x, Tensor):
         return (x,)
@@ -51,7 +158,7 @@ def _roots_and_grads(fname, what, roots, grads):
         if not isinstance(t, Tensor):
             raise TypeError(f"{fname}(): {what}[{i}] is a {type(t).__name__}, not a Tensor")
         if t._meta is not None:
-            _fresh_view(t)  # a view whose base changed in place: its history, regenerated
+            _fresh(t)  # a view whose base changed in place: its history, regenerated
         if not t._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn. "
@@ -61,19 +168,16 @@ def _roots_and_grads(fname, what, roots, grads):
     return grads
 
 
-def _make_grads(outputs, grad_outputs, is_grads_batched=False):
-    """Validate or create the root cotangents (raw arrays or Tensors)."""
+def make_grads(outputs, grad_outputs, is_grads_batched=False):
+    """Validate or create the root cotangents: raw arrays, or Tensors where they must stay
+    Tensors (they require grad, or are a transform's values)."""
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if type(out) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
-            # a batched tensor (inside vmap: Note [Batched tensors] in functional/vmap.py)
-            result.append(_make_grad_logical(i, out, g, is_grads_batched))
-            continue
         if g is None:
             if not out._requires_grad:
                 result.append(None)
                 continue
-            if out._data.size != 1:
+            if out.size != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs; output {i} has "
                     f"shape {list(out.shape)}. Pass grad_outputs (or backward's gradient) with "
@@ -85,15 +189,18 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                     f"has dtype {out.dtype}. Pass grad_outputs explicitly."
                 )
             B = out.backend
-            result.append(B.ones_like(out._data))
+            with B.on(out.device):
+                result.append(B.ones(tuple(out.shape), dtype=out.dtype))
             continue
-        gdata = g._data if isinstance(g, Tensor) else out.backend.asarray(g)
-        if type(gdata) is not type(out._data):
+        if not isinstance(g, Tensor):
+            g = out.backend.asarray(g)
+        gshape = tuple(g.shape)[1:] if is_grads_batched else tuple(g.shape)
+        gdev = g.device if isinstance(g, Tensor) else backend_of(g).device_of(g)
+        if gdev != out.device:
             raise RuntimeError(
-                f"grad_output[{i}] is on {g.device}, but output[{i}] is on {out.device}; "
+                f"grad_output[{i}] is on {gdev}, but output[{i}] is on {out.device}; "
                 "gradients must be on the output's device (use .to(output.device))")
-        expected = out.shape
-        gshape = gdata.shape[1:] if is_grads_batched else gdata.shape
+        expected = tuple(out.shape)
         if gshape != expected:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {list(gshape)} and "
@@ -101,57 +208,35 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 + (" (with is_grads_batched=True the first dimension is the batch)"
                    if is_grads_batched else "")
             )
-        if (gdata.dtype.kind == "c") != (out.dtype.kind == "c"):
+        if (g.dtype.kind == "c") != (out.dtype.kind == "c"):
             raise RuntimeError(
                 f"For complex tensors, both grad_output and output are required to have the same "
-                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {gdata.dtype} and "
+                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
                 f"output[{i}] has a dtype of {out.dtype}."
             )
-        if not is_differentiable_dtype(gdata.dtype):
-            raise RuntimeError(f"grad_output[{i}] has dtype {gdata.dtype}; gradients must be "
+        if not is_differentiable_dtype(g.dtype):
+            raise RuntimeError(f"grad_output[{i}] has dtype {g.dtype}; gradients must be "
                                "floating point or complex")
-        if gdata.dtype != out.dtype:
-            if isinstance(g, Tensor) and g._requires_grad:
-                g = g.astype(out.dtype)
-            else:
-                gdata = gdata.astype(out.dtype)
-                g = None
-        if isinstance(g, Tensor) and g._requires_grad:
-            result.append(g)
-        else:
-            result.append(gdata)
+        if g.dtype != out.dtype:
+            g = g.astype(out.dtype)
+        if type(g) is Tensor and not _live(g, True):
+            g = g._data
+        result.append(g)
     return result
 
 
-def _make_grad_logical(i, out, g, is_grads_batched):
-    """_make_grads for an output or grad_output that is a Tensor subclass (a batched tensor
-    inside vmap): the same checks, on Tensors."""
-    if g is None:
-        if not out._requires_grad:
-            return None
-        if out.numel() != 1:
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs; output {i} has shape "
-                f"{list(out.shape)}. Pass grad_outputs with the output's shape.")
-        if out.dtype.kind == "c":
-            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs; "
-                               f"output {i} has dtype {out.dtype}. Pass grad_outputs explicitly.")
-        from .creation import ones_like
-        return ones_like(out)
-    if not isinstance(g, Tensor):
-        from .creation import asarray
-        g = asarray(g, dtype=out.dtype)
-    gshape = tuple(g.shape[1:]) if is_grads_batched else tuple(g.shape)
-    if gshape != tuple(out.shape):
-        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(gshape)} "
-                           f"and output[{i}] has a shape of {list(out.shape)}.")
-    if (g.dtype.kind == "c") != (out.dtype.kind == "c") or not is_differentiable_dtype(g.dtype):
-        raise RuntimeError(f"grad_output[{i}] has dtype {g.dtype} but output[{i}] has dtype "
-                           f"{out.dtype}; gradients must be floating point (complex for a "
-                           "complex output)")
-    return g if g.dtype == out.dtype else g.astype(out.dtype)
+def _graph_level(roots):
+    """The transform level whose graph the roots' histories are in (None: plain tensors)."""
+    levels = {id(t._autograd_level()): t._autograd_level() for t in roots}
+    if len(levels) > 1:
+        raise RuntimeError(
+            "backward()/grad(): the outputs belong to the graphs of different function "
+            "transforms (e.g. one computed inside ndgrad.func.grad and one outside it); "
+            "differentiate them separately")
+    return next(iter(levels.values())) if levels else None
 
 
+# ------------------------------------------------------------------ public API
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
@@ -194,9 +279,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                                    "require grad")
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _make_grads(tensors, grad_tensors)
-    run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True,
-                 accumulate=True)
+    grads = make_grads(tensors, grad_tensors)
+    run_backward(tensors, grads, retain_graph, create_graph, inputs, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -217,7 +301,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     allow_unused : bool, optional
         Return None for inputs the outputs do not depend on instead of raising.
     is_grads_batched : bool
-        Treat the first dimension of each grad_output as a batch (vectorized through vmap).
+        Treat the first dimension of each grad_output as a batch (vectorized through vmap;
+        ``ndgrad.autograd.grad`` handles it).
     materialize_grads : bool
         Return zeros instead of None for unused inputs.
 
@@ -235,13 +320,39 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> ndgrad.autograd.grad(dx, x)
     (tensor(12.),)
     """
+    if is_grads_batched:
+        raise RuntimeError("is_grads_batched=True is handled by ndgrad.autograd.grad (through "
+                           "vmap); call that one")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
-    single_input = isinstance(inputs, Tensor)
+    inputs = check_inputs(inputs)
+    grad_outputs = _roots_and_grads("grad", "outputs", outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = make_grads(outputs, grad_outputs)
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs,
+                          accumulate=False)
+    out = []
+    for i, (t, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (inputs[{i}]) appears to not have been "
+                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = TENSOR_F.zeros_like(t)
+        elif not isinstance(g, Tensor):
+            g = _wrap_raw(g)
+        out.append(g)
+    return tuple(out)
+
+
+def check_inputs(inputs):
+    """``grad``'s inputs as a tuple of Tensors that require grad."""
     inputs = _as_tuple(inputs)
     if not inputs:
         raise RuntimeError("grad requires at least one input")
@@ -251,163 +362,43 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (inputs[{i}]) does not require "
                                "grad")
-    grad_outputs = _roots_and_grads("grad", "outputs", outputs, grad_outputs)
-    if retain_graph is None:
-        retain_graph = create_graph
-    if is_grads_batched:
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                             allow_unused, materialize_grads)
-    grads = _make_grads(outputs, grad_outputs)
-    result = run_backward(outputs, grads, retain_graph, create_graph, inputs,
-                          allow_unused=allow_unused, accumulate=False)
-    out = []
-    for i, (t, g) in enumerate(zip(inputs, result)):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    f"One of the differentiated Tensors (inputs[{i}]) appears to not have been "
-                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
-            if materialize_grads:
-                from .creation import zeros_like
-                g = zeros_like(t)
-        elif not isinstance(g, Tensor):
-            g = _wrap_raw(g)
-        out.append(g)
-    del single_input
-    return tuple(out)
+    return inputs
 
 
-def _batched_grad(*args):
-    """``grad(..., is_grads_batched=True)``: one batched backward pass, through vmap (which
-    installs itself in :data:`_BATCHED_GRAD`: core does not import it)."""
-    if _BATCHED_GRAD[0] is None:  # pragma: no cover - `import ndgrad` installs it
-        raise RuntimeError("is_grads_batched=True needs ndgrad.functional: `import ndgrad`")
-    return _BATCHED_GRAD[0](*args)
+def tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+    See :func:`ndgrad.autograd.backward`.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor(3.0, requires_grad=True)
+    >>> (x ** 3).backward()
+    >>> x.grad
+    tensor(27.)
+    """
+    backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+             inputs=inputs)
 
 
-_BATCHED_GRAD = [None]
+# ------------------------------------------------------------------ the run
+def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumulate=True):
+    """Run the graph from ``roots`` with cotangents ``grads``. Accumulates into leaves'
+    ``.grad`` (``accumulate``), or returns the gradients of ``inputs``.
 
-
-def _unbroadcast(g, shape, dtype, node, i):
-    """Note [Broadcasting is undone by the engine]."""
-    gshape = g.shape
-    if gshape != shape:
-        nd = len(gshape) - len(shape)
-        if nd < 0:
-            raise RuntimeError(_bad_shape(node, i, gshape, shape))
-        axes = tuple(range(nd)) + tuple(
-            k + nd for k, s in enumerate(shape) if s == 1 and gshape[k + nd] != 1)
-        for k, s in enumerate(shape):
-            if s != 1 and gshape[k + nd] != s:
-                raise RuntimeError(_bad_shape(node, i, gshape, shape))
-        if axes:
-            g = g.sum(axis=axes, keepdims=True)
-        if nd:
-            g = g.reshape(shape)
-    gd = g.dtype
-    if gd != dtype:
-        if gd.kind == "c" and dtype.kind != "c":
-            g = g.real
-        if g.dtype != dtype:
-            g = g.astype(dtype)
-    return g
-
-
-def _bad_shape(node, i, got, want):
-    return (f"Function {node.name()} returned an invalid gradient at index {i} - got "
-            f"{list(got)} but expected shape compatible with {list(want)}")
-
-
-def _hook_tensor(g, create_graph):
-    return g if isinstance(g, Tensor) else _wrap_raw(g)
-
-
-def _run_tensor_hooks(hooks, g, create_graph):
-    """Call tensor hooks in order, retain_grad's last; each may replace the gradient."""
-    gt = _hook_tensor(g, create_graph)
-    fns = list(hooks.values())
-    fns.sort(key=lambda f: getattr(f, "_is_retain", False))
-    for fn in fns:
-        r = fn(gt)
-        if r is not None:
-            if not isinstance(r, Tensor):
-                raise TypeError(f"a tensor hook returned a {type(r).__name__}; hooks must "
-                                "return a Tensor or None")
-            if r.shape != gt.shape:
-                raise RuntimeError(f"hook returned a gradient of shape {list(r.shape)} for a "
-                                   f"gradient of shape {list(gt.shape)}; shapes must match")
-            gt = r
-    if isinstance(g, Tensor) or create_graph:
-        return gt
-    return gt._data
-
-
-# Note [Keeping fresh gradients]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf's first gradient is copied into a new array with the parameter's memory layout,
-# unless the engine knows the array is its own (see _owned: made by a rule or by the
-# engine's own sums, referenced nowhere else) and already has the parameter's dtype and
-# strides: then it becomes ``.grad`` as is, as PyTorch steals an unshared gradient. For
-# large parameters the copy (and the fresh allocation's page faults) is a visible cost.
-def accumulate_into(t, g, create_graph, owned=False):
-    """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
-    if type(t) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
-        _accumulate_logical(t, g)  # a batched tensor or gradient (inside vmap)
-        return
-    B = t.backend
-    gdata = g._data if isinstance(g, Tensor) else g
-    if isinstance(g, Tensor) and g._requires_grad and create_graph:
-        # keep the graph of the gradient (higher order)
-        if t._grad is None:
-            t._grad = g if g._grad_fn is not None or g is not t else g.clone()
-        else:
-            t._grad = t._grad + g
-        return
-    cur = t._grad
-    if cur is None:
-        p = t._data
-        if owned and type(gdata) is type(p) and gdata.dtype == p.dtype and \
-                gdata.strides == p.strides:
-            t._grad = _new(gdata, False)  # Note [Keeping fresh gradients]
-            return
-        new = B.empty_like(p)  # same memory layout as the parameter
-        new[...] = gdata
-        t._grad = _new(new, False)
-    elif create_graph or cur._requires_grad:
-        t._grad = cur + _wrap_raw(gdata)
-    else:
-        cur._data += gdata  # in place: .grad keeps its identity
-
-
-def _accumulate_logical(t, g):
-    if type(t) is Tensor:
-        raise RuntimeError(
-            "backward() inside vmap computed a batched gradient for a tensor that is not "
-            f"batched (shape {list(t.shape)}); its .grad cannot hold one gradient per batch "
-            "element. Use ndgrad.func.grad or ndgrad.autograd.grad inside vmap instead.")
-    if not isinstance(g, Tensor):
-        g = _wrap_raw(g)
-    t._grad = g if t._grad is None else t._grad + g
-
-
-def run_backward(roots, grads, retain_graph, create_graph, inputs=None, allow_unused=False,
-                 accumulate=True):
-    """Run the graph. Returns the gradients for ``inputs`` when ``accumulate`` is False.
-
-    While a transform level is active (a vmap, a dual level: Note [Levels]), formulas always
-    run on Tensors (``F`` = ndgrad), with grad mode set by ``create_graph``: cotangents may
-    be batched tensors, whose ops the vmap level batches (Note [Batched tensors] in
-    functional/vmap.py), and tangents must be carried through the formulas."""
+    Grad mode during the pass is ``create_graph`` (Note [Formulas on arrays or on
+    Tensors])."""
+    p = BackwardPass(retain_graph, create_graph, _graph_level(roots), inputs, accumulate)
     prev = STATE.grad_enabled
-    STATE.grad_enabled = bool(create_graph)
+    STATE.grad_enabled = p.grad_on
     try:
-        return _run(roots, grads, retain_graph, create_graph or bool(_LEVELS_ACTIVE[0]),
-                    inputs, accumulate)
+        return _run(roots, grads, p)
     finally:
         STATE.grad_enabled = prev
 
 
-def _root_node(t):
+def _root_edge(t):
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
     return leaf_accumulator(t), 0
@@ -433,55 +424,44 @@ def _needed_nodes(start, targets):
     return needed
 
 
-def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
+def _run(roots, grads, p):
     buffers = {}
     heap = []  # (-seq, node): sequence numbers are unique, so nodes are never compared
-    # capture: (node, output_nr) -> indices in inputs (leaves: their AccumulateGrad node)
-    capture = None
-    results = None
-    needed = None
-    if inputs is not None:
-        capture = {}
-        for k, t in enumerate(inputs):
-            capture.setdefault(_root_node(t), []).append(k)
-        results = [None] * len(inputs)
+    if p.inputs is not None:
+        # capture: (node, output_nr) -> indices in inputs (leaves: their AccumulateGrad node)
+        p.capture = {}
+        for k, t in enumerate(p.inputs):
+            p.capture.setdefault(_root_edge(t), []).append(k)
+        p.results = [None] * len(p.inputs)
     for t, g in zip(roots, grads):
         if g is None:
             continue
-        node, nr = _root_node(t)
+        node, nr = _root_edge(t)
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node.nout
             heappush(heap, (-node.seq, node))
-        buf[nr] = g if buf[nr] is None else _add(buf[nr], g, create_graph)
-    if capture is not None:
+        buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
+    needed = None
+    if p.capture is not None:
         # only run what leads to a requested input
-        needed = _needed_nodes([e[1] for e in heap], {key[0] for key in capture})
+        needed = p.needed = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
     # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off])
-    fast = needed is None and not _ANOMALY[0]
+    general = needed is not None or anomaly.ENABLED[0]
+    retain = p.retain_graph
+    owned = p.owned
     pop = buffers.pop
-    owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone (may be kept)
-    direct = None  # the one node the last step made ready, when nothing else is pending
-    while heap or direct is not None:
-        if direct is not None:  # a chain: the heap would return this very node
-            node = direct
-            direct = None
-        else:
-            node = heappop(heap)[1]
+    while heap:
+        node = heappop(heap)[1]
         grads_out = pop(node)
-        if type(node) is OpNode and node.hooks is None and node.nout == 1 and fast:
-            # the common case: an op node, one output, no hooks, nothing to capture
+        if type(node) is OpNode and not general and node.hooks is None and node.nout == 1:
             if grads_out[0] is None:
                 continue
-            step = None
-            grads_in = node.apply_backward(grads_out, create_graph)
-            meta = node.in_meta
+            grads_in = node.backward(p, grads_out)  # the common case
         else:
-            step = _general_node(node, grads_out, needed, capture, results, inputs, accumulate,
-                                 create_graph, owned)
-            if step is None:
+            grads_in = _general_node(node, grads_out, p)
+            if grads_in is None:
                 continue
-            grads_in, meta = step
         edges = node.edges
         if len(grads_in) != len(edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
@@ -492,27 +472,19 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
             gi = grads_in[i]
             if gi is None:
                 continue
-            if meta is not None:
-                shape, dtype = meta[i]
-                try:
-                    fits = gi.shape == shape and gi.dtype == dtype
-                except AttributeError:  # a Python number (e.g. 1j * a NumPy scalar in a rule)
-                    gi, fits = _as_array(gi), False
-                if not fits:
-                    gi = _unbroadcast(gi, shape, dtype, node, i)
-            nxt, nr = edge
+            nxt, nr, shape, dtype = edge
+            try:
+                fits = gi.shape == shape and gi.dtype == dtype
+            except AttributeError:  # a Python number (e.g. 1j * a NumPy scalar in a rule)
+                fits = False
+            if not fits:
+                gi = fit_gradient(gi, shape, dtype, node, i)
             if needed is not None and not needed.get(nxt, False):
                 continue
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt.nout
-                if direct is None and not heap:
-                    direct = nxt
-                else:
-                    if direct is not None:
-                        heappush(heap, (-direct.seq, direct))
-                        direct = None
-                    heappush(heap, (-nxt.seq, nxt))
+                heappush(heap, (-nxt.seq, nxt))
                 buf[nr] = gi
                 if type(nxt) is AccumulateGrad:
                     owned[nxt] = _owned(gi, node, grads_out, grads_in)
@@ -521,110 +493,133 @@ def _run(roots, grads, retain_graph, create_graph, inputs, accumulate):
                 if cur is None:
                     buf[nr] = gi
                 else:
-                    buf[nr] = _add(cur, gi, create_graph)
+                    buf[nr] = _add(cur, gi)
                     if type(nxt) is AccumulateGrad:
                         owned[nxt] = True  # a sum the engine just made
-        if not retain_graph:
-            if type(node) is OpNode:  # release the saved values (inlined OpNode.release)
-                if node.saved is not None:
-                    node.saved = FREED
-                if node.out_data is not None:
-                    node.out_data = FREED
-            elif step is not None:
-                node.release()
-    return results
+        if not retain:
+            node.release()
+    return p.results
 
 
-_OP_APPLY_BACKWARD = OpNode.apply_backward  # (nodes whose rules can be skipped one by one)
+_OP_BACKWARD = OpNode.backward  # (nodes whose rules can be skipped one by one)
 
 
-def _general_node(node, grads_out, needed, capture, results, inputs, accumulate, create_graph,
-                  owned):
+def _general_node(node, grads_out, p):
     """Everything but the common case: leaves, hooks, capture, several outputs, anomaly
-    traces, other node types. Returns (grads_in, in_meta) or None when nothing flows on."""
+    traces, custom Functions. Returns the input gradients, or None when nothing flows on."""
+    needed = p.needed
     if needed is not None and not needed.get(node, False):
         return None
     if type(node) is AccumulateGrad:
-        _accumulate_node(node, grads_out[0], capture, results, inputs, accumulate, create_graph,
-                         owned.pop(node, False))
+        _accumulate_node(node, grads_out[0], p)
         return None
     hooks = node.hooks
     if hooks is not None:
-        grads_out = _before_node(node, hooks, grads_out, create_graph)
-    if capture is not None:
-        _capture(node, grads_out, capture, results, inputs, accumulate, create_graph)
+        grads_out = _before_node(node, hooks, grads_out, p.grad_on)
+    if p.capture is not None:
+        _capture(node, grads_out, p)
     if node.nout > 1:
         if all(g is None for g in grads_out):
             return None
-        if any(g is None for g in grads_out) and not getattr(node, "_fn_outs", None):
-            # (a custom Function's node materializes, or not, by itself: core/function.py)
-            grads_out = _materialize(node, grads_out, create_graph)
+        if any(g is None for g in grads_out) and node.materializes:
+            grads_out = _materialize(node, grads_out)
     elif grads_out[0] is None:
         return None
     skip = None
-    if needed is not None and len(node.edges) > 1 and \
-            type(node).apply_backward is _OP_APPLY_BACKWARD:
+    if needed is not None and len(node.edges) > 1 and type(node).backward is _OP_BACKWARD:
         # rules of inputs that lead to no requested input are not run (they may not exist:
         # gammainc's in its shape parameter)
         skip = [e is not None and not needed.get(e[0], False) for e in node.edges]
         if not any(skip):
             skip = None
-    if (hooks is not None and hooks.trace is not None) or _ANOMALY[0]:
+    if (hooks is not None and hooks.trace is not None) or anomaly.ENABLED[0]:
         try:
-            grads_in = node.apply_backward(grads_out, create_graph) if skip is None else \
-                node.apply_backward(grads_out, create_graph, skip)
-            if _ANOMALY[0] and _CHECK_NAN[0]:
-                check_nan(node, grads_in)
+            grads_in = node.backward(p, grads_out, skip)
+            if anomaly.ENABLED[0] and anomaly._CHECK_NAN[0]:
+                anomaly.check_nan(node, grads_in)
         except Exception as exc:
             if node.hooks is not None and node.hooks.trace is not None:
-                _annotate_anomaly(node, exc)
+                anomaly.annotate(node, exc)
             raise
-    elif skip is not None:
-        grads_in = node.apply_backward(grads_out, create_graph, skip)
     else:
-        grads_in = node.apply_backward(grads_out, create_graph)
-    meta = getattr(node, "in_meta", None)
+        grads_in = node.backward(p, grads_out, skip)
     if hooks is not None and hooks.post:
         if len(grads_in) != len(node.edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
-        grads_in = _call_posthooks(node, _checked(node, grads_in, meta), grads_out,
-                                   create_graph)
-        meta = None
-    return grads_in, meta
+        grads_in = [None if gi is None or e is None else fit_gradient(gi, e[2], e[3], node, i)
+                    for i, (gi, e) in enumerate(zip(grads_in, node.edges))]
+        grads_in = _call_posthooks(node, grads_in, grads_out, p.grad_on)
+    return grads_in
 
 
-def _add(a, b, create_graph):
-    """Sum two cotangents (raw arrays in first order, Tensors when recording)."""
-    if create_graph or isinstance(a, Tensor) or isinstance(b, Tensor):
+def _add(a, b):
+    """Sum two cotangents (raw arrays, or Tensors: then the sum is an op like any other)."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
         return _as_t(a) + _as_t(b)
     return a + b
 
 
-def _before_node(node, hooks, grads_out, create_graph):
+def _as_t(g):
+    return g if isinstance(g, Tensor) else _wrap_raw(g)
+
+
+def _from_hook(gt, g):
+    """A hook's Tensor result in the engine's form: raw unless it must stay a Tensor."""
+    if isinstance(g, Tensor) or type(gt) is not Tensor or _live(gt, STATE.grad_enabled):
+        return gt
+    return gt._data
+
+
+def _run_tensor_hooks(hooks, g):
+    """Call tensor hooks in order, retain_grad's last; each may replace the gradient."""
+    gt = _as_t(g)
+    fns = list(hooks.values())
+    fns.sort(key=lambda f: getattr(f, "_is_retain", False))
+    for fn in fns:
+        r = fn(gt)
+        if r is not None:
+            if not isinstance(r, Tensor):
+                raise TypeError(f"a tensor hook returned a {type(r).__name__}; hooks must "
+                                "return a Tensor or None")
+            if tuple(r.shape) != tuple(gt.shape):
+                raise RuntimeError(f"hook returned a gradient of shape {list(r.shape)} for a "
+                                   f"gradient of shape {list(gt.shape)}; shapes must match")
+            gt = r
+    return _from_hook(gt, g)
+
+
+def _before_node(node, hooks, grads_out, grad_on):
     """Tensor hooks (retain_grad included) on the node's outputs, then node pre-hooks."""
     if hooks.tensor:
         grads_out = list(grads_out)
         for nr, hs in hooks.tensor.items():
             if hs and grads_out[nr] is not None:
-                grads_out[nr] = _run_tensor_hooks(hs, grads_out[nr], create_graph)
+                grads_out[nr] = _run_tensor_hooks(hs, grads_out[nr])
     if hooks.pre:
-        grads_out = _call_prehooks(node, grads_out, create_graph)
+        grads_out = _call_prehooks(node, grads_out)
     return grads_out
 
 
-def _capture(node, grads_out, capture, results, inputs, accumulate, create_graph):
+def _capture(node, grads_out, p):
     """Record (or accumulate) the gradient of requested non-leaf inputs made by ``node``."""
     for nr in range(node.nout):
-        ks = capture.get((node, nr))
+        ks = p.capture.get((node, nr))
         if ks is not None and grads_out[nr] is not None:
             for k in ks:
-                if accumulate:
-                    accumulate_into(inputs[k], grads_out[nr], create_graph)
+                if p.accumulate:
+                    accumulate_into(p.inputs[k], grads_out[nr], p.grad_on)
                 else:
-                    results[k] = grads_out[nr]
+                    p.results[k] = grads_out[nr]
 
 
+# Note [Keeping fresh gradients]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf's first gradient is copied into a new array with the parameter's memory layout,
+# unless the engine knows the array is its own (see _owned: made by a rule or by the
+# engine's own sums, referenced nowhere else) and already has the parameter's dtype and
+# strides: then it becomes ``.grad`` as is, as PyTorch steals an unshared gradient. For
+# large parameters the copy (and the fresh allocation's page faults) is a visible cost.
 def _owned(gi, node, grads_out, grads_in):
     """Whether gradient array ``gi``, going to a leaf, is referenced by nothing but the engine:
     a fresh result of ``node``'s rule (not a view, not its incoming cotangent passed
@@ -641,87 +636,106 @@ def _owned(gi, node, grads_out, grads_in):
             n += 1
     if n > 1:
         return False
-    out = node.out_data
-    if out is gi or (type(out) is tuple and any(o is gi for o in out)):
-        return False
+    out = node.saved_out
+    if type(out) is SavedOutput:
+        content = out.content
+        if content is gi or (type(content) is tuple and any(o is gi for o in content)):
+            return False
     saved = node.saved
     if saved is not None and saved is not FREED:
         for v in saved:
-            if v is gi or (type(v) is Tensor and v._data is gi):
+            if v is gi or (type(v) is SavedValue and getattr(v.value, "_data", None) is gi):
                 return False
     return True
 
 
-def _accumulate_node(node, g, capture, results, inputs, accumulate, create_graph, owned=False):
+def _accumulate_node(node, g, p):
     """A leaf's AccumulateGrad: leaf hooks, then accumulate into .grad or capture."""
+    owned = p.owned.pop(node, False)
     if g is None:
         return
     leaf = node.variable
     m = leaf._meta
     if m is not None and m.hooks:
-        g = _run_tensor_hooks(m.hooks, g, create_graph)
+        g = _run_tensor_hooks(m.hooks, g)
         owned = False  # a hook may have kept a reference
     hooks = node.hooks
     if hooks is not None and hooks.pre:
-        g = _call_prehooks(node, [g], create_graph)[0]
+        g = _call_prehooks(node, [g])[0]
         owned = False
-    ks = capture.get((node, 0)) if capture is not None else None
+    ks = p.capture.get((node, 0)) if p.capture is not None else None
     if ks is not None:
         for k in ks:
-            if accumulate:
-                accumulate_into(inputs[k], g, create_graph)
+            if p.accumulate:
+                accumulate_into(p.inputs[k], g, p.grad_on)
             else:
-                results[k] = g
-    elif accumulate and capture is None:
-        accumulate_into(leaf, g, create_graph, owned)
+                p.results[k] = g
+    elif p.accumulate and p.capture is None:
+        accumulate_into(leaf, g, p.grad_on, owned)
     if hooks is not None and hooks.post:
-        _call_posthooks(node, [], [g], create_graph)
+        _call_posthooks(node, [], [g], p.grad_on)
 
 
-def _checked(node, grads_in, meta):
-    """Unbroadcast and cast every gradient (before post-hooks see them)."""
-    if meta is None:
-        return list(grads_in)
-    return [None if gi is None or meta[i] is None else
-            _unbroadcast(gi, meta[i][0], meta[i][1], node, i) for i, gi in enumerate(grads_in)]
+def accumulate_into(t, g, create_graph, owned=False):
+    """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
+    if type(t) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
+        if type(t) is Tensor:
+            raise RuntimeError(g._gradient_for_plain_tensor_message(t))
+        g = _as_t(g)  # a transform's tensor keeps a gradient of its own kind
+        t._grad = g if t._grad is None else t._grad + g
+        return
+    B = t.backend
+    gdata = g._data if isinstance(g, Tensor) else g
+    if isinstance(g, Tensor) and g._requires_grad and create_graph:
+        # keep the graph of the gradient (higher order)
+        if t._grad is None:
+            t._grad = g if g._grad_fn is not None or g is not t else g.clone()
+        else:
+            t._grad = t._grad + g
+        return
+    cur = t._grad
+    if cur is None:
+        d = t._data
+        if owned and type(gdata) is type(d) and gdata.dtype == d.dtype and \
+                gdata.strides == d.strides:
+            t._grad = _new(gdata, False)  # Note [Keeping fresh gradients]
+            return
+        new = B.empty_like(d)  # same memory layout as the parameter
+        new[...] = gdata
+        t._grad = _new(new, False)
+    elif create_graph or cur._requires_grad:
+        t._grad = cur + _wrap_raw(gdata)
+    else:
+        cur._data += gdata  # in place: .grad keeps its identity
 
 
-def _as_t(g):
-    return g if isinstance(g, Tensor) else _wrap_raw(g)
-
-
-def _materialize(node, grads_out, create_graph):
+def _materialize(node, grads_out):
+    """Zeros for the outputs of a multi-output node that got no gradient."""
     out = list(grads_out)
-    shapes = getattr(node, "out_shapes", None)
+    ref = next(x for x in grads_out if x is not None)
     for k, g in enumerate(out):
         if g is None:
-            ref = next(x for x in grads_out if x is not None)
-            B = ref.backend if isinstance(ref, Tensor) else _backend(ref)
-            shape, dtype = shapes[k] if shapes else (ref.shape, ref.dtype)
-            z = B.zeros(shape, dtype=dtype)
-            out[k] = _new(z, False) if create_graph else z
+            shape, dtype = node.out_meta[k]
+            if isinstance(ref, Tensor):
+                out[k] = TENSOR_F.zeros(shape, dtype=dtype, like=ref)
+            else:
+                out[k] = backend_of(ref).zeros(shape, dtype=dtype)
     return out
 
 
-def _backend(arr):
-    from .backend import backend_of
-    return backend_of(arr)
-
-
-def _call_prehooks(node, grads_out, create_graph):
-    gts = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
+def _call_prehooks(node, grads_out):
+    gts = tuple(None if g is None else _as_t(g) for g in grads_out)
     for fn in list(node.hooks.pre.values()):
         r = fn(gts)
         if r is not None:
             gts = _hook_result(node, "pre-hook", r, gts)
-    return [None if g is None else (g if create_graph or g._requires_grad else g._data)
-            for g in gts]
+    return [None if gt is None else _from_hook(gt, g) for gt, g in zip(gts, grads_out)]
 
 
-def _call_posthooks(node, grads_in, grads_out, create_graph):
+def _call_posthooks(node, grads_in, grads_out, grad_on):
     """Post-hooks ``fn(grad_inputs, grad_outputs)``; a returned tuple replaces grad_inputs."""
-    gi = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_in)
-    go = tuple(None if g is None else _hook_tensor(g, create_graph) for g in grads_out)
+    gi = tuple(None if g is None else _as_t(g) for g in grads_in)
+    go = tuple(None if g is None else _as_t(g) for g in grads_out)
     replaced = False
     for fn in list(node.hooks.post.values()):
         r = fn(gi, go)
@@ -730,8 +744,7 @@ def _call_posthooks(node, grads_in, grads_out, create_graph):
             replaced = True
     if not replaced:
         return grads_in
-    return [None if g is None else (g if create_graph or g._requires_grad else g._data)
-            for g in gi]
+    return [None if g is None else _from_hook(g, None) for g in gi]
 
 
 def _hook_result(node, kind, new, old):
@@ -747,13 +760,8 @@ def _hook_result(node, kind, new, old):
         if not isinstance(n, Tensor):
             raise TypeError(f"{kind} of {node.name()} returned a {type(n).__name__} at index "
                             f"{i}; hooks must return Tensors or None")
-        if o is not None and n.shape != o.shape:
+        if o is not None and tuple(n.shape) != tuple(o.shape):
             raise RuntimeError(f"{kind} of {node.name()} returned a gradient of shape "
                                f"{list(n.shape)} at index {i}, but the gradient it replaces has "
                                f"shape {list(o.shape)}; shapes must match")
     return new
-
-
-def _annotate_anomaly(node, exc):
-    """Show the forward traceback of the node whose backward raised ``exc`` (core/anomaly.py)."""
-    annotate(node, exc)

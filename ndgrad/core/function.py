@@ -6,17 +6,20 @@ Node class ``MyFnBackward`` (a :class:`~ndgrad.core.graph.Node`): one instance o
 ``ctx`` that ``forward`` receives and, when the call is recorded, the ``grad_fn`` of the
 outputs. The engine runs it like any other Node (always through its general path: a
 FunctionNode is not an OpNode), so hooks, ``retain_graph``, anomaly mode and ``create_graph``
-work for custom functions exactly as for built-in ops.
+work for custom functions exactly as for built-in ops. Under a transform level the Function
+is processed by the level's interpreter like a primitive (Note [Functions under
+transforms]).
 
 Note [Saved tensors of a Function]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``ctx.save_for_backward(*tensors)`` only remembers its arguments; they are saved once
-``forward`` (and ``setup_context``) returned and the outputs are wired, with the version each
-tensor has then (Note [Saved tensors and versions] in graph.py), so a tensor marked dirty is
-saved at its bumped version, as in PyTorch. An input or an intermediate is kept as the Tensor
-itself. An *output* is kept as its raw array plus its version counter, never as the output
-Tensor (whose ``grad_fn`` is this Node: a reference cycle); ``ctx.saved_tensors`` rebuilds a
-Tensor with this Node as its ``grad_fn``, so that differentiating ``backward`` again
+``forward`` (and ``setup_context``) returned and the outputs are wired, as the graph's
+:class:`~ndgrad.core.graph.SavedValue` objects (Note [Saved tensors and versions] in
+graph.py), with the version each tensor has then, so a tensor marked dirty is saved at its
+bumped version, as in PyTorch. An input or an intermediate is kept as the Tensor itself. An
+*output* is kept as a :class:`~ndgrad.core.graph.SavedOutput`, never as the output Tensor
+(whose ``grad_fn`` is this Node: a reference cycle); ``ctx.saved_tensors`` rebuilds a Tensor
+with this Node as its ``grad_fn``, so that differentiating ``backward`` again
 (``create_graph=True``) goes back through the Function, as it must. ``release()`` (after a
 backward without ``retain_graph``) drops them; reading ``ctx.saved_tensors`` afterwards raises
 the "backward through the graph a second time" error.
@@ -26,10 +29,21 @@ Note [What a Function's backward may return]
 One value per positional input of ``forward`` (trailing extra Nones are dropped, as in
 PyTorch), a Tensor or None. A non-None value for an input that is not a Tensor is an error;
 for a Tensor input that does not require grad it is ignored (PyTorch's contract: "you can
-just pass None" there, so code that always returns every gradient keeps working). A gradient
-whose shape broadcasts to the input's is summed back to it; a gradient of another floating
-dtype is cast; any other shape, an integer or bool gradient, a complex gradient for a real
-input or a gradient on another device is an error naming the Function and the input index.
+just pass None" there, so code that always returns every gradient keeps working). The graph's
+one gradient check (``graph.fit_gradient``) takes it from there: a gradient whose shape
+broadcasts to the input's is summed back to it; a gradient of another floating dtype is
+cast; any other shape, an integer or bool gradient, a complex gradient for a real input or a
+gradient on another device is an error naming the Function and the input index.
+
+Note [Functions under transforms]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Under a transform level, ``Function.apply`` goes to the level's interpreter
+(``process_function``), which runs the Function one level down (:func:`apply_function`) and
+does its own part: a dual level calls ``jvp``, vmap runs it once per batch element, a
+``func.grad`` level records a node of the Function's class at its level (:func:`level_node`)
+that shares the ctx's attributes and shows the level's values as ``saved_tensors``. The
+forward runs once, at the bottom, on plain tensors; ``needs_input_grad`` there says which
+inputs any level needs a gradient for.
 """
 
 from __future__ import annotations
@@ -38,17 +52,17 @@ import functools
 import inspect
 import warnings
 
-from .anomaly import forward_trace as _trace
-from .backend import _BACKEND_BY_TYPE, is_differentiable_dtype
-from . import levels as _levels
-from .dispatch import _ANOMALY, _rebase_base, _regenerate, _write_back, input_edge
-from .engine import _unbroadcast
+from . import anomaly
+from .backend import is_differentiable_dtype
+from .dispatch import check_inplace, innermost_level, rebase
+from .engine import _live
 from .grad_mode import STATE
-from .graph import _FREED_MSG, Node, VersionCounter, _modified_msg, leaf_accumulator, new_seq
-from .graph import _NodeHooks
+from .graph import (_FREED_MSG, Node, SavedOutput, SavedValue, _NodeHooks, edge_to, fit_gradient,
+                    new_seq)
 from .tensor import Tensor, _new
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
+           "apply_function", "level_node"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -122,13 +136,17 @@ class BackwardCFunction(FunctionCtx, Node):
 
     An instance is both the ``ctx`` of one call and, when the call is recorded, the
     ``grad_fn`` of its outputs. Subclasses have a ``__dict__``: user attributes live there.
+    A transform level's node of the same Function (:func:`level_node`) shares that
+    ``__dict__`` and reads its saved tensors through the ctx one level down (``_fn_below``).
     """
 
-    __slots__ = ("needs_input_grad", "in_meta", "_fn_to_save", "_fn_saved",
-                 "_fn_saved_for_forward", "_fn_dirty", "_fn_non_diff", "_fn_materialize",
-                 "_fn_freed", "_fn_slot", "_fn_types", "_fn_outs", "_fn_in_jvp")
+    __slots__ = ("needs_input_grad", "_fn_to_save", "_fn_saved", "_fn_saved_for_forward",
+                 "_fn_dirty", "_fn_non_diff", "_fn_materialize", "_fn_freed", "_fn_slot",
+                 "_fn_types", "_fn_outs", "_fn_in_jvp", "_fn_below", "_fn_level", "_fn_args",
+                 "_fn_lift", "_fn_lower")
 
     _forward_cls = None
+    materializes = False  # backward materializes (or not) by itself: set_materialize_grads
 
     def name(self):
         return type(self).__name__
@@ -143,33 +161,51 @@ class BackwardCFunction(FunctionCtx, Node):
         (Note [Saved tensors of a Function])."""
         if self._fn_freed:
             raise RuntimeError(_FREED_MSG)
+        below = self._fn_below
+        if below is not None:  # a transform level's node (Note [Functions under transforms])
+            return self._level_saved(below)
         if self._fn_in_jvp:  # inside jvp: what save_for_forward saved (as PyTorch)
             return tuple(self._fn_saved_for_forward)
         saved = self._fn_saved
         if saved is None:  # inside forward / setup_context, or nothing saved
             return tuple(self._fn_to_save)
         out = []
-        for k, entry in enumerate(saved):
+        for k, (entry, which, _) in enumerate(saved):
             if entry is None:
                 out.append(None)
-                continue
-            kind, obj, counter, expected, which, nr, diff = entry
-            if kind == "t":  # the tensor's counter now (an in-place op may have created one)
-                counter = obj._version
-            cur = counter.value if counter is not None else 0
-            if cur != expected:
-                data = obj._data if kind == "t" else obj
-                raise RuntimeError(_modified_msg(self, data, f"saved tensor {k} ({which})",
-                                                 cur, expected))
-            if kind == "t":
-                out.append(obj)
-            else:  # an output: rebuilt around its raw array
-                t = _new(obj, diff)
-                if diff:
-                    t._grad_fn = self
-                    t._output_nr = nr
-                t._version = counter
-                out.append(t)
+            elif type(entry) is SavedValue:
+                out.append(entry.unpack(self, f"saved tensor {k} ({which})"))
+            else:  # an output: rebuilt around its content, with this node as its grad_fn
+                entry.check(self, f"saved tensor {k} ({which})")
+                out.append(entry.rebuild(self))
+        return tuple(out)
+
+    def _saved_kinds(self):
+        """What each saved tensor is: ("in", i), ("out", k) or ("mid", None)."""
+        below = self._fn_below
+        return below._saved_kinds() if below is not None else [
+            None if e is None else kind for e, _, kind in (self._fn_saved or ())]
+
+    def _level_saved(self, below):
+        if self._fn_in_jvp:
+            below._fn_in_jvp = True
+            try:
+                return below.saved_tensors
+            finally:
+                below._fn_in_jvp = False
+        inner = below.saved_tensors
+        if self._fn_lower:  # the level's pass reads its values one level down
+            return inner
+        out = []
+        for s, kind in zip(inner, self._saved_kinds()):
+            if kind is not None and kind[0] == "in":
+                s = self._fn_args[kind[1]]
+            elif kind is not None and kind[0] == "out" and s is not None:
+                s = self._fn_lift(s)
+                s._grad_fn = self
+                s._output_nr = kind[1]
+                s._requires_grad = True
+            out.append(s)
         return tuple(out)
 
     @property
@@ -193,12 +229,17 @@ class BackwardCFunction(FunctionCtx, Node):
         ``retain_graph``)."""
         self._fn_saved = None
         self._fn_to_save = ()
+        self._fn_args = None
         self._fn_freed = True
+        below = self._fn_below
+        if below is not None and below.seq < 0:  # a ctx no graph refers to but this node
+            below.release()
 
-    def apply_backward(self, grads, create_graph):
+    def backward(self, pass_, grads, skip=None):
         cls = self._forward_cls
         outs = self._fn_outs
         materialize = self._fn_materialize
+        strip = pass_.strip
         args = []
         for k, g in enumerate(grads):
             info = outs[k]
@@ -210,15 +251,15 @@ class BackwardCFunction(FunctionCtx, Node):
                     args.append(_new(B.zeros(shape, dtype=dtype), False))
                 else:
                     args.append(None)
-            elif isinstance(g, Tensor):  # (a batched tensor too, inside vmap)
-                args.append(g)
+            elif isinstance(g, Tensor):
+                args.append(g._lower_for(strip) if type(g) is not Tensor else g)
             else:
                 args.append(_new(g, False))
-        user_fn = _user_backward(cls)
-        result = user_fn(self, *args)
-        return self._check_grads(result, create_graph)
+        self._fn_lower = strip is not None and self._fn_level is strip
+        result = _user_backward(cls)(self, *args)
+        return self._check_grads(result, pass_)
 
-    def _check_grads(self, result, create_graph):
+    def _check_grads(self, result, pass_):
         """Note [What a Function's backward may return]."""
         if not isinstance(result, tuple):
             result = tuple(result) if isinstance(result, list) else (result,)
@@ -240,39 +281,14 @@ class BackwardCFunction(FunctionCtx, Node):
                     f"function {self.name()} returned a gradient different than None at index "
                     f"{i}, but the corresponding forward input is not a Tensor (it is a "
                     f"{self._fn_types[i].__name__}); return None for it")
-            if not isinstance(r, Tensor):
-                raise RuntimeError(
-                    f"function {self.name()} returned a {type(r).__name__} as the gradient at "
-                    f"index {i}; expected a Tensor or None (wrap arrays with ndgrad.asarray)")
-            if edges[slot] is None:
+            e = edges[slot]
+            if e is None:
+                if not isinstance(r, Tensor):
+                    fit_gradient(r, (), None, self, i, checked=True)  # (raises)
                 continue  # the input does not require grad: ignored, as in PyTorch
-            shape, dtype = self.in_meta[slot]
-            if type(r) is not Tensor:  # a batched gradient (inside vmap): checked as a Tensor
-                if not is_differentiable_dtype(r.dtype) or (r.dtype.kind == "c" and
-                                                             dtype.kind != "c"):
-                    raise RuntimeError(
-                        f"Function {self.name()} returned an invalid gradient at index {i} - "
-                        f"expected a gradient of dtype {dtype} (or another floating dtype), "
-                        f"but got dtype {r.dtype}")
-                if tuple(r.shape) != tuple(shape) or r.dtype != dtype:
-                    r = _unbroadcast(r, shape, dtype, self, i)
-                grads[slot] = r
-                continue
-            data = r._data
-            if type(data) is not self._fn_types[i]:
-                raise RuntimeError(
-                    f"Function {self.name()} returned an invalid gradient at index {i} - "
-                    f"got a gradient on {r.device}, but the input is a "
-                    f"{self._fn_types[i].__name__} on another device; move it with .to()")
-            gkind = data.dtype.kind
-            if not is_differentiable_dtype(data.dtype) or (gkind == "c" and dtype.kind != "c"):
-                raise RuntimeError(
-                    f"Function {self.name()} returned an invalid gradient at index {i} - "
-                    f"expected a gradient of dtype {dtype} (or another floating dtype) for an "
-                    f"input of dtype {dtype}, but got dtype {data.dtype}")
-            g = r if create_graph else data
-            if data.shape != shape or data.dtype != dtype:
-                g = _unbroadcast(g, shape, dtype, self, i)
+            g = fit_gradient(r, e[2], e[3], self, i, checked=True, array_type=self._fn_types[i])
+            if type(g) is Tensor and not _live(g, pass_.grad_on):
+                g = g._data
             grads[slot] = g
         return grads
 
@@ -389,17 +405,21 @@ class Function:
             args, kwargs = _bind_all(cls, args, kwargs)
         elif kwargs:
             args, kwargs = _bind_ctx_form(cls, args, kwargs)
-        if _levels.ACTIVE[0]:  # a transform level is active (Note [Levels] in core/levels.py)
-            r = _levels.function_hook(cls, args, kwargs)
-            if r is not _levels.NOT_HANDLED:
-                return r
-        return _run(cls, args, kwargs, setup)[0]
+        return apply_function(cls, args, kwargs)[0]
 
 
-def _run(cls, args, kwargs, setup=None):
-    """Run the Function on bound ``args``: (outputs, ctx node)."""
-    if setup is None:
-        setup = cls.setup_context is not Function.setup_context
+def apply_function(cls, args, kwargs, needs=None):
+    """Run Function ``cls`` on bound ``args`` at the visible levels: ``(outputs, ctx)``.
+
+    A transform level among the inputs processes it (Note [Functions under transforms]);
+    ``needs`` says which inputs the levels above need a gradient for."""
+    level = innermost_level(args, kwargs)
+    if level is not None:
+        return level.interpreter.process_function(level, cls, args, kwargs, needs)
+    return _run(cls, args, kwargs, needs)
+
+
+def _new_ctx(cls):
     node = object.__new__(cls._backward_cls)
     node._fn_in_jvp = False
     node._fn_to_save = ()
@@ -409,17 +429,31 @@ def _run(cls, args, kwargs, setup=None):
     node._fn_non_diff = ()
     node._fn_materialize = True
     node._fn_freed = False
+    node._fn_below = None
+    node._fn_level = None
+    node._fn_args = None
+    node._fn_lift = None
+    node._fn_lower = False
     node.hooks = None
     node.nout = 1
-    needs = tuple(type(a) is Tensor and a._requires_grad for a in args)
-    node.needs_input_grad = needs
-    record = STATE.grad_enabled and True in needs
-    if record:
-        _wire_inputs(node, args)
-    else:
-        node.edges = ()
-        node.in_meta = None
-        node.seq = -1
+    node.edges = ()
+    node.seq = -1
+    node._fn_slot = ()
+    node._fn_types = ()
+    node._fn_outs = ()
+    return node
+
+
+def _run(cls, args, kwargs, needs=None):
+    """Run the Function on bound ``args`` (no level's values among them): (outputs, ctx)."""
+    setup = cls.setup_context is not Function.setup_context
+    node = _new_ctx(cls)
+    own = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    node.needs_input_grad = own if needs is None else tuple(
+        a or b for a, b in zip(own, needs))
+    record_it = STATE.grad_enabled and True in own
+    if record_it:
+        _wire(node, args, own)
     prev = STATE.grad_enabled
     STATE.grad_enabled = False
     try:
@@ -430,7 +464,158 @@ def _run(cls, args, kwargs, setup=None):
             output = cls.forward(node, *args, **kwargs)
     finally:
         STATE.grad_enabled = prev
-    return _wrap_outputs(cls, node, args, output, record), node
+    return _wrap_outputs(cls, node, args, output, record_it), node
+
+
+def _wire(node, args, needs):
+    """Edges to the histories of the tensor inputs that need a gradient, and the map from
+    input positions to edges (non-tensor inputs have no edge)."""
+    edges = []
+    slot = []
+    types = []
+    for a, need in zip(args, needs):
+        if isinstance(a, Tensor):
+            slot.append(len(edges))
+            types.append(type(a._data) if type(a) is Tensor else None)
+            edges.append(edge_to(a) if need else None)
+        else:
+            slot.append(-1)
+            types.append(type(a))
+    node.edges = tuple(edges)
+    node._fn_slot = tuple(slot)
+    node._fn_types = tuple(types)
+
+
+def _finish_node(node, outs):
+    """Number a recorded Function node (after its inputs' nodes) and note its outputs."""
+    node.nout = len(outs)
+    node._fn_outs = tuple(None if not isinstance(t, Tensor) else
+                          (tuple(t.shape), t.dtype, t.backend) for t in outs)
+    node.seq = new_seq()
+    if anomaly.ENABLED[0]:
+        node.hooks = _NodeHooks(anomaly.forward_trace())
+
+
+def _alias(t):
+    """A new Tensor sharing ``t``'s data and version counter (an input returned as is)."""
+    a = _new(t._data, False)
+    a._version = t._counter()
+    return a
+
+
+def _wrap_outputs(cls, node, args, output, record_it):
+    is_tuple = isinstance(output, tuple)
+    outs = output if is_tuple else (output,)
+    if not outs:
+        raise RuntimeError(f"{cls.__name__}.forward returned an empty tuple; return at least "
+                           "one value")
+    input_pos = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+    dirty = {id(t) for t in node._fn_dirty}
+    non_diff = {id(t) for t in node._fn_non_diff}
+    out_ids = {id(o) for o in outs}
+    for t in node._fn_dirty:
+        if id(t) not in input_pos:
+            warnings.warn(
+                f"{cls.__name__}: only input tensors should be given to ctx.mark_dirty(); a "
+                "tensor made inside forward need not be marked.", UserWarning, stacklevel=4)
+            continue
+        if record_it:
+            check_inplace(t, cls.__name__)
+        if id(t) not in out_ids:
+            raise RuntimeError(f"{cls.__name__}: an input marked dirty (ctx.mark_dirty) must "
+                               "be returned by forward as one of its outputs")
+        t._counter().value += 1
+    results = []
+    seen = set()
+    out_pos = {}
+    for k, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            results.append(o)
+            continue
+        oid = id(o)
+        is_input = oid in input_pos
+        if oid in dirty and is_input and oid not in seen:
+            t = o  # modified in place: keeps its identity, its history is rebased below
+        elif is_input or oid in seen:
+            t = _alias(o)  # an input returned as is (or an output returned twice)
+        else:
+            t = o
+        seen.add(oid)
+        out_pos.setdefault(oid, k)
+        if not (record_it and oid not in non_diff and is_differentiable_dtype(t.dtype)):
+            if t is o and (not is_input or record_it):  # (a dirty input declared
+                t._grad_fn = None                         # non-differentiable: detached)
+                t._output_nr = 0
+                t._requires_grad = False
+        elif not (t is o and oid in dirty and is_input):
+            t._grad_fn = node
+            t._output_nr = k
+            t._requires_grad = True
+        results.append(t)
+    if record_it:
+        _finish_node(node, results)
+        for k, t in enumerate(results):
+            if isinstance(t, Tensor) and id(t) in dirty and id(outs[k]) in input_pos:
+                stand_in = _new(t._data, True)
+                stand_in._grad_fn = node
+                stand_in._output_nr = k
+                rebase(t, stand_in)  # (a view: its base's history gets the change too)
+    _save(cls, node, results, input_pos, out_pos, dirty, record_it)
+    return tuple(results) if is_tuple else results[0]
+
+
+def _save(cls, node, results, input_pos, out_pos, dirty, record_it):
+    """Note [Saved tensors of a Function]: (saved value, what it is, its kind) per tensor."""
+    saved = []
+    for t in node._fn_to_save:
+        if t is None:
+            saved.append((None, None, None))
+            continue
+        m = t._meta
+        if record_it and m is not None and m.inference:
+            raise RuntimeError(
+                f"Inference tensors cannot be saved for backward ({cls.__name__}). An inference "
+                "tensor was made inside `ndgrad.inference_mode()`; make it outside inference "
+                "mode, or `.clone()` it outside inference mode to get a normal tensor.")
+        tid = id(t)
+        k = out_pos.get(tid)
+        if k is not None and (tid not in input_pos or tid in dirty):
+            r = results[k]  # an output (a dirty input is one too)
+            if r._grad_fn is node:  # no reference cycle: its content and counter
+                saved.append((SavedOutput((r,), True, nr=k), f"output {k}", ("out", k)))
+            else:
+                saved.append((SavedValue(r), f"output {k}", ("out", k)))
+        elif tid in input_pos:
+            i = input_pos[tid]
+            saved.append((SavedValue(t), f"input {i}", ("in", i)))
+        else:
+            saved.append((SavedValue(t), "intermediate", ("mid", None)))
+    node._fn_saved = saved
+    node._fn_to_save = ()
+
+
+def level_node(ctx, level, args, outs, needs, lift):
+    """The node of Function ``ctx`` (run one level down) at a transform ``level`` whose
+    values are ``args`` and ``outs`` (Note [Functions under transforms]): a node of the same
+    class sharing the ctx's attributes; its ``saved_tensors`` are the level's values
+    (``lift`` makes an output one), or the values one level down in the level's own pass.
+    The outputs' histories at the level are linked to it."""
+    node = _new_ctx(type(ctx)._forward_cls)
+    node.__dict__ = ctx.__dict__
+    node._fn_below = ctx
+    node._fn_level = level
+    node._fn_args = tuple(args)
+    node._fn_lift = lift
+    node._fn_materialize = ctx._fn_materialize
+    node.needs_input_grad = needs
+    _wire(node, args, needs)
+    _finish_node(node, outs)
+    for k, t in enumerate(outs):
+        if isinstance(t, Tensor) and is_differentiable_dtype(t.dtype):
+            t._grad_fn = node
+            t._output_nr = k
+            t._requires_grad = True
+    return node
 
 
 def _bind_ctx_form(cls, args, kwargs):
@@ -469,173 +654,6 @@ def _bind_all(cls, args, kwargs):
     return tuple(bound.args), dict(bound.kwargs)
 
 
-def _wire_inputs(node, args):
-    """Edges to the histories of the tensor inputs, their shape/dtype, and the map from input
-    positions to edges (non-tensor inputs have no edge)."""
-    edges = []
-    meta = []
-    slot = []
-    types = []
-    for a in args:
-        if type(a) is Tensor:
-            slot.append(len(edges))
-            types.append(type(a._data))
-            if a._requires_grad:
-                edge, m = input_edge(a)
-                edges.append(edge)
-                meta.append(m)
-            else:
-                edges.append(None)
-                meta.append(None)
-        else:
-            slot.append(-1)
-            types.append(type(a))
-    node.edges = tuple(edges)
-    node.in_meta = meta
-    node._fn_slot = tuple(slot)
-    node._fn_types = tuple(types)
-
-
-def _alias(t):
-    """A new Tensor sharing ``t``'s data and version counter (an input returned as is)."""
-    c = t._version
-    if c is None:
-        c = t._version = VersionCounter()
-    a = _new(t._data, False)
-    a._version = c
-    return a
-
-
-def _wrap_outputs(cls, node, args, output, record):
-    is_tuple = isinstance(output, tuple)
-    outs = output if is_tuple else (output,)
-    if not outs:
-        raise RuntimeError(f"{cls.__name__}.forward returned an empty tuple; return at least "
-                           "one value")
-    input_pos = {id(a): i for i, a in enumerate(args) if type(a) is Tensor}
-    dirty = {id(t) for t in node._fn_dirty}
-    non_diff = {id(t) for t in node._fn_non_diff}
-    for t in node._fn_dirty:
-        if id(t) not in input_pos:
-            warnings.warn(
-                f"{cls.__name__}: only input tensors should be given to ctx.mark_dirty(); a "
-                "tensor made inside forward need not be marked.", UserWarning, stacklevel=3)
-            continue
-        if record:
-            base = t._base
-            if t._requires_grad and t._grad_fn is None:
-                raise RuntimeError(
-                    f"{cls.__name__}: a leaf tensor that requires grad (shape {list(t.shape)}) "
-                    "was modified in place (ctx.mark_dirty). In-place changes to a leaf would "
-                    "make its gradient meaningless; pass a `.clone()` of it, or call the "
-                    "Function under `ndgrad.no_grad()` for a parameter update.")
-            if base is not None and base._requires_grad and base._grad_fn is None:
-                raise RuntimeError(
-                    f"{cls.__name__}: an input modified in place (ctx.mark_dirty) is a view of a "
-                    "leaf tensor that requires grad; in-place changes to the view would change "
-                    "the leaf. Pass a `.clone()` of the leaf, or call the Function under "
-                    "`ndgrad.no_grad()` for a parameter update.")
-        if id(t) not in {id(o) for o in outs}:
-            raise RuntimeError(f"{cls.__name__}: an input marked dirty (ctx.mark_dirty) must "
-                               "be returned by forward as one of its outputs")
-        c = t._version
-        if c is None:
-            c = t._version = VersionCounter()
-        c.value += 1
-    results = []
-    infos = []
-    seen = set()
-    out_pos = {}
-    for k, o in enumerate(outs):
-        if not isinstance(o, Tensor):
-            results.append(o)
-            infos.append(None)
-            continue
-        oid = id(o)
-        is_input = oid in input_pos
-        if oid in dirty and is_input and oid not in seen:
-            t = o  # modified in place: keeps its identity, its history is rebased below
-        elif is_input or oid in seen:
-            t = _alias(o)  # an input returned as is (or an output returned twice)
-        else:
-            t = o
-        seen.add(oid)
-        out_pos.setdefault(oid, k)
-        d = t._data
-        diff = record and oid not in non_diff and is_differentiable_dtype(d.dtype)
-        if diff:
-            t._grad_fn = node
-            t._output_nr = k
-            t._requires_grad = True
-            if t._version is None:
-                t._version = VersionCounter()
-        elif t is o and not is_input:
-            t._grad_fn = None
-            t._requires_grad = False
-        elif t is o and record:  # a dirty input declared non-differentiable: detach it
-            t._grad_fn = None
-            t._output_nr = 0
-            t._requires_grad = False
-        results.append(t)
-        infos.append((d.shape, d.dtype, _BACKEND_BY_TYPE[type(d)]))
-    if record:
-        node.nout = len(outs)
-        node._fn_outs = tuple(infos)
-        node.seq = new_seq()
-        if _ANOMALY[0]:
-            node.hooks = _NodeHooks(_trace())
-        _save(cls, node, args, outs, results, input_pos, out_pos, dirty)
-        for k, t in enumerate(results):
-            if type(t) is Tensor and id(t) in dirty and t._grad_fn is node and \
-                    t._base is not None:
-                _dirty_view(t, node, k)
-    elif node._fn_to_save:
-        node._fn_saved = [None if t is None else
-                          ("t", t, None, t._version.value if t._version else 0, "saved", 0,
-                           False) for t in node._fn_to_save]
-    return tuple(results) if is_tuple else results[0]
-
-
-def _dirty_view(t, node, k):
-    """A view modified in place by a Function: its base's history gets the change
-    (Note [In-place on views] in core/dispatch.py)."""
-    new = _new(t._data, True)
-    new._grad_fn = node
-    new._output_nr = k
-    base = t._base
-    _rebase_base(base, _write_back(t, new))
-    _regenerate(t)
-
-
-def _save(cls, node, args, outs, results, input_pos, out_pos, dirty):
-    """Note [Saved tensors of a Function]."""
-    saved = []
-    for t in node._fn_to_save:
-        if t is None:
-            saved.append(None)
-            continue
-        m = t._meta
-        if m is not None and m.inference:
-            raise RuntimeError(
-                f"Inference tensors cannot be saved for backward ({cls.__name__}). An inference "
-                "tensor was made inside `ndgrad.inference_mode()`; make it outside inference "
-                "mode, or `.clone()` it outside inference mode to get a normal tensor.")
-        tid = id(t)
-        k = out_pos.get(tid)
-        if k is not None and (tid not in input_pos or tid in dirty):
-            r = results[k]  # an output (a dirty input is one too): no reference cycle
-            c = r._version
-            if c is None:
-                c = r._version = VersionCounter()
-            saved.append(("o", r._data, c, c.value, f"output {k}", k, r._grad_fn is node))
-        else:
-            c = t._version
-            which = f"input {input_pos[tid]}" if tid in input_pos else "intermediate"
-            saved.append(("t", t, None, c.value if c is not None else 0, which, 0, False))
-    node._fn_saved = saved
-    node._fn_to_save = ()
-
-
 # ----------------------------------------------------------------------- once_differentiable
 _ONCE_MSG = ("trying to differentiate twice a function that was marked with "
              "@once_differentiable")
@@ -651,17 +669,14 @@ class DelayedError(Node):
         self.msg = msg
         self.edges = tuple(edges)
         self.seq = new_seq()
-        self.hooks = _NodeHooks(_trace()) if _ANOMALY[0] else None
+        self.hooks = _NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
         self.nout = nout
 
     def name(self):
         return "DelayedError"
 
-    def apply_backward(self, grads, create_graph):
+    def backward(self, pass_, grads, skip=None):
         raise RuntimeError(self.msg)
-
-    def release(self):
-        pass
 
 
 def once_differentiable(fn):
@@ -709,12 +724,7 @@ def once_differentiable(fn):
             return outputs
         # Differentiating these results would need d(backward)/d(its inputs): the gradient
         # arguments and what the Function saved, i.e. the Function's own inputs.
-        edges = []
-        for a in args:
-            if isinstance(a, Tensor) and a._requires_grad:
-                fnode = a._grad_fn
-                edges.append((fnode, a._output_nr) if fnode is not None
-                             else (leaf_accumulator(a), 0))
+        edges = [edge_to(a) for a in args if isinstance(a, Tensor) and a._requires_grad]
         if isinstance(ctx, BackwardCFunction):
             edges.extend(e for e in ctx.edges if e is not None)
         if not edges:
@@ -723,11 +733,17 @@ def once_differentiable(fn):
         outs = (outputs,) if single else outputs
         name = ctx.name() if isinstance(ctx, Node) else getattr(fn, "__qualname__", "backward")
         err = DelayedError(f"{_ONCE_MSG} ({name})", edges, len(outs))
-        wrapped = tuple(
-            Tensor._from_node(o._data, err, i)
-            if isinstance(o, Tensor) and is_differentiable_dtype(o._data.dtype) else o
-            for i, o in enumerate(outs))
+        wrapped = tuple(_delayed(o, err, i) if isinstance(o, Tensor) and
+                        is_differentiable_dtype(o.dtype) else o for i, o in enumerate(outs))
         return wrapped[0] if single else wrapped
 
     wrapper._once_differentiable = True
     return wrapper
+
+
+def _delayed(o, err, i):
+    t = _new(o._data, True) if type(o) is Tensor else o.detach()
+    t._grad_fn = err
+    t._output_nr = i
+    t._requires_grad = True
+    return t

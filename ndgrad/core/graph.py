@@ -1,29 +1,36 @@
-"""The backward graph: Nodes, saved values with version checks, leaf accumulation, hooks.
+"""The backward graph: Nodes, saved values, the one way to record a node, leaf accumulation,
+hooks, and the one check of a gradient against its input.
 
-A :class:`Node` is created by :func:`ndgrad.core.dispatch.apply` for each recorded operation.
-It keeps the op, its parameters, the values its vjp rules read (and nothing else), edges to
-the Nodes of its inputs, a sequence number (the engine runs Nodes in decreasing sequence
-order) and hooks. Leaves that require grad get an :class:`AccumulateGrad` Node when first
-used, shared by every graph built while it lives.
+A :class:`Node` is recorded (:func:`record`) for each operation whose inputs require grad.
+It keeps what its vjp rules read (and nothing else) as :class:`SavedValue` objects, one
+*edge* per input (where that input's gradient goes, and the shape and dtype it must have),
+a sequence number (the engine runs Nodes in decreasing sequence order) and hooks. Leaves
+that require grad get an :class:`AccumulateGrad` Node when first used, shared by every graph
+built while it lives. Custom ``autograd.Function`` nodes (core/function.py) are Nodes too.
 
 Note [What a node saves]
 ~~~~~~~~~~~~~~~~~~~~~~~~
 Which of ``out`` and the inputs an op's vjp rules read is found once, when the op is declared
-(``registry._RuleUse``); a Node saves exactly what the rules for its grad-requiring inputs
-read. ``y = x * 2.0`` saves nothing but the scalar; ``tanh`` saves only its output. This is
-what keeps the memory of a recorded computation close to the hand-written one. A rule that
-reads an input only as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size`` (``sum``'s does)
-does not make it saved: the Node's ``in_meta`` records shape and dtype, and the rule gets an
-:class:`InputMeta` stand-in. So ``s = a.sum(); a += 1; s.backward()`` is fine, as in PyTorch.
+(Note [What a rule reads] in core/ops/registry.py); a Node saves exactly what the rules for
+its grad-requiring inputs read. ``y = x * 2.0`` saves nothing but the scalar; ``tanh`` saves
+only its output. This keeps the memory of a recorded computation close to the hand-written
+one. A rule that reads an input only as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size``
+(``sum``'s does) does not make it saved: the edge records shape and dtype, and the rule gets
+an :class:`InputMeta` stand-in. So ``s = a.sum(); a += 1; s.backward()`` is fine, as in
+PyTorch.
 
 Note [Saved tensors and versions]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Every saved input is kept with the version of its version counter at save time, the saved
-output with its counter and version. Before a rule runs, the engine compares: a saved value
-modified in place since is an error naming the op, the value's shape and both versions. The
-output is saved as its raw array (saving the output Tensor would make a reference cycle
-Node -> Tensor -> Node); when a formula must be differentiated, a Tensor with this Node as its
-``grad_fn`` is rebuilt from it.
+A :class:`SavedValue` is PyTorch's SavedVariable: the saved tensor, its version at save time,
+and what to say when it is stale. Every Tensor has a version counter shared with its views
+(made on first need); in-place operations bump it. Before a rule runs, the engine unpacks
+the node's saved values: one modified in place since is an error naming the op, the value's
+shape and both versions. An output is saved as its content (the raw array, or a transform's
+inner value), its counter and the node's output number (:class:`SavedOutput`), never as the
+output Tensor, whose ``grad_fn`` is this Node (a reference cycle); unpacking rebuilds a
+Tensor with this Node as its ``grad_fn``, carrying the transform data the output had (a dual
+level's tangent: forward over reverse needs it). Saved values are where pack/unpack hooks
+attach.
 """
 
 from __future__ import annotations
@@ -31,23 +38,21 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from .backend import _BACKEND_BY_TYPE
-from .backend import NUMPY as _NUMPY
+from . import anomaly
+from . import levels
+from .backend import NUMPY, is_differentiable_dtype
+from .tensor import Tensor, _fresh, _meta
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "VersionCounter",
-           "FREED"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "SavedValue",
+           "SavedOutput", "FREED", "record", "fit_gradient", "leaf_accumulator", "new_seq"]
 
 _seq = itertools.count()
 _acc_seq = itertools.count()
 
 
-class VersionCounter:
-    """Shared by a tensor and its views; bumped by every in-place operation."""
-
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
+def new_seq():
+    """The next sequence number: a Node is always numbered after the Nodes of its inputs."""
+    return next(_seq)
 
 
 class InputMeta:
@@ -92,6 +97,113 @@ _FREED_MSG = (
 )
 
 
+def _modified_msg(node, arr, which, cur, expected):
+    shape = list(getattr(arr, "shape", ()))
+    dtype = getattr(arr, "dtype", "?")
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{dtype} array of shape {shape}], which is {which} saved by "
+        f"{node.name()}, is at version {cur}; expected version {expected} instead. Hint: "
+        "the operation that saved it is the one named; find the in-place operation that "
+        "modified it afterwards (an `*_` method, `x[...] = v` or an augmented assignment such "
+        "as `+=`) and make it out-of-place, or `.clone()` the tensor before modifying it. "
+        "ndgrad.autograd.detect_anomaly() shows where the saving operation was called."
+    )
+
+
+def _raise_inference_save(name):
+    raise RuntimeError(
+        f"Inference tensors cannot be saved for backward ({name}). An inference tensor was "
+        "made inside `ndgrad.inference_mode()`; make it outside inference mode, or `.clone()` "
+        "it outside inference mode to get a normal tensor."
+    )
+
+
+# ------------------------------------------------------------------ saved values
+def _version_of(t):
+    """``t``'s version now (0 for a tensor never modified in place)."""
+    c = t._version if type(t) is Tensor else t._counter()
+    return 0 if c is None else c.value
+
+
+class SavedValue:
+    """A tensor a node saved, with its version at save time (Note [Saved tensors and
+    versions])."""
+
+    __slots__ = ("value", "version")
+
+    def __init__(self, t):
+        self.value = t
+        self.version = _version_of(t)
+
+    def unpack(self, node, which):
+        """The saved tensor; a RuntimeError if it was modified in place since."""
+        t = self.value
+        cur = _version_of(t)
+        if cur != self.version:
+            raise RuntimeError(_modified_msg(node, t, which, cur, self.version))
+        return t
+
+
+class SavedOutput:
+    """A node's saved output(s): content, counter and version, and how to rebuild the output
+    Tensor(s) around this node (Note [Saved tensors and versions]). ``nr`` is the output
+    number of a single saved output; ``diff`` False rebuilds it without history (a
+    Function's non-differentiable output)."""
+
+    __slots__ = ("content", "counter", "version", "cls", "level", "meta", "nr", "diff")
+
+    def __init__(self, outs, single, nr=0, diff=True):
+        o = outs[0]
+        c = o._counter()
+        if type(o) is Tensor:
+            for t in outs:
+                t._version = c  # fresh outputs of one op: one counter
+        self.counter = c
+        self.version = c.value
+        self.cls = type(o)
+        self.level = o._level
+        self.nr = nr
+        self.diff = diff
+        if single:
+            self.content = o._saved_content()
+            self.meta = _meta(o) if levels.STACK else None
+        else:
+            self.content = tuple(t._saved_content() for t in outs)
+            self.meta = tuple(_meta(t) for t in outs) if levels.STACK else None
+
+    def check(self, node, which="output 0"):
+        if self.counter.value != self.version:
+            content = self.content
+            arr = content[0] if type(content) is tuple else content
+            raise RuntimeError(_modified_msg(node, arr, which, self.counter.value,
+                                             self.version))
+
+    def rebuild(self, node):
+        """The output(s) as Tensors whose ``grad_fn`` is ``node``, with the transform data
+        (tangents) they carried."""
+        content = self.content
+        if type(content) is not tuple:
+            return self._one(content, node, self.nr, self.meta)
+        metas = self.meta or (None,) * len(content)
+        return tuple(self._one(c, node, i, metas[i]) for i, c in enumerate(content))
+
+    def _one(self, content, node, nr, meta):
+        t = self.cls._from_saved(content, self.level)
+        if self.diff:
+            t._grad_fn = node
+            t._output_nr = nr
+            t._requires_grad = True
+        if type(t) is Tensor:
+            t._version = self.counter
+        if meta is not None and meta.level_data:
+            live = {lv: d for lv, d in meta.level_data.items() if lv.alive}
+            if live:
+                _meta(t).level_data = live
+        return t
+
+
+# ------------------------------------------------------------------ hooks
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
@@ -112,61 +224,40 @@ class RemovableHandle:
         self.remove()
 
 
-def _add_hook(container, fn):
+def add_hook(container, fn):
     h = RemovableHandle(container)
     container[h._key] = fn
     return h
 
 
 class _NodeHooks:
-    """Hooks of one Node (and its anomaly trace), allocated only when there are any.
+    """Hooks of one Node (and its anomaly trace), allocated only when there are any."""
 
-    ``tangents``: forward-mode tangents of the node's saved outputs (Note [Saved outputs
-    keep their tangents])."""
-
-    __slots__ = ("pre", "post", "tensor", "trace", "tangents")
+    __slots__ = ("pre", "post", "tensor", "trace")
 
     def __init__(self, trace=None):
         self.pre = None
         self.post = None
         self.tensor = None
         self.trace = trace
-        self.tangents = None
 
 
-# Note [Saved outputs keep their tangents]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A node that saves its output (tanh's vjp reads it) keeps the raw array, not the output
-# Tensor (that would be a reference cycle), and backward wraps the array again. In forward
-# over reverse (a dual level around a backward pass), the output's tangent is needed too:
-# forward mode records it in the node's hooks, ``tangents = {output_nr: [(level, tangent)]}``
-# (``level`` a core.levels.Level, so a tangent of an exited level is never revived), and
-# unpacking the output attaches the live ones to the new wrapper (``attach_saved_tangents``).
-# PyTorch's SavedVariable keeps the forward gradient of a saved output the same way.
-def attach_saved_tangents(node, t, output_nr):
-    """Give ``t`` (a saved output of ``node``, wrapped again) the tangents it had."""
-    entries = node.hooks.tangents.get(output_nr)
-    if not entries:
-        return t
-    from .tensor import _meta
-    m = _meta(t)
-    for level, tangent in entries:
-        if level.alive:
-            if m.tangents is None:
-                m.tangents = {}
-            m.tangents[level.depth] = tangent
-    return t
-
-
+# ------------------------------------------------------------------ nodes
 class Node:
     """Base class of the backward graph's nodes.
 
-    Subclasses implement ``apply_backward(grads, create_graph)`` returning one gradient (or
-    None) per input edge, and ``name()``. ``hooks`` is None unless hooks were registered or
-    anomaly mode recorded a trace: the engine checks that one slot per node.
+    ``edges`` has one entry per input: None (no gradient flows there) or
+    ``(next_node, output_nr, shape, dtype)``, where the input's gradient goes and what it
+    must look like. Subclasses implement ``backward(pass_, grads, skip)`` returning one
+    gradient (or None) per edge, and ``name()``. ``hooks`` is None unless hooks were
+    registered or anomaly mode recorded a trace: the engine checks that one slot per node.
     """
 
     __slots__ = ("edges", "seq", "hooks", "nout", "__weakref__")
+
+    # A node of several outputs gets zeros for the outputs that received no gradient (a
+    # custom Function decides for itself: ctx.set_materialize_grads).
+    materializes = True
 
     def name(self):
         return type(self).__name__
@@ -174,7 +265,10 @@ class Node:
     @property
     def next_functions(self):
         """((Node or None, output_nr), ...) for each input, as in PyTorch."""
-        return tuple((None, 0) if e is None else e for e in self.edges)
+        return tuple((None, 0) if e is None else (e[0], e[1]) for e in self.edges)
+
+    def release(self):
+        """Drop the saved values (after a backward without retain_graph)."""
 
     def _hooks(self):
         h = self.hooks
@@ -203,21 +297,21 @@ class Node:
         h = self._hooks()
         if h.post is None:
             h.post = {}
-        return _add_hook(h.post, fn)
+        return add_hook(h.post, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
         h = self._hooks()
         if h.pre is None:
             h.pre = {}
-        return _add_hook(h.pre, fn)
+        return add_hook(h.pre, fn)
 
     def _add_tensor_hook(self, output_nr, fn):
         h = self._hooks()
         if h.tensor is None:
             h.tensor = {}
         d = h.tensor.setdefault(output_nr, {})
-        return _add_hook(d, fn)
+        return add_hook(d, fn)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -226,105 +320,55 @@ class Node:
 class OpNode(Node):
     """The Node recorded for one call of a registered op."""
 
-    __slots__ = ("op", "extra", "params", "saved", "versions", "out_data", "out_version",
-                 "out_expected",
-                 "in_meta", "out_shapes")
+    __slots__ = ("op", "extra", "params", "saved", "saved_out", "out_meta")
 
     def name(self):
         return self.op.node_name
 
     def release(self):
-        """Drop saved values after a backward without retain_graph (the engine inlines this)."""
         if self.saved is not None:
             self.saved = FREED
-        if self.out_data is not None:
-            self.out_data = FREED
+        if self.saved_out is not None:
+            self.saved_out = FREED
 
-    def _unpack_inputs(self, create_graph):
-        """Saved inputs, version-checked (Note [Saved tensors and versions])."""
-        saved = self.saved
-        if saved is FREED:
-            raise RuntimeError(_FREED_MSG)
-        Tensor = _TENSOR[0]
-        vs = self.versions
-        out = []
-        for k, v in enumerate(saved):
-            if type(v) is Tensor:
-                c = v._version
-                cur = c.value if c is not None else 0
-                if cur != vs[k]:
-                    raise RuntimeError(_modified_msg(self, v._data, f"input {k}", cur, vs[k]))
-                if not create_graph:
-                    v = v._data
-            out.append(v)
-        return out
-
-    def _unpack_out(self, create_graph):
-        out = self.out_data
-        if out is FREED:
-            raise RuntimeError(_FREED_MSG)
-        counter, ver = self.out_version, self.out_expected
-        if counter.value != ver:
-            arr = out[0] if isinstance(out, tuple) else out
-            raise RuntimeError(_modified_msg(self, arr, "output 0", counter.value, ver))
-        if create_graph:
-            Tensor = _TENSOR[0]
-            if isinstance(out, tuple):
-                res = tuple(Tensor._from_node(o, self, i) for i, o in enumerate(out))
-            else:
-                res = Tensor._from_node(out, self, 0)
-            if self.hooks is not None and self.hooks.tangents:
-                for i, t in enumerate(res if isinstance(res, tuple) else (res,)):
-                    attach_saved_tangents(self, t, i)
-            return res
-        return out
-
-    def apply_backward(self, grads, create_graph, skip=None):
-        """The input cotangents; ``skip[i]`` True: input ``i``'s is not needed (the engine
-        computes only what leads to the requested inputs), its rule is not run."""
+    def backward(self, pass_, grads, skip=None):
+        """The input cotangents, from the op's vjp rules. ``pass_`` (the engine's pass) says
+        how values are read: ``pass_.tensors(values)`` decides whether the formulas run on
+        Tensors (recorded, or carrying a transform's values) or on raw arrays (first order
+        at NumPy speed). ``skip[i]`` True: input ``i``'s cotangent is not needed."""
         op = self.op
         edges = self.edges
-        if self.saved is not None:
-            inputs = self._unpack_inputs(create_graph)
+        saved = self.saved
+        if saved is None:
+            inputs = [None] * len(edges)
+        elif saved is FREED:
+            raise RuntimeError(_FREED_MSG)
         else:
-            inputs = (None,) * len(edges)
+            inputs = [v.unpack(self, f"input {k}") if type(v) is SavedValue else v
+                      for k, v in enumerate(saved)]
         if op.meta_standins:
             # inputs read only for shape/dtype were not saved (Note [What a node saves])
-            inputs = [InputMeta(*m) if x is None and m is not None else x
-                      for x, m in zip(inputs, self.in_meta)]
-        out = self.out_data
+            for k, e in enumerate(edges):
+                if inputs[k] is None and e is not None:
+                    inputs[k] = InputMeta(e[2], e[3])
+        out = self.saved_out
         if out is not None:
-            if create_graph or self.out_version.value != self.out_expected or out is FREED:
-                out = self._unpack_out(create_graph)
-        if create_graph:
-            F = _TENSOR_F[0]
-            wrap = _TENSOR[0]._wrap
-            grads = tuple(g if g is None or isinstance(g, _TENSOR[0]) else wrap(g) for g in grads)
-        else:
-            g0 = grads[0]
-            F = _NUMPY_F[0] if type(g0) is _NDARRAY else _BACKEND_BY_TYPE.get(type(g0), _NUMPY).F
+            if out is FREED:
+                raise RuntimeError(_FREED_MSG)
+            out.check(self)
+        F, inputs, out, grads = pass_.read(inputs, out, grads, self)
         g = grads[0] if op.nout == 1 else grads
         extra = self.extra
         params = self.params
         rules = op.vjp_rules
         if rules is None:
             each = op.vjp_each
-            result = []
-            for i, e in enumerate(edges):
-                result.append(None if e is None or (skip is not None and skip[i]) else
-                              each(F, i, g, out, *inputs, *extra, **params))
-            return result
+            return [None if e is None or (skip is not None and skip[i]) else
+                    each(F, i, g, out, *inputs, *extra, **params) for i, e in enumerate(edges)]
         if len(edges) == 1:
             return (rules[0](F, g, out, *inputs, *extra, **params),)
-        result = []
-        for i, e in enumerate(edges):
-            if e is None or (skip is not None and skip[i]):
-                result.append(None)
-            else:
-                rule = rules[i]
-                result.append(None if rule is None else
-                              rule(F, g, out, *inputs, *extra, **params))
-        return result
+        return [None if e is None or (skip is not None and skip[i]) or rules[i] is None else
+                rules[i](F, g, out, *inputs, *extra, **params) for i, e in enumerate(edges)]
 
 
 class AccumulateGrad(Node):
@@ -345,37 +389,162 @@ class AccumulateGrad(Node):
         return "AccumulateGrad"
 
 
-def new_seq():
-    return next(_seq)
-
-
-# The ndgrad namespace used as F when formulas are differentiated; set by ndgrad.core.ops.
-_TENSOR_F = [None]
-_NDARRAY = _NUMPY.array_type
-_NUMPY_F = [None]  # NUMPY.F, set by ndgrad.core.ops
-# The Tensor class, set by core.tensor (which imports this module).
-_TENSOR = [None]
-
-
-def _modified_msg(node, arr, which, cur, expected):
-    shape = list(getattr(arr, "shape", ()))
-    dtype = getattr(arr, "dtype", "?")
-    return (
-        "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [{dtype} array of shape {shape}], which is {which} saved by "
-        f"{node.name()}, is at version {cur}; expected version {expected} instead. Hint: "
-        "the operation that saved it is the one named; find the in-place operation that "
-        "modified it afterwards (an `*_` method, `x[...] = v` or an augmented assignment such "
-        "as `+=`) and make it out-of-place, or `.clone()` the tensor before modifying it. "
-        "ndgrad.autograd.detect_anomaly() shows where the saving operation was called."
-    )
-
-
 def leaf_accumulator(t):
     """The AccumulateGrad node of leaf ``t`` (created on first use, held weakly by ``t``)."""
-    ref = t._accumulator
+    m = t._meta
+    ref = m.accumulator if m is not None else None
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(t)
-        t._accumulator = weakref.ref(node)
+        _meta(t).accumulator = weakref.ref(node)
     return node
+
+
+def edge_to(t):
+    """The edge to input ``t`` (which requires grad): its node, output number, shape, dtype."""
+    if t._meta is not None:
+        _fresh(t)  # a view whose base changed in place: its history, regenerated
+    fn = t._grad_fn
+    if fn is None:
+        fn, nr = leaf_accumulator(t), 0
+    else:
+        nr = t._output_nr
+    if type(t) is Tensor:
+        d = t._data
+        return (fn, nr, d.shape, d.dtype)
+    return (fn, nr, tuple(t.shape), t.dtype)
+
+
+# ------------------------------------------------------------------ recording
+_NO_PARAMS = {}  # shared by every node whose op got no parameters: never mutated
+_OpNode_new = object.__new__
+
+
+def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
+    """Record one call of ``op``: the Node, linked as the ``grad_fn`` of ``outs``.
+
+    Every op node is made here: by ``dispatch.apply`` for plain tensors and by the
+    transforms for their levels' values. ``needs`` says which of ``args`` need a gradient
+    (default: the Tensors that require grad; a transform passes its own view). The node
+    saves what the op's rules for those inputs read (Note [What a node saves]).
+    """
+    edges = []
+    if needs is None:
+        mask = []
+        for a in args:
+            if isinstance(a, Tensor) and a._requires_grad:
+                edges.append(edge_to(a))
+                mask.append(True)
+            else:
+                edges.append(None)
+                mask.append(False)
+        needs = tuple(mask)
+    else:
+        for a, need in zip(args, needs):
+            edges.append(edge_to(a) if need else None)
+    plan = op._save_cache.get(needs)
+    if plan is None:
+        plan = op.save_plan(needs)
+    save_out, mask = plan
+    node = _OpNode_new(OpNode)
+    if mask is None or True in mask:
+        saved = []
+        for k, a in enumerate(args):
+            if mask is not None and not mask[k]:
+                saved.append(None)
+            elif isinstance(a, Tensor):
+                m = a._meta
+                if m is not None and m.inference:
+                    _raise_inference_save(op.name)
+                saved.append(SavedValue(a))
+            else:
+                saved.append(a)
+        node.saved = saved
+    else:
+        node.saved = None
+    single = op.nout == 1
+    node.saved_out = SavedOutput(outs, single) if save_out else None
+    node.op = op
+    node.extra = extra
+    node.params = params if params else _NO_PARAMS
+    node.edges = edges
+    node.seq = next(_seq)
+    node.hooks = _NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
+    if single:
+        node.nout = 1
+        node.out_meta = None
+    else:
+        node.nout = len(outs)
+        node.out_meta = tuple((tuple(o.shape), o.dtype) for o in outs)
+    for i, t in enumerate(outs):
+        t._grad_fn = node
+        t._output_nr = i
+        t._requires_grad = True
+    return node
+
+
+# ------------------------------------------------------------------ gradients
+# Note [Broadcasting is undone by the engine]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A vjp rule may return its cotangent in the broadcast (output) shape. `fit_gradient` sums it
+# back to the input's shape (over leading dimensions and over dimensions the input had as 1),
+# casts it to the input's dtype (a real input's cotangent keeps the real part), and then
+# validates shape and dtype, naming the Node on a mismatch. It is the only place that does:
+# op rules, custom Functions' backward and hooks all go through it.
+def fit_gradient(g, shape, dtype, node, i, *, checked=False, array_type=None):
+    """``g`` (a raw array or a Tensor) as the gradient of input ``i`` of ``node``, which has
+    ``shape`` and ``dtype`` (Note [Broadcasting is undone by the engine]).
+
+    ``checked`` (for gradients users give: a Function's backward, a hook) also refuses what
+    no broadcasting or cast can fix: a non-Tensor, an integer or bool gradient, a complex
+    gradient for a real input, a gradient on another device than ``array_type``'s."""
+    if checked:
+        _check_given(g, dtype, node, i, array_type)
+    try:
+        gshape = tuple(g.shape)
+    except AttributeError:  # a Python number (e.g. 1j * a NumPy scalar in a rule)
+        g = NUMPY.asarray(g)
+        gshape = g.shape
+    if gshape != shape:
+        nd = len(gshape) - len(shape)
+        if nd < 0:
+            raise RuntimeError(_bad_shape(node, i, gshape, shape))
+        axes = tuple(range(nd)) + tuple(
+            k + nd for k, s in enumerate(shape) if s == 1 and gshape[k + nd] != 1)
+        for k, s in enumerate(shape):
+            if s != 1 and gshape[k + nd] != s:
+                raise RuntimeError(_bad_shape(node, i, gshape, shape))
+        if axes:
+            g = g.sum(axis=axes, keepdims=True)
+        if nd:
+            g = g.reshape(shape)
+    gd = g.dtype
+    if gd != dtype:
+        if gd.kind == "c" and dtype.kind != "c":
+            g = g.real
+        if g.dtype != dtype:
+            g = g.astype(dtype)
+    return g
+
+
+def _check_given(g, dtype, node, i, array_type):
+    if not isinstance(g, Tensor):
+        raise RuntimeError(
+            f"function {node.name()} returned a {type(g).__name__} as the gradient at index "
+            f"{i}; expected a Tensor or None (wrap arrays with ndgrad.asarray)")
+    if not is_differentiable_dtype(g.dtype) or (g.dtype.kind == "c" and dtype.kind != "c"):
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {i} - expected a "
+            f"gradient of dtype {dtype} (or another floating dtype) for an input of dtype "
+            f"{dtype}, but got dtype {g.dtype}")
+    if array_type is not None and type(g) is Tensor and type(g._data) is not array_type:
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {i} - got a "
+            f"gradient on {g.device}, but the input is a {array_type.__name__} on another "
+            "device; move it with .to()")
+
+
+def _bad_shape(node, i, got, want):
+    return (f"Function {node.name()} returned an invalid gradient at index {i} - got "
+            f"{list(got)} but expected shape compatible with {list(want)}")
+

@@ -1,74 +1,93 @@
-"""Transform levels: the one stack shared by forward mode and vmap.
+"""Transform levels: the one stack every transform shares, and the interface a transform
+implements.
 
 Note [Levels]
 ~~~~~~~~~~~~~
-A transform that changes what every op does (a dual level of ``ndgrad.forward_ad``, a
-``vmap``) pushes a :class:`Level` on :data:`STACK` when it starts and pops it when it ends.
-Its ``depth`` (its index in the stack) orders it against the others: a level entered inside
-another is deeper. While any level is active, ``dispatch.apply`` (and ``apply_inplace``,
-``Function.apply``) hand every call to :func:`apply_hook`, which asks each transform kind
-for the innermost (deepest) of its levels among the call's inputs and hands the call to that
-kind's handler, at that level. The handler does its work one level down, by calling
-``apply`` again on the inputs as the outer levels see them (a dual level hides its
-tangents, vmap unwraps its batched tensors), which finds the next level, and so on: the
-recursive scheme of JAX's autodidax (``find_top_trace``). So transforms of different kinds
-compose in the order they were entered, ``jvp(vmap(f))`` as well as ``vmap(jvp(f))``, and
-none is confused by another's values.
+A transform that changes what operations do (a dual level of ``ndgrad.forward_ad``, a
+``vmap``, a ``func.grad``/``vjp``) pushes a :class:`Level` on :data:`STACK` for its duration.
+Its ``depth`` orders it against the others: a level entered inside another is deeper. Each
+level has an :class:`Interpreter`, the transform's rules for one operation:
 
-The transforms register here (``register_kind``); core never imports them. With no level
-active, the hot path pays one list read per op. A kind claims a value only through a Tensor
-subclass (vmap's batched tensors), a Tensor's ``_meta`` (a dual level's tangents), a
-container, or an op parameter: so ``dispatch.apply`` skips the hook for a call on plain
-Tensors without ``_meta`` and no parameters, most of the physical calls a transform makes.
+* ``process(level, op, args, params)``: run ``op`` where some input is a value of ``level``;
+* ``process_inplace(level, op, target, args, params)``: the same for an in-place op;
+* ``process_function(level, cls, args, kwargs, needs)``: a custom ``autograd.Function``;
+* ``random(kind, shape, dtype, device, requires_grad)``: a random draw (vmap's randomness).
+
+A value belongs to a level either by being one of its Tensor subclasses (vmap's batched
+tensors, ``func.grad``'s tracked tensors: each wraps the value one level down as ``_value``
+and names its level as ``_level``) or by carrying per-tensor data for it (a dual level's
+tangent, in ``_meta.level_data``). ``dispatch.apply`` hands an operation to the interpreter of
+the deepest *visible* level among its inputs (autodidax's ``find_top_trace``, functorch's
+interpreter stack). The interpreter does its work one level down: it calls ``apply`` again on
+the values as the levels below see them (unwrapped), inside :class:`below`, which hides its
+own level and the deeper ones, so the inner call finds the next level down, and so on. So
+transforms compose in the order they were entered, ``jvp(vmap(f))`` as well as
+``vmap(jvp(f))``, and no level's values or data are confused with another's.
+
+Nothing here names a transform: the transforms (``ndgrad.functional``,
+``ndgrad.forward_ad``) bring their interpreters; core calls them through this interface. With
+no level visible, the hot path pays one list read per operation (:data:`VISIBLE`).
 """
 
 from __future__ import annotations
 
-__all__ = ["Level", "STACK", "ACTIVE", "VMAP_ACTIVE", "NOT_HANDLED", "push", "pop",
-           "register_kind", "apply_hook", "inplace_hook", "function_hook"]
+__all__ = ["Interpreter", "Level", "STACK", "VISIBLE", "push", "pop", "below",
+           "visible_levels", "lift_created"]
+
+
+class Interpreter:
+    """A transform's rules for one operation at one of its levels (Note [Levels])."""
+
+    name = "transform"
+
+    def process(self, level, op, args, params):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def process_inplace(self, level, op, target, args, params):  # pragma: no cover
+        raise NotImplementedError
+
+    def process_function(self, level, cls, args, kwargs, needs):  # pragma: no cover
+        """Run custom Function ``cls``: returns ``(outputs, ctx)``; ``needs`` says which
+        inputs the levels above need a gradient for."""
+        raise NotImplementedError
+
+    # A transform that changes random draws (vmap's ``randomness``) sets this and defines
+    # ``random(kind, shape, dtype, device, requires_grad)``.
+    transforms_random = False
+
+    def lift(self, level, t):
+        """A tensor made (by a creation function) while ``level`` is visible, as a value of
+        ``level`` (autodidax's ``pure``); by default it stays a constant, as it is."""
+        return t
 
 
 class Level:
-    """One active transform level: its ``kind`` ("dual", "vmap"), ``depth`` in :data:`STACK`,
-    whether it is still ``alive``, and the transform's own ``info`` (vmap: batch size and
-    randomness)."""
+    """One active transform level: its ``interpreter``, ``depth`` in :data:`STACK`, whether
+    it is still ``alive`` and ``hidden`` (inside :class:`below`), and the transform's own
+    ``info``."""
 
-    __slots__ = ("kind", "depth", "alive", "info")
+    __slots__ = ("interpreter", "depth", "alive", "hidden", "info")
 
-    def __init__(self, kind, depth, info):
-        self.kind = kind
+    def __init__(self, interpreter, depth, info):
+        self.interpreter = interpreter
         self.depth = depth
         self.alive = True
+        self.hidden = 0
         self.info = info
 
     def __repr__(self):
-        return f"<{self.kind} level {self.depth}>"
+        return f"<{self.interpreter.name} level {self.depth}>"
 
 
 STACK: list[Level] = []
-ACTIVE = [0]       # len(STACK): the hot path's one read
-VMAP_ACTIVE = [0]  # how many vmap levels are active (the engine then runs formulas on Tensors)
-NOT_HANDLED = object()  # a hook's answer "no input belongs to an active level"
-
-# kind name -> handler object with:
-#   innermost(args, params) -> depth of the deepest level of this kind among the inputs, or -1
-#   apply(level, op, args, params) -> outputs
-#   apply_inplace(level, op, target, args, params) -> target
-#   apply_function(level, cls, args, kwargs) -> outputs
-_KINDS: dict = {}
+VISIBLE = [0]  # how many levels are alive and not hidden: the hot path's one read
 
 
-def register_kind(kind, handler):
-    _KINDS[kind] = handler
-
-
-def push(kind, info=None):
-    """Enter a new level of ``kind`` (innermost); return it."""
-    level = Level(kind, len(STACK), info)
+def push(interpreter, info=None):
+    """Enter a new level (the innermost); return it."""
+    level = Level(interpreter, len(STACK), info)
     STACK.append(level)
-    ACTIVE[0] = len(STACK)
-    if kind == "vmap":
-        VMAP_ACTIVE[0] += 1
+    VISIBLE[0] += 1
     return level
 
 
@@ -81,41 +100,49 @@ def pop(level):
             "transforms must be exited in the reverse order they were entered")
     STACK.pop()
     level.alive = False
-    ACTIVE[0] = len(STACK)
-    if level.kind == "vmap":
-        VMAP_ACTIVE[0] -= 1
+    if not level.hidden:
+        VISIBLE[0] -= 1
 
 
-def _top(args, params):
-    best = -1
-    handler = None
-    for h in _KINDS.values():
-        d = h.innermost(args, params)
-        if d > best:
-            best = d
-            handler = h
-    return best, handler
+class below:
+    """Context manager: while it is active, ``level`` and the levels deeper than it are
+    invisible to operations (an interpreter computing one level down, Note [Levels]).
+    Levels entered inside it are visible."""
+
+    __slots__ = ("depth", "hid")
+
+    def __init__(self, level):
+        self.depth = level.depth
+
+    def __enter__(self):
+        hid = self.hid = STACK[self.depth:]
+        n = 0
+        for lv in hid:
+            if not lv.hidden:
+                n += 1
+            lv.hidden += 1
+        VISIBLE[0] -= n
+        return self
+
+    def __exit__(self, *exc):
+        n = 0
+        for lv in self.hid:
+            lv.hidden -= 1
+            if not lv.hidden and lv.alive:
+                n += 1
+        VISIBLE[0] += n
+        return False
 
 
-def apply_hook(op, args, params):
-    """``dispatch.apply``'s hook (Note [Levels])."""
-    depth, handler = _top(args, params)
-    if handler is None:
-        return NOT_HANDLED
-    return handler.apply(STACK[depth], op, args, params)
+def visible_levels():
+    """The levels operations see now, outermost first."""
+    return [lv for lv in STACK if not lv.hidden]
 
 
-def inplace_hook(op, target, args, params):
-    """``dispatch.apply_inplace``'s hook."""
-    depth, handler = _top((target,) + args, params)
-    if handler is None:
-        return NOT_HANDLED
-    return handler.apply_inplace(STACK[depth], op, target, args, params)
-
-
-def function_hook(cls, args, kwargs):
-    """``Function.apply``'s hook."""
-    depth, handler = _top(args, kwargs)
-    if handler is None:
-        return NOT_HANDLED
-    return handler.apply_function(STACK[depth], cls, args, kwargs)
+def lift_created(t):
+    """A freshly made tensor as the visible levels see it (:meth:`Interpreter.lift`), from
+    the outermost level in."""
+    for lv in STACK:
+        if not lv.hidden:
+            t = lv.interpreter.lift(lv, t)
+    return t

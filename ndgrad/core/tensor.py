@@ -1,30 +1,47 @@
-"""The Tensor: a backend array plus autograd metadata, operators and methods.
+"""The Tensor: a backend array and its autograd metadata.
 
 A Tensor wraps one backend array (``_data``). Its autograd state is ``requires_grad``,
 ``grad_fn`` (the Node that made it, None for leaves), ``grad`` and a version counter shared
-with its views. Op methods (``x.exp()``, ``x.sum(axis=1)``) are attached from the op registry
-by :mod:`ndgrad.core.ops`; the operators below route to the same ops.
+with its views; rarely used state (hooks, view links, transform data) lives in an optional
+``_meta``. This module knows nothing of operations: the ops layer (``ndgrad.core.ops``)
+attaches the operators and the op methods (``x + y``, ``x.exp()``, ``x[i]``, ``.backward()``),
+so the layers of the core import downwards only (Note [Layers] in docs/how_it_works.rst).
+
+A transform level (``vmap``, ``func.grad``) represents its values by subclasses of Tensor
+that wrap the value one level down (``_value``) and name their level (``_level``); the few
+methods below that the graph and the engine call on any tensor (``_counter``,
+``_saved_content``, ``_lower_for``, ...) are overridden there (Note [Levels] in
+core/levels.py).
 """
 
 from __future__ import annotations
 
 import warnings
 
-from .backend import (_BACKEND_BY_TYPE, NUMPY, Device, as_dtype, backend_of,
+from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype, backend_of,
                       default_complex_dtype, get_default_dtype, is_differentiable_dtype,
                       is_floating)
-from .grad_mode import STATE
-from . import graph as _graph
-from .graph import VersionCounter
+from . import levels
+from .grad_mode import INFERENCE_BLOCKS, STATE
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "VersionCounter"]
+
+
+class VersionCounter:
+    """Shared by a tensor and its views; bumped by every in-place operation
+    (Note [Saved tensors and versions] in core/graph.py)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
 
 
 class _Meta:
     """Rarely used per-tensor state, allocated on demand (keeps ``_new`` cheap)."""
 
     __slots__ = ("hooks", "retains_grad", "inference", "retain_handle", "base", "accumulator",
-                 "tangents", "view_fn", "view_of", "views", "made_without_grad")
+                 "level_data", "view_fn", "view_of", "views", "made_without_grad", "refresh")
 
     def __init__(self):
         self.hooks = None
@@ -33,11 +50,12 @@ class _Meta:
         self.retain_handle = None
         self.base = None          # the tensor this one is a view of
         self.accumulator = None   # weakref to the leaf's AccumulateGrad node
-        self.tangents = None      # forward-mode tangents, per dual level
+        self.level_data = None    # {Level: data}: what a transform level keeps per tensor
         self.view_fn = None       # base's grad_fn the view's history derives from
         self.view_of = None       # (parent, op, extra, params, k): how the view was made
         self.views = None         # weakrefs to views made while this base required no grad
         self.made_without_grad = False  # a view made under no_grad of a base requiring grad
+        self.refresh = None       # regenerates a stale view's history (set by core.dispatch)
 
 
 _object_new = object.__new__
@@ -75,64 +93,89 @@ def _meta(t):
     return m
 
 
-def _fresh_view(t):
-    """Regenerate a stale view's history (set by core.dispatch: _check_view_history)."""
+def _fresh(t):
+    """Regenerate a stale view's history where it is read (Note [In-place on views] in
+    core/dispatch.py): one comparison for tensors that have a ``_meta``."""
     m = t._meta
-    if m.base is not None and m.base._grad_fn is not m.view_fn:
-        _VIEW_CHECK[0](t)
+    base = m.base
+    if base is not None and base._grad_fn is not m.view_fn:
+        m.refresh(t)
 
 
-_VIEW_CHECK = [None]
+# ------------------------------------------------------------------ making tensors from data
+def finish(data, requires_grad, lift=True):
+    """A new leaf tensor around the raw array ``data`` (an inference tensor inside
+    ``inference_mode``); ``requires_grad`` is checked against the dtype. Made while a
+    transform level is visible, it is a value of that level (``levels.lift_created``: a
+    tensor made inside ``func.grad(f)`` can be written in place with the level's values),
+    unless ``lift`` is False (an internal constant, cached across calls)."""
+    t = _new(data, False)
+    if requires_grad:
+        t.requires_grad_(True)
+    if INFERENCE_BLOCKS[0] and STATE.inference:
+        _mark_inference(t)
+    if lift and levels.VISIBLE[0] and not requires_grad:
+        t = levels.lift_created(t)
+    return t
 
 
-# Note [Mixing devices]
-# ~~~~~~~~~~~~~~~~~~~~~
-# The inputs of one op must be on one device. dispatch.apply notices a mix when an input's
-# array type is not the backend's (one comparison, made anyway) and calls `same_device`, which
-# either raises a RuntimeError naming both devices, or, as PyTorch does, moves 0-d CPU
-# inputs (0-d CPU tensors and NumPy 0-d arrays: scalars, such as those ops on Python numbers
-# give inside formulas) to the device of the others, through the differentiable `to_device`
-# op, so their gradient goes back to the CPU. Python scalars never count.
-def same_device(op, args):
-    """``args`` with 0-d CPU inputs moved to the device of the others (Note [Mixing
-    devices]); a RuntimeError naming both devices when tensors of two devices meet."""
-    target = None
-    for a in args:
-        d = a._data if type(a) is Tensor else a
-        if type(d) in _BACKEND_BY_TYPE and not (type(d) is _NDARRAY and d.ndim == 0):
-            dev = _BACKEND_BY_TYPE[type(d)].device_of(d)
-            if target is None:
-                target = dev
-            elif dev != target:
-                _raise_mixed(op, target, dev)
-    if target is None:
-        return args
-    out = []
-    for a in args:
-        d = a._data if type(a) is Tensor else a
-        if type(d) is _NDARRAY and target.type != "cpu":
-            if d.ndim != 0:
-                _raise_mixed(op, target, _CPU_DEVICE)
-            a = _ops().to_device(a if type(a) is Tensor else _new(d, False), target)
-        out.append(a)
-    return out
+def _default_float(arr):
+    """Python floats (and complexes) follow the default dtype."""
+    d = get_default_dtype()
+    if is_floating(arr.dtype) and arr.dtype != d:
+        return arr.astype(d)
+    if arr.dtype.kind == "c" and arr.dtype != default_complex_dtype():
+        return arr.astype(default_complex_dtype())
+    return arr
 
 
-def _raise_mixed(op, a, b):
-    raise RuntimeError(
-        f"{getattr(op, 'name', op)}: expected all tensors to be on the same device, but found "
-        f"at least two devices, {a} and {b}; move them with .to(device) (NumPy arrays count "
-        "as cpu)"
-    )
+def as_data(data, dtype, device, copy):
+    """The raw array for ``tensor(data, ...)`` / ``asarray(data, ...)`` (array-API ``copy``)."""
+    dtype = as_dtype(dtype)
+    if isinstance(data, Tensor):
+        data = data._data
+        if device is None:
+            device = backend_of(data).device_of(data)
+    elif isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
+        data = _nested_to_lists(data)
+    if type(data) not in _BACKEND_BY_TYPE and type(data).__module__.partition(".")[0] == "cupy":
+        _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
+    if device is None and type(data) in _BACKEND_BY_TYPE and type(data) is not _NDARRAY:
+        B = _BACKEND_BY_TYPE[type(data)]  # a device array (CuPy) stays on its device
+    else:
+        B, device = _placed(device)
+    native = type(data) is B.array_type
+    if copy is False and dtype is not None and getattr(data, "dtype", dtype) != dtype:
+        raise ValueError(f"asarray(copy=False): converting {data.dtype} to {dtype} needs a "
+                         "copy; pass copy=None to copy only when needed")
+    if native or hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
+        if not native and type(data) in _BACKEND_BY_TYPE and type(data) is not _NDARRAY:
+            data = backend_of(data).to_numpy(data)  # another device's array: via the host
+        arr = B.asarray(data, dtype=dtype, device=device, copy=copy)
+    else:
+        arr = B.asarray(data, dtype=dtype, device=device, copy=True)
+        if dtype is None:
+            arr = _default_float(arr)
+    if arr.dtype == object:
+        raise TypeError("could not convert the data to a numeric tensor (got an object array); "
+                        "pass numbers, nested sequences of numbers, or arrays")
+    return arr
 
 
-def _ops():
-    from . import ops
-    return ops
+def _flat(seq):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def _nested_to_lists(seq):
+    return [_nested_to_lists(e) if isinstance(e, (list, tuple)) else
+            (e.detach().tolist() if isinstance(e, Tensor) else e) for e in seq]
 
 
 _NDARRAY = NUMPY.array_type
-_CPU_DEVICE = Device("cpu")
 
 
 def _raise_not_host(t, what):
@@ -141,15 +184,12 @@ def _raise_not_host(t, what):
         "Use .cpu() to copy the tensor to host memory first (e.g. t.cpu().numpy()).")
 
 
-def _is_device(a):
-    """Whether ``a`` (a str or Device) names a device rather than a dtype."""
-    if isinstance(a, Device):
-        return True
-    try:
-        Device(a)
-    except ValueError:
-        return False
-    return True
+def _rebuild(host, device, requires_grad, grad):
+    """Unpickle a tensor (Tensor.__reduce_ex__)."""
+    t = finish(as_data(host, host.dtype, device, copy=None), False)
+    t._requires_grad = requires_grad
+    t._grad = grad
+    return t
 
 
 class Tensor:
@@ -174,51 +214,12 @@ class Tensor:
     __array_ufunc__ = None
     __array_priority__ = 1000
 
+    # A plain tensor belongs to no transform level (Note [Levels] in core/levels.py).
+    _level = None
+
     def __new__(cls, data=None, *, dtype=None, device=None, requires_grad=False):
-        from .creation import tensor
-        return tensor([] if data is None else data, dtype=dtype, device=device,
-                      requires_grad=requires_grad)
-
-    # Rarely set state lives in `_meta` (Note: keeps `_new`, run for every op, cheap).
-    @property
-    def _base(self):
-        m = self._meta
-        return None if m is None else m.base
-
-    @_base.setter
-    def _base(self, value):
-        if value is not None or self._meta is not None:
-            _meta(self).base = value
-
-    @property
-    def _accumulator(self):
-        m = self._meta
-        return None if m is None else m.accumulator
-
-    @_accumulator.setter
-    def _accumulator(self, value):
-        _meta(self).accumulator = value
-
-    @property
-    def _tangents(self):
-        m = self._meta
-        return None if m is None else m.tangents
-
-    @_tangents.setter
-    def _tangents(self, value):
-        if value is not None or self._meta is not None:
-            _meta(self).tangents = value
-
-    @classmethod
-    def _wrap(cls, data):
-        return _wrap_raw(data)
-
-    @classmethod
-    def _from_node(cls, data, node, output_nr):
-        t = _new(data, True)
-        t._grad_fn = node
-        t._output_nr = output_nr
-        return t
+        return finish(as_data([] if data is None else data, dtype, device, copy=True),
+                      requires_grad)
 
     # ------------------------------------------------------------------ array attributes
     @property
@@ -246,47 +247,38 @@ class Tensor:
 
     def dim(self):
         """Number of dimensions (PyTorch spelling of ``ndim``)."""
-        return self._data.ndim
+        return self.ndim
 
     def numel(self):
         """Number of elements (PyTorch spelling of ``size``)."""
-        return self._data.size
+        return self.size
 
     def __len__(self):
-        if self._data.ndim == 0:
+        if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self.shape[0]
 
-    @property
-    def T(self):
-        """All dimensions reversed (NumPy's ``.T``)."""
-        return _ops().permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
-
-    @property
-    def mT(self):
-        """The last two dimensions swapped (a batch of matrix transposes)."""
-        return _ops().matrix_transpose(self)
-
-    @property
-    def real(self):
-        """The real part (NumPy's ``.real``): a differentiable view of a complex tensor."""
-        return _ops().real(self)
-
-    @property
-    def imag(self):
-        """The imaginary part (NumPy's ``.imag``; zeros for a real tensor), differentiable."""
-        return _ops().imag(self)
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
     @property
     def backend(self):
         return _BACKEND_BY_TYPE[type(self._data)]
+
+    def is_complex(self):
+        return self.dtype.kind == "c"
+
+    def is_floating_point(self):
+        return is_floating(self.dtype)
 
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self):
         """Whether gradients are computed for this tensor. Settable on leaves."""
         if self._meta is not None:
-            _fresh_view(self)
+            _fresh(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -312,10 +304,10 @@ class Tensor:
                     "use var_no_grad = var.detach()."
                 )
             return self
-        if requires_grad and not is_differentiable_dtype(self._data.dtype):
+        if requires_grad and not is_differentiable_dtype(self.dtype):
             raise RuntimeError(
                 f"only Tensors of floating point and complex dtype can require gradients; this "
-                f"tensor has dtype {self._data.dtype}. Convert it first, e.g. "
+                f"tensor has dtype {self.dtype}. Convert it first, e.g. "
                 "`t.astype(ndgrad.float64).requires_grad_()`."
             )
         self._requires_grad = requires_grad
@@ -328,14 +320,14 @@ class Tensor:
         For a view whose base was modified in place since, the view's history is first
         derived again from the base's (Note [In-place on views] in core/dispatch.py)."""
         if self._meta is not None:
-            _fresh_view(self)
+            _fresh(self)
         return self._grad_fn
 
     @property
     def is_leaf(self):
         """True for tensors not made by a recorded operation."""
         if self._meta is not None:
-            _fresh_view(self)
+            _fresh(self)
         return self._grad_fn is None
 
     @property
@@ -374,6 +366,14 @@ class Tensor:
         self._grad = value
 
     @property
+    def retains_grad(self):
+        return self._meta is not None and self._meta.retains_grad
+
+    @property
+    def is_inference(self):
+        return self._meta is not None and self._meta.inference
+
+    @property
     def data(self):
         """A detached alias of this tensor: shares storage and the version counter.
 
@@ -401,99 +401,71 @@ class Tensor:
         False
         """
         t = _new(self._data, False)
-        c = self._version
-        if c is None:
-            c = self._version = VersionCounter()
-        t._version = c
+        t._version = self._counter()
         return t
 
     def detach_(self):
         """Detach this tensor from the graph in place (it becomes a leaf)."""
-        if self._base is not None:
+        if self._meta is not None and self._meta.base is not None:
             raise RuntimeError("detach_() is not allowed on a view; use detach() instead")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
         return self
 
-    def retain_grad(self):
-        """Populate ``.grad`` for this non-leaf tensor during backward.
+    # ------------------------------------------------------------------ what the graph calls
+    def _counter(self):
+        """The version counter (made on first use), shared with views and aliases."""
+        c = self._version
+        if c is None:
+            c = self._version = VersionCounter()
+        return c
 
-        Examples
-        --------
-        >>> import ndgrad
-        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
-        >>> y = x * 3
-        >>> y.retain_grad()
-        >>> y.sum().backward()
-        >>> y.grad
-        tensor([1., 1.])
-        """
-        if not self._requires_grad:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self._grad_fn is None:
-            return  # leaves keep their grad anyway
-        m = _meta(self)
-        if m.retains_grad:
-            return
-        m.retains_grad = True
-        import weakref
-        ref = weakref.ref(self)
+    def _saved_content(self):
+        """What a node keeps of this tensor when it saves it as an output: the raw array
+        (keeping the Tensor itself would make a cycle Node -> Tensor -> Node)."""
+        return self._data
 
-        def _retain(grad):
-            t = ref()
-            if t is not None:
-                from .engine import accumulate_into
-                accumulate_into(t, grad, STATE.grad_enabled)
-            return None
-        _retain._is_retain = True
-        m.retain_handle = self._grad_fn._add_tensor_hook(self._output_nr, _retain)
+    @classmethod
+    def _from_saved(cls, content, level):
+        """The tensor rebuilt around saved content (:meth:`_saved_content`)."""
+        return _new(content, False)
 
-    @property
-    def retains_grad(self):
-        return self._meta is not None and self._meta.retains_grad
+    def _lower_for(self, level):
+        """This value as the graph of ``level`` sees it one level down (a plain tensor is
+        its own value at every level)."""
+        return self
 
-    def register_hook(self, hook):
-        """Register ``hook(grad) -> Tensor or None``, called with this tensor's gradient.
+    def _autograd_level(self):
+        """The transform level whose graph this tensor's ``grad_fn`` belongs to (None: the
+        graph of plain tensors)."""
+        return None
 
-        A returned tensor replaces the gradient. Returns a handle with ``remove()``.
+    def _alive(self):
+        """This tensor as an operation may use it now (a value of an exited transform level
+        is its value one level down)."""
+        return self
 
-        Examples
-        --------
-        >>> import ndgrad
-        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
-        >>> h = x.register_hook(lambda g: g * 10)
-        >>> (x * x).sum().backward()
-        >>> x.grad
-        tensor([20., 40.])
-        >>> h.remove()
-        """
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._grad_fn is not None:
-            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
-        m = _meta(self)
-        if m.hooks is None:
-            m.hooks = {}
-        from .graph import _add_hook
-        return _add_hook(m.hooks, hook)
+    def _shares_memory(self, other):
+        """Whether ``other`` may view this tensor's memory (views are linked when so)."""
+        d = other._data if type(other) is Tensor else None
+        return d is not None and _BACKEND_BY_TYPE[type(self._data)].may_share_memory(
+            self._data, d)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+    def _stand_in(self, copy):
+        """A tensor with this tensor's value (a copy of it when ``copy``) and its current
+        history, to record functional ops on (the in-place protocol, core/dispatch.py)."""
+        s = _new(self._data.copy() if copy else self._data, self._requires_grad)
+        s._grad_fn = self._grad_fn
+        s._output_nr = self._output_nr
+        return s
 
-        See :func:`ndgrad.autograd.backward`.
-
-        Examples
-        --------
-        >>> import ndgrad
-        >>> x = ndgrad.tensor(3.0, requires_grad=True)
-        >>> (x ** 3).backward()
-        >>> x.grad
-        tensor(27.)
-        """
-        from .engine import backward
-        backward((self,), None if gradient is None else (gradient,), retain_graph,
-                 create_graph, inputs=inputs)
+    def _gradient_for_plain_tensor_message(self, t):
+        """What to say when this gradient (a transform's value) would go into the ``.grad``
+        of plain tensor ``t``."""
+        return (f"backward() computed a gradient that is a value of a function transform for a "
+                f"tensor outside it (shape {list(t.shape)}); its .grad cannot hold it. Use "
+                "ndgrad.autograd.grad or the transform's own gradient (ndgrad.func.grad).")
 
     # ------------------------------------------------------------------ conversion
     def numpy(self):
@@ -570,28 +542,33 @@ class Tensor:
         return complex(self.item())
 
     def __index__(self):
-        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+        if self.dtype.kind not in "iu" or self.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self._data.item())
+        return int(self.item())
 
     def __bool__(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is "
+        if self.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.size} values is "
                                "ambiguous; use .any() or .all()")
-        return bool(self._data.item())
+        return bool(self.item())
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+    def __format__(self, spec):
+        """``f"{loss:.4f}"`` formats a 0-d tensor's value, as in PyTorch; other tensors take
+        only the empty format (their repr)."""
+        if not spec:
+            return str(self)
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        raise TypeError(f"unsupported format string {spec!r} for a tensor of shape "
+                        f"{list(self.shape)}: only 0-d tensors take a format spec (format "
+                        "t.item() or t.tolist() instead)")
 
     def __repr__(self):
         B = _BACKEND_BY_TYPE[type(self._data)]
         arr = B.to_numpy(self._data)
-        import numpy as _np  # only for printing
-        body = _np.array2string(arr, separator=", ", prefix="tensor(")
+        body = NUMPY.array2string(arr, separator=", ", prefix="tensor(")
         extras = []
-        if self._data.dtype not in (get_default_dtype(), _np.dtype("int64"), _np.dtype("bool"),
+        if self._data.dtype not in (get_default_dtype(), _INT64, _BOOL,
                                     default_complex_dtype()) or self._data.size == 0:
             extras.append(f"dtype={self._data.dtype}")
         dev = self.device
@@ -605,277 +582,21 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    # ------------------------------------------------------------------ misc methods
-    def clone(self):
-        """A copy with its own storage; differentiable (gradient flows back to self)."""
-        return _ops().clone(self)
-
-    def astype(self, dtype):
-        """Cast to ``dtype``; differentiable between floating/complex dtypes."""
-        return _ops().astype(self, as_dtype(dtype))
-
-    def type_as(self, other):
-        return self.astype(other.dtype)
-
-    def to(self, *args, device=None, dtype=None, copy=False):
-        """This tensor on ``device`` and/or with ``dtype`` (PyTorch's forms: ``to(dtype)``,
-        ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``, keywords).
-
-        Returns ``self`` when nothing changes (unless ``copy=True``); a cast is differentiable
-        between floating and complex dtypes (:meth:`astype`). A device that is not available
-        (``"cuda"`` without CuPy and a GPU) is an error that says how to get one.
-
-        Examples
-        --------
-        >>> import ndgrad
-        >>> x = ndgrad.tensor([1.0, 2.0])
-        >>> x.to(ndgrad.float32).dtype
-        dtype('float32')
-        >>> x.to("cpu") is x
-        True
-        """
-        for a in args:
-            if isinstance(a, Tensor):
-                device = a.device if device is None else device
-                dtype = a.dtype if dtype is None else dtype
-            elif isinstance(a, (str, Device)) and _is_device(a):
-                if device is not None:
-                    raise TypeError("to() got the device twice")
-                device = a
-            elif a is not None:
-                if dtype is not None:
-                    raise TypeError("to() got the dtype twice")
-                if isinstance(a, str):
-                    try:
-                        as_dtype(a)
-                    except TypeError:
-                        raise TypeError(f"to(): {a!r} is neither a device ('cpu', 'cuda', "
-                                        "'cuda:N') nor a dtype ('float32', ...)") from None
-                dtype = a
-        out = self
-        if dtype is not None and as_dtype(dtype) != out.dtype:
-            out = out.astype(dtype)
-        if device is not None and Device(device) != self.device:
-            out = _ops().to_device(out, device)  # (an unavailable device: says how to get it)
-        if copy and out is self:
-            out = self.clone()
-        return out
-
-    def cpu(self):
-        """This tensor on the CPU (``self`` when it is there already)."""
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        """This tensor on CUDA device ``device`` (an index or ``"cuda:N"``; default ``cuda:0``,
-        where PyTorch's default is the current device)."""
-        return self.to("cuda" if device is None else
-                       (f"cuda:{device}" if isinstance(device, int) else device))
-
-    def double(self):
-        return self.astype("float64")
-
-    def float(self):
-        return self.astype("float32")
-
-    def size_(self):  # pragma: no cover - not public
-        return self._data.size
-
-    def is_complex(self):
-        return self._data.dtype.kind == "c"
-
-    def is_floating_point(self):
-        return is_floating(self._data.dtype)
-
-    @property
-    def is_inference(self):
-        return self._meta is not None and self._meta.inference
-
-    # ------------------------------------------------------------------ operators
-    def __add__(self, other):
-        return _apply(_OP["add"], self, other)
-
-    def __radd__(self, other):
-        return _apply(_OP["add"], other, self)
-
-    def __sub__(self, other):
-        return _apply(_OP["subtract"], self, other)
-
-    def __rsub__(self, other):
-        return _apply(_OP["subtract"], other, self)
-
-    def __mul__(self, other):
-        return _apply(_OP["multiply"], self, other)
-
-    def __rmul__(self, other):
-        return _apply(_OP["multiply"], other, self)
-
-    def __truediv__(self, other):
-        return _apply(_OP["divide"], self, other)
-
-    def __rtruediv__(self, other):
-        return _apply(_OP["divide"], other, self)
-
-    def __floordiv__(self, other):
-        return _apply(_OP["floor_divide"], self, other)
-
-    def __rfloordiv__(self, other):
-        return _apply(_OP["floor_divide"], other, self)
-
-    def __mod__(self, other):
-        return _apply(_OP["remainder"], self, other)
-
-    def __rmod__(self, other):
-        return _apply(_OP["remainder"], other, self)
-
-    def __pow__(self, other):
-        return _apply(_OP["pow"], self, other)
-
-    def __rpow__(self, other):
-        return _apply(_OP["pow"], other, self)
-
-    def __matmul__(self, other):
-        return _apply(_OP["matmul"], self, other)
-
-    def __rmatmul__(self, other):
-        return _apply(_OP["matmul"], other, self)
-
-    def __neg__(self):
-        return _apply(_OP["negative"], self)
-
-    def __pos__(self):
-        return _apply(_OP["positive"], self)
-
-    def __abs__(self):
-        return _apply(_OP["abs"], self)
-
-    def __invert__(self):
-        if self.dtype.kind != "b":
-            raise TypeError(f"~ is defined for bool tensors (logical not); this tensor has "
-                            f"dtype {self.dtype}. Use ndgrad.logical_not or `-x - 1`.")
-        return _apply(_OP["logical_not"], self)
-
-    def __and__(self, other):
-        return _apply(_OP["logical_and"], self, other)
-
-    def __rand__(self, other):
-        return _apply(_OP["logical_and"], other, self)
-
-    def __or__(self, other):
-        return _apply(_OP["logical_or"], self, other)
-
-    def __ror__(self, other):
-        return _apply(_OP["logical_or"], other, self)
-
-    def __xor__(self, other):
-        return _apply(_OP["logical_xor"], self, other)
-
-    def __rxor__(self, other):
-        return _apply(_OP["logical_xor"], other, self)
-
-    def __eq__(self, other):
-        return _apply(_OP["equal"], self, other)
-
-    def __ne__(self, other):
-        return _apply(_OP["not_equal"], self, other)
-
-    def __lt__(self, other):
-        return _apply(_OP["less"], self, other)
-
-    def __le__(self, other):
-        return _apply(_OP["less_equal"], self, other)
-
-    def __gt__(self, other):
-        return _apply(_OP["greater"], self, other)
-
-    def __ge__(self, other):
-        return _apply(_OP["greater_equal"], self, other)
-
-    # augmented assignment: in place, like NumPy (Note: rebases history, see dispatch)
-    def __iadd__(self, other):
-        return _apply_inplace(_OP["add"], self, other)
-
-    def __isub__(self, other):
-        return _apply_inplace(_OP["subtract"], self, other)
-
-    def __imul__(self, other):
-        return _apply_inplace(_OP["multiply"], self, other)
-
-    def __itruediv__(self, other):
-        return _apply_inplace(_OP["divide"], self, other)
-
-    def __ifloordiv__(self, other):
-        return _apply_inplace(_OP["floor_divide"], self, other)
-
-    def __imod__(self, other):
-        return _apply_inplace(_OP["remainder"], self, other)
-
-    def __ipow__(self, other):
-        return _apply_inplace(_OP["pow"], self, other)
-
-    def __imatmul__(self, other):
-        return _apply_inplace(_OP["matmul"], self, other)
-
-    # in-place writes of whole values: x[...] = value, recorded as index_put
-    def fill_(self, value):
-        """Set every element to ``value`` (a number or a 0-d tensor) in place; returns self.
-
-        Examples
-        --------
-        >>> import ndgrad
-        >>> ndgrad.ones(3).fill_(2.5)
-        tensor([2.5, 2.5, 2.5])
-        """
-        if isinstance(value, Tensor) and value.ndim != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                               f"with {value.ndim} dimensions; use copy_ to copy a tensor")
-        return _apply_inplace(_OP["index_put"], self, value, index=Ellipsis)
-
-    def zero_(self):
-        """Set every element to zero in place; returns self."""
-        return _apply_inplace(_OP["index_put"], self, 0, index=Ellipsis)
-
-    def copy_(self, src):
-        """Copy ``src`` (broadcast to this tensor's shape) into this tensor; returns self.
-
-        Differentiable: the gradient of this tensor's old value is zero, ``src`` gets the
-        gradient of the result (summed over broadcast dimensions).
-
-        Examples
-        --------
-        >>> import ndgrad
-        >>> y = ndgrad.zeros((2, 2))
-        >>> y.copy_(ndgrad.tensor([1.0, 2.0]))
-        tensor([[1., 2.],
-                [1., 2.]])
-        """
-        if not isinstance(src, Tensor):
-            raise TypeError(f"copy_ expects a Tensor source, got {type(src).__name__}")
-        if src._data is self._data:
-            return self
-        return _apply_inplace(_OP["index_put"], self, src, index=Ellipsis)
-
-    def __getitem__(self, index):
-        return _getitem(self, index)
-
-    def __setitem__(self, index, value):
-        _setitem(self, index, value)
-
-
-_graph._TENSOR[0] = Tensor
-
-# Filled by ndgrad.core.ops after the registry is built (avoids an import cycle).
-_OP: dict = {}
-_apply = None
-_apply_inplace = None
-_getitem = None
-_setitem = None
-
-
-def _bind(ops_registry, apply, apply_inplace):
-    global _apply, _apply_inplace, _getitem, _setitem
-    from .ops import indexing
-    _OP.update(ops_registry)
-    _apply = apply
-    _apply_inplace = apply_inplace
-    _getitem = indexing._getitem_public
-    _setitem = indexing.setitem
+    # ------------------------------------------------------------------ pickling
+    def __reduce_ex__(self, protocol):
+        """Pickling (and ``copy.deepcopy``) keeps the data, the device, ``requires_grad``
+        and a leaf's ``.grad``; the graph is not pickled, so a non-leaf that requires grad
+        is refused (detach it first)."""
+        if self._grad_fn is not None and self._requires_grad:
+            raise RuntimeError(
+                f"can't pickle a tensor that requires grad and has a history "
+                f"(grad_fn=<{self._grad_fn.name()}>): the graph behind it cannot be saved. "
+                "Pickle tensor.detach() (a leaf with the same data), or a leaf tensor.")
+        host = _BACKEND_BY_TYPE[type(self._data)].to_numpy(self._data)
+        if host is self._data:
+            host = host.copy() if not host.flags.writeable else host
+        return (_rebuild, (host, str(self.device), self._requires_grad, self._grad))
+
+
+_INT64 = NUMPY.dtype("int64")
+_BOOL = NUMPY.dtype("bool")

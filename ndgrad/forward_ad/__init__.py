@@ -16,29 +16,26 @@ tensor([1.        , 2.71828183, 7.3890561 ])
 
 How it works (Note [Forward mode])
 ----------------------------------
-Levels are a global stack (as PyTorch's: not per thread) shared with vmap (Note [Levels]
-in ``ndgrad/core/levels.py``); a tensor keeps its tangents in ``_meta.tangents``, a dict
-``{level: tangent Tensor}``. ``core.dispatch.apply`` (and ``apply_inplace``,
-``Function.apply``) check one module-level flag, the number of active levels; when it is
-non-zero they ask each transform for its innermost level among the inputs (here: the
-deepest level at which some input carries a tangent). When the innermost level overall is a
-dual level ``L`` (the recursive scheme of JAX's autodidax, which avoids perturbation
-confusion):
+A dual level is a transform level (Note [Levels] in ``ndgrad/core/levels.py``) whose
+interpreter is :class:`_DualInterpreter`. As in PyTorch, a tangent belongs to a tensor: it is
+kept in the tensor's per-level data (``_meta.level_data[level]``), so any tensor can carry
+one, also one made before the level or one that gets a tangent by an in-place operation.
+When the innermost visible level among an op's inputs is a dual level ``L`` (the recursive
+scheme of JAX's autodidax, which avoids perturbation confusion), its interpreter:
 
-1. the level-``L`` tangents of the inputs are hidden (taken out of their dicts for the
-   duration of the call, and put back after, also on error);
-2. the op runs normally on the inputs, which recursively carries the outer levels'
-   tangents;
-3. the output tangent is the op's jvp rule evaluated with ``F`` = the ndgrad namespace, so
-   it is itself made of ndgrad ops: it carries outer-level tangents (forward over forward)
-   and is recorded for reverse mode when something requires grad (reverse over forward);
-   it is broadcast and cast to the output's shape and dtype;
-4. after the level-``L`` tangents are restored, it is attached to the output at level ``L``.
+1. reads the inputs' level-``L`` tangents;
+2. runs the op on the same inputs inside ``levels.below(L)``, where level ``L`` (and the
+   deeper ones) are invisible, so the op carries the outer levels' tangents and is recorded
+   for reverse mode as usual, and nothing is hidden or restored on the tensors themselves;
+3. evaluates the op's jvp rule with ``F`` = the ndgrad namespace, still below ``L``: the
+   tangent is made of ndgrad ops, so it carries outer-level tangents (forward over forward)
+   and is recorded for reverse mode when something requires grad (reverse over forward); it
+   is broadcast and cast to the output's shape and dtype;
+4. attaches it to the output at level ``L``.
 
-Departure from the "stripped copies" design: step 1 hides the tangents on the input objects
-themselves instead of making stripped copies, so the inputs keep their identity, their
-history, their version counter and their view links (an op on a view still sees its base).
-The hiding is undone before the call returns.
+A node that saves its output keeps the output's per-level data with it (Note [Saved tensors
+and versions] in ``ndgrad/core/graph.py``), so a backward pass inside the level sees the
+tangents of saved outputs too (forward over reverse).
 
 Views and in-place: a view op's jvp is the view op applied to the tangent, so the tangent of
 a view of a dual tensor is a view of the base's tangent. An in-place op on a tensor with a
@@ -57,13 +54,11 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
-from ..core import dispatch as _dispatch
-from ..core import function as _function
 from ..core import levels as _levels
-from ..core.backend import _BACKEND_BY_TYPE, is_differentiable_dtype
-from ..core.dispatch import apply
-from ..core.graph import _TENSOR_F
-from ..core.ops.registry import REGISTRY, VARIADIC
+from ..core.backend import is_differentiable_dtype
+from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace
+from ..core.function import Function, apply_function
+from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, _meta
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
@@ -71,10 +66,9 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 
 _STACK = []          # the active dual levels' depths, innermost last (Note [Levels])
 _LEVELS = {}         # depth -> its core.levels.Level
-_NO_DUAL = _levels.NOT_HANDLED
-_HOLDERS = {}        # level -> weakrefs to the tensors given a tangent at that level
 _RESHAPE = REGISTRY["reshape"]
 _INDEX_PUT = REGISTRY["index_put"]
+below = _levels.below
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 UnpackedDualTensor.__doc__ = """What :func:`unpack_dual` returns: ``(primal, tangent)``.
@@ -101,11 +95,10 @@ def enter_dual_level():
     >>> level = fwAD.enter_dual_level()
     >>> fwAD.exit_dual_level(level=level)
     """
-    lv = _levels.push("dual")
+    lv = _levels.push(_DUAL, [])  # info: weakrefs to the tensors given a tangent
     level = lv.depth
     _STACK.append(level)
     _LEVELS[level] = lv
-    _HOLDERS[level] = []
     return level
 
 
@@ -142,14 +135,15 @@ def exit_dual_level(*, level=None):
         raise RuntimeError(
             f"exit_dual_level: can only exit the innermost dual level, which is {inner}, but "
             f"level {level} was given; exit the levels nested in it first")
-    _levels.pop(_LEVELS[level])  # raises if a transform entered inside it is still active
+    lv = _LEVELS[level]
+    _levels.pop(lv)  # raises if a transform entered inside it is still active
     del _LEVELS[level]
-    for r in _HOLDERS.pop(level):
+    for r in lv.info:
         t = r()
         if t is not None:
-            d = t._meta.tangents
+            d = t._meta.level_data
             if d:
-                d.pop(level, None)
+                d.pop(lv, None)
     _STACK.pop()
 
 
@@ -180,95 +174,67 @@ class dual_level:
 
 
 # ------------------------------------------------------------------------------ tangents
-def _tangent(a, level):
+def _tangent(a, lv):
     if not isinstance(a, Tensor):
         return None
     m = a._meta
-    if m is None or not m.tangents:
+    if m is None or not m.level_data:
         return None
-    return m.tangents.get(level)
+    return m.level_data.get(lv)
 
 
-def _set_tangent(t, level, tangent):
+def _set_tangent(t, lv, tangent):
     m = _meta(t)
-    d = m.tangents
+    d = m.level_data
     if d is None:
-        d = m.tangents = {}
-    d[level] = tangent
-    holders = _HOLDERS[level]
+        d = m.level_data = {}
+    d[lv] = tangent
+    holders = lv.info
     n = len(holders)
     if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
         holders[:] = [r for r in holders if r() is not None]
     holders.append(weakref.ref(t))
 
 
-def _innermost(args):
-    """The innermost level with a tangent among the Tensor ``args`` or their bases (a view
-    made before its base got a tangent has one too: :func:`_input_tangent`); -1 if none."""
-    best = -1
-    for a in args:
-        if isinstance(a, Tensor):
-            m = a._meta
-            if m is not None:
-                if m.tangents:
-                    for lv in m.tangents:
-                        if lv > best:
-                            best = lv
-                base = m.base
-                if base is not None and base._meta is not None and base._meta.tangents:
-                    for lv in base._meta.tangents:
-                        if lv > best and lv not in _HIDDEN:
-                            best = lv
-    return best
-
-
-def _input_tangent(a, level):
-    """``a``'s tangent at ``level``; for a view made before its base got one, derived from
-    the base's through the view chain (so the two share memory from now on)."""
-    t = _tangent(a, level)
+def _input_tangent(a, lv):
+    """``a``'s tangent at level ``lv``; for a view made before its base got one, derived
+    from the base's through the view chain (so the two share memory from now on)."""
+    t = _tangent(a, lv)
     if t is not None or not isinstance(a, Tensor):
         return t
     m = a._meta
-    if m is not None and m.base is not None and level not in _HIDDEN and \
-            _tangent(m.base, level) is not None:
-        return _view_tangent(a, level)
+    if m is not None and m.base is not None and _tangent(m.base, lv) is not None:
+        return _view_tangent(a, lv)
     return None
 
 
-# Levels whose tangents are hidden right now (the primal computation of an op at that
-# level is running): views must not derive those from their bases meanwhile.
-_HIDDEN = {}
-
-
-def _hide(args, level):
-    """Take ``level``'s tangents out of the inputs (step 1); :func:`_restore` puts them back."""
-    _HIDDEN[level] = _HIDDEN.get(level, 0) + 1
-    hidden = []
-    for a in args:
-        if isinstance(a, Tensor):
-            m = a._meta
-            if m is not None and m.tangents and level in m.tangents:
-                hidden.append((m.tangents, m.tangents.pop(level)))
-    return hidden
-
-
-def _restore(hidden, level):
-    for d, tangent in hidden:
-        d[level] = tangent
-    n = _HIDDEN[level] - 1
-    if n:
-        _HIDDEN[level] = n
-    else:
-        del _HIDDEN[level]
+def _view_tangent(t, lv):
+    """The tangent of view ``t`` at ``lv``, made from its base's (a zero tangent for the base
+    when it has none) through the chain of view ops, so that they share memory."""
+    tangent = _tangent(t, lv)
+    if tangent is not None:
+        return tangent
+    m = t._meta
+    with below(lv):
+        if m is None or m.base is None:
+            tangent = TENSOR_F.zeros_like(t.detach())
+        else:
+            parent, vop, extra, params, k = m.view_of
+            pt = _view_tangent(parent, lv)
+            tangent = apply(vop, pt, *extra, **params)
+            if k >= 0:
+                tangent = tangent[k]
+    _set_tangent(t, lv, tangent)
+    return tangent
 
 
 def _fit(tangent, out, who):
     """The rule's tangent as a Tensor of ``out``'s shape and dtype (broadcast, cast)."""
-    F = _TENSOR_F[0]
+    F = TENSOR_F
     if not isinstance(tangent, Tensor):
         B = out.backend
-        tangent = Tensor._wrap(B.asarray(tangent))
-    if tangent.shape != out.shape:
+        tangent = Tensor._from_saved(B.asarray(tangent), None)
+    if tuple(tangent.shape) != tuple(out.shape):
         try:
             tangent = F.clone(F.broadcast_to(tangent, out.shape))  # writable, own memory
         except ValueError:
@@ -283,170 +249,121 @@ def _fit(tangent, out, who):
     return tangent
 
 
-# ------------------------------------------------------------------------------ hooks
-def _apply_dual(level, op, args, params):
-    """The op at dual ``level`` (Note [Forward mode] in this module's docstring)."""
-    nin = len(args) if op.nin == VARIADIC else op.nin
-    tangents = tuple(_input_tangent(a, level) for a in args[:nin])
-    hidden = _hide(args, level)
-    try:
-        out = apply(op, *args, **params)
-        if not op.differentiable or op.jvp is None:
-            return out
-        tangent = op.jvp(_TENSOR_F[0], tangents, out, *args, **params)
-    finally:
-        _restore(hidden, level)
-    if op.nout == 1:
-        _attach(out, tangent, level, op.name)
-    elif tangent is not None:
-        for o, t in zip(out, tangent):
-            _attach(o, t, level, op.name)
-    return out
-
-
-def _attach(out, tangent, level, who):
+def _attach(out, tangent, lv, who):
     if tangent is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
         return
-    tangent = _fit(tangent, out, who)
-    _set_tangent(out, level, tangent)
-    node = out._grad_fn
-    if node is not None and getattr(node, "out_data", None) is not None:
-        # the node saved this output: it keeps the tangent too (Note [Saved outputs keep
-        # their tangents] in core/graph.py)
-        h = node._hooks()
-        if h.tangents is None:
-            h.tangents = {}
-        h.tangents.setdefault(out._output_nr, []).append((_LEVELS[level], tangent))
+    with below(lv):
+        tangent = _fit(tangent, out, who)
+    _set_tangent(out, lv, tangent)
 
 
-def _inplace_dual(level, op, target, args, params):
-    """The in-place op at dual ``level``: the target's tangent is updated in place.
+# ------------------------------------------------------------------------------ interpreter
+class _DualInterpreter(_levels.Interpreter):
+    """Forward mode's rules at a dual level (Note [Forward mode] in the module docstring)."""
 
-    An op other than a whole write (``x[...] = v``) runs out of place on a copy of the
-    target that carries its tangents, and the result is then written in: so what the op's
-    reverse-mode node saves (the old value) keeps its tangents, for a later backward pass
-    inside the level (forward over reverse), and the op runs once."""
-    if not (op is _INDEX_PUT and params.get("index") is Ellipsis):
-        old = target.clone()  # the old value, with its tangents (clone carries them)
-        out = apply(op, old, *args, **params)
-        if tuple(out.shape) != tuple(target.shape):
-            raise RuntimeError(
-                f"{op.name}: output with shape {list(target.shape)} doesn't match the "
-                f"broadcast shape {list(out.shape)} of the in-place operation; an in-place op "
-                "cannot change its target's shape")
-        if out.dtype != target.dtype and not target.backend.can_cast(
-                out.dtype, target.dtype, "same_kind"):
-            raise RuntimeError(
-                f"{op.name}: result type {out.dtype} can't be cast to the desired output type "
-                f"{target.dtype} of the in-place target; use the out-of-place op or convert "
-                "the target with .astype() first")
-        return _inplace_dual(level, _INDEX_PUT, target, (out,), {"index": Ellipsis})
-    allargs = (target,) + args
-    nin = op.nin
-    tangents = tuple(_input_tangent(a, level) for a in allargs[:nin])
-    hidden = _hide(allargs, level)
-    try:
-        tangent = None
-        if op.differentiable and op.jvp is not None:
-            old = target.clone()  # the value before: the rule reads it (and so may backward)
+    name = "dual"
+
+    def process(self, lv, op, args, params):
+        nin = len(args) if op.nin == VARIADIC else op.nin
+        tangents = tuple(_input_tangent(a, lv) for a in args[:nin])
+        with below(lv):
+            out = apply(op, *args, **params)
+            if not op.differentiable or all(t is None for t in tangents):
+                return out
+            if op.jvp is None:
+                raise NotImplementedError(
+                    f"{op.qualname} has no forward-mode rule, so an input carrying a tangent "
+                    f"cannot go through it: {op.notes.get('jvp', 'no jvp rule is declared')}")
+            tangent = op.jvp(TENSOR_F, tangents, out, *args, **params)
+        if op.nout == 1:
+            _attach(out, tangent, lv, op.name)
+        elif tangent is not None:
+            for o, t in zip(out, tangent):
+                _attach(o, t, lv, op.name)
+        return out
+
+    def process_inplace(self, lv, op, target, args, params):
+        """The target's tangent is updated in place.
+
+        An op other than a whole write (``x[...] = v``) runs out of place on a copy of the
+        target that carries its tangents, and the result is then written in: so what the
+        op's reverse-mode node saves (the old value) keeps its tangents, for a later backward
+        pass inside the level (forward over reverse), and the op runs once."""
+        if not (op is _INDEX_PUT and params.get("index") is Ellipsis):
+            old = TENSOR_F.clone(target)  # the old value, with its tangents
             out = apply(op, old, *args, **params)
-            tangent = op.jvp(_TENSOR_F[0], tangents, out, old, *args, **params)
-        _dispatch.apply_inplace(op, target, *args, **params)
-    finally:
-        _restore(hidden, level)
-    if not is_differentiable_dtype(target.dtype):
-        return target
-    old_tangent = tangents[0]
-    if tangent is None:
-        if old_tangent is None:
+            if tuple(out.shape) != tuple(target.shape):
+                raise RuntimeError(
+                    f"{op.name}: output with shape {list(target.shape)} doesn't match the "
+                    f"broadcast shape {list(out.shape)} of the in-place operation; an in-place "
+                    "op cannot change its target's shape")
+            if out.dtype != target.dtype and not target.backend.can_cast(
+                    out.dtype, target.dtype, "same_kind"):
+                raise RuntimeError(
+                    f"{op.name}: result type {out.dtype} can't be cast to the desired output "
+                    f"type {target.dtype} of the in-place target; use the out-of-place op or "
+                    "convert the target with .astype() first")
+            return self.process_inplace(lv, _INDEX_PUT, target, (out,), {"index": Ellipsis})
+        allargs = (target,) + tuple(args)
+        tangents = tuple(_input_tangent(a, lv) for a in allargs[:op.nin])
+        with below(lv):
+            tangent = None
+            if op.differentiable and op.jvp is not None:
+                old = TENSOR_F.clone(target)  # the value before: the rule reads it
+                out = apply(op, old, *args, **params)
+                tangent = op.jvp(TENSOR_F, tangents, out, old, *args, **params)
+            apply_inplace(op, target, *args, **params)
+        if not is_differentiable_dtype(target.dtype):
             return target
-        tangent = _TENSOR_F[0].zeros_like(old_tangent)
-    tangent = _fit(tangent, target, op.name)
-    m = target._meta
-    if old_tangent is None and m is not None and m.base is not None:
-        old_tangent = _view_tangent(target, level)  # a view: its base gets a tangent too
-    if old_tangent is None:
-        _set_tangent(target, level, tangent)
-    else:
-        _dispatch.apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
-    return target
-
-
-def _view_tangent(t, level):
-    """The tangent of view ``t`` at ``level``, made from its base's (a zero tangent for the
-    base when it has none) through the chain of view ops, so that they share memory."""
-    tangent = _tangent(t, level)
-    if tangent is not None:
-        return tangent
-    m = t._meta
-    if m is None or m.base is None:
-        tangent = _TENSOR_F[0].zeros_like(t.detach())
-    else:
-        parent, vop, extra, params, k = m.view_of
-        pt = _view_tangent(parent, level)
-        tangent = apply(vop, pt, *extra, **params)
-        if k >= 0:
-            tangent = tangent[k]
-    _set_tangent(t, level, tangent)
-    return tangent
-
-
-def _fn_dual(cls, args, kwargs, level):
-    """Run Function ``cls`` carrying the tangents of ``level`` and every outer level:
-    (outputs, ctx)."""
-    tangents = tuple(_tangent(a, level) for a in args)
-    if cls.jvp is _function.Function.jvp:
-        raise NotImplementedError(
-            f"{cls.__name__}: an input carries a forward-mode tangent (a dual level is "
-            "active), so you must override the jvp static method of this custom "
-            "ndgrad.autograd.Function: @staticmethod jvp(ctx, *tangents) returning the output "
-            "tangents (save what it needs with ctx.save_for_forward).")
-    hidden = _hide(args, level)
-    try:
-        outer = _innermost(args)
-        if outer >= 0:
-            out, ctx = _fn_dual(cls, args, kwargs, outer)
+        old_tangent = tangents[0]
+        if tangent is None:
+            if old_tangent is None:
+                return target
+            with below(lv):
+                tangent = TENSOR_F.zeros_like(old_tangent)
+        with below(lv):
+            tangent = _fit(tangent, target, op.name)
+        m = target._meta
+        if old_tangent is None and m is not None and m.base is not None:
+            old_tangent = _view_tangent(target, lv)  # a view: its base gets a tangent too
+        if old_tangent is None:
+            _set_tangent(target, lv, tangent)
         else:
-            out, ctx = _function._run(cls, args, kwargs)
-        ctx._fn_in_jvp = True
-        try:
-            tangent = cls.jvp(ctx, *tangents)
-        finally:
-            ctx._fn_in_jvp = False
-    finally:
-        _restore(hidden, level)
-    outs = out if isinstance(out, tuple) else (out,)
-    tans = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
-    if len(tans) != len(outs):
-        raise RuntimeError(
-            f"{cls.__name__}.jvp returned {len(tans)} tangent(s), but forward returned "
-            f"{len(outs)} output(s); return one tangent (or None) per output")
-    for o, t in zip(outs, tans):
-        _attach(o, t, level, f"{cls.__name__}.jvp")
-    return out, ctx
+            with below(lv):
+                apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
+        return target
+
+    def process_function(self, lv, cls, args, kwargs, needs):
+        """Run Function ``cls`` one level down, then its ``jvp`` for this level's tangents."""
+        tangents = tuple(_input_tangent(a, lv) for a in args)
+        if all(t is None for t in tangents):
+            with below(lv):
+                return apply_function(cls, args, kwargs, needs)
+        if cls.jvp is Function.jvp:
+            raise NotImplementedError(
+                f"{cls.__name__}: an input carries a forward-mode tangent (a dual level is "
+                "active), so you must override the jvp static method of this custom "
+                "ndgrad.autograd.Function: @staticmethod jvp(ctx, *tangents) returning the "
+                "output tangents (save what it needs with ctx.save_for_forward).")
+        with below(lv):
+            out, ctx = apply_function(cls, args, kwargs, needs)
+            ctx._fn_in_jvp = True
+            try:
+                tangent = cls.jvp(ctx, *tangents)
+            finally:
+                ctx._fn_in_jvp = False
+        outs = out if isinstance(out, tuple) else (out,)
+        tans = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
+        if len(tans) != len(outs):
+            raise RuntimeError(
+                f"{cls.__name__}.jvp returned {len(tans)} tangent(s), but forward returned "
+                f"{len(outs)} output(s); return one tangent (or None) per output")
+        for o, t in zip(outs, tans):
+            _attach(o, t, lv, f"{cls.__name__}.jvp")
+        return out, ctx
 
 
-class _DualKind:
-    """Forward mode's handlers for core.levels (Note [Levels])."""
-
-    @staticmethod
-    def innermost(args, params):
-        return _innermost(args)
-
-    @staticmethod
-    def apply(level, op, args, params):
-        return _apply_dual(level.depth, op, args, params)
-
-    @staticmethod
-    def apply_inplace(level, op, target, args, params):
-        return _inplace_dual(level.depth, op, target, args, params)
-
-    @staticmethod
-    def apply_function(level, cls, args, kwargs):
-        return _fn_dual(cls, args, kwargs, level.depth)[0]
-
-
-_levels.register_kind("dual", _DualKind)
+_DUAL = _DualInterpreter()
 
 
 # ------------------------------------------------------------------------------ public
@@ -463,14 +380,11 @@ def _resolve(level, who):
     return level
 
 
-def _identity_view(t, level):
+def _identity_view(t, lv):
     """A view of ``t`` (same data, history through a view op, version counter) that carries
-    ``t``'s tangents of every level but ``level``."""
-    hidden = _hide((t,), level)
-    try:
-        return apply(_RESHAPE, t, shape=t.shape)
-    finally:
-        _restore(hidden, level)
+    ``t``'s tangents of every level but ``lv``."""
+    with below(lv):
+        return apply(_RESHAPE, t, shape=tuple(t.shape))
 
 
 def make_dual(tensor, tangent, level=None):
@@ -509,6 +423,7 @@ def make_dual(tensor, tangent, level=None):
     tensor([ 0.54030231, -0.83229367])
     """
     level = _resolve(level, "make_dual")
+    lv = _LEVELS[level]
     if not isinstance(tensor, Tensor):
         raise TypeError(f"make_dual: expected the primal to be a Tensor, got "
                         f"{type(tensor).__name__}")
@@ -531,10 +446,17 @@ def make_dual(tensor, tangent, level=None):
     if tangent.device != tensor.device:
         raise RuntimeError(f"make_dual: the tangent is on {tangent.device} but the primal is "
                            f"on {tensor.device}; they must be on the same device")
+    own = tensor._level
+    if own is not None and own.alive and own.depth > lv.depth:
+        raise RuntimeError(
+            f"make_dual: the primal is a value of {own!r}, entered inside dual level {level}; "
+            "a tangent of the outer level cannot follow it through that transform. Make the "
+            "dual tensor before entering the inner transform, or enter the dual level inside "
+            "it.")
     if tangent.dtype != tensor.dtype:
         tangent = tangent.astype(tensor.dtype)
-    dual = _identity_view(tensor, level)
-    _set_tangent(dual, level, tangent)
+    dual = _identity_view(tensor, lv)
+    _set_tangent(dual, lv, tangent)
     return dual
 
 
@@ -572,7 +494,8 @@ def unpack_dual(tensor, level=None):
         level = _STACK[-1]
     elif level not in _STACK:
         return UnpackedDualTensor(tensor, None)
-    tangent = _tangent(tensor, level)
+    lv = _LEVELS[level]
+    tangent = _input_tangent(tensor, lv)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(_identity_view(tensor, level), tangent)
+    return UnpackedDualTensor(_identity_view(tensor, lv), tangent)

@@ -5,6 +5,6 @@ composable transforms (:mod:`.transforms`, :mod:`.vmap`), which ``ndgrad.func`` 
 from __future__ import annotations
 
 from .api import hessian, hvp, jacobian, jvp, vhp, vjp
-from .vmap import vmap  # noqa: F401  (also installs vmap's handlers in core.levels)
+from .vmap import vmap  # noqa: F401
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp", "vmap"]

@@ -41,7 +41,8 @@ from __future__ import annotations
 import ndgrad as _nd  # attributes are read at call time: safe while ndgrad initializes
 
 from .. import forward_ad as _fwAD
-from ..autograd import enable_grad, grad, is_grad_enabled, set_grad_enabled
+from ..core.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from .vmap import autograd_grad as grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

@@ -9,18 +9,16 @@ differentiate. They nest in any order and with ``vmap``: ``grad(grad(f))``,
 
 Note [Transforms and perturbations]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Reverse-mode transforms differentiate with respect to fresh *aliases* of the inputs: an
-identity view op applied to each input (so the alias is connected to whatever the input's
-history is, for outer transforms) made to require grad. The gradient is taken with respect
-to the aliases only, so a closure over an outer variable is not confused with the inner
-input: d/dx [x * grad(lambda y: x * y)(3.0)] = 2x. The backward pass records its own
-operations (``create_graph``) only when something outside the transform needs them: an
-input or a closed-over tensor with history from before the call (found by walking the
-output's graph: a node older than the call, or a leaf that is not one of the aliases), or a
-batched input whose batch is differentiated outside its vmap (``grad(vmap(grad(f)))``).
-Otherwise results are plain tensors with no graph, as ``torch.func`` returns them. (Tangents
-of enclosing dual levels need no recording: while a level is active the engine runs
-formulas on Tensors, which carry them.)
+Reverse-mode transforms (``grad``, ``vjp``, and ``jacrev`` through ``vjp``) run the function
+at a grad level of their own (Note [Grad levels] in ``functional/grad_level.py``): its inputs
+are values of that level, every op on them is recorded in the level's own graph, and the
+gradient is one backward pass over that graph, whose formulas compute on the values one level
+down. So a closure over an outer variable is never confused with the inner input
+(d/dx [x * grad(lambda y: x * y)(3.0)] = 2x), the result is recorded outside exactly where
+the levels outside record (an input that requires grad, an enclosing ``grad``, ``vmap`` or
+``jvp``), and plain tensors with no graph come back otherwise, as ``torch.func`` returns them.
+``vjp_fn`` records its pass when grad mode is on where it is called (``torch.func``'s rule):
+``grad`` of a function that calls a ``vjp_fn`` made outside it differentiates through it.
 
 Forward-mode transforms (``jvp``, ``jacfwd``) run in a fresh dual level
 (``ndgrad.forward_ad``); levels are what keeps nested forward passes apart
@@ -35,22 +33,19 @@ from __future__ import annotations
 
 import functools
 
+from .. import forward_ad as _fwAD
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import ones_like, zeros_like
-from ..core.dispatch import apply
+from ..core.dispatch import TENSOR_F
 from ..core.engine import grad as _autograd_grad
-from ..core.grad_mode import STATE, enable_grad
-from ..core.graph import AccumulateGrad, new_seq
-from ..core.ops import REGISTRY, TENSOR_F
+from ..core.grad_mode import STATE
 from ..core.tensor import Tensor
-from .. import forward_ad as _fwAD
+from . import grad_level
 from .pytree import tree_flatten, tree_unflatten
-from .vmap import BatchedOpNode, BatchedTensor, _identity, vmap
+from .vmap import _identity, vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
            "hessian"]
-
-_RESHAPE = REGISTRY["reshape"]
 
 
 # ------------------------------------------------------------------------ helpers
@@ -84,95 +79,16 @@ def _check_leaves(leaves, who, what="input"):
                                f"or complex tensors, but {what} leaf {k} has dtype {x.dtype}")
 
 
-def _alias(x):
-    """A fresh tensor equal to ``x``, connected to its history, that requires grad (Note
-    [Transforms and perturbations])."""
-    y = apply(_RESHAPE, x, shape=tuple(x.shape))
-    if not y._requires_grad:
-        y.requires_grad_()
-    return y
-
-
-def _needs_graph(outputs, aliases, seq0, grad_enabled):
-    """Whether the graph behind ``outputs`` reaches anything made before the call (other
-    than through the aliases): then the backward pass must be recorded for outer transforms
-    (Note [Transforms and perturbations]). Batched tensors are followed into their physical
-    values (a batch differentiated outside its vmap). ``grad_enabled``: the caller's grad
-    mode (under ``no_grad`` nothing outside records)."""
-    if not grad_enabled:
-        return False
-    alias_ids = {id(a) for a in aliases}
-    seen = set()
-    stack = []
-
-    def visit(t):
-        """Push the history of ``t`` and of the physical values under it; True when a leaf
-        that requires grad and is not an alias is met."""
-        while True:
-            if t._requires_grad:
-                if t._grad_fn is not None:
-                    stack.append(t._grad_fn)
-                elif id(t) not in alias_ids:
-                    return True
-            if type(t) is not BatchedTensor:
-                return False
-            t = t._value
-
-    for o in outputs:
-        if isinstance(o, Tensor) and visit(o):
-            return True
-    for a in aliases:  # an alias's own history is the input's: outside
-        if a._grad_fn is not None:
-            return True
-        if type(a) is BatchedTensor and visit(a._value):
-            return True
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if type(node) is AccumulateGrad:
-            if id(node.variable) not in alias_ids:
-                return True
-            continue
-        if getattr(node, "seq", seq0) < seq0:
-            return True
-        saved = getattr(node, "saved", None)
-        if isinstance(node, BatchedOpNode) and saved:
-            # a batched value the formulas read: is its batch differentiated outside?
-            for v in saved:
-                if type(v) is BatchedTensor and visit(v._value):
-                    return True
-        for e in node.edges:
-            if e is not None and e[0] is not None:
-                stack.append(e[0])
-    return False
-
-
-def _cut(t):
-    """``t`` without its reverse-mode history, keeping its forward-mode tangents (an
-    enclosing ``jvp`` still sees them)."""
-    if not isinstance(t, Tensor) or not t._requires_grad:
-        return t
-    d = t.detach()
-    m = t._meta
-    if m is not None and m.tangents:
-        for level, tangent in m.tangents.items():
-            _fwAD._set_tangent(d, level, tangent)
-    return d
-
-
-def _detach_tree(tree):
-    leaves, spec = tree_flatten(tree)
-    return tree_unflatten(spec, [_cut(x) for x in leaves])
-
-
 def _split_aux(out, has_aux, who):
     if not has_aux:
         return out, None
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise RuntimeError(f"{who}(f, ..., has_aux=True): f must return a pair (output, aux), "
-                           f"got a {type(out).__name__}")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        if isinstance(out, (tuple, list)):
+            what = f"a {type(out).__name__} of {len(out)} entries"
+        else:
+            what = "a Tensor" if isinstance(out, Tensor) else f"a {type(out).__name__}"
+        raise RuntimeError(f"{who}(f, ..., has_aux=True): f must return a pair (output, aux) "
+                           f"as a tuple, got {what}")
     return out[0], out[1]
 
 
@@ -193,7 +109,7 @@ def _restrict(func, argnums, args, kwargs, who):
 
 
 # ------------------------------------------------------------------------ grad
-def grad_and_value(func, argnums=0, has_aux=False):
+def grad_and_value(func, argnums=0, has_aux=False, *, _who="grad_and_value"):
     """Like :func:`grad`, returning ``(gradient, value)`` (``(gradient, (value, aux))``
     with ``has_aux``).
 
@@ -207,17 +123,15 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        who = "grad_and_value"
+        who = _who
         nums = _normalize_argnums(argnums, len(args), who)
         diff = tuple(args[k] for k in nums)
         leaves, spec = tree_flatten(diff)
         _check_leaves(leaves, who)
-        seq0 = new_seq()
-        outer_grad = STATE.grad_enabled
-        with enable_grad():
-            aliases = [_alias(x) for x in leaves]
-            new = tree_unflatten(spec, aliases)
-            out = func(*_replace_args(args, nums, new), **kwargs)
+        level = grad_level.enter()
+        try:
+            tracked = [grad_level.track(x, level) for x in leaves]
+            out = func(*_replace_args(args, nums, tree_unflatten(spec, tracked)), **kwargs)
             out, aux = _split_aux(out, has_aux, who)
             if not isinstance(out, Tensor):
                 raise RuntimeError(f"{who}(f)(*args): expected f(*args) to return a Tensor, "
@@ -230,19 +144,29 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if out.dtype.kind == "c":
                 raise RuntimeError(f"{who}(f)(*args): f returned a complex scalar; grad needs "
                                    "a real output (take .real or abs() of it)")
-            keep = _needs_graph([out], aliases, seq0, outer_grad)
-            if out._requires_grad:
-                grads = _autograd_grad(out, aliases, create_graph=keep, allow_unused=True,
-                                       materialize_grads=True)
-            else:  # f does not depend on the inputs
-                grads = tuple(zeros_like(a) for a in aliases)
-        if not keep:  # (the gradients have no graph: create_graph was False)
-            out = _cut(out)
-            aux = _detach_tree(aux)
+        finally:
+            grad_level.leave(level)
+        grads = _pullback([out], [None], tracked, level)
         g = tree_unflatten(spec, list(grads))
         g = g[0] if isinstance(argnums, int) else g
-        return (g, (out, aux)) if has_aux else (g, out)
+        value = grad_level.lower(out, level)
+        if has_aux:
+            return g, (value, grad_level.lower_tree(aux, level))
+        return g, value
     return wrapper
+
+
+def _pullback(outs, cotangents, tracked, level):
+    """The gradients of the level's ``outs`` (with ``cotangents``; None: ones) for the
+    ``tracked`` inputs: one backward pass over the level's graph, recorded outside when grad
+    mode is on here (Note [Transforms and perturbations])."""
+    pairs = [(o, c) for o, c in zip(outs, cotangents)
+             if isinstance(o, Tensor) and o._requires_grad and o._autograd_level() is level]
+    if not pairs:
+        return tuple(grad_level.lower(zeros_like(t), level) for t in tracked)
+    return _autograd_grad([p[0] for p in pairs], tracked, [p[1] for p in pairs],
+                          retain_graph=True, create_graph=STATE.grad_enabled,
+                          allow_unused=True, materialize_grads=True)
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -274,7 +198,7 @@ def grad(func, argnums=0, has_aux=False):
     >>> grad(grad(lambda x: x ** 3))(ndgrad.tensor(2.0))  # 6x
     tensor(12.)
     """
-    gv = grad_and_value(func, argnums, has_aux)
+    gv = grad_and_value(func, argnums, has_aux, _who="grad")
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -313,17 +237,18 @@ def vjp(func, *primals, has_aux=False):
     who = "vjp"
     leaves, spec = tree_flatten(primals)
     _check_leaves(leaves, who, "primal")
-    seq0 = new_seq()
-    with enable_grad():
-        aliases = [_alias(x) for x in leaves]
-        out = func(*tree_unflatten(spec, aliases))
+    level = grad_level.enter()
+    try:
+        tracked = [grad_level.track(x, level) for x in leaves]
+        out = func(*tree_unflatten(spec, tracked))
         out, aux = _split_aux(out, has_aux, who)
+    finally:
+        grad_level.leave(level)
     oleaves, ospec = tree_flatten(out)
     for k, o in enumerate(oleaves):
         if not isinstance(o, Tensor):
             raise RuntimeError(f"{who}(f, *primals): f must return Tensors (or a pytree of "
                                f"them); output leaf {k} is a {type(o).__name__}")
-    keep_out = _needs_graph(oleaves, aliases, seq0, STATE.grad_enabled)
 
     def vjp_fn(cotangents):
         cleaves, cspec = tree_flatten(cotangents)
@@ -342,21 +267,13 @@ def vjp(func, *primals, has_aux=False):
                 raise RuntimeError(
                     f"vjp_fn: cotangent leaf {k} has shape {list(c.shape)}, but the output "
                     f"has shape {list(o.shape)}; they must match")
-        keep = keep_out
-        pairs = [(o, c) for o, c in zip(oleaves, cleaves) if o._requires_grad]
-        with enable_grad():
-            if pairs:
-                grads = _autograd_grad([p[0] for p in pairs], aliases, [p[1] for p in pairs],
-                                       retain_graph=True, create_graph=keep, allow_unused=True,
-                                       materialize_grads=True)
-            else:
-                grads = tuple(zeros_like(a) for a in aliases)
+        grads = _pullback(oleaves, cleaves, tracked, level)
         return tuple(tree_unflatten(spec, list(grads)))
 
-    if not keep_out:
-        out = _detach_tree(out)
-        aux = _detach_tree(aux)
-    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+    out = tree_unflatten(ospec, [grad_level.lower(o, level) for o in oleaves])
+    if has_aux:
+        return out, vjp_fn, grad_level.lower_tree(aux, level)
+    return out, vjp_fn
 
 
 # ------------------------------------------------------------------------ jvp

@@ -21,13 +21,14 @@ Python loop) and warns once; the property suite lists those ops.
 
 Two graphs, one per level of meaning. Reverse mode OUTSIDE the vmap (``grad(vmap(f))``)
 differentiates the physical computation: the rules' ops are recorded on the physical
-tensors. Reverse mode INSIDE it (``vmap(grad(f))``: per-example gradients) differentiates
-the logical one: when an input that requires grad at this level (a batched tensor made to
-require grad inside the vmap, or an unbatched tensor that requires grad) enters an op, the
-op is also recorded on the batched output, as a :class:`BatchedOpNode` holding the op's own
-vjp rules. The engine runs formulas on Tensors while a vmap is active (never on raw arrays),
-so the vjp rules of logical nodes run batched: a gradient of an unbatched tensor that
-depends on batched values comes out batched, one gradient per example.
+tensors. Reverse mode INSIDE it differentiates the logical one: ``vmap(func.grad(f))`` through
+the grad level's own values, and ``ndgrad.autograd`` on batched tensors (a batched tensor made
+to require grad inside the vmap, or an unbatched tensor that requires grad, entering an op)
+through a node recorded on the batched output (``graph.record``, like any op node: its saved
+values are batched tensors, version-checked through their physical values). A formula that
+reads a batched value runs on Tensors (Note [Formulas on arrays or on Tensors] in
+core/engine.py), so its ops are batched: a gradient of an unbatched tensor that depends on
+batched values comes out batched, one gradient per example.
 
 Randomness: ``randn``/``rand`` inside a vmap follow ``randomness``: "error" (the default)
 raises, "different" draws independent values for every batch element, "same" draws one
@@ -39,26 +40,24 @@ from __future__ import annotations
 import functools
 import warnings
 
-from ..core import dispatch as _dispatch
-from ..core.backend import _BACKEND_BY_TYPE, is_differentiable_dtype, is_floating
+from ..core import creation
 from ..core import engine as _engine
 from ..core import levels as _levels
-from ..core.creation import _RANDOM_HOOK, _sample
+from ..core.backend import (_BACKEND_BY_TYPE, backend_for_device, is_differentiable_dtype,
+                            is_floating)
 from ..core.creation import asarray as _asarray
-from ..core.creation import eye as _eye
-from ..core.creation import ones as _ones
+from ..core.creation import sample as _sample
+from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace, inplace
 from ..core.grad_mode import STATE
-from ..core.graph import FREED, OpNode, VersionCounter, leaf_accumulator
-from ..core.graph import _FREED_MSG, _modified_msg, attach_saved_tangents
-from ..core.ops import REGISTRY, TENSOR_F
+from ..core.graph import record
+from ..core.ops import PUBLIC, REGISTRY
 from ..core.ops.batching import default_rule
-from ..core.ops.registry import VARIADIC
-from ..core.tensor import Tensor, _new
+from ..core.tensor import Tensor, _new, finish
 from .pytree import tree_flatten, tree_unflatten
 
-__all__ = ["vmap", "BatchedTensor", "fallback_ops"]
+__all__ = ["vmap", "BatchedTensor", "fallback_ops", "batched_grad", "autograd_grad"]
 
-_NOT_HANDLED = _levels.NOT_HANDLED
+below = _levels.below
 _MOVEAXIS = REGISTRY["moveaxis"]
 _INDEX_PUT = REGISTRY["index_put"]
 _STACK_OP = REGISTRY["stack"]
@@ -195,7 +194,6 @@ class BatchedTensor(Tensor):
         return _wrap(self._value.detach(), self._level)
 
     def _like(self, fn_name, dtype, device, requires_grad, *extra):
-        from ..core import creation
         fn = getattr(creation, fn_name)
         t = _wrap(fn(self._value, *extra, dtype=dtype, device=device), self._level)
         if requires_grad:
@@ -217,7 +215,6 @@ class BatchedTensor(Tensor):
         # plain Tensor's reflected operator would
         if not self._level.alive:
             _escaped()
-        from ..core.ops import PUBLIC
         fn = PUBLIC.get(ufunc.__name__)
         if method != "__call__" or kwargs or fn is None:
             return NotImplemented
@@ -238,6 +235,41 @@ class BatchedTensor(Tensor):
     def __repr__(self):
         return (f"BatchedTensor(level={self._level.depth}, batch dimension 0 of "
                 f"{self._value!r})")
+
+    def __reduce_ex__(self, protocol):
+        _no_value("pickling")
+
+    # -- what the graph and the engine call (core/tensor.py)
+    def _counter(self):
+        # the physical value's: in-place changes of the batch bump it (views share it)
+        return self._value._counter()
+
+    def _saved_content(self):
+        return self._value
+
+    @classmethod
+    def _from_saved(cls, content, level):
+        return _wrap(content, level)
+
+    def _alive(self):
+        if not self._level.alive:
+            _escaped()
+        return self
+
+    def _shares_memory(self, other):
+        return False  # (views of batched tensors are not linked: Note [Batched tensors])
+
+    def _stand_in(self, copy):
+        s = _wrap(apply(_CLONE, self._value) if copy else self._value, self._level)
+        s._grad_fn = self._grad_fn
+        s._output_nr = self._output_nr
+        s._requires_grad = self._requires_grad
+        return s
+
+    def _gradient_for_plain_tensor_message(self, t):
+        return ("backward() inside vmap computed a batched gradient for a tensor that is not "
+                f"batched (shape {list(t.shape)}); its .grad cannot hold one gradient per batch "
+                "element. Use ndgrad.func.grad or ndgrad.autograd.grad inside vmap instead.")
 
 
 class _EscapedBackend:
@@ -268,103 +300,6 @@ def _wrap(value, level):
     t._is_view = False
     t._diag = None
     return t
-
-
-def _physical_counter(t):
-    """The version counter of the plain Tensor at the bottom of ``t``'s physical values."""
-    while type(t) is not Tensor:
-        t = t._value
-    c = t._version
-    if c is None:
-        c = t._version = VersionCounter()
-    return c
-
-
-# ------------------------------------------------------------------------ logical nodes
-class BatchedOpNode(OpNode):
-    """The Node of an op recorded on batched tensors (reverse mode inside vmap): saved
-    values are batched tensors, version-checked through their physical values."""
-
-    __slots__ = ("level",)
-
-    def _unpack_inputs(self, create_graph):
-        saved = self.saved
-        if saved is FREED:
-            raise RuntimeError(_FREED_MSG)
-        vs = self.versions
-        for k, v in enumerate(saved):
-            if isinstance(v, Tensor):
-                c = _physical_counter(v) if type(v) is not Tensor else v._version
-                cur = c.value if c is not None else 0
-                if cur != vs[k]:
-                    raise RuntimeError(_modified_msg(self, v, f"input {k}", cur, vs[k]))
-        return list(saved)
-
-    def _unpack_out(self, create_graph):
-        out = self.out_data
-        if out is FREED:
-            raise RuntimeError(_FREED_MSG)
-        if self.out_version.value != self.out_expected:
-            raise RuntimeError(_modified_msg(self, out[0], "output 0", self.out_version.value,
-                                             self.out_expected))
-        res = []
-        for i, v in enumerate(out):
-            t = _wrap(v, self.level)
-            t._grad_fn = self
-            t._output_nr = i
-            t._requires_grad = True
-            if self.hooks is not None and self.hooks.tangents:
-                attach_saved_tangents(self, t, i)
-            res.append(t)
-        return tuple(res) if self.nout != 1 else res[0]
-
-
-def _record_logical(level, op, arrays, extra, params, outs):
-    """Record ``op`` on the batched outputs ``outs`` (Note [Batched tensors])."""
-    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in arrays)
-    node = object.__new__(BatchedOpNode)
-    edges = []
-    meta = []
-    for a, need in zip(arrays, needs):
-        if need:
-            fn = a._grad_fn
-            edges.append((fn, a._output_nr) if fn is not None else (leaf_accumulator(a), 0))
-            meta.append((tuple(a.shape), a.dtype))
-        else:
-            edges.append(None)
-            meta.append(None)
-    save_out, mask = op.save_mask(needs)
-    saved = []
-    versions = []
-    for k, a in enumerate(arrays):
-        if mask is None or mask[k]:
-            saved.append(a)
-            if type(a) is BatchedTensor:
-                versions.append(_physical_counter(a).value)
-            elif isinstance(a, Tensor):
-                versions.append(a._version.value if a._version is not None else 0)
-            else:
-                versions.append(0)
-        else:
-            saved.append(None)
-            versions.append(0)
-    node.saved = saved
-    node.versions = versions
-    if save_out:
-        c = _physical_counter(outs[0])
-        node.out_data = tuple(o._value for o in outs)
-        node.out_version = c
-        node.out_expected = c.value
-    else:
-        node.out_data = None
-    _dispatch.finish_node(node, op, extra, params, meta, edges)
-    node.nout = len(outs) if op.nout != 1 else 1
-    node.out_shapes = None if op.nout == 1 else tuple((o.shape, o.dtype) for o in outs)
-    node.level = level
-    for i, o in enumerate(outs):
-        o._grad_fn = node
-        o._output_nr = i
-        o._requires_grad = True
 
 
 # ------------------------------------------------------------------------ the handler
@@ -420,10 +355,10 @@ def _loop(level, op, phys, batched, extra, params):
         args_b = [p[b] if isb else p for p, isb in zip(phys, batched)]
         extra_b = _slice_param(list(extra), level, b)
         params_b = _slice_param(params, level, b)
-        results.append(_dispatch.apply(op, *args_b, *extra_b, **params_b))
+        results.append(apply(op, *args_b, *extra_b, **params_b))
     if op.nout == 1:
-        return _dispatch.apply(_STACK_OP, *results, axis=0)
-    return tuple(_dispatch.apply(_STACK_OP, *[r[k] for r in results], axis=0)
+        return apply(_STACK_OP, *results, axis=0)
+    return tuple(apply(_STACK_OP, *[r[k] for r in results], axis=0)
                  for k in range(len(results[0])))
 
 
@@ -431,41 +366,44 @@ def _apply_batched(level, op, args, params):
     nin = len(args) if op.nin == VARIADIC else op.nin
     arrays = args[:nin]
     extra = args[nin:]
-    phys = []
     batched = []
-    record = False
+    record_it = False
     for a in arrays:
-        if type(a) is BatchedTensor and a._level is level:
-            phys.append(a)  # its physical value is read below (after Note [Identity batches])
-            batched.append(True)
-            if a._requires_grad:
-                record = True
-        else:
-            phys.append(a)
-            batched.append(False)
-            if isinstance(a, Tensor) and a._requires_grad:
-                record = True
+        isb = type(a) is BatchedTensor and a._level is level
+        batched.append(isb)
+        if isinstance(a, Tensor) and a._requires_grad:
+            record_it = True
     batched = tuple(batched)
-    rule = op.batch_rule
-    if rule is None:
-        rule = default_rule(op)
-    diag = None
-    structured = _DIAG_RULES.get(op.qualname) if _any_diag(arrays, level) else None
-    if structured is not None:
-        r = structured(arrays, batched, level, params, extra)
+    record_it = record_it and op.differentiable and STATE.grad_enabled
+    with below(level):
+        res = _batched_value(level, op, arrays, batched, extra, params)
+    outs = (res,) if op.nout == 1 else res
+    if op.view:
+        for o in outs:
+            o._is_view = True
+    if record_it and outs and is_differentiable_dtype(outs[0].dtype):
+        record(op, arrays, outs, extra, params)  # the logical graph (Note [Batched tensors])
+    return res
+
+
+def _batched_value(level, op, arrays, batched, extra, params):
+    """The op's result at ``level``: its batching rule run on the physical values."""
+    if _any_diag(arrays, level):
+        structured = _DIAG_RULES.get(op.qualname)
+        r = structured(arrays, batched, level, params, extra) if structured else None
         if r is not None:
             out, diag = r
             res = _wrap(out, level)  # out None: a scaled identity, made dense if ever needed
             res._diag = diag
-            if record and op.differentiable and STATE.grad_enabled and \
-                    is_differentiable_dtype(res.dtype):
-                _record_logical(level, op, arrays, extra, params, (res,))
             return res
-    phys = [p._value if b else p for p, b in zip(phys, batched)]
+    rule = op.batch_rule
+    if rule is None:
+        rule = default_rule(op)
+    phys = [a._value if b else a for a, b in zip(arrays, batched)]
     # (the innermost level among the inputs is this one: a parameter's depth is at most its)
     if (extra and _depth_of(extra) == level.depth) or \
             (params and _depth_of(params) == level.depth):
-        if getattr(op, "batch_params", False) and rule is not None:
+        if op.batch_params and rule is not None:
             out = rule(TENSOR_F, batched, *phys, *extra, _level=level, **params)
         else:
             _warn_fallback(op.qualname, "got a batched tensor as a parameter (e.g. an index)")
@@ -476,18 +414,17 @@ def _apply_batched(level, op, args, params):
     else:
         out = rule(TENSOR_F, batched, *phys, *extra, **params)
     if op.nout == 1:
-        res = _wrap(out, level)
-        outs = (res,)
-    else:
-        res = tuple(_wrap(o, level) for o in out)
-        outs = res
-    if op.view:
-        for o in outs:
-            o._is_view = True
-    if record and op.differentiable and STATE.grad_enabled and \
-            outs and is_differentiable_dtype(outs[0].dtype):
-        _record_logical(level, op, arrays, extra, params, outs)
-    return res
+        return _wrap(out, level)
+    return tuple(_wrap(o, level) for o in out)
+
+
+def _write_batched(target, result):
+    """The write of the in-place protocol at a vmap level: one level down, into the
+    physical value (whose own level records it)."""
+    level = target._level
+    with below(level):
+        apply_inplace(_INDEX_PUT, target._value, result._value, index=Ellipsis)
+    target._diag = None  # (Note [Identity batches]: the new value is not known to be one)
 
 
 def _apply_inplace_batched(level, op, target, args, params):
@@ -497,41 +434,21 @@ def _apply_inplace_batched(level, op, target, args, params):
             f"batch element into a tensor that is not batched (shape {list(target.shape)}). "
             "Use the out-of-place op, or pass that tensor through vmap (in_dims) so that it "
             "is batched too.")
-    grad_on = STATE.grad_enabled
-    if grad_on and target._requires_grad and target._grad_fn is None:
-        raise RuntimeError(
-            f"a leaf tensor that requires grad is being used in an in-place operation "
-            f"({op.name}) inside vmap; use the out-of-place op or .clone() it first")
     involved = target._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args)
-    if target._is_view and involved and grad_on:
+    if target._is_view and involved and STATE.grad_enabled:
         raise NotImplementedError(
             f"vmap: in-place {op.name} on a view of a batched tensor that takes part in a "
             "gradient computation inside the vmap is not supported; use the out-of-place op "
             "(e.g. ndgrad.index_put instead of x[i] = v).")
-    # The new value, computed out of place from a copy of the old one (which the op may save).
-    old = _wrap(_dispatch.apply(_CLONE, target._value), level)
-    old._grad_fn = target._grad_fn
-    old._output_nr = target._output_nr
-    old._requires_grad = target._requires_grad
-    result = _apply_batched(level, op, (old,) + tuple(args), params)
-    if result.shape != target.shape:
-        raise RuntimeError(
-            f"{op.name}: output with shape {list(target.shape)} doesn't match the broadcast "
-            f"shape {list(result.shape)} of the in-place operation; an in-place op cannot "
-            "change its target's shape")
-    _dispatch.apply_inplace(_INDEX_PUT, target._value, result._value, index=Ellipsis)
-    target._diag = None  # (Note [Identity batches]: the new value is not known to be one)
-    if result._grad_fn is not None:
-        target._grad_fn = result._grad_fn
-        target._output_nr = 0
-        target._requires_grad = True
-    return target
+    # Note [In-place operations] in core/dispatch.py, with the physical write
+    return inplace(op, target, tuple(args), params, _write_batched)
 
 
-def _apply_function_batched(level, cls, args, kwargs):
-    if STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad
-                                  for a in list(args) + list(kwargs.values())):
+def _apply_function_batched(level, cls, args, kwargs, needs):
+    if STATE.grad_enabled and (any(isinstance(a, Tensor) and a._requires_grad
+                                   for a in list(args) + list(kwargs.values()))
+                               or (needs is not None and any(needs))):
         raise NotImplementedError(
             f"vmap: the custom Function {cls.__name__} is used on a batched tensor inside a "
             "gradient computation at the vmap level (e.g. vmap(grad(f))); this is not "
@@ -540,15 +457,18 @@ def _apply_function_batched(level, cls, args, kwargs):
     _warn_fallback(f"the custom Function {cls.__name__}", "has no batching rule")
     size = level.info.size
     outs = []
-    for b in range(size):
-        args_b = [_slice_param(a, level, b) for a in args]
-        kwargs_b = _slice_param(kwargs, level, b)
-        outs.append(cls.apply(*args_b, **kwargs_b))
-    if isinstance(outs[0], tuple):
-        return tuple(_wrap(_dispatch.apply(_STACK_OP, *[o[k] for o in outs], axis=0), level)
-                     if isinstance(outs[0][k], Tensor) else outs[0][k]
-                     for k in range(len(outs[0])))
-    return _wrap(_dispatch.apply(_STACK_OP, *outs, axis=0), level)
+    with below(level):
+        for b in range(size):
+            args_b = [_slice_param(a, level, b) for a in args]
+            kwargs_b = _slice_param(kwargs, level, b)
+            outs.append(cls.apply(*args_b, **kwargs_b))
+        if isinstance(outs[0], tuple):
+            out = tuple(_wrap(apply(_STACK_OP, *[o[k] for o in outs], axis=0), level)
+                        if isinstance(outs[0][k], Tensor) else outs[0][k]
+                        for k in range(len(outs[0])))
+        else:
+            out = _wrap(apply(_STACK_OP, *outs, axis=0), level)
+    return out, None
 
 
 # Note [Identity batches]
@@ -571,7 +491,9 @@ def _identity(n, dtype, device):
     key = (n, str(dtype), str(device))
     t = _IDENTITIES.get(key)
     if t is None:
-        t = _eye(n, dtype=dtype, device=device)
+        B = backend_for_device(device)
+        with B.on(device):
+            t = finish(B.eye(n, dtype=dtype), False, lift=False)  # (cached: a plain constant)
         t.backend.set_readonly(t._data)
         if len(_IDENTITIES) >= 8:
             _IDENTITIES.pop(next(iter(_IDENTITIES)))
@@ -668,63 +590,44 @@ _DIAG_RULES = {
 }
 
 
-class _VmapKind:
-    """vmap's handlers for core.levels (Note [Levels])."""
+class _VmapInterpreter(_levels.Interpreter):
+    """vmap's rules at its levels (Note [Levels] in core/levels.py)."""
 
-    @staticmethod
-    def innermost(args, params):
-        best = -1
-        for a in args:
-            if type(a) is BatchedTensor:
-                lv = a._level
-                if not lv.alive:
-                    _escaped()
-                if lv.depth > best:
-                    best = lv.depth
-            elif isinstance(a, (list, tuple, dict)):
-                d = _depth_of(a)
-                if d > best:
-                    best = d
-        if params:
-            for v in params.values():
-                if type(v) is BatchedTensor or isinstance(v, (tuple, list, dict)):
-                    d = _depth_of(v)
-                    if d > best:
-                        best = d
-        return best
+    name = "vmap"
+    transforms_random = True
 
-    apply = staticmethod(_apply_batched)
-    apply_inplace = staticmethod(_apply_inplace_batched)
-    apply_function = staticmethod(_apply_function_batched)
+    def process(self, level, op, args, params):
+        return _apply_batched(level, op, args, params)
 
+    def process_inplace(self, level, op, target, args, params):
+        return _apply_inplace_batched(level, op, target, args, params)
 
-_levels.register_kind("vmap", _VmapKind)
+    def process_function(self, level, cls, args, kwargs, needs):
+        return _apply_function_batched(level, cls, args, kwargs, needs)
 
-
-# ------------------------------------------------------------------------ randomness
-def _random(kind, shape, dtype, device, requires_grad):
-    """``randn``/``rand`` inside vmap: one draw per batch element of every level whose
-    randomness is "different", shared by the elements of a level whose randomness is
-    "same" (Note [Batched tensors])."""
-    vlevels = [lv for lv in _levels.STACK if lv.kind == "vmap"]
-    for lv in vlevels:
-        if lv.info.randomness == "error":
-            raise RuntimeError(
-                f"vmap: called a random function ({kind}) inside a vmap with "
-                "randomness='error' (the default). Pass randomness='different' (independent "
-                "values per batch element) or randomness='same' (one value for the whole "
-                "batch) to vmap.")
-    different = [lv for lv in vlevels if lv.info.randomness == "different"]
-    lead = tuple(lv.info.size for lv in different)
-    t = _new(_sample(kind, lead + tuple(shape), dtype, device), False)
-    for lv in different:
-        t = _wrap(t, lv)  # outermost first: the innermost wrapper is the outermost object
-    if requires_grad:
-        t.requires_grad_()
-    return t
+    def random(self, kind, shape, dtype, device, requires_grad):
+        """``randn``/``rand`` inside vmap: one draw per batch element of every level whose
+        randomness is "different", shared by the elements of a level whose randomness is
+        "same" (Note [Batched tensors])."""
+        vlevels = [lv for lv in _levels.visible_levels() if lv.interpreter is self]
+        for lv in vlevels:
+            if lv.info.randomness == "error":
+                raise RuntimeError(
+                    f"vmap: called a random function ({kind}) inside a vmap with "
+                    "randomness='error' (the default). Pass randomness='different' "
+                    "(independent values per batch element) or randomness='same' (one value "
+                    "for the whole batch) to vmap.")
+        different = [lv for lv in vlevels if lv.info.randomness == "different"]
+        lead = tuple(lv.info.size for lv in different)
+        t = _new(_sample(kind, lead + tuple(shape), dtype, device), False)
+        for lv in different:
+            t = _wrap(t, lv)  # outermost first: the innermost wrapper is the outermost object
+        if requires_grad:
+            t.requires_grad_()
+        return t
 
 
-_RANDOM_HOOK[0] = _random
+_VMAP = _VmapInterpreter()
 
 
 # ------------------------------------------------------------------------ the transform
@@ -857,17 +760,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         return _run(leaves, norm, spec, kwargs, size)
 
     def _run(leaves, norm, spec, kwargs, size):
-        level = _levels.push("vmap", VmapInfo(size, randomness))
+        level = _levels.push(_VMAP, VmapInfo(size, randomness))
         try:
             inner = []
             for x, d in zip(leaves, norm):
                 if d is None:
                     inner.append(x)
                 else:
-                    v = x if d == 0 else _dispatch.apply(_MOVEAXIS, x, source=d, destination=0)
+                    v = x if d == 0 else apply(_MOVEAXIS, x, source=d, destination=0)
                     bt = _wrap(v, level)
                     if d == 0 and x.ndim == 2 and x.shape[0] == x.shape[1] and _is_identity(x):
-                        bt._diag = _ones(x.shape[0], dtype=x.dtype, device=x.device)
+                        B = x.backend
+                        with B.on(x.device):
+                            bt._diag = finish(B.ones(x.shape[0], dtype=x.dtype), False,
+                                              lift=False)
                     inner.append(bt)
             out = func(*tree_unflatten(spec, inner), **kwargs)
         finally:
@@ -901,7 +807,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             nd = v.ndim
             d = _normalize_dim(d, nd, f"out_dims for output leaf {k}")
             if d != 0:
-                v = _dispatch.apply(_MOVEAXIS, v, source=0, destination=d)
+                v = apply(_MOVEAXIS, v, source=0, destination=d)
             res.append(v)
         return tree_unflatten(ospec, res)
 
@@ -933,8 +839,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 
 # ------------------------------------------------------------------------ batched grad
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
+def batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                 materialize_grads):
     """``autograd.grad(..., is_grads_batched=True)``: ONE backward pass, vmapped over the
     first dimension of the grad_outputs."""
     sizes = {g.shape[0] for g in grad_outputs if g is not None and len(g.shape) > 0}
@@ -942,7 +848,7 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         shapes = [None if g is None else tuple(g.shape) for g in grad_outputs]
         raise RuntimeError("with is_grads_batched=True every grad_output needs the same "
                            f"leading batch dimension; got shapes {shapes}")
-    _engine._make_grads(outputs, grad_outputs, is_grads_batched=True)  # validates the shapes
+    _engine.make_grads(outputs, grad_outputs, is_grads_batched=True)  # validates the shapes
     present = [k for k, g in enumerate(grad_outputs) if g is not None]
     gos = [g if g is None or isinstance(g, Tensor) else _asarray(g) for g in grad_outputs]
 
@@ -958,4 +864,25 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     return tuple(vmap(one)(*[gos[k] for k in present]))
 
 
-_engine._BATCHED_GRAD[0] = _batched_grad
+@functools.wraps(_engine.grad)
+def autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    if not is_grads_batched:
+        return _engine.grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                            only_inputs, allow_unused, False, materialize_grads)
+    # one batched backward pass, through vmap (core knows no transform)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _engine._as_tuple(outputs)
+    inputs = _engine.check_inputs(inputs)
+    grad_outputs = _engine._roots_and_grads("grad", "outputs", outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    return batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                        allow_unused, materialize_grads)
+
+
+autograd_grad.__module__ = "ndgrad.autograd"

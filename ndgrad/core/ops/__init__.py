@@ -4,7 +4,8 @@ Importing this package imports the op modules (each declares its primitives with
 :func:`~ndgrad.core.ops.registry.defop`), then builds from :data:`REGISTRY`:
 
 * the public functions (``ndgrad.exp``, ``ndgrad.sum``, ...), exported from this module;
-* the Tensor methods (``x.exp()``) and in-place methods (``x.exp_()``);
+* the Tensor's operators and methods (``x + y``, ``x.exp()``, ``x[i]``, ``.backward()``) and
+  in-place methods (``x.exp_()``), attached to the Tensor class: the top of core's layers;
 * the formula namespaces ``F``: :data:`TENSOR_F` (ndgrad functions, used when formulas are
   differentiated) and ``Backend.F`` for each backend (raw arrays, first order).
 """
@@ -15,18 +16,17 @@ import functools
 import inspect
 
 from .. import backend as _backend_mod
+from .. import creation as _creation
 from ..backend import NUMPY, Backend
-from ..dispatch import apply, apply_inplace
-from .. import dispatch as _dispatch
-from .. import graph as _graph
-from ..graph import _TENSOR_F
-from ..tensor import Tensor, _bind
+from ..dispatch import TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply, apply_inplace
+from ..tensor import Tensor
 from . import registry
-from .registry import COMPOSITES, REGISTRY, VARIADIC, Domain, defcomposite, defop
+from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
 from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
 from . import dense_linalg, decompositions, fft, special  # noqa: E402,F401  isort:skip
+from .methods import TensorMethods  # noqa: E402  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",
            "defop", "defcomposite", "Domain", "apply", "apply_inplace"]
@@ -124,18 +124,7 @@ def _make_composite_public(c, F):
     return fn
 
 
-class Namespace:
-    """A formula namespace ``F`` (attribute access to functions)."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"<formula namespace {self._name}>"
-
-
 # ------------------------------------------------------------------ the Tensor namespace
-TENSOR_F = Namespace("ndgrad")
 PUBLIC = {}
 # The public functions of namespaced ops (Note [Namespaces]): namespace -> {name: function}.
 NAMESPACED = {ns: {} for ns in registry.NAMESPACES}
@@ -158,8 +147,6 @@ for _c in COMPOSITES.values():
     _publish(_c, _make_composite_public(_c, TENSOR_F))
 
 # Formula helpers that are not ops (creation, predicates) come from core.creation.
-from .. import creation as _creation  # noqa: E402
-
 for _name in _creation.FORMULA_HELPERS:
     setattr(TENSOR_F, _name, getattr(_creation, _name))
 for _name, _f in _creation.FORMULA_EXTRA.items():
@@ -169,7 +156,6 @@ for _name, _f in PUBLIC.items():
 for _ns, _fns in NAMESPACED.items():
     for _name, _f in _fns.items():
         setattr(getattr(TENSOR_F, _ns), _name, _f)
-_TENSOR_F[0] = TENSOR_F
 # Aliases (``sub`` for ``subtract``) are public names only: formulas use the canonical names.
 for _alias, _target in registry.ALIASES.items():
     if _alias in PUBLIC:
@@ -205,7 +191,6 @@ def raw_namespace(B: Backend):
 
 
 NUMPY.F = raw_namespace(NUMPY)
-_graph._NUMPY_F[0] = NUMPY.F
 # backends made later (CUDA, on first use) get theirs when they are registered
 _backend_mod._ON_REGISTER.append(lambda B: setattr(B, "F", raw_namespace(B)))
 
@@ -240,6 +225,12 @@ def _make_inplace_method(op, name):
     return method
 
 
+# The hand-written members first (operators, conversions, backward, hooks:
+# core/ops/methods.py); generated methods do not replace them.
+for _name, _member in vars(TensorMethods).items():
+    if not _name.startswith("__") or _name not in ("__module__", "__qualname__", "__doc__",
+                                                    "__dict__", "__weakref__"):
+        setattr(Tensor, _name, _member)
 _ALIASES_OF = {}
 for _alias, _target in registry.ALIASES.items():
     _ALIASES_OF.setdefault(_target, []).append(_alias)
@@ -256,9 +247,6 @@ for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
         for _n in ([_ipm] if isinstance(_ipm, str) else _ipm):
             setattr(Tensor, _n, _make_inplace_method(_obj, _n))
 
-_bind(REGISTRY, apply, apply_inplace)
-_dispatch._ASTYPE[0] = REGISTRY["astype"]
-
 
 def __getattr__(name):
     try:
@@ -267,4 +255,4 @@ def __getattr__(name):
         raise AttributeError(f"module 'ndgrad.core.ops' has no attribute {name!r}") from None
 
 
-_ = (registry, VARIADIC)
+_ = (registry, VARIADIC, DeviceMismatchError, Namespace)

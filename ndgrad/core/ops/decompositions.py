@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ..dispatch import apply
 from .dense_linalg import LinAlgError
 from .linalg import _eye
 from .registry import LINALG, Domain, defop, sample_numpy
@@ -299,7 +300,6 @@ def _eigvals_reference(a):
 
 # ----------------------------------------------------------------------------- eigh
 def _apply(op, *args, **kw):
-    from ..dispatch import apply
     return apply(op, *args, **kw)
 
 

@@ -45,6 +45,7 @@ import math
 from collections import namedtuple
 
 from ..backend import NUMPY
+from ..dispatch import apply
 from .batching import is_batched, logical_ndim, pad_to
 from .linalg import _eye
 from .reductions import unreduce
@@ -473,7 +474,6 @@ _batch_unary(slogdet)
 
 
 def _slogdet_public(a):
-    from ..dispatch import apply
     return SlogdetResult(*apply(slogdet, a))
 
 

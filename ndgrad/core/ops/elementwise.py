@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from ..dispatch import apply
+from ..tensor import Tensor
 from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop, sample_numpy
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
@@ -478,8 +480,6 @@ conj.defjvp_linear()
 
 
 def _conj_public(x):
-    from ..dispatch import apply
-    from ..tensor import Tensor
     if isinstance(x, Tensor) and x.dtype.kind != "c":
         return x  # as PyTorch: conj of a real tensor is the tensor itself
     return apply(conj, x)

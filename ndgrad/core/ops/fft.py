@@ -36,7 +36,7 @@ from __future__ import annotations
 import operator
 
 from ..backend import as_dtype, backend_for_device, get_default_dtype
-from ..creation import _finish
+from ..tensor import finish
 from .registry import LINALG, SHAPE, Domain, defcomposite, defop
 
 __all__ = ["fftfreq", "rfftfreq"]
@@ -949,7 +949,7 @@ def _freq_args(name, n, d, dtype):
 
 def _freq_tensor(k, n, d, dt, requires_grad):
     val = 1.0 / (n * d) if n else 0.0  # as NumPy: integer bins times 1 / (n d)
-    return _finish((k * val).astype(dt), requires_grad)
+    return finish((k * val).astype(dt), requires_grad)
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):

@@ -13,10 +13,12 @@ from __future__ import annotations
 import numbers
 import operator
 
-from ..backend import NUMPY
+from ..backend import NUMPY, backend_of
+from ..dispatch import apply, apply_inplace
 from ..tensor import Tensor
 from .batching import at_level, flatten, is_batched, pad_to, shift_axis, with_batch
 from .registry import INDEXING, Domain, defop
+from .shape import broadcast_to, reshape
 
 ANY = Domain((-2.0, 2.0), complex=True)
 REAL = Domain((-2.0, 2.0))
@@ -332,16 +334,15 @@ def _getitem_batch(F, batched, x, index, _level=None):
 getitem.defbatch(_getitem_batch, params=True)
 
 
-def _getitem_public(x, index):
-    from ..dispatch import apply
+def getitem_public(x, index):
     index = normalize_index(index)
     return apply(getitem, x, index=index)
 
 
-_getitem_public.__name__ = _getitem_public.__qualname__ = "getitem"
-_getitem_public.__doc__ = getitem.__doc__
-_getitem_public.__module__ = "ndgrad"
-getitem.custom_public = _getitem_public
+getitem_public.__name__ = getitem_public.__qualname__ = "getitem"
+getitem_public.__doc__ = getitem.__doc__
+getitem_public.__module__ = "ndgrad"
+getitem.custom_public = getitem_public
 getitem.reference = lambda x, index: x[index]
 
 
@@ -422,7 +423,6 @@ _scatter_batch(index_add)
 
 
 def _index_add_public(x, values, index):
-    from ..dispatch import apply
     return apply(index_add, x, values, index=normalize_index(index))
 
 
@@ -514,8 +514,6 @@ def _last_write_wins(x, values, index):
               if getattr(p, "dtype", None) is not None and p.dtype.kind in "iu" and p.size > 1]
     if not arrays:
         return values, index
-    from ..backend import backend_of
-    from ..dispatch import apply
     B = backend_of(arrays[0])  # x's backend; x is read for its shape only (it may be batched)
     xshape = tuple(x.shape)
     xsize = 1
@@ -529,7 +527,6 @@ def _last_write_wins(x, values, index):
     keep = B.zeros(flat.size, dtype=bool)
     keep[flat.size - 1 - first_from_end] = True
     keep = keep.reshape(pos.shape)
-    from .shape import broadcast_to, reshape
     v = values
     if v.ndim > pos.ndim:  # NumPy drops leading length-1 dimensions of values
         v = apply(reshape, v, shape=v.shape[v.ndim - pos.ndim:])
@@ -538,7 +535,6 @@ def _last_write_wins(x, values, index):
 
 
 def _index_put_public(x, values, index):
-    from ..dispatch import apply
     index = normalize_index(index)
     values, index = _last_write_wins(x, values, index)
     return apply(index_put, x, values, index=index)
@@ -562,7 +558,6 @@ index_put.reference = _index_put_reference
 
 def setitem(x, index, value):
     """``x[index] = value`` in place (rebases ``x``'s history when recording)."""
-    from ..dispatch import apply_inplace
     index = normalize_index(index)
     value, index = _last_write_wins(x, value, index)
     return apply_inplace(index_put, x, value, index=index)

@@ -23,6 +23,7 @@ import builtins
 import functools
 import string
 
+from ..dispatch import apply
 from .batching import flatten, logical_ndim, pad_to
 from .registry import LINALG, VARIADIC, Domain, defop
 
@@ -609,7 +610,6 @@ einsum.defbatch(_einsum_batch)
 
 def _einsum_public(*args, subscripts=None):
     """``einsum(subscripts, *operands)`` (or ``einsum(*operands, subscripts=...)``)."""
-    from ..dispatch import apply
     if subscripts is None:
         if not args or not isinstance(args[0], str):
             raise TypeError("einsum() expects the subscripts string first: "

@@ -70,6 +70,8 @@ from __future__ import annotations
 import dis
 import inspect
 
+from ..dispatch import VARIADIC
+
 __all__ = [
     "Op", "defop", "NAMESPACES",
     "defcomposite", "defalias", "Domain", "REGISTRY", "COMPOSITES", "ALIASES",
@@ -86,7 +88,6 @@ SHAPE = "shape"              # reshapes / moves data without arithmetic
 INDEXING = "indexing"        # selects or scatters by index
 COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 
-VARIADIC = -1
 
 REGISTRY: dict[str, Op] = {}
 COMPOSITES: dict[str, Composite] = {}
@@ -256,7 +257,7 @@ class Op:
             return lambda F, g, out, *a, **k: each(F, i, g, out, *a, **k)
         return self.vjp_rules[i] if self.vjp_rules is not None else None
 
-    def save_mask(self, needs):
+    def save_plan(self, needs):
         """(save_out, save mask over inputs (None: all)) for the inputs that need grad.
 
         An input a rule reads only for its metadata is not saved when it needs grad: the

@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 
 from ..backend import Device, backend_for_device, backend_of, get_default_device
+from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import batch_size, flatten, logical_ndim, pad_to, shift_axes, shift_axis, with_batch
 from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, sample_numpy
@@ -111,7 +112,6 @@ reshape.defbatch(_reshape_batch)
 
 
 def _reshape_public(x, *shape, **kw):
-    from ..dispatch import apply
     if "shape" in kw:
         if shape:
             raise TypeError("reshape() got the shape both positionally and as shape=")
@@ -524,7 +524,6 @@ broadcast_arrays.defbatch(_broadcast_arrays_batch)
 
 
 def _broadcast_arrays_public(*arrays):
-    from ..dispatch import apply
     return apply(broadcast_arrays, *arrays)
 
 
@@ -968,7 +967,6 @@ def repeat(B, x, repeats, axis=None):
 
 
 def _repeat_vjp(F, g, out, x, repeats, axis=None):
-    from .indexing import iota
     if axis is None:
         n, ax, gx_shape = x.size, 0, (x.size,)
     else:
@@ -983,7 +981,7 @@ def _repeat_vjp(F, g, out, x, repeats, axis=None):
         gs = tuple(g.shape)
         gx = F.sum(F.reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
     else:  # segments of different lengths: scatter-add each output to its source
-        seg = F.repeat(iota(F, n, g), repeats)
+        seg = F.repeat(F.arange(n, like=g), repeats)
         zeros = F.zeros(gx_shape, dtype=g.dtype, like=g)
         gx = F.index_add(zeros, g, index=(slice(None),) * ax + (seg,))
     return F.reshape(gx, x.shape)

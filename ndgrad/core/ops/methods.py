@@ -1,0 +1,354 @@
+"""The Tensor's operators and the methods that need the op layer (or the engine), gathered
+as one class whose members ``ndgrad.core.ops`` attaches to :class:`~ndgrad.core.tensor.Tensor`
+(the Tensor's own module knows nothing of operations: core's layers import downwards only).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ..backend import Device, as_dtype
+from ..dispatch import TENSOR_F as F
+from ..dispatch import apply, apply_inplace
+from ..engine import accumulate_into, tensor_backward
+from ..grad_mode import STATE
+from ..graph import add_hook
+from ..tensor import Tensor, _meta
+from .indexing import getitem_public, setitem
+from .registry import REGISTRY as OP
+
+__all__ = ["TensorMethods"]
+
+
+def _is_device(a):
+    """Whether ``a`` (a str or Device) names a device rather than a dtype."""
+    if isinstance(a, Device):
+        return True
+    try:
+        Device(a)
+    except ValueError:
+        return False
+    return True
+
+
+class TensorMethods:
+    """The members attached to Tensor (see the module docstring)."""
+
+    @property
+    def T(self):
+        """All dimensions reversed (NumPy's ``.T``)."""
+        return F.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        """The last two dimensions swapped (a batch of matrix transposes)."""
+        return F.matrix_transpose(self)
+
+    @property
+    def real(self):
+        """The real part (NumPy's ``.real``): a differentiable view of a complex tensor."""
+        return F.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (NumPy's ``.imag``; zeros for a real tensor), differentiable."""
+        return F.imag(self)
+
+    def retain_grad(self):
+        """Populate ``.grad`` for this non-leaf tensor during backward.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> y.retain_grad()
+        >>> y.sum().backward()
+        >>> y.grad
+        tensor([1., 1.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None:
+            return  # leaves keep their grad anyway
+        m = _meta(self)
+        if m.retains_grad:
+            return
+        m.retains_grad = True
+        ref = weakref.ref(self)
+
+        def _retain(grad):
+            t = ref()
+            if t is not None:
+                accumulate_into(t, grad, STATE.grad_enabled)
+            return None
+        _retain._is_retain = True
+        m.retain_handle = self._grad_fn._add_tensor_hook(self._output_nr, _retain)
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor or None``, called with this tensor's gradient.
+
+        A returned tensor replaces the gradient. Returns a handle with ``remove()``.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([20., 40.])
+        >>> h.remove()
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._add_tensor_hook(self._output_nr, hook)
+        m = _meta(self)
+        if m.hooks is None:
+            m.hooks = {}
+        return add_hook(m.hooks, hook)
+
+    backward = tensor_backward
+
+    def clone(self):
+        """A copy with its own storage; differentiable (gradient flows back to self)."""
+        return F.clone(self)
+
+    def astype(self, dtype):
+        """Cast to ``dtype``; differentiable between floating/complex dtypes."""
+        return F.astype(self, as_dtype(dtype))
+
+    def type_as(self, other):
+        return self.astype(other.dtype)
+
+    def to(self, *args, device=None, dtype=None, copy=False):
+        """This tensor on ``device`` and/or with ``dtype`` (PyTorch's forms: ``to(dtype)``,
+        ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``, keywords).
+
+        Returns ``self`` when nothing changes (unless ``copy=True``); a cast is differentiable
+        between floating and complex dtypes (:meth:`astype`). A device that is not available
+        (``"cuda"`` without CuPy and a GPU) is an error that says how to get one.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> x = ndgrad.tensor([1.0, 2.0])
+        >>> x.to(ndgrad.float32).dtype
+        dtype('float32')
+        >>> x.to("cpu") is x
+        True
+        """
+        for a in args:
+            if isinstance(a, Tensor):
+                device = a.device if device is None else device
+                dtype = a.dtype if dtype is None else dtype
+            elif isinstance(a, (str, Device)) and _is_device(a):
+                if device is not None:
+                    raise TypeError("to() got the device twice")
+                device = a
+            elif a is not None:
+                if dtype is not None:
+                    raise TypeError("to() got the dtype twice")
+                if isinstance(a, str):
+                    try:
+                        as_dtype(a)
+                    except TypeError:
+                        raise TypeError(f"to(): {a!r} is neither a device ('cpu', 'cuda', "
+                                        "'cuda:N') nor a dtype ('float32', ...)") from None
+                dtype = a
+        out = self
+        if dtype is not None and as_dtype(dtype) != out.dtype:
+            out = out.astype(dtype)
+        if device is not None and Device(device) != self.device:
+            out = F.to_device(out, device)  # (an unavailable device: says how to get it)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        """This tensor on the CPU (``self`` when it is there already)."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """This tensor on CUDA device ``device`` (an index or ``"cuda:N"``; default ``cuda:0``,
+        where PyTorch's default is the current device)."""
+        return self.to("cuda" if device is None else
+                       (f"cuda:{device}" if isinstance(device, int) else device))
+
+    def double(self):
+        return self.astype("float64")
+
+    def float(self):
+        return self.astype("float32")
+
+    # ------------------------------------------------------------------ operators
+    def __add__(self, other):
+        return apply(OP["add"], self, other)
+
+    def __radd__(self, other):
+        return apply(OP["add"], other, self)
+
+    def __sub__(self, other):
+        return apply(OP["subtract"], self, other)
+
+    def __rsub__(self, other):
+        return apply(OP["subtract"], other, self)
+
+    def __mul__(self, other):
+        return apply(OP["multiply"], self, other)
+
+    def __rmul__(self, other):
+        return apply(OP["multiply"], other, self)
+
+    def __truediv__(self, other):
+        return apply(OP["divide"], self, other)
+
+    def __rtruediv__(self, other):
+        return apply(OP["divide"], other, self)
+
+    def __floordiv__(self, other):
+        return apply(OP["floor_divide"], self, other)
+
+    def __rfloordiv__(self, other):
+        return apply(OP["floor_divide"], other, self)
+
+    def __mod__(self, other):
+        return apply(OP["remainder"], self, other)
+
+    def __rmod__(self, other):
+        return apply(OP["remainder"], other, self)
+
+    def __pow__(self, other):
+        return apply(OP["pow"], self, other)
+
+    def __rpow__(self, other):
+        return apply(OP["pow"], other, self)
+
+    def __matmul__(self, other):
+        return apply(OP["matmul"], self, other)
+
+    def __rmatmul__(self, other):
+        return apply(OP["matmul"], other, self)
+
+    def __neg__(self):
+        return apply(OP["negative"], self)
+
+    def __pos__(self):
+        return apply(OP["positive"], self)
+
+    def __abs__(self):
+        return apply(OP["abs"], self)
+
+    def __invert__(self):
+        if self.dtype.kind != "b":
+            raise TypeError(f"~ is defined for bool tensors (logical not); this tensor has "
+                            f"dtype {self.dtype}. Use ndgrad.logical_not or `-x - 1`.")
+        return apply(OP["logical_not"], self)
+
+    def __and__(self, other):
+        return apply(OP["logical_and"], self, other)
+
+    def __rand__(self, other):
+        return apply(OP["logical_and"], other, self)
+
+    def __or__(self, other):
+        return apply(OP["logical_or"], self, other)
+
+    def __ror__(self, other):
+        return apply(OP["logical_or"], other, self)
+
+    def __xor__(self, other):
+        return apply(OP["logical_xor"], self, other)
+
+    def __rxor__(self, other):
+        return apply(OP["logical_xor"], other, self)
+
+    def __eq__(self, other):
+        return apply(OP["equal"], self, other)
+
+    def __ne__(self, other):
+        return apply(OP["not_equal"], self, other)
+
+    def __lt__(self, other):
+        return apply(OP["less"], self, other)
+
+    def __le__(self, other):
+        return apply(OP["less_equal"], self, other)
+
+    def __gt__(self, other):
+        return apply(OP["greater"], self, other)
+
+    def __ge__(self, other):
+        return apply(OP["greater_equal"], self, other)
+
+    # augmented assignment: in place, like NumPy (Note: rebases history, see dispatch)
+    def __iadd__(self, other):
+        return apply_inplace(OP["add"], self, other)
+
+    def __isub__(self, other):
+        return apply_inplace(OP["subtract"], self, other)
+
+    def __imul__(self, other):
+        return apply_inplace(OP["multiply"], self, other)
+
+    def __itruediv__(self, other):
+        return apply_inplace(OP["divide"], self, other)
+
+    def __ifloordiv__(self, other):
+        return apply_inplace(OP["floor_divide"], self, other)
+
+    def __imod__(self, other):
+        return apply_inplace(OP["remainder"], self, other)
+
+    def __ipow__(self, other):
+        return apply_inplace(OP["pow"], self, other)
+
+    def __imatmul__(self, other):
+        return apply_inplace(OP["matmul"], self, other)
+
+    # in-place writes of whole values: x[...] = value, recorded as index_put
+    def fill_(self, value):
+        """Set every element to ``value`` (a number or a 0-d tensor) in place; returns self.
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> ndgrad.ones(3).fill_(2.5)
+        tensor([2.5, 2.5, 2.5])
+        """
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions; use copy_ to copy a tensor")
+        return apply_inplace(OP["index_put"], self, value, index=Ellipsis)
+
+    def zero_(self):
+        """Set every element to zero in place; returns self."""
+        return apply_inplace(OP["index_put"], self, 0, index=Ellipsis)
+
+    def copy_(self, src):
+        """Copy ``src`` (broadcast to this tensor's shape) into this tensor; returns self.
+
+        Differentiable: the gradient of this tensor's old value is zero, ``src`` gets the
+        gradient of the result (summed over broadcast dimensions).
+
+        Examples
+        --------
+        >>> import ndgrad
+        >>> y = ndgrad.zeros((2, 2))
+        >>> y.copy_(ndgrad.tensor([1.0, 2.0]))
+        tensor([[1., 2.],
+                [1., 2.]])
+        """
+        if not isinstance(src, Tensor):
+            raise TypeError(f"copy_ expects a Tensor source, got {type(src).__name__}")
+        if src is self or (type(src) is Tensor and type(self) is Tensor and
+                src._data is self._data):
+            return self
+        return apply_inplace(OP["index_put"], self, src, index=Ellipsis)
+
+    def __getitem__(self, index):
+        return getitem_public(self, index)
+
+    def __setitem__(self, index, value):
+        setitem(self, index, value)

@@ -1,0 +1,344 @@
+"""The reverse-mode transform level behind ``func.grad``, ``vjp``, ``jacrev`` (PyTorch's
+GradTransform, functorch's grad interpreter).
+
+Note [Grad levels]
+~~~~~~~~~~~~~~~~~~
+``func.grad(f)(x)`` enters a level ``G`` and calls ``f`` on a :class:`GradTensor`: a tensor of
+level ``G`` that wraps ``x`` (``_value``) and has its own autograd state, a leaf that
+requires grad. An operation with a value of ``G`` among its inputs goes to ``G``'s
+interpreter (Note [Levels] in core/levels.py), which
+
+1. runs the op one level down, on the wrapped values (every other input is a constant at
+   ``G``: a captured tensor, a value of an outer level), inside ``levels.below(G)`` and with
+   the grad mode of the levels outside (``prev_grad``: an enclosing ``no_grad`` still stops
+   their recording, Note [Grad modes of a level]);
+2. wraps the results as values of ``G``;
+3. records the op on them with ``graph.record``, the same node an op on plain tensors gets,
+   when a value of ``G`` that requires grad took part: the graph of level ``G``.
+
+The gradient is one backward pass over that graph (core/engine.py). Its nodes saved values of
+``G``; the pass reads them one level down (``GradTensor._lower_for``): the formulas compute
+on the wrapped values, so what they compute is recorded and transformed by the levels
+outside, exactly as the values were. Nothing decides a ``create_graph`` by walking the
+graph: ``grad(grad(f))``, ``jacrev(grad(f))``, ``vmap(grad(f))`` and ``grad`` through a
+``vjp_fn`` made outside it all follow from each level recording its own values. A value of
+``G`` used after ``G`` exited (a ``vjp_fn`` called later) is its wrapped value.
+
+Writing in place into a tensor captured from outside ``f`` with a value of ``G`` is refused:
+the captured tensor cannot become a value of ``G``, and the level's dependence would be lost.
+A tensor made inside ``f`` (``zeros``, ``tensor``, ...) is a value of ``G`` from the start
+(``Interpreter.lift``), so writing into it is fine.
+
+Note [Grad modes of a level]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Inside ``f`` grad mode is on (and inference mode off), whatever it was outside, so ``G``
+records; a ``no_grad`` inside ``f`` stops it. The levels below see the mode they had when
+``G`` was entered (and an inner ``no_grad``): ``grad`` under an outer ``no_grad`` or
+``inference_mode`` computes its result without recording it outside, as ``torch.func``.
+"""
+
+from __future__ import annotations
+
+from ..core import creation
+from ..core import levels as _levels
+from ..core.backend import is_differentiable_dtype
+from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace, inplace, link_view
+from ..core.function import apply_function, level_node
+from ..core.grad_mode import STATE
+from ..core.graph import record
+from ..core.ops import REGISTRY
+from ..core.tensor import Tensor
+
+__all__ = ["GradTensor", "enter", "leave", "track", "lower", "lower_tree"]
+
+_INDEX_PUT = REGISTRY["index_put"]
+_CLONE = REGISTRY["clone"]
+below = _levels.below
+
+
+class _GradInfo:
+    """What a grad level remembers: the modes outside it (Note [Grad modes of a level])."""
+
+    __slots__ = ("prev_grad", "prev_inference")
+
+    def __init__(self, prev_grad, prev_inference):
+        self.prev_grad = prev_grad
+        self.prev_inference = prev_inference
+
+
+class _Outside:
+    """Context manager: the grad modes of the levels outside ``level`` (calling one level
+    down, Note [Grad modes of a level])."""
+
+    __slots__ = ("info", "prev")
+
+    def __init__(self, level):
+        self.info = level.info
+
+    def __enter__(self):
+        self.prev = (STATE.grad_enabled, STATE.inference)
+        STATE.grad_enabled = self.prev[0] and self.info.prev_grad
+        STATE.inference = self.info.prev_inference
+        return self
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled, STATE.inference = self.prev
+        return False
+
+
+class GradTensor(Tensor):
+    """A value of a ``func.grad``/``vjp`` level: the value one level down (``_value``) with
+    the level's own autograd state (Note [Grad levels]). Users meet them inside the
+    transformed function; they behave as the value they wrap."""
+
+    __slots__ = ("_value", "_level")
+
+    # -- the value
+    @property
+    def shape(self):
+        return self._value.shape
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def device(self):
+        return self._value.device
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    @property
+    def size(self):
+        return self._value.size
+
+    @property
+    def backend(self):
+        return self._value.backend
+
+    def numpy(self):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._value.detach().numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't convert a Tensor that requires grad to a NumPy array. "
+                               "Use np.asarray(tensor.detach()) instead.")
+        return self._value.detach().__array__(dtype, copy)
+
+    def item(self):
+        return self._value.item()
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def detach(self):
+        """The value without this level's history (its history at the levels outside is
+        kept, as functorch's ``detach`` at a level)."""
+        return _wrap(self._value, self._level)
+
+    def __repr__(self):
+        inner = repr(self._value)
+        return inner[:-1] + (", requires_grad=True)" if self._requires_grad and
+                             self._grad_fn is None else ")")
+
+    def __reduce_ex__(self, protocol):
+        raise RuntimeError("can't pickle a value of ndgrad.func.grad/vjp (a tensor inside the "
+                           "transformed function); return it from the function first")
+
+    def _like(self, fn_name, dtype, device, requires_grad, *extra):
+        return getattr(creation, fn_name)(self._value, *extra, dtype=dtype, device=device,
+                                          requires_grad=requires_grad)
+
+    # -- what the graph and the engine call (core/tensor.py)
+    def _counter(self):
+        return self._value._counter()  # in-place changes happen one level down
+
+    def _saved_content(self):
+        return self._value
+
+    @classmethod
+    def _from_saved(cls, content, level):
+        return _wrap(content, level)
+
+    def _lower_for(self, level):
+        return self._value if self._level is level else self
+
+    def _autograd_level(self):
+        return self._level
+
+    def _alive(self):
+        return self if self._level.alive else self._value._alive()
+
+    def _shares_memory(self, other):
+        return type(other) is GradTensor and other._level is self._level and \
+            self._value._shares_memory(other._value)
+
+    def _stand_in(self, copy):
+        level = self._level
+        value = self._value
+        if copy:
+            with below(level), _Outside(level):
+                value = apply(_CLONE, value)
+        s = _wrap(value, level)
+        s._requires_grad = self._requires_grad
+        s._grad_fn = self._grad_fn
+        s._output_nr = self._output_nr
+        return s
+
+
+def _wrap(value, level):
+    t = object.__new__(GradTensor)
+    t._data = None
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._version = None
+    t._meta = None
+    t._value = value
+    t._level = level
+    return t
+
+
+def _own(a, level):
+    return type(a) is GradTensor and a._level is level
+
+
+def _lower_value(x, level):
+    """``x`` one level down: level values unwrapped, in containers too."""
+    if type(x) is GradTensor:
+        return x._value if x._level is level else x
+    if type(x) in (tuple, list):
+        return type(x)(_lower_value(v, level) for v in x)
+    if type(x) is dict:
+        return {k: _lower_value(v, level) for k, v in x.items()}
+    return x
+
+
+def _write(target, result):
+    """The write of the in-place protocol at a grad level: one level down, where the value
+    is (its levels record it)."""
+    level = target._level
+    with below(level), _Outside(level):
+        apply_inplace(_INDEX_PUT, target._value, result._value, index=Ellipsis)
+
+
+def _captured(op, target, level):
+    raise RuntimeError(
+        f"{op.name}: an in-place operation writes a value that depends on the input of a "
+        f"function being transformed (ndgrad.func.grad, vjp, jacrev, ...) into a tensor "
+        f"captured from outside that function (shape {list(target.shape)}, dtype "
+        f"{target.dtype}). The captured tensor cannot carry the transform's dependence, so the "
+        "result would be silently wrong. Pass that tensor to the function as an input, or use "
+        "an out-of-place operation and return the result.")
+
+
+class _GradInterpreter(_levels.Interpreter):
+    """The rules of a grad level (Note [Grad levels])."""
+
+    name = "grad"
+
+    def process(self, level, op, args, params):
+        nin = len(args) if op.nin == VARIADIC else op.nin
+        arrays = args[:nin]
+        extra = args[nin:]
+        inner = []
+        needs = []
+        for a in arrays:
+            if type(a) is GradTensor and a._level is level:
+                inner.append(a._value)
+                needs.append(a._requires_grad)
+            else:
+                inner.append(a)
+                needs.append(False)
+        if extra:
+            extra_in = _lower_value(extra, level)
+        else:
+            extra_in = extra
+        params_in = _lower_value(params, level) if params else params
+        with below(level), _Outside(level):
+            out = apply(op, *inner, *extra_in, **params_in)
+        if op.nout == 1:
+            outs = (_wrap(out, level),)
+            res = outs[0]
+        else:
+            res = outs = tuple(_wrap(o, level) for o in out)
+        if STATE.grad_enabled and op.differentiable and True in needs and outs and \
+                is_differentiable_dtype(outs[0].dtype):
+            record(op, arrays, outs, extra, params, tuple(needs))
+        if op.view:
+            for k, t in enumerate(outs):
+                link_view(op, arrays, extra, params, t, k)
+        return res
+
+    def process_inplace(self, level, op, target, args, params):
+        if not _own(target, level):
+            _captured(op, target, level)
+        return inplace(op, target, tuple(args), params, _write)
+
+    def lift(self, level, t):
+        """A tensor made inside the transformed function is a value of the level (a
+        constant of it), so the function may write the level's values into it."""
+        return _wrap(t, level)
+
+    def process_function(self, level, cls, args, kwargs, needs):
+        own = tuple(_own(a, level) and a._requires_grad for a in args)
+        combined = own if needs is None else tuple(a or b for a, b in zip(own, needs))
+        inner = [_lower_value(a, level) for a in args]
+        with below(level), _Outside(level):
+            out, ctx = apply_function(cls, inner, _lower_value(kwargs, level), combined)
+        outs = out if isinstance(out, tuple) else (out,)
+        wrapped = tuple(_wrap(o, level) if isinstance(o, Tensor) else o for o in outs)
+        result = wrapped if isinstance(out, tuple) else wrapped[0]
+        if not (STATE.grad_enabled and True in own):
+            return result, ctx
+        if ctx is None:
+            raise NotImplementedError(
+                f"the custom Function {cls.__name__} ran once per batch element inside vmap; "
+                "differentiating it with ndgrad.func.grad inside that vmap is not supported. "
+                "Write the computation with ndgrad ops, or take the gradient outside vmap.")
+        node = level_node(ctx, level, args, wrapped, own, lambda v: _wrap(v, level))
+        return result, node
+
+
+_GRAD = _GradInterpreter()
+
+
+# ------------------------------------------------------------------------ the transforms' API
+def enter():
+    """Enter a new grad level (Note [Grad modes of a level]); return it."""
+    level = _levels.push(_GRAD, _GradInfo(STATE.grad_enabled, STATE.inference))
+    STATE.grad_enabled = True
+    STATE.inference = False
+    return level
+
+
+def leave(level):
+    """Exit ``level`` and restore the modes outside it."""
+    _levels.pop(level)
+    STATE.grad_enabled = level.info.prev_grad
+    STATE.inference = level.info.prev_inference
+
+
+def track(x, level):
+    """``x`` as a value of ``level`` that requires grad (a leaf of the level's graph)."""
+    t = _wrap(x, level)
+    t._requires_grad = True
+    return t
+
+
+def lower(x, level):
+    """A result of the transformed function as the caller sees it: one level down."""
+    return x._value if type(x) is GradTensor and x._level is level else x
+
+
+def lower_tree(tree, level):
+    return _lower_value(tree, level)
+
+
+_ = TENSOR_F
