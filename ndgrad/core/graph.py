@@ -40,8 +40,8 @@ import weakref
 
 from . import anomaly
 from . import levels
-from .backend import NUMPY, is_differentiable_dtype
-from .tensor import Tensor, _fresh, _meta
+from .backend import _BACKEND_BY_TYPE, NUMPY, is_differentiable_dtype
+from .tensor import Tensor, VersionCounter, _fresh, _meta
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "SavedValue",
            "SavedOutput", "FREED", "record", "fit_gradient", "leaf_accumulator", "new_seq"]
@@ -81,6 +81,7 @@ class InputMeta:
 
 class _Freed:
     __slots__ = ()
+    plain = False  # (a freed saved output is read by the general path, which says so)
 
     def __repr__(self):
         return "<freed>"
@@ -151,14 +152,18 @@ class SavedOutput:
     number of a single saved output; ``diff`` False rebuilds it without history (a
     Function's non-differentiable output)."""
 
-    __slots__ = ("content", "counter", "version", "cls", "level", "meta", "nr", "diff")
+    __slots__ = ("content", "counter", "version", "cls", "level", "meta", "nr", "diff", "plain")
 
     def __init__(self, outs, single, nr=0, diff=True):
         o = outs[0]
-        c = o._counter()
         if type(o) is Tensor:
+            c = o._version
+            if c is None:
+                c = o._version = VersionCounter()
             for t in outs:
                 t._version = c  # fresh outputs of one op: one counter
+        else:
+            c = o._counter()
         self.counter = c
         self.version = c.value
         self.cls = type(o)
@@ -167,10 +172,11 @@ class SavedOutput:
         self.diff = diff
         if single:
             self.content = o._saved_content()
-            self.meta = _meta(o) if levels.STACK else None
+            self.meta = _meta(o) if _STACK else None
         else:
             self.content = tuple(t._saved_content() for t in outs)
-            self.meta = tuple(_meta(t) for t in outs) if levels.STACK else None
+            self.meta = tuple(_meta(t) for t in outs) if _STACK else None
+        self.plain = self.cls is Tensor and self.meta is None  # its content is a raw array
 
     def check(self, node, which="output 0"):
         if self.counter.value != self.version:
@@ -201,6 +207,9 @@ class SavedOutput:
             if live:
                 _meta(t).level_data = live
         return t
+
+
+_STACK = levels.STACK  # (a node keeps a saved output's transform data while levels exist)
 
 
 # ------------------------------------------------------------------ hooks
@@ -332,32 +341,37 @@ class OpNode(Node):
             self.saved_out = FREED
 
     def backward(self, pass_, grads, skip=None):
-        """The input cotangents, from the op's vjp rules. ``pass_`` (the engine's pass) says
-        how values are read: ``pass_.tensors(values)`` decides whether the formulas run on
-        Tensors (recorded, or carrying a transform's values) or on raw arrays (first order
-        at NumPy speed). ``skip[i]`` True: input ``i``'s cotangent is not needed."""
+        """The input cotangents, from the op's vjp rules. Its saved values are read as raw
+        arrays with the backend's ``F`` when nothing they hold must stay a Tensor (first
+        order at NumPy speed), else through ``pass_.read`` (Note [Formulas on arrays or on
+        Tensors] in core/engine.py). ``skip[i]`` True: input ``i``'s cotangent is not
+        needed."""
         op = self.op
         edges = self.edges
         saved = self.saved
-        if saved is None:
-            inputs = [None] * len(edges)
-        elif saved is FREED:
-            raise RuntimeError(_FREED_MSG)
+        out = self.saved_out
+        g = grads[0]
+        inputs = None
+        B = _BACKEND_BY_TYPE.get(type(g)) if pass_.plain else None
+        if B is not None and op.nout == 1 and (
+                out is None or (out.plain and out.counter.value == out.version)):
+            if saved is None:
+                inputs = _NONES[len(edges)] if len(edges) < 16 else (None,) * len(edges)
+            elif saved is not FREED:
+                inputs = _raw(saved)
+        if inputs is not None:  # (the raw read, inlined: the engine's hot path)
+            F = B.F
+            if out is not None:
+                out = out.content
         else:
-            inputs = [v.unpack(self, f"input {k}") if type(v) is SavedValue else v
-                      for k, v in enumerate(saved)]
+            F, inputs, out, grads = pass_.read(self._unpack(), self._checked_out(), grads, self)
+            g = grads[0] if op.nout == 1 else grads
         if op.meta_standins:
             # inputs read only for shape/dtype were not saved (Note [What a node saves])
+            inputs = list(inputs)
             for k, e in enumerate(edges):
                 if inputs[k] is None and e is not None:
                     inputs[k] = InputMeta(e[2], e[3])
-        out = self.saved_out
-        if out is not None:
-            if out is FREED:
-                raise RuntimeError(_FREED_MSG)
-            out.check(self)
-        F, inputs, out, grads = pass_.read(inputs, out, grads, self)
-        g = grads[0] if op.nout == 1 else grads
         extra = self.extra
         params = self.params
         rules = op.vjp_rules
@@ -367,8 +381,49 @@ class OpNode(Node):
                     each(F, i, g, out, *inputs, *extra, **params) for i, e in enumerate(edges)]
         if len(edges) == 1:
             return (rules[0](F, g, out, *inputs, *extra, **params),)
-        return [None if e is None or (skip is not None and skip[i]) or rules[i] is None else
-                rules[i](F, g, out, *inputs, *extra, **params) for i, e in enumerate(edges)]
+        result = []  # (a loop, not a comprehension: one call less on the hot path)
+        for i, e in enumerate(edges):
+            rule = rules[i]
+            if e is None or rule is None or (skip is not None and skip[i]):
+                result.append(None)
+            else:
+                result.append(rule(F, g, out, *inputs, *extra, **params))
+        return result
+
+    def _unpack(self):
+        saved = self.saved
+        if saved is None:
+            return [None] * len(self.edges)
+        if saved is FREED:
+            raise RuntimeError(_FREED_MSG)
+        return [v.unpack(self, f"input {k}") if type(v) is SavedValue else v
+                for k, v in enumerate(saved)]
+
+    def _checked_out(self):
+        out = self.saved_out
+        if out is not None:
+            if out is FREED:
+                raise RuntimeError(_FREED_MSG)
+            out.check(self)
+        return out
+
+
+_NONES = [(None,) * n for n in range(16)]
+
+
+def _raw(saved):
+    """A node's saved inputs as raw arrays, or None when one must stay a Tensor (or is stale:
+    the general read says so)."""
+    inputs = []
+    for v in saved:
+        if type(v) is SavedValue:
+            t = v.value
+            if type(t) is not Tensor or t._meta is not None or (
+                    t._version is not None and t._version.value != v.version):
+                return None
+            v = t._data
+        inputs.append(v)
+    return inputs
 
 
 class AccumulateGrad(Node):
@@ -433,7 +488,15 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
         mask = []
         for a in args:
             if isinstance(a, Tensor) and a._requires_grad:
-                edges.append(edge_to(a))
+                if type(a) is Tensor:  # (edge_to, inlined: the hot path)
+                    if a._meta is not None:
+                        _fresh(a)
+                    fn = a._grad_fn
+                    d = a._data
+                    edges.append((leaf_accumulator(a), 0, d.shape, d.dtype) if fn is None
+                                 else (fn, a._output_nr, d.shape, d.dtype))
+                else:
+                    edges.append(edge_to(a))
                 mask.append(True)
             else:
                 edges.append(None)
@@ -469,18 +532,25 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     node.params = params if params else _NO_PARAMS
     node.edges = edges
     node.seq = next(_seq)
-    node.hooks = _NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
+    node.hooks = _NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
     if single:
         node.nout = 1
         node.out_meta = None
+        t = outs[0]
+        t._grad_fn = node
+        t._output_nr = 0
+        t._requires_grad = True
     else:
         node.nout = len(outs)
         node.out_meta = tuple((tuple(o.shape), o.dtype) for o in outs)
-    for i, t in enumerate(outs):
-        t._grad_fn = node
-        t._output_nr = i
-        t._requires_grad = True
+        for i, t in enumerate(outs):
+            t._grad_fn = node
+            t._output_nr = i
+            t._requires_grad = True
     return node
+
+
+_ANOMALY = anomaly.ENABLED
 
 
 # ------------------------------------------------------------------ gradients

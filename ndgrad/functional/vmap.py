@@ -43,8 +43,7 @@ import warnings
 from ..core import creation
 from ..core import engine as _engine
 from ..core import levels as _levels
-from ..core.backend import (_BACKEND_BY_TYPE, backend_for_device, is_differentiable_dtype,
-                            is_floating)
+from ..core.backend import backend_for_device, is_differentiable_dtype, is_floating
 from ..core.creation import asarray as _asarray
 from ..core.creation import sample as _sample
 from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace, inplace
@@ -271,18 +270,6 @@ class BatchedTensor(Tensor):
                 f"batched (shape {list(t.shape)}); its .grad cannot hold one gradient per batch "
                 "element. Use ndgrad.func.grad or ndgrad.autograd.grad inside vmap instead.")
 
-
-class _EscapedBackend:
-    """The "backend" of a batched tensor met outside its vmap: every use says it escaped
-    (registered in the backend table, so the hot path needs no check of its own)."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        _escaped()
-
-
-_BACKEND_BY_TYPE[BatchedTensor] = _EscapedBackend()
 
 
 def _wrap(value, level):
