@@ -375,14 +375,20 @@ def _apply_batched(level, op, args, params):
 
 def _batched_value(level, op, arrays, batched, extra, params):
     """The op's result at ``level``: its batching rule run on the physical values."""
-    if _any_diag(arrays, level):
-        structured = _DIAG_RULES.get(op.qualname)
-        r = structured(arrays, batched, level, params, extra) if structured else None
-        if r is not None:
-            out, diag = r
-            res = _wrap(out, level)  # out None: a scaled identity, made dense if ever needed
-            res._diag = diag
-            return res
+    if op.identity_batch is not None:
+        i = next((i for i, a in enumerate(arrays) if type(a) is BatchedTensor and
+                  a._diag is not None and a._level is level), -1)
+        if i >= 0:
+            args = [None if j == i else (a._value if b else a)
+                    for j, (a, b) in enumerate(zip(arrays, batched))] + list(extra)
+            r = op.identity_batch(TENSOR_F, i, arrays[i]._diag, args, batched, params)
+            if r is not None:
+                how, v = r
+                if how == "identity":  # a scaled identity, made dense if ever needed
+                    res = _wrap(None, level)
+                    res._diag = v
+                    return res
+                return _wrap(v, level)
     rule = op.batch_rule
     if rule is None:
         rule = default_rule(op)
@@ -467,7 +473,8 @@ def _apply_function_batched(level, cls, args, kwargs, needs):
 # negation, a cast, a same-shape reshape), and a matrix product with it is a scaling of the
 # matrix's rows or columns: O(n^2) instead of the O(n^3) dense product. The physical value
 # is always there too (dense): every other op simply uses it. This is what makes the
-# Jacobian of ``x -> f(A @ x)`` cost about as much as its closed form.
+# Jacobian of ``x -> f(A @ x)`` cost about as much as its closed form. The ops that keep an
+# identity batch declare how (``Op.defidentity``, next to their other rules).
 _IDENTITIES = {}  # (n, dtype, device) -> a read-only identity matrix (the last few used)
 
 
@@ -490,91 +497,6 @@ def _identity(n, dtype, device):
 
 def _is_identity(t):
     return any(t is ident for ident in _IDENTITIES.values())
-
-
-def _any_diag(arrays, level):
-    for a in arrays:
-        if type(a) is BatchedTensor and a._diag is not None and a._level is level:
-            return True
-    return False
-
-
-def _unbatched_vector_or_scalar(o, n):
-    if isinstance(o, (int, float)):
-        return True
-    return type(o) is Tensor and tuple(o.shape) in ((), (1,), (n,))
-
-
-def _diag_binary(fn, either_side):
-    """multiply / divide of a scaled identity by an unbatched vector or scalar (``either_side``:
-    the identity may be either operand)."""
-    def rule(arrays, batched, level, params, extra):
-        a, b = arrays
-        if type(a) is BatchedTensor and a._diag is not None and a._level is level:
-            d, o = a, b
-        elif either_side:
-            d, o = b, a
-        else:
-            return None
-        if type(o) is BatchedTensor or not _unbatched_vector_or_scalar(o, d._diag.shape[0]):
-            return None
-        return None, fn(d._diag, o)
-    return rule
-
-
-def _diag_unary(fn):
-    def rule(arrays, batched, level, params, extra):
-        return None, fn(arrays[0]._diag, *extra, **params)
-    return rule
-
-
-def _diag_reshape(arrays, batched, level, params, extra):
-    x = arrays[0]
-    if tuple(params.get("shape", ())) not in ((x.shape[0],), (-1,)):
-        return None
-    return None, x._diag
-
-
-def _diag_matmul(arrays, batched, level, params, extra):
-    a, b = arrays
-    F = TENSOR_F
-    if type(b) is BatchedTensor and b._diag is not None and b._level is level:
-        if type(a) is BatchedTensor or not isinstance(a, Tensor) or a.ndim not in (1, 2):
-            return None
-        if a.ndim == 1:  # a . (s_b e_b) = s_b a[b]
-            return a * b._diag, None
-        # A (m, n) @ (s_b e_b) = s_b A[:, b]: row b of the result is s_b A^T[b]
-        return F.matrix_transpose(a) * F.expand_dims(b._diag, -1), None
-    if type(b) is BatchedTensor or not isinstance(b, Tensor) or b.ndim not in (1, 2):
-        return None
-    if b.ndim == 1:  # (s_b e_b) . b = s_b b[b]
-        return a._diag * b, None
-    # (s_b e_b) @ B (n, k) = s_b B[b]
-    return b * F.expand_dims(a._diag, -1), None
-
-
-def _diag_sum(arrays, batched, level, params, extra):
-    # the sum of s_b e_b is s_b
-    if params.get("axis") not in (None, 0, -1, (0,), (-1,)) or extra:
-        return None
-    out = arrays[0]._diag
-    if params.get("dtype") is not None:
-        out = TENSOR_F.astype(out, params["dtype"])
-    return (TENSOR_F.expand_dims(out, -1) if params.get("keepdims") else out), None
-
-
-_DIAG_RULES = {
-    "multiply": _diag_binary(lambda s, o: TENSOR_F.multiply(s, o), either_side=True),
-    "divide": _diag_binary(lambda s, o: TENSOR_F.divide(s, o), either_side=False),
-    "negative": _diag_unary(lambda s: TENSOR_F.negative(s)),
-    "positive": _diag_unary(lambda s: s),
-    "conj": _diag_unary(lambda s: TENSOR_F.conj(s)),
-    "clone": _diag_unary(lambda s: s),
-    "astype": _diag_unary(lambda s, dtype: TENSOR_F.astype(s, dtype)),
-    "reshape": _diag_reshape,
-    "matmul": _diag_matmul,
-    "sum": _diag_sum,
-}
 
 
 class _VmapInterpreter(_levels.Interpreter):

@@ -62,7 +62,7 @@ def _make_public(op, call):
     aliases = op.kwarg_aliases
     # An op whose optional inputs may be passed by keyword or left out (``clip(x, max=1.0)``)
     # gives ``normalize_args(*args, **kw) -> (args, kw)`` with every array input positional.
-    norm = getattr(op, "normalize_args", None)
+    norm = op.normalize_args
     if norm is not None:
         def fn(*args, **kw):
             args, kw = norm(*args, **kw)
@@ -91,7 +91,7 @@ def _make_public(op, call):
             except TypeError as exc:
                 _argument_error(fn, args, kw, exc)
     fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = op.__doc__
+    fn.__doc__ = op.doc
     fn.__module__ = "ndgrad"
     fn.__signature__ = _public_signature(op.forward, op.pack)
     return fn
@@ -142,7 +142,7 @@ def _publish(obj, fn):
 
 
 for _op in REGISTRY.values():
-    _publish(_op, getattr(_op, "custom_public", None) or _make_public(_op, apply))
+    _publish(_op, _op.public_fn or _make_public(_op, apply))
 for _c in COMPOSITES.values():
     _publish(_c, _make_composite_public(_c, TENSOR_F))
 
@@ -208,7 +208,7 @@ def _make_method(f, name):
 
 def _make_inplace_method(op, name):
     aliases = op.kwarg_aliases
-    norm = getattr(op, "normalize_args", None)
+    norm = op.normalize_args
 
     def method(self, *args, **kw):
         if aliases and kw:

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import inspect
 
-from .registry import COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
+from ..tensor import Tensor
+from .registry import _UNSET, COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
 
 __all__ = ["default_rule", "batch_size", "logical_ndim", "pad_to", "shift_axis",
-           "shift_axes", "with_batch", "flatten", "is_batched", "at_level"]
+           "shift_axes", "with_batch", "flatten", "is_batched", "at_level", "scales_identity",
+           "keeps_identity"]
 
 
 def _ndim(a):
@@ -80,6 +82,25 @@ def at_level(x, level):
     """Whether the parameter value ``x`` is a tensor batched at vmap ``level`` (a rule declared
     with ``params=True`` gets ``_level``; its physical value, batch first, is ``x._value``)."""
     return level is not None and getattr(x, "_level", None) is level
+
+
+def scales_identity(o, unbatched, n):
+    """Whether ``o`` times (or over) an identity batch of size ``n`` is one too: an
+    unbatched Python number, or an unbatched plain tensor of shape (), (1,) or (n,)
+    (Note [Identity batches] in functional/vmap.py)."""
+    if not unbatched:
+        return False
+    if isinstance(o, (int, float)):
+        return True
+    return type(o) is Tensor and tuple(o.shape) in ((), (1,), (n,))
+
+
+def keeps_identity(scale):
+    """The identity-batch rule of an op that keeps one, with ``scale(F, s, *args[1:],
+    **params)`` the new scales (a unary op: negation, a cast, a copy)."""
+    def rule(F, i, s, args, batched, params):
+        return "identity", scale(F, s, *args[1:], **params)
+    return rule
 
 
 def shift_axis(axis, ndim):
@@ -156,9 +177,8 @@ _KIND_RULES = {ELEMENTWISE: _elementwise, COMPARISON: _elementwise, REDUCTION: _
 
 def default_rule(op):
     """The batching rule ``op`` gets from its kind (memoised on the op), or None."""
-    r = op.__dict__.get("_default_batch", False)
-    if r is False:
+    r = op.default_batch
+    if r is _UNSET:
         make = _KIND_RULES.get(op.kind)
-        r = make(op) if make is not None else None
-        op._default_batch = r
+        r = op.default_batch = make(op) if make is not None else None
     return r

@@ -384,7 +384,7 @@ def _eigh_jvp(F, tangents, out, a, UPLO="L"):
     return dL, dV
 
 
-eigh.defvjp(_eigh_vjp)
+eigh.defvjp(_eigh_vjp, saves=(("out",),))  # the factors, not `a`
 eigh.defjvp(_eigh_jvp)
 eigh.defbatch(lambda F, batched, a, UPLO="L": tuple(F.linalg.eigh(a, UPLO=UPLO)))
 eigh.reference = _eigh_reference
@@ -741,7 +741,7 @@ def _svd_jvp(F, tangents, out, a, full_matrices=False):
     return dU, dS, dVh
 
 
-svd.defvjp(_svd_vjp)
+svd.defvjp(_svd_vjp, saves=(("out",),))  # the factors, not `a`
 svd.defjvp(_svd_jvp)
 svd.defbatch(lambda F, batched, a, full_matrices=False:
              tuple(F.linalg.svd(a, full_matrices=full_matrices)))
@@ -923,7 +923,7 @@ def _qr_jvp(F, tangents, out, a, mode="reduced"):
     return dQ, F.concat([dR1, dR2], axis=-1)
 
 
-qr.defvjp(_qr_vjp)
+qr.defvjp(_qr_vjp, saves=(("out",),))  # the factors, not `a`
 qr.defjvp(_qr_jvp)
 qr.defbatch(lambda F, batched, a, mode="reduced":
             tuple(F.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")))
@@ -937,13 +937,7 @@ def _qr_public(a, mode="reduced"):
 
 
 # ----------------------------------------------------------------------------- publics
-def _custom_public(op, fn):
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = op.__doc__
-    op.custom_public = fn
-
-
-_custom_public(eigh, _eigh_public)
-_custom_public(eig, _eig_public)
-_custom_public(svd, _svd_public)
-_custom_public(qr, _qr_public)
+eigh.defpublic(_eigh_public)
+eig.defpublic(_eig_public)
+svd.defpublic(_svd_public)
+qr.defpublic(_qr_public)

@@ -269,7 +269,7 @@ def solve(B, a, b):
                         "ndgrad.linalg.lstsq or pinv for singular systems") from exc
 
 
-solve.defvjp(_solve_vjp_a, _solve_vjp_b)
+solve.defvjp(_solve_vjp_a, _solve_vjp_b, saves=(("out", "a", "b.shape"), ("a", "b.shape")))
 solve.defjvp(_solve_jvp)
 
 
@@ -477,9 +477,7 @@ def _slogdet_public(a):
     return SlogdetResult(*apply(slogdet, a))
 
 
-_slogdet_public.__doc__ = slogdet.__doc__
-_slogdet_public.__name__ = _slogdet_public.__qualname__ = "slogdet"
-slogdet.custom_public = _slogdet_public
+slogdet.defpublic(_slogdet_public)
 
 
 def _sample_logdet(d):

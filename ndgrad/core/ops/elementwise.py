@@ -24,6 +24,7 @@ import math
 
 from ..dispatch import apply
 from ..tensor import Tensor
+from .batching import keeps_identity, scales_identity
 from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop, sample_numpy
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
@@ -151,6 +152,21 @@ divide.defjvp_each(lambda F, t, out, x, y: t / y,
                    lambda F, t, out, x, y: -t * out / y)
 
 
+@multiply.defidentity
+def _multiply_identity(F, i, s, args, batched, params):
+    # (s_b e_b) * o = (s_b o) e_b for an unbatched scalar or vector o, on either side
+    o = args[1 - i]
+    return ("identity", s * o) if scales_identity(o, not batched[1 - i], s.shape[0]) else None
+
+
+@divide.defidentity
+def _divide_identity(F, i, s, args, batched, params):
+    o = args[1]
+    if i != 0 or not scales_identity(o, not batched[1], s.shape[0]):
+        return None
+    return "identity", s / o
+
+
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
                                                valid=_off_integer_quotients),
        inplace_method="floor_divide_")
@@ -212,6 +228,7 @@ def negative(B, x):
 
 negative.defvjp(lambda F, g, out, x: -g)
 negative.defjvp_linear()
+negative.defidentity(keeps_identity(lambda F, s: -s))
 
 
 @defop(kind=ELEMENTWISE, domain=REALS)
@@ -229,6 +246,7 @@ def positive(B, x):
 
 positive.defvjp(lambda F, g, out, x: g)
 positive.defjvp_linear()
+positive.defidentity(keeps_identity(lambda F, s: s))
 
 
 # ------------------------------------------------------------------------- pow and friends
@@ -477,6 +495,7 @@ def conj(B, x):
 
 conj.defvjp(lambda F, g, out, x: F.conj(g))
 conj.defjvp_linear()
+conj.defidentity(keeps_identity(lambda F, s: F.conj(s)))
 
 
 def _conj_public(x):
@@ -485,8 +504,7 @@ def _conj_public(x):
     return apply(conj, x)
 
 
-_conj_public.__doc__ = conj.__doc__
-conj.custom_public = _conj_public
+conj.defpublic(_conj_public)
 
 
 # ------------------------------------------------------------------------- exp / log
@@ -1221,7 +1239,7 @@ def clip(B, x, min=None, max=None):
 
 clip.defvjp(_clip_vjp_x, _clip_vjp_min, _clip_vjp_max)
 clip.defjvp_from_vjp()
-clip.normalize_args = _clip_args
+clip.defargs(_clip_args)
 
 
 # ------------------------------------------------------------------------- comparisons

@@ -339,10 +339,7 @@ def getitem_public(x, index):
     return apply(getitem, x, index=index)
 
 
-getitem_public.__name__ = getitem_public.__qualname__ = "getitem"
-getitem_public.__doc__ = getitem.__doc__
-getitem_public.__module__ = "ndgrad"
-getitem.custom_public = getitem_public
+getitem.defpublic(getitem_public)
 getitem.reference = lambda x, index: x[index]
 
 
@@ -426,10 +423,7 @@ def _index_add_public(x, values, index):
     return apply(index_add, x, values, index=normalize_index(index))
 
 
-_index_add_public.__name__ = _index_add_public.__qualname__ = "index_add"
-_index_add_public.__doc__ = index_add.__doc__
-_index_add_public.__module__ = "ndgrad"
-index_add.custom_public = _index_add_public
+index_add.defpublic(_index_add_public)
 
 
 def _index_add_reference(x, values, index):
@@ -540,10 +534,7 @@ def _index_put_public(x, values, index):
     return apply(index_put, x, values, index=index)
 
 
-_index_put_public.__name__ = _index_put_public.__qualname__ = "index_put"
-_index_put_public.__doc__ = index_put.__doc__
-_index_put_public.__module__ = "ndgrad"
-index_put.custom_public = _index_put_public
+index_put.defpublic(_index_put_public)
 
 
 def _index_put_reference(x, values, index):

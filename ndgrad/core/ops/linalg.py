@@ -24,6 +24,7 @@ import functools
 import string
 
 from ..dispatch import apply
+from ..tensor import Tensor
 from .batching import flatten, logical_ndim, pad_to
 from .registry import LINALG, VARIADIC, Domain, defop
 
@@ -104,7 +105,7 @@ def matmul(B, x, y):
     return B.matmul(x, y)
 
 
-matmul.defvjp(_matmul_vjp_x, _matmul_vjp_y)
+matmul.defvjp(_matmul_vjp_x, _matmul_vjp_y, saves=(("y", "x.shape"), ("x", "y.shape")))
 matmul.defjvp_each(lambda F, t, out, x, y: F.matmul(t, y),
                    lambda F, t, out, x, y: F.matmul(x, t))
 
@@ -134,6 +135,19 @@ def _matmul_batch(F, batched, x, y):
 
 
 matmul.defbatch(_matmul_batch)
+
+
+@matmul.defidentity
+def _matmul_identity(F, i, s, args, batched, params):
+    # a product with an identity batch (element b: s_b e_b) scales rows or columns: O(n^2)
+    o = args[1 - i]
+    if batched[1 - i] or not isinstance(o, Tensor) or o.ndim not in (1, 2):
+        return None
+    if i == 1:  # a . (s_b e_b) = s_b a[b];  A (m, n) @ (s_b e_b) = s_b A^T[b]
+        return "value", (o * s if o.ndim == 1 else
+                         F.matrix_transpose(o) * F.expand_dims(s, -1))
+    # (s_b e_b) . b = s_b b[b];  (s_b e_b) @ B (n, k) = s_b B[b]
+    return "value", (s * o if o.ndim == 1 else o * F.expand_dims(s, -1))
 
 
 def _sample_min2d(d):
@@ -618,10 +632,7 @@ def _einsum_public(*args, subscripts=None):
     return apply(einsum, *args, subscripts=subscripts)
 
 
-_einsum_public.__doc__ = einsum.__doc__
-_einsum_public.__name__ = _einsum_public.__qualname__ = "einsum"
-_einsum_public.__module__ = "ndgrad"
-einsum.custom_public = _einsum_public
+einsum.defpublic(_einsum_public)
 
 
 # ----------------------------------------------------------------------------- trace, diagonal

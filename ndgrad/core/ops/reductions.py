@@ -226,6 +226,15 @@ sum.defvjp(lambda F, g, out, x, axis=None, keepdims=False, dtype=None:
 sum.defjvp_linear()
 
 
+@sum.defidentity
+def _sum_identity(F, i, s, args, batched, params):
+    # the sum of s_b e_b over its one axis is s_b
+    if params.get("axis") not in (None, 0, -1, (0,), (-1,)) or len(args) > 1:
+        return None
+    out = s if params.get("dtype") is None else F.astype(s, params["dtype"])
+    return "value", (F.expand_dims(out, -1) if params.get("keepdims") else out)
+
+
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True))
 def mean(B, x, axis=None, keepdims=False):
     """Arithmetic mean over ``axis`` (all axes by default).

@@ -67,7 +67,7 @@ derivative, so a holomorphic ``f`` has ``vjp = g * conj(f'(x))`` and ``jvp = t *
 
 from __future__ import annotations
 
-import dis
+import ast
 import inspect
 
 from ..dispatch import VARIADIC
@@ -118,35 +118,101 @@ class Domain:
         return self.ranges[i] if i < len(self.ranges) else self.ranges[-1]
 
 
-# Reading only these attributes of an input needs no saved array (Note [What a node saves]).
+# Note [What a rule reads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Which of ``out`` and the inputs each vjp rule reads is found from the rule's source: its
+# syntax tree (``ast``), located through the code object's file and first line (and, for
+# several lambdas on one line, the column of its first instruction). A parameter read only
+# as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size`` is metadata-only (the node gives the
+# rule a stand-in, Note [What a node saves]); a name an inner function reads counts as read.
+# A rule whose source cannot be found reads everything (always correct, never lean). An op
+# may instead declare ``saves=`` (the parameter names its rules read); a test checks the
+# declarations against the analysis, and every op's save plan against its rules run with
+# what is not saved made poisonous. The analysis runs once per op, when a node first asks.
 META_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
-_PLAIN_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST",
-                          "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"})
+_TREES = {}  # file -> {first line: [function and lambda nodes]} (parsed once)
 
 
-def _referenced_args(fn):
-    """(names read as values, names read only for shape/ndim/dtype/size) in ``fn``'s code.
+def _nodes_at(filename, line):
+    index = _TREES.get(filename)
+    if index is None:
+        index = _TREES[filename] = {}
+        try:
+            with open(filename, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), filename)
+        except (OSError, SyntaxError, ValueError):
+            return []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                first = min([node.lineno] + [d.lineno for d in getattr(node,
+                                                                       "decorator_list", ())])
+                index.setdefault(first, []).append(node)
+    return index.get(line, [])
 
-    A name whose every load is immediately followed by one of :data:`META_ATTRS` is
-    metadata-only; one captured by an inner function counts as read.
-    """
-    code = fn.__code__
-    full = set(code.co_cellvars)
-    meta = set()
-    instructions = list(dis.get_instructions(fn))
-    for k, ins in enumerate(instructions):
-        op = ins.opname
-        if not (op.startswith("LOAD_FAST") or op in ("LOAD_DEREF", "LOAD_CLOSURE")):
-            continue
-        vals = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
-        full.update(vals[:-1])  # all but the last are consumed later, not by the next op
-        last = vals[-1]
-        nxt = instructions[k + 1] if k + 1 < len(instructions) else None
-        if op in _PLAIN_LOADS and nxt is not None and nxt.opname == "LOAD_ATTR" and \
-                nxt.argval in META_ATTRS:
-            meta.add(last)
-        else:
-            full.add(last)
+
+def _arg_names(args):
+    names = [a.arg for a in args.posonlyargs + args.args]
+    if args.vararg:
+        names.append(args.vararg.arg)
+    names += [a.arg for a in args.kwonlyargs]
+    if args.kwarg:
+        names.append(args.kwarg.arg)
+    return names
+
+
+def _rule_source(fn):
+    """The syntax tree of function ``fn`` (a def or a lambda), or None."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+        + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    want = sorted(code.co_varnames[:n])
+    found = [node for node in _nodes_at(code.co_filename, code.co_firstlineno)
+             if sorted(_arg_names(node.args)) == want and
+             (isinstance(node, ast.Lambda) or node.name == code.co_name)]
+    if len(found) > 1 and hasattr(code, "co_positions"):
+        # several lambdas on one line: the one whose body holds the first instruction
+        col = next((p[2] for p in list(code.co_positions())[1:] if p[2] is not None), None)
+        found = [node for node in found if isinstance(node, ast.Lambda) and col is not None
+                 and node.body.col_offset <= col < (node.body.end_col_offset or 1 << 30)]
+    return found[0] if len(found) == 1 else None
+
+
+def _reads(fn):
+    """(names read as values, names read only for their metadata) by ``fn``, or None when
+    its source cannot be analysed (Note [What a rule reads])."""
+    node = _rule_source(fn)
+    if node is None:
+        return None
+    params = set(_arg_names(node.args))
+    full, meta = set(), set()
+
+    def visit(n, shadowed):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not node:
+            for d in getattr(n, "decorator_list", ()):
+                visit(d, shadowed)
+            for d in n.args.defaults + [d for d in n.args.kw_defaults if d is not None]:
+                visit(d, shadowed)
+            inner = shadowed | set(_arg_names(n.args))
+            for child in (n.body if isinstance(n.body, list) else [n.body]):
+                visit(child, inner)
+            return
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
+                n.attr in META_ATTRS and isinstance(n.ctx, ast.Load):
+            if n.value.id in params and n.value.id not in shadowed:
+                meta.add(n.value.id)
+            return
+        if isinstance(n, ast.Name) and n.id in params and n.id not in shadowed:
+            full.add(n.id)  # (an assignment to a parameter counts too: conservative)
+            return
+        for child in ast.iter_child_nodes(n):
+            visit(child, shadowed)
+
+    for child in (node.body if isinstance(node.body, list) else [node.body]):
+        visit(child, set())
+    for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+        visit(d, set())
     return full, meta - full
 
 
@@ -156,29 +222,57 @@ class _RuleUse:
 
     __slots__ = ("out", "inputs", "meta_inputs", "all_inputs")
 
-    def __init__(self, fn, nin):
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        has_var = any(p.kind == p.VAR_POSITIONAL for p in params)
-        used, meta = _referenced_args(fn)
-        names = [p.name for p in positional]
-        # positional layout: F, [i,] g, out, inputs...
-        self.out = len(names) > 2 and names[2] in used
-        if nin == VARIADIC or has_var:
-            self.all_inputs = True
-            self.inputs = None
-            self.meta_inputs = None
+    def __init__(self, fn, nin, first, saves=None):
+        """``first``: the index of the rule's first input parameter (after F, g or i, out)."""
+        params = list(inspect.signature(fn).parameters.values())
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                           p.POSITIONAL_OR_KEYWORD)]
+        var = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
+        if saves is not None:  # declared: "x" read as a value, "x.shape" for metadata only
+            used = {n for n in saves if "." not in n}
+            meta = {n.partition(".")[0] for n in saves if "." in n} - used
+        else:
+            r = _reads(fn)
+            if r is None:  # no source: read everything (Note [What a rule reads])
+                used, meta = set(positional) | set(var), set()
+            else:
+                used, meta = r
+        self.out = len(positional) > first - 1 and positional[first - 1] in used
+        in_names = positional[first:]
+        if nin == VARIADIC or var:
+            # any input may be read through *arrays: all, unless none is read at all
+            self.all_inputs = bool(used & (set(var) | set(in_names)))
+            self.inputs = None if self.all_inputs else (False,) * max(nin, 0)
+            self.meta_inputs = None if self.all_inputs else (False,) * max(nin, 0)
         else:
             self.all_inputs = False
-            in_names = names[3:3 + nin]
+            in_names = in_names[:nin]
             pad = (True,) * (nin - len(in_names))
             self.inputs = tuple((n in used) for n in in_names) + pad
             self.meta_inputs = tuple((n in meta) for n in in_names) + (False,) * len(pad)
 
 
+_UNSET = object()
+
+
 class Op:
-    """A registered primitive. See the module docstring for the declaration form."""
+    """A registered primitive (see the module docstring for the declaration form). Every
+    fact about the op is a field here, set by its declaration."""
+
+    __slots__ = (
+        "name", "namespace", "qualname", "forward", "kind", "nin", "nout", "domain",
+        "differentiable", "view", "sample", "method", "pack", "inplace_method",
+        "kwarg_aliases", "notes", "doc", "node_name",
+        # reverse mode (Note [What a node saves])
+        "vjp_rules", "vjp_each", "saves", "_uses", "_meta_standins", "_save_cache",
+        # forward mode, vmap, views
+        "jvp", "batch_rule", "batch_params", "default_batch", "identity_batch", "scatter",
+        "view_replay",
+        # the public function: a hand-written one, or how to normalise the call's arguments
+        "public", "public_fn", "normalize_args",
+        # the property suite's reference, while it still lives here
+        "reference",
+    )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
                  sample, method, pack, inplace_method, kwarg_aliases, notes, namespace=None):
@@ -199,20 +293,26 @@ class Op:
         self.kwarg_aliases = kwarg_aliases
         # Declared exceptions, as data the tests read: {"jvp": reason, "vmap": reason, ...}
         self.notes = dict(notes or {})
+        self.doc = forward.__doc__
+        self.node_name = "".join(p.capitalize() for p in self.qualname.replace(".", "_")
+                                 .split("_")) + "Backward0"
         self.vjp_rules = None      # tuple, one rule (or None) per input
         self.vjp_each = None       # variadic form: rule(F, i, g, out, *inputs, **params)
-        self.rule_uses = None
-        self.meta_standins = False
+        self.saves = None          # declared names the rules read (else: the analysis)
+        self._uses = None          # what each rule reads (analysed on first need)
+        self._meta_standins = False
+        self._save_cache = {}      # save plans by "which inputs need grad"
         self.jvp = None
         self.batch_rule = None     # vmap (core/ops/batching.py); kinds give defaults
         self.batch_params = False
+        self.default_batch = _UNSET  # the rule the kind gives, made on first need
+        self.identity_batch = None  # vmap's rule for identity batches (Note [Identity batches])
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
-        self.node_name = "".join(p.capitalize() for p in self.qualname.replace(".", "_")
-                                 .split("_")) + "Backward0"
-        # Saving masks by "which inputs need grad" are memoised here (Note [What a node saves]).
-        self._save_cache = {}
+        self.public_fn = None
+        self.normalize_args = None
+        self.reference = None
 
     def __repr__(self):
         return f"<ndgrad op {self.qualname}>"
@@ -222,32 +322,46 @@ class Op:
         op): what generic rules call to apply the op again."""
         return _lookup(F, self.namespace, self.name)
 
+    # -- the public function
+    def defpublic(self, fn):
+        """A hand-written public function (argument handling the generic one cannot do, e.g.
+        ``reshape(x, 2, 3)``); it calls the op through ``dispatch.apply``."""
+        fn.__name__ = fn.__qualname__ = self.name
+        fn.__doc__ = self.doc
+        fn.__module__ = f"ndgrad.{self.namespace}" if self.namespace else "ndgrad"
+        self.public_fn = fn
+        return fn
+
+    def defargs(self, fn):
+        """``fn(*args, **kw) -> (args, kw)``: the public call's arguments with every array
+        input positional (an op whose optional inputs may be passed by keyword or left out,
+        e.g. ``clip(x, max=1.0)``)."""
+        self.normalize_args = fn
+        return fn
+
     # -- vjp
-    def defvjp(self, *rules):
-        """One vjp rule per input (None for a non-differentiable input)."""
+    def defvjp(self, *rules, saves=None):
+        """One vjp rule per input (None for a non-differentiable input). ``saves``: for each
+        rule, the saved values it reads (``"out"``, input names; ``"x.shape"`` for one read
+        only for its metadata), when declared rather than found from its source (Note [What
+        a rule reads]); a test checks that they agree."""
         if self.nin != VARIADIC and len(rules) != self.nin:
             raise TypeError(f"{self.name}: defvjp expects {self.nin} rules, got {len(rules)}")
+        if saves is not None and len(saves) != len(rules):
+            raise TypeError(f"{self.name}: saves= names what each rule reads: {len(rules)} "
+                            f"entries, got {len(saves)}")
         self.vjp_rules = rules
-        self.rule_uses = tuple(None if r is None else _RuleUse(r, self.nin) for r in rules)
-        self.meta_standins = self.reads_metadata
+        self.saves = saves
+        self._uses = None
         self._save_cache.clear()
         return self
 
-    def defvjp_each(self, rule):
-        """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``."""
+    def defvjp_each(self, rule, saves=None):
+        """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``;
+        ``saves``: the parameter names it reads, when declared."""
         self.vjp_each = rule
-        params = list(inspect.signature(rule).parameters.values())
-        sig = [p.name for p in params]
-        used = set().union(*_referenced_args(rule))
-        use = _RuleUse.__new__(_RuleUse)
-        use.out = len(sig) > 3 and sig[3] in used
-        # inputs are saved unless the rule never reads them (broadcast_arrays': g[i] only)
-        var = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
-        named = [p.name for p in params[4:] if p.kind == p.POSITIONAL_OR_KEYWORD]
-        use.all_inputs = any(n in used for n in var + named)
-        use.inputs = None
-        use.meta_inputs = None
-        self.rule_uses = use
+        self.saves = saves
+        self._uses = None
         self._save_cache.clear()
         return self
 
@@ -257,28 +371,54 @@ class Op:
             return lambda F, g, out, *a, **k: each(F, i, g, out, *a, **k)
         return self.vjp_rules[i] if self.vjp_rules is not None else None
 
+    @property
+    def rule_uses(self):
+        """What each vjp rule reads (a tuple, one per input; one _RuleUse for the variadic
+        form), analysed on first need (Note [What a rule reads])."""
+        uses = self._uses
+        if uses is None:
+            if self.vjp_each is not None:
+                uses = _RuleUse(self.vjp_each, self.nin, 4, self.saves)
+            else:
+                rules = self.vjp_rules or ()
+                saves = self.saves or (None,) * len(rules)
+                uses = tuple(None if r is None else _RuleUse(r, self.nin, 3, d)
+                             for r, d in zip(rules, saves))
+            self._meta_standins = isinstance(uses, tuple) and any(
+                u is not None and u.meta_inputs is not None and any(u.meta_inputs)
+                for u in uses)
+            self._uses = uses
+        return uses
+
+    @property
+    def meta_standins(self):
+        """Whether some rule reads an input only for its metadata (stand-ins needed)."""
+        if self._uses is None:
+            self.rule_uses  # noqa: B018  (analyses the rules)
+        return self._meta_standins
+
     def save_plan(self, needs):
         """(save_out, save mask over inputs (None: all)) for the inputs that need grad.
 
         An input a rule reads only for its metadata is not saved when it needs grad: the
-        engine hands the rule a stand-in built from the Node's ``in_meta``
-        (Note [What a node saves]). Memoised per ``needs``.
+        engine hands the rule a stand-in built from the Node's edges (Note [What a node
+        saves]). Memoised per ``needs``.
         """
         r = self._save_cache.get(needs)
         if r is not None:
             return r
+        uses = self.rule_uses
         save_out = False
         if self.vjp_each is not None:
-            u = self.rule_uses
             # None: save every input; a rule that reads none of them saves none
-            r = (u.out, None if u.all_inputs else (False,) * len(needs))
+            r = (uses.out, None if uses.all_inputs else (False,) * len(needs))
         else:
             mask = [False] * len(needs)
             all_inputs = False
             for i, need in enumerate(needs):
                 if not need:
                     continue
-                u = self.rule_uses[i] if i < len(self.rule_uses) else None
+                u = uses[i] if i < len(uses) else None
                 if u is None:
                     continue
                 save_out = save_out or u.out
@@ -291,15 +431,6 @@ class Op:
             r = (save_out, None if all_inputs else tuple(mask))
         self._save_cache[needs] = r
         return r
-
-    @property
-    def reads_metadata(self):
-        """Whether some rule reads an input only for its metadata (stand-ins needed)."""
-        uses = self.rule_uses
-        if not isinstance(uses, tuple):
-            return False
-        return any(u is not None and u.meta_inputs is not None and any(u.meta_inputs)
-                   for u in uses)
 
     # -- views (Note [In-place on views] in core/dispatch.py)
     def defscatter(self, rule):
@@ -328,6 +459,16 @@ class Op:
         self.batch_rule = rule
         self.batch_params = params
         return self
+
+    def defidentity(self, rule):
+        """vmap's shortcut for an identity batch among the inputs (Note [Identity batches]
+        in functional/vmap.py): ``rule(F, i, s, args, batched, params)``, where input ``i``
+        is the identity batch whose element ``b`` is ``s[b] * e_b``, returns
+        ``("identity", new_s)`` (the result is one too), ``("value", batched_value)`` (the
+        result, batch first, computed cheaply) or None (no shortcut: the batching rule runs
+        on the dense identity)."""
+        self.identity_batch = rule
+        return rule
 
     # -- jvp
     def defjvp(self, rule):
@@ -460,7 +601,6 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
                 notes=notes, namespace=_check_namespace(namespace))
         if op.qualname in REGISTRY or op.qualname in COMPOSITES:
             raise ValueError(f"op {op.qualname!r} is already registered")
-        op.__doc__ = forward.__doc__
         REGISTRY[op.qualname] = op
         return op
     return deco

@@ -19,7 +19,8 @@ import operator
 from ..backend import Device, backend_for_device, backend_of, get_default_device
 from ..dispatch import apply
 from ..tensor import Tensor
-from .batching import batch_size, flatten, logical_ndim, pad_to, shift_axes, shift_axis, with_batch
+from .batching import (batch_size, flatten, keeps_identity, logical_ndim, pad_to, shift_axes,
+                       shift_axis, with_batch)
 from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, sample_numpy
 
 ANY = Domain((-2.0, 2.0), complex=True)
@@ -111,6 +112,13 @@ def _reshape_batch(F, batched, x, shape):
 reshape.defbatch(_reshape_batch)
 
 
+@reshape.defidentity
+def _reshape_identity(F, i, s, args, batched, params):
+    # reshaping a vector to itself keeps an identity batch
+    shape = params["shape"] if "shape" in params else args[1]
+    return ("identity", s) if tuple(shape) in ((s.shape[0],), (-1,)) else None
+
+
 def _reshape_public(x, *shape, **kw):
     if "shape" in kw:
         if shape:
@@ -125,10 +133,7 @@ def _reshape_public(x, *shape, **kw):
     return apply(reshape, x, shape=shape)
 
 
-_reshape_public.__name__ = _reshape_public.__qualname__ = "reshape"
-_reshape_public.__doc__ = reshape.__doc__
-_reshape_public.__module__ = "ndgrad"
-reshape.custom_public = _reshape_public
+reshape.defpublic(_reshape_public)
 
 
 # ------------------------------------------------------------------------------ permutations
@@ -527,10 +532,7 @@ def _broadcast_arrays_public(*arrays):
     return apply(broadcast_arrays, *arrays)
 
 
-_broadcast_arrays_public.__name__ = _broadcast_arrays_public.__qualname__ = "broadcast_arrays"
-_broadcast_arrays_public.__doc__ = broadcast_arrays.__doc__
-_broadcast_arrays_public.__module__ = "ndgrad"
-broadcast_arrays.custom_public = _broadcast_arrays_public
+broadcast_arrays.defpublic(_broadcast_arrays_public)
 
 
 # ------------------------------------------------------------------------------ joining
@@ -1238,6 +1240,7 @@ clone.reference = _clone_reference
 clone.defvjp(lambda F, g, out, x: g)
 clone.defjvp_linear()
 clone.defbatch(lambda F, batched, x: F.clone(x))
+clone.defidentity(keeps_identity(lambda F, s: s))
 
 
 def _sample_astype(d):
@@ -1265,6 +1268,7 @@ astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
 astype.reference = lambda x, dtype: x.astype(dtype)
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
+astype.defidentity(keeps_identity(lambda F, s, dtype: F.astype(s, dtype)))
 
 
 # ------------------------------------------------------------------------------ devices
@@ -1300,7 +1304,7 @@ def to_device(B, x, device, source=None):
     return dst.asarray(x, device=device, copy=True)
 
 
-to_device.normalize_args = _to_device_args
+to_device.defargs(_to_device_args)
 to_device.reference = lambda x, device, source=None: x.copy()
 to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device=source,
                                                                        source=device))

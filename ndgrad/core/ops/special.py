@@ -888,7 +888,7 @@ def _zeta_derivative_dq(F, g, out, x, q, n=1):
 zeta_derivative.defvjp(lambda F, g, out, x, q, n=1: g * F.special.zeta_derivative(x, q, n=n + 1),
                        _zeta_derivative_dq)
 zeta_derivative.defjvp_from_vjp()
-zeta_derivative.normalize_args = _zeta_derivative_args
+zeta_derivative.defargs(_zeta_derivative_args)
 zeta_derivative.reference = _zeta_derivative_reference
 
 
@@ -945,7 +945,7 @@ def zeta(B, x, q=None):
 zeta.defvjp(lambda F, g, out, x, q: g * F.special.zeta_derivative(x, q, n=1),
             lambda F, g, out, x, q: g * (-x * F.special.zeta(x + 1, q)))
 zeta.defjvp_from_vjp()
-zeta.normalize_args = _zeta_args
+zeta.defargs(_zeta_args)
 
 
 # ------------------------------------------------------------------------- logistic
