@@ -25,7 +25,8 @@ How each one computes (Note [Functional strategies])
 * ``vhp``: reverse over reverse: the gradient with ``create_graph=True``, then a vjp of it
   with ``v``.
 
-Only public ndgrad API is used (DESIGN.md section 1: ``functional`` uses ``core``).
+Only public ndgrad API is used (``functional`` builds on ``core``, never the other way:
+Note [Layers] in docs/how_it_works.rst).
 
 Examples
 --------
