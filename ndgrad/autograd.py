@@ -18,7 +18,7 @@ from .core import function
 from .core.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                            set_detect_anomaly)
 from .core.creation import tensor
-from .core.engine import backward
+from .core.backward import backward
 from .core.function import Function, FunctionCtx, once_differentiable
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)

@@ -40,8 +40,9 @@ Note [Functions under transforms]
 Under a transform level, ``Function.apply`` goes to the level's interpreter
 (``process_function``), which runs the Function one level down (:func:`apply_function`) and
 does its own part: a dual level calls ``jvp``, vmap runs it once per batch element, a
-``func.grad`` level records a node of the Function's class at its level (:func:`level_node`)
-that shares the ctx's attributes and shows the level's values as ``saved_tensors``. The
+``func.grad`` level records a node of the Function's class at its level that shares the
+ctx's attributes and shows the level's values as ``saved_tensors`` (functional/grad_level.py,
+with :func:`new_ctx`, :func:`wire` and :func:`finish_node`). The
 forward runs once, at the bottom, on plain tensors; ``needs_input_grad`` there says which
 inputs any level needs a gradient for.
 """
@@ -54,18 +55,26 @@ import warnings
 
 from . import anomaly
 from .backend import is_differentiable_dtype
-from .dispatch import check_inplace, innermost_level, rebase
-from .engine import _live
+from .dispatch import innermost_level
+from .inplace import check_inplace, rebase
 from .grad_mode import STATE
-from .graph import (_FREED_MSG, Node, SavedOutput, SavedValue, _NodeHooks, edge_to, fit_gradient,
-                    new_seq)
-from .tensor import Tensor, _new
+from .graph import _FREED_MSG, Node, SavedOutput, SavedValue, edge_to, fit_gradient, new_seq
+from .hooks import NodeHooks
+from .tensor import Tensor, _new, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
-           "apply_function", "level_node"]
+           "apply_function", "new_ctx", "wire", "finish_node"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+
+
+def _tensors(who, values, none=False, hint=""):
+    for i, t in enumerate(values):
+        if not (isinstance(t, Tensor) or (none and t is None)):
+            raise TypeError(f"{who} can only take tensors{' (or None)' if none else ''}, but "
+                            f"argument {i} is of type {type(t).__name__}{hint}")
+    return values
 
 
 class FunctionCtx:
@@ -84,23 +93,14 @@ class FunctionCtx:
         in-place modification before ``backward`` reads them, and freed after a backward
         without ``retain_graph``.
         """
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError(
-                    f"save_for_backward can only save tensors (or None), but argument {i} is of "
-                    f"type {type(t).__name__}; store other values as ctx attributes, e.g. "
-                    "`ctx.k = k`"
-                )
-        self._fn_to_save = tensors
+        self._fn_to_save = _tensors("save_for_backward", tensors, none=True,
+                                    hint="; it saves tensors: store other values as ctx "
+                                         "attributes, e.g. `ctx.k = k`")
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for the forward-mode rule ``jvp``, which reads them back
         with ``ctx.saved_tensors`` (see :mod:`ndgrad.forward_ad`)."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_forward expects tensors or None, but argument {i} "
-                                f"is of type {type(t).__name__}")
-        self._fn_saved_for_forward = tensors
+        self._fn_saved_for_forward = _tensors("save_for_forward", tensors, none=True)
 
     def mark_dirty(self, *tensors):
         """Declare inputs that ``forward`` modified in place.
@@ -108,11 +108,7 @@ class FunctionCtx:
         Such an input must be returned as an output; it keeps its identity, its version is
         bumped and its history continues from this Function.
         """
-        for i, t in enumerate(tensors):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"mark_dirty expects tensors, but argument {i} is of type "
-                                f"{type(t).__name__}")
-        self._fn_dirty = tensors
+        self._fn_dirty = _tensors("mark_dirty", tensors)
 
     def mark_non_differentiable(self, *tensors):
         """Declare outputs that are not differentiable (indices, masks, ...).
@@ -120,11 +116,7 @@ class FunctionCtx:
         They do not require grad; ``backward`` still receives a gradient argument for each
         (zeros, or None with ``set_materialize_grads(False)``).
         """
-        for i, t in enumerate(tensors):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"mark_non_differentiable expects tensors, but argument {i} is "
-                                f"of type {type(t).__name__}")
-        self._fn_non_diff = tensors
+        self._fn_non_diff = _tensors("mark_non_differentiable", tensors)
 
     def set_materialize_grads(self, value):
         """With False, ``backward`` receives None (not zeros) for outputs without a gradient."""
@@ -137,13 +129,12 @@ class BackwardCFunction(FunctionCtx, Node):
     An instance is both the ``ctx`` of one call and, when the call is recorded, the
     ``grad_fn`` of its outputs. Subclasses have a ``__dict__``: user attributes live there.
     A transform level's node of the same Function (:func:`level_node`) shares that
-    ``__dict__`` and reads its saved tensors through the ctx one level down (``_fn_below``).
+    ``__dict__``.
     """
 
     __slots__ = ("needs_input_grad", "_fn_to_save", "_fn_saved", "_fn_saved_for_forward",
                  "_fn_dirty", "_fn_non_diff", "_fn_materialize", "_fn_freed", "_fn_slot",
-                 "_fn_types", "_fn_outs", "_fn_in_jvp", "_fn_below", "_fn_level", "_fn_args",
-                 "_fn_lift", "_fn_lower")
+                 "_fn_types", "_fn_outs", "_fn_in_jvp")
 
     _forward_cls = None
     materializes = False  # backward materializes (or not) by itself: set_materialize_grads
@@ -161,9 +152,6 @@ class BackwardCFunction(FunctionCtx, Node):
         (Note [Saved tensors of a Function])."""
         if self._fn_freed:
             raise RuntimeError(_FREED_MSG)
-        below = self._fn_below
-        if below is not None:  # a transform level's node (Note [Functions under transforms])
-            return self._level_saved(below)
         if self._fn_in_jvp:  # inside jvp: what save_for_forward saved (as PyTorch)
             return tuple(self._fn_saved_for_forward)
         saved = self._fn_saved
@@ -180,60 +168,16 @@ class BackwardCFunction(FunctionCtx, Node):
                 out.append(entry.rebuild(self))
         return tuple(out)
 
-    def _saved_kinds(self):
+    def saved_kinds(self):
         """What each saved tensor is: ("in", i), ("out", k) or ("mid", None)."""
-        below = self._fn_below
-        return below._saved_kinds() if below is not None else [
-            None if e is None else kind for e, _, kind in (self._fn_saved or ())]
-
-    def _level_saved(self, below):
-        if self._fn_in_jvp:
-            below._fn_in_jvp = True
-            try:
-                return below.saved_tensors
-            finally:
-                below._fn_in_jvp = False
-        inner = below.saved_tensors
-        if self._fn_lower:  # the level's pass reads its values one level down
-            return inner
-        out = []
-        for s, kind in zip(inner, self._saved_kinds()):
-            if kind is not None and kind[0] == "in":
-                s = self._fn_args[kind[1]]
-            elif kind is not None and kind[0] == "out" and s is not None:
-                s = self._fn_lift(s)
-                s._grad_fn = self
-                s._output_nr = kind[1]
-                s._requires_grad = True
-            out.append(s)
-        return tuple(out)
-
-    @property
-    def saved_variables(self):  # PyTorch's old name
-        return self.saved_tensors
-
-    @property
-    def dirty_tensors(self):
-        return self._fn_dirty
-
-    @property
-    def non_differentiable(self):
-        return self._fn_non_diff
-
-    @property
-    def to_save(self):
-        return self._fn_to_save
+        return [None if e is None else kind for e, _, kind in (self._fn_saved or ())]
 
     def release(self):
         """Free the saved tensors (the engine calls this after a backward without
         ``retain_graph``)."""
         self._fn_saved = None
         self._fn_to_save = ()
-        self._fn_args = None
         self._fn_freed = True
-        below = self._fn_below
-        if below is not None and below.seq < 0:  # a ctx no graph refers to but this node
-            below.release()
 
     def backward(self, pass_, grads, skip=None):
         cls = self._forward_cls
@@ -255,7 +199,6 @@ class BackwardCFunction(FunctionCtx, Node):
                 args.append(g._lower_for(strip) if type(g) is not Tensor else g)
             else:
                 args.append(_new(g, False))
-        self._fn_lower = strip is not None and self._fn_level is strip
         result = _user_backward(cls)(self, *args)
         return self._check_grads(result, pass_)
 
@@ -287,7 +230,7 @@ class BackwardCFunction(FunctionCtx, Node):
                     fit_gradient(r, (), None, self, i, checked=True)  # (raises)
                 continue  # the input does not require grad: ignored, as in PyTorch
             g = fit_gradient(r, e[2], e[3], self, i, checked=True, array_type=self._fn_types[i])
-            if type(g) is Tensor and not _live(g, pass_.grad_on):
+            if type(g) is Tensor and not is_live(g, pass_.grad_on):
                 g = g._data
             grads[slot] = g
         return grads
@@ -419,41 +362,29 @@ def apply_function(cls, args, kwargs, needs=None):
     return _run(cls, args, kwargs, needs)
 
 
-def _new_ctx(cls):
-    node = object.__new__(cls._backward_cls)
-    node._fn_in_jvp = False
-    node._fn_to_save = ()
-    node._fn_saved = None
-    node._fn_saved_for_forward = ()
-    node._fn_dirty = ()
-    node._fn_non_diff = ()
-    node._fn_materialize = True
-    node._fn_freed = False
-    node._fn_below = None
-    node._fn_level = None
-    node._fn_args = None
-    node._fn_lift = None
-    node._fn_lower = False
-    node.hooks = None
-    node.nout = 1
-    node.edges = ()
-    node.seq = -1
-    node._fn_slot = ()
-    node._fn_types = ()
-    node._fn_outs = ()
+_CTX_STATE = dict(_fn_in_jvp=False, _fn_to_save=(), _fn_saved=None, _fn_saved_for_forward=(),
+                  _fn_dirty=(), _fn_non_diff=(), _fn_materialize=True, _fn_freed=False,
+                  hooks=None, nout=1, edges=(), seq=-1, _fn_slot=(), _fn_types=(), _fn_outs=())
+
+
+def new_ctx(node_cls):
+    """A fresh ctx (a node of class ``node_cls``, not yet in a graph)."""
+    node = object.__new__(node_cls)
+    for name, value in _CTX_STATE.items():
+        setattr(node, name, value)
     return node
 
 
 def _run(cls, args, kwargs, needs=None):
     """Run the Function on bound ``args`` (no level's values among them): (outputs, ctx)."""
     setup = cls.setup_context is not Function.setup_context
-    node = _new_ctx(cls)
+    node = new_ctx(cls._backward_cls)
     own = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     node.needs_input_grad = own if needs is None else tuple(
         a or b for a, b in zip(own, needs))
     record_it = STATE.grad_enabled and True in own
     if record_it:
-        _wire(node, args, own)
+        wire(node, args, own)
     prev = STATE.grad_enabled
     STATE.grad_enabled = False
     try:
@@ -467,7 +398,7 @@ def _run(cls, args, kwargs, needs=None):
     return _wrap_outputs(cls, node, args, output, record_it), node
 
 
-def _wire(node, args, needs):
+def wire(node, args, needs):
     """Edges to the histories of the tensor inputs that need a gradient, and the map from
     input positions to edges (non-tensor inputs have no edge)."""
     edges = []
@@ -486,14 +417,14 @@ def _wire(node, args, needs):
     node._fn_types = tuple(types)
 
 
-def _finish_node(node, outs):
+def finish_node(node, outs):
     """Number a recorded Function node (after its inputs' nodes) and note its outputs."""
     node.nout = len(outs)
     node._fn_outs = tuple(None if not isinstance(t, Tensor) else
                           (tuple(t.shape), t.dtype, t.backend) for t in outs)
     node.seq = new_seq()
     if anomaly.ENABLED[0]:
-        node.hooks = _NodeHooks(anomaly.forward_trace())
+        node.hooks = NodeHooks(anomaly.forward_trace())
 
 
 def _alias(t):
@@ -553,7 +484,7 @@ def _wrap_outputs(cls, node, args, output, record_it):
             t._requires_grad = True
         results.append(t)
     if record_it:
-        _finish_node(node, results)
+        finish_node(node, results)
         for k, t in enumerate(results):
             if isinstance(t, Tensor) and id(t) in dirty and id(outs[k]) in input_pos:
                 stand_in = _new(t._data, True)
@@ -592,30 +523,6 @@ def _save(cls, node, results, input_pos, out_pos, dirty, record_it):
             saved.append((SavedValue(t), "intermediate", ("mid", None)))
     node._fn_saved = saved
     node._fn_to_save = ()
-
-
-def level_node(ctx, level, args, outs, needs, lift):
-    """The node of Function ``ctx`` (run one level down) at a transform ``level`` whose
-    values are ``args`` and ``outs`` (Note [Functions under transforms]): a node of the same
-    class sharing the ctx's attributes; its ``saved_tensors`` are the level's values
-    (``lift`` makes an output one), or the values one level down in the level's own pass.
-    The outputs' histories at the level are linked to it."""
-    node = _new_ctx(type(ctx)._forward_cls)
-    node.__dict__ = ctx.__dict__
-    node._fn_below = ctx
-    node._fn_level = level
-    node._fn_args = tuple(args)
-    node._fn_lift = lift
-    node._fn_materialize = ctx._fn_materialize
-    node.needs_input_grad = needs
-    _wire(node, args, needs)
-    _finish_node(node, outs)
-    for k, t in enumerate(outs):
-        if isinstance(t, Tensor) and is_differentiable_dtype(t.dtype):
-            t._grad_fn = node
-            t._output_nr = k
-            t._requires_grad = True
-    return node
 
 
 def _bind_ctx_form(cls, args, kwargs):
@@ -669,7 +576,7 @@ class DelayedError(Node):
         self.msg = msg
         self.edges = tuple(edges)
         self.seq = new_seq()
-        self.hooks = _NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
+        self.hooks = NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
         self.nout = nout
 
     def name(self):

@@ -41,10 +41,11 @@ import weakref
 from . import anomaly
 from . import levels
 from .backend import _BACKEND_BY_TYPE, NUMPY, is_differentiable_dtype
+from .hooks import NodeHooks, add_hook
 from .tensor import Tensor, VersionCounter, _fresh, _meta
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "SavedValue",
-           "SavedOutput", "FREED", "record", "fit_gradient", "leaf_accumulator", "new_seq"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "SavedValue", "SavedOutput", "FREED", "record",
+           "fit_gradient", "leaf_accumulator", "new_seq"]
 
 _seq = itertools.count()
 _acc_seq = itertools.count()
@@ -212,45 +213,6 @@ class SavedOutput:
 _STACK = levels.STACK  # (a node keeps a saved output's transform data while levels exist)
 
 
-# ------------------------------------------------------------------ hooks
-class RemovableHandle:
-    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
-
-    __slots__ = ("_container", "_key")
-    _ids = itertools.count()
-
-    def __init__(self, container):
-        self._container = container
-        self._key = next(RemovableHandle._ids)
-
-    def remove(self):
-        self._container.pop(self._key, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def add_hook(container, fn):
-    h = RemovableHandle(container)
-    container[h._key] = fn
-    return h
-
-
-class _NodeHooks:
-    """Hooks of one Node (and its anomaly trace), allocated only when there are any."""
-
-    __slots__ = ("pre", "post", "tensor", "trace")
-
-    def __init__(self, trace=None):
-        self.pre = None
-        self.post = None
-        self.tensor = None
-        self.trace = trace
-
-
 # ------------------------------------------------------------------ nodes
 class Node:
     """Base class of the backward graph's nodes.
@@ -282,20 +244,8 @@ class Node:
     def _hooks(self):
         h = self.hooks
         if h is None:
-            h = self.hooks = _NodeHooks()
+            h = self.hooks = NodeHooks()
         return h
-
-    @property
-    def pre_hooks(self):
-        return None if self.hooks is None else self.hooks.pre
-
-    @property
-    def post_hooks(self):
-        return None if self.hooks is None else self.hooks.post
-
-    @property
-    def tensor_hooks(self):
-        return None if self.hooks is None else self.hooks.tensor
 
     @property
     def trace(self):
@@ -351,20 +301,30 @@ class OpNode(Node):
         saved = self.saved
         out = self.saved_out
         g = grads[0]
-        inputs = None
-        B = _BACKEND_BY_TYPE.get(type(g)) if pass_.plain else None
-        if B is not None and op.nout == 1 and (
-                out is None or (out.plain and out.counter.value == out.version)):
+        F = None
+        B = _BACKEND_BY_TYPE.get(type(g))
+        if B is not None and op.nout == 1 and saved is not FREED and out is not FREED:
+            # (the raw read, inlined: the engine's hot path)
+            strip = pass_.strip
+            grad_on = pass_.grad_on
             if saved is None:
                 inputs = _NONES[len(edges)] if len(edges) < 16 else (None,) * len(edges)
-            elif saved is not FREED:
-                inputs = _raw(saved)
-        if inputs is not None:  # (the raw read, inlined: the engine's hot path)
-            F = B.F
-            if out is not None:
-                out = out.content
-        else:
-            F, inputs, out, grads = pass_.read(self._unpack(), self._checked_out(), grads, self)
+            else:
+                inputs = _raw(saved, strip, grad_on)
+            if inputs is not None:
+                if out is None:
+                    F = B.F
+                elif out.counter.value == out.version:
+                    if out.plain and not grad_on:
+                        F, out = B.F, out.content
+                    elif out.level is strip and strip is not None:
+                        c = out.content  # (a grad level's output: its value one level down)
+                        if type(c) is Tensor and not (c._meta is not None and
+                                                      c._meta.level_data) and \
+                                not (grad_on and c._requires_grad):
+                            F, out = B.F, c._data
+        if F is None:
+            F, inputs, out, grads = pass_.read(self, grads)
             g = grads[0] if op.nout == 1 else grads
         if op.meta_standins:
             # inputs read only for shape/dtype were not saved (Note [What a node saves])
@@ -411,15 +371,20 @@ class OpNode(Node):
 _NONES = [(None,) * n for n in range(16)]
 
 
-def _raw(saved):
-    """A node's saved inputs as raw arrays, or None when one must stay a Tensor (or is stale:
-    the general read says so)."""
+def _raw(saved, strip, grad_on):
+    """A node's saved inputs as raw arrays (a value of grad level ``strip`` one level down),
+    or None when one must stay a Tensor, or is stale (the general read says so)."""
     inputs = []
     for v in saved:
         if type(v) is SavedValue:
             t = v.value
-            if type(t) is not Tensor or t._meta is not None or (
-                    t._version is not None and t._version.value != v.version):
+            if type(t) is not Tensor:
+                t = t._lower_for(strip)
+                if type(t) is not Tensor:
+                    return None
+            c = t._version
+            if (t._meta is not None and t._meta.level_data) or (grad_on and t._requires_grad) \
+                    or (c is not None and c.value != v.version):
                 return None
             v = t._data
         inputs.append(v)
@@ -532,7 +497,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     node.params = params if params else _NO_PARAMS
     node.edges = edges
     node.seq = next(_seq)
-    node.hooks = _NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
+    node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
     if single:
         node.nout = 1
         node.out_meta = None

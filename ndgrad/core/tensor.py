@@ -102,6 +102,14 @@ def _fresh(t):
         m.refresh(t)
 
 
+def is_live(t, grad_on):
+    """Whether a formula must read tensor ``t`` as a Tensor rather than its raw array: it
+    carries a transform level's data, or it requires grad while the computation records
+    (Note [Formulas on arrays or on Tensors] in core/engine.py)."""
+    m = t._meta
+    return (m is not None and bool(m.level_data)) or (grad_on and t._requires_grad)
+
+
 # ------------------------------------------------------------------ making tensors from data
 def finish(data, requires_grad, lift=True):
     """A new leaf tensor around the raw array ``data`` (an inference tensor inside

@@ -56,7 +56,8 @@ from collections import namedtuple
 
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace
+from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.inplace import apply_inplace
 from ..core.function import Function, apply_function
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, _meta

@@ -42,8 +42,9 @@ from __future__ import annotations
 from ..core import creation
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace, inplace, link_view
-from ..core.function import apply_function, level_node
+from ..core.dispatch import TENSOR_F, VARIADIC, apply, link_view
+from ..core.inplace import apply_inplace, inplace
+from ..core.function import apply_function, finish_node, new_ctx, wire
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
@@ -302,11 +303,85 @@ class _GradInterpreter(_levels.Interpreter):
                 f"the custom Function {cls.__name__} ran once per batch element inside vmap; "
                 "differentiating it with ndgrad.func.grad inside that vmap is not supported. "
                 "Write the computation with ndgrad ops, or take the gradient outside vmap.")
-        node = level_node(ctx, level, args, wrapped, own, lambda v: _wrap(v, level))
-        return result, node
+        return result, _function_node(ctx, level, args, wrapped, own)
 
 
 _GRAD = _GradInterpreter()
+
+
+# ------------------------------------------------------------------------ custom Functions
+# A custom Function at a grad level is a primitive of the level (Note [Functions under
+# transforms] in core/function.py): it runs one level down, and the level records a node of
+# the Function's own class whose ctx attributes are the ctx's below (one shared __dict__)
+# and whose saved_tensors are the level's values: the level's inputs and outputs for the
+# tensors saved from them, so that a backward recorded at the level (create_graph inside f)
+# differentiates through them; in the level's own pass, the values one level down.
+_NODE_CLASSES = {}
+
+
+def _function_node(ctx, level, args, outs, needs):
+    cls = ctx._forward_cls._backward_cls  # (ctx may be a level's node itself)
+    node_cls = _NODE_CLASSES.get(cls)
+    if node_cls is None:
+        node_cls = _NODE_CLASSES[cls] = type(cls.__name__, (_LevelFunctionNode, cls), {
+            "__slots__": ("_below", "_level", "_args", "_lower"), "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__})
+    node = new_ctx(node_cls)
+    node.__dict__ = ctx.__dict__
+    node._below, node._level, node._args, node._lower = ctx, level, tuple(args), False
+    node._fn_materialize = ctx._fn_materialize
+    node.needs_input_grad = needs
+    wire(node, args, needs)
+    finish_node(node, outs)
+    for k, t in enumerate(outs):
+        if isinstance(t, Tensor) and is_differentiable_dtype(t.dtype):
+            t._grad_fn = node
+            t._output_nr = k
+            t._requires_grad = True
+    return node
+
+
+class _LevelFunctionNode:
+    """The behaviour of a Function's node at a grad level (mixed into the Function's node
+    class, before it; the class adds the slots ``_below``, ``_level``, ``_args``, ``_lower``)."""
+
+    __slots__ = ()
+
+    @property
+    def saved_tensors(self):
+        below = self._below
+        if self._fn_freed or self._fn_in_jvp or self._lower:
+            if self._fn_freed:
+                return super().saved_tensors  # (raises the freed-graph error)
+            below._fn_in_jvp = self._fn_in_jvp
+            try:
+                return below.saved_tensors  # values one level down
+            finally:
+                below._fn_in_jvp = False
+        out = []
+        for s, kind in zip(below.saved_tensors, self.saved_kinds()):
+            if kind is not None and kind[0] == "in":
+                s = self._args[kind[1]]
+            elif kind is not None and kind[0] == "out" and s is not None:
+                s = _wrap(s, self._level)
+                s._grad_fn = self
+                s._output_nr = kind[1]
+                s._requires_grad = True
+            out.append(s)
+        return tuple(out)
+
+    def saved_kinds(self):
+        return self._below.saved_kinds()
+
+    def backward(self, pass_, grads, skip=None):
+        self._lower = pass_.strip is self._level
+        return super().backward(pass_, grads, skip)
+
+    def release(self):
+        super().release()
+        self._args = None
+        if self._below.seq < 0:  # a ctx no graph refers to but this node
+            self._below.release()
 
 
 # ------------------------------------------------------------------------ the transforms' API

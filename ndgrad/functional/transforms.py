@@ -37,7 +37,7 @@ from .. import forward_ad as _fwAD
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import ones_like, zeros_like
 from ..core.dispatch import TENSOR_F
-from ..core.engine import grad as _autograd_grad
+from ..core.backward import grad as _autograd_grad
 from ..core.grad_mode import STATE
 from ..core.tensor import Tensor
 from . import grad_level

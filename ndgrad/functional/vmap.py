@@ -41,12 +41,13 @@ import functools
 import warnings
 
 from ..core import creation
-from ..core import engine as _engine
+from ..core import backward as _engine
 from ..core import levels as _levels
 from ..core.backend import backend_for_device, is_differentiable_dtype, is_floating
 from ..core.creation import asarray as _asarray
 from ..core.creation import sample as _sample
-from ..core.dispatch import TENSOR_F, VARIADIC, apply, apply_inplace, inplace
+from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.inplace import apply_inplace, inplace
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import PUBLIC, REGISTRY

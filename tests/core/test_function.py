@@ -539,7 +539,7 @@ def test_save_for_backward_rejects_non_tensors():
         def backward(ctx, g):
             return g
 
-    with pytest.raises(TypeError, match="save_for_backward can only save tensors .* argument 1 "
+    with pytest.raises(TypeError, match="save_for_backward can only take tensors .* argument 1 "
                                         "is of type float"):
         Bad.apply(nd.tensor(XV, requires_grad=True))
 

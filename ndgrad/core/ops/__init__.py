@@ -18,7 +18,8 @@ import inspect
 from .. import backend as _backend_mod
 from .. import creation as _creation
 from ..backend import NUMPY, Backend
-from ..dispatch import TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply, apply_inplace
+from ..dispatch import TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply
+from ..inplace import apply_inplace
 from ..tensor import Tensor
 from . import registry
 from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop

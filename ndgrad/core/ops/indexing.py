@@ -14,7 +14,8 @@ import numbers
 import operator
 
 from ..backend import NUMPY, backend_of
-from ..dispatch import apply, apply_inplace
+from ..dispatch import apply
+from ..inplace import apply_inplace
 from ..tensor import Tensor
 from .batching import at_level, flatten, is_batched, pad_to, shift_axis, with_batch
 from .registry import INDEXING, Domain, defop

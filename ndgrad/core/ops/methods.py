@@ -9,10 +9,12 @@ import weakref
 
 from ..backend import Device, as_dtype
 from ..dispatch import TENSOR_F as F
-from ..dispatch import apply, apply_inplace
-from ..engine import accumulate_into, tensor_backward
+from ..dispatch import apply
+from ..inplace import apply_inplace
+from ..backward import tensor_backward
+from ..engine import accumulate_into
 from ..grad_mode import STATE
-from ..graph import add_hook
+from ..hooks import add_hook
 from ..tensor import Tensor, _meta
 from .indexing import getitem_public, setitem
 from .registry import REGISTRY as OP
