@@ -384,12 +384,65 @@ def backend_of(array):
 # arguments are copied to NumPy, the NumPy/SciPy function runs, and array results are copied
 # back. Such calls are correct but slow; `CupyBackend.host_fallbacks` records their names.
 #
+# Where CuPy has the function but not NumPy's (or SciPy's) contract, the backend gives it
+# that contract (Note [CuPy is not NumPy]); tests/emulated_cupy.py reproduces each of these
+# differences, so the suite's emulated device catches them without a GPU.
+#
 # Devices: a CuPy array knows its device (`a.device.id`). Creation functions allocate under
 # `B.on(device)`; operations run where CuPy runs them, on its current device, which is the
 # device of their inputs unless the user switched it (`ndgrad.cuda.device(n)`). Tensors on
 # two different devices in one op are an error that names both, and 0-d CPU tensors move to
 # the device of the others (Note [Mixing devices] in core/tensor.py).
 _CUDA = {"backend": None}
+
+
+# Note [CuPy is not NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# CuPy 14.2 differs from NumPy 2 / SciPy where ndgrad's formulas rely on them; the CUDA
+# backend restores NumPy's contract (the methods above), and tests/emulated_cupy.py reproduces
+# each difference (its Note [What the emulation reproduces]):
+# * keywords: `max`/`min` have no `initial`; `linalg.cholesky` no `upper`; `linalg.pinv` is
+#   `pinv(a, rcond=1e-15)` (no `rtol`, no `hermitian`); `linalg.matrix_rank(M, tol)`.
+# * batching: `linalg.solve`, `linalg.cross` and `cupyx.scipy.linalg.solve_triangular` do not
+#   broadcast; `cupyx.scipy.linalg.expm` takes one matrix.
+# * arguments: `where` needs an array condition, `cupyx.scipy.special.polygamma` an array
+#   order; `tensordot` of a 0-d operand needs `axes` as a pair of tuples; `zeta` is the
+#   Hurwitz function only; `erf`, `erfc`, `erfcx`, `ndtr`, `log_ndtr`, ... take no complex
+#   input (the complex case runs on the host); `scatter_add` has no complex atomic add.
+# * errors: cuSOLVER's status is not checked, so singular matrices do not raise (see
+#   docs/devices.rst); `asarray` of object data is a ValueError in CuPy (a TypeError here, as
+#   on the CPU).
+# * layout: host data is copied C-ordered and copied back C-ordered unless asked otherwise.
+_NOVALUE = object()
+_ATOMIC_ADD = {np.dtype(t) for t in ("int32", "int64", "float16", "float32", "float64",
+                                     "uint32", "uint64")}
+
+
+def _inexact(dtype):
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def _broadcast_batch(cp, a, b):
+    """``a`` (..., m, m) and ``b`` (..., m, k) broadcast to a common batch shape."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (cp.broadcast_to(a, batch + a.shape[-2:]), cp.broadcast_to(b, batch + b.shape[-2:]))
+
+
+def _complex_on_host(B, f, host, label):
+    """CuPy ufunc ``f`` without complex loops: complex arguments run ``host`` (SciPy's) on
+    the host instead of raising."""
+    if any(c in "FD" for t in f.types for c in t.partition("->")[0]):
+        return f
+    on_host = _on_host(B, host, label)
+
+    def call(*args, **kwargs):
+        for a in args:
+            if isinstance(a, complex) or getattr(getattr(a, "dtype", None), "kind", "") == "c":
+                return on_host(*args, **kwargs)
+        return f(*args, **kwargs)
+
+    call.__name__ = getattr(f, "__name__", label)
+    return call
 
 
 class CupyBackend(Backend):
@@ -416,12 +469,16 @@ class CupyBackend(Backend):
         self.array_type = self.ndarray = cupy.ndarray
         self.host_fallbacks = set()
         self.linalg = _Namespace(self, lambda: cupy.linalg, np.linalg, "linalg",
-                                 vector_norm=self._vector_norm)
+                                 vector_norm=self._vector_norm, solve=self._solve,
+                                 cholesky=self._cholesky, pinv=self._pinv,
+                                 matrix_rank=self._matrix_rank, cross=self._cross)
         self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft")
         self.special = _Namespace(self, lambda: _import(cupyx, "scipy.special"),
-                                  SCIPY_SPECIAL, "special")
+                                  SCIPY_SPECIAL, "special", zeta=self._zeta,
+                                  polygamma=self._polygamma)
         self.scipy_linalg = _Namespace(self, lambda: _import(cupyx, "scipy.linalg"),
-                                       SCIPY_LINALG, "scipy_linalg")
+                                       SCIPY_LINALG, "scipy_linalg", expm=self._expm,
+                                       solve_triangular=self._solve_triangular)
         self._rng = threading.local()
         self._devices = {}
 
@@ -455,6 +512,156 @@ class CupyBackend(Backend):
         if ord == 1:
             return cp.sum(a, axis=axis, keepdims=keepdims)
         return cp.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+    # -- NumPy's contract where CuPy's differs (Note [CuPy is not NumPy])
+    def where(self, condition, x=None, y=None):
+        """``numpy.where``: CuPy's needs an array condition (a Python bool has no
+        ``astype``)."""
+        cp = self._cp
+        if not isinstance(condition, cp.ndarray):
+            condition = cp.asarray(condition)
+        if x is None and y is None:
+            return cp.where(condition)
+        return cp.where(condition, x, y)
+
+    def max(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE):
+        """``numpy.max`` with ``initial`` (CuPy's has none)."""
+        return self._extremum(self._cp.max, self._cp.maximum, a, axis, out, keepdims, initial)
+
+    def min(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE):
+        """``numpy.min`` with ``initial`` (CuPy's has none)."""
+        return self._extremum(self._cp.min, self._cp.minimum, a, axis, out, keepdims, initial)
+
+    amax, amin = max, min
+
+    def _extremum(self, reduce, combine, a, axis, out, keepdims, initial):
+        if initial is _NOVALUE:
+            return reduce(a, axis=axis, out=out, keepdims=keepdims)
+        cp = self._cp
+        axes = tuple(range(a.ndim)) if axis is None else \
+            tuple(k % a.ndim for k in ((axis,) if isinstance(axis, int) else axis))
+        if any(a.shape[k] == 0 for k in axes):  # an empty reduction is `initial`
+            shape = tuple(1 if k in axes else n for k, n in enumerate(a.shape)) if keepdims \
+                else tuple(n for k, n in enumerate(a.shape) if k not in axes)
+            r = cp.full(shape, initial, dtype=a.dtype)
+        else:
+            r = combine(reduce(a, axis=axis, keepdims=keepdims), initial)
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+
+    def tensordot(self, a, b, axes=2):
+        """``numpy.tensordot``: CuPy's takes a pair of *tuples* of axes for 0-d operands."""
+        if isinstance(axes, (list, tuple)):
+            axes = tuple(tuple(ax) if isinstance(ax, (list, tuple)) else ax for ax in axes)
+        return self._cp.tensordot(a, b, axes)
+
+    def _solve(self, a, b):
+        """``numpy.linalg.solve``: CuPy's does not broadcast the batch dimensions of a stack
+        of matrices ``b``."""
+        cp = self._cp
+        if b.ndim >= 2 and a.shape[:-2] != b.shape[:-2]:
+            a, b = _broadcast_batch(cp, a, b)
+        return cp.linalg.solve(a, b)
+
+    def _cholesky(self, a, upper=False):
+        """``numpy.linalg.cholesky`` with ``upper``. cuSOLVER's status is not checked (that
+        would wait for the GPU), and a failed factorization leaves a partial factor: it is
+        replaced by NaN, as a singular ``solve`` or ``inv`` gives non-finite values
+        (docs/devices.rst)."""
+        cp = self._cp
+        L = cp.linalg.cholesky(a)
+        d = cp.diagonal(L, axis1=-2, axis2=-1).real
+        L = cp.where(~cp.all(d > 0, axis=-1)[..., None, None], cp.nan, L)  # (NaN > 0 is false)
+        if upper:
+            L = cp.swapaxes(L, -1, -2)
+            return cp.conj(L) if L.dtype.kind == "c" else L
+        return L
+
+    def _pinv(self, a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
+        """``numpy.linalg.pinv`` (NumPy 2's ``rtol``) through CuPy's ``pinv(a, rcond)``;
+        ``hermitian`` only selects an algorithm in NumPy, the SVD gives the same result."""
+        if rcond is None:
+            if rtol is _NOVALUE:
+                rcond = 1e-15
+            elif rtol is None:
+                rcond = max(a.shape[-2:]) * np.finfo(_inexact(a.dtype)).eps
+            else:
+                rcond = rtol
+        elif rtol is not _NOVALUE:
+            raise ValueError("`rtol` and `rcond` can't be both set.")
+        return self._cp.linalg.pinv(a, rcond=rcond)
+
+    def _matrix_rank(self, A, tol=None, hermitian=False, *, rtol=None):
+        """``numpy.linalg.matrix_rank`` (NumPy 2: ``hermitian``, ``rtol``, stacks)."""
+        cp = self._cp
+        if rtol is not None and tol is not None:
+            raise ValueError("`tol` and `rtol` can't be both set.")
+        if A.ndim < 2:
+            return int(not bool(cp.all(A == 0)))
+        S = cp.abs(cp.linalg.eigvalsh(A)) if hermitian else cp.linalg.svd(A, compute_uv=False)
+        if tol is None:
+            if rtol is None:
+                rtol = max(A.shape[-2:]) * np.finfo(S.dtype).eps
+            else:
+                rtol = cp.asarray(rtol)[..., None]
+            tol = S.max(axis=-1, keepdims=True) * rtol
+        else:
+            tol = cp.asarray(tol)[..., None]
+        return cp.count_nonzero(S > tol, axis=-1)
+
+    def _cross(self, x1, x2, axis=-1):
+        """``numpy.linalg.cross``: CuPy's needs operands of equal shapes (no broadcasting)."""
+        cp = self._cp
+        if x1.shape != x2.shape:
+            x1, x2 = cp.broadcast_arrays(x1, x2)
+        return cp.linalg.cross(x1, x2, axis=axis)
+
+    def _zeta(self, x, q=None, out=None):
+        """``scipy.special.zeta``: CuPy's is the Hurwitz function only (two arguments). The
+        Riemann function is the Hurwitz one at ``q = 1`` for ``x >= 1``; its continuation to
+        ``x < 1`` runs on the host (SciPy)."""
+        f = _import(self._cpx, "scipy.special").zeta
+        if q is not None:
+            return f(x, q) if out is None else f(x, q, out)
+        cp = self._cp
+        xa = x if isinstance(x, cp.ndarray) else cp.asarray(x)
+        if bool(cp.any(xa < 1)):
+            r = _on_host(self, SCIPY_SPECIAL.zeta, "special.zeta")(xa)
+        else:
+            r = f(xa, 1.0)
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+
+    def _polygamma(self, n, x):
+        """``scipy.special.polygamma``: CuPy's needs an array order ``n`` (with a Python
+        int, ``n == 0`` is a bool, which its ``where`` refuses)."""
+        cp = self._cp
+        n = n if isinstance(n, cp.ndarray) else cp.asarray(n)
+        x = x if isinstance(x, cp.ndarray) else cp.asarray(x)
+        return _import(self._cpx, "scipy.special").polygamma(n, x)
+
+    def _expm(self, a):
+        """``scipy.linalg.expm``, batched: CuPy's takes one matrix."""
+        f = _import(self._cpx, "scipy.linalg").expm
+        if a.ndim <= 2:
+            return f(a)
+        n = a.shape[-1]
+        return self._cp.stack([f(m) for m in a.reshape((-1, n, n))]).reshape(a.shape)
+
+    def _solve_triangular(self, a, b, trans=0, lower=False, unit_diagonal=False,
+                          overwrite_b=False, check_finite=False):
+        """``scipy.linalg.solve_triangular``, batched with broadcasting: CuPy's needs equal
+        batch dimensions."""
+        cp = self._cp
+        if b.ndim >= 2 and (a.ndim > 2 or b.ndim > 2) and a.shape[:-2] != b.shape[:-2]:
+            a, b = _broadcast_batch(cp, a, b)
+        return _import(self._cpx, "scipy.linalg").solve_triangular(
+            a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal,
+            overwrite_b=overwrite_b, check_finite=check_finite)
 
     # -- devices and conversion
     def device_count(self):
@@ -493,13 +700,41 @@ class CupyBackend(Backend):
             if device is not None and isinstance(data, self.array_type) and \
                     self.device_of(data) != Device(device):
                 return self._cp.array(data, dtype=dtype, copy=True)  # device to device
-            return self._cp.asarray(data, dtype=dtype, copy=copy)
+            try:
+                # order="K": a Fortran-ordered array stays Fortran-ordered (CuPy's default
+                # copies host data in C order)
+                return self._cp.asarray(data, dtype=dtype, order="K", copy=copy)
+            except ValueError:
+                if not isinstance(data, self.array_type) and dtype is None and \
+                        np.asarray(data).dtype == object:
+                    raise TypeError("could not convert the data to a numeric tensor (got an "
+                                    "object array); pass numbers, nested sequences of numbers, "
+                                    "or arrays") from None
+                raise
 
     def to_numpy(self, array):
-        return self._cp.asnumpy(array)
+        return self._cp.asnumpy(array, order="A")  # keeps a Fortran order (CuPy's: "C")
 
     def scatter_add(self, target, index, values):
-        self._cpx.scatter_add(target, index, values)
+        """``numpy.add.at``. CuPy's atomic add (with an integer-array index) has no complex
+        or small integer types: a complex target accumulates its real and imaginary parts
+        apart, a small integer one in int64."""
+        dt = target.dtype
+        if dt in _ATOMIC_ADD:
+            self._cpx.scatter_add(target, index, values)
+            return target
+        cp = self._cp
+        values = values if isinstance(values, cp.ndarray) else cp.asarray(values)
+        if dt.kind == "c":
+            re = cp.zeros(target.shape, dtype=target.real.dtype)
+            im = cp.zeros(target.shape, dtype=target.real.dtype)
+            self._cpx.scatter_add(re, index, values.real.astype(re.dtype))
+            self._cpx.scatter_add(im, index, values.imag.astype(im.dtype))
+            target += re + 1j * im
+        else:
+            acc = cp.zeros(target.shape, dtype=cp.int64)
+            self._cpx.scatter_add(acc, index, values.astype(cp.int64))
+            target += acc.astype(dt)
         return target
 
     # -- random numbers: one Generator per thread, reseeded by manual_seed
@@ -545,6 +780,10 @@ class _Namespace:
             f = getattr(self._host, name)  # AttributeError when neither has it
             if callable(f) and not isinstance(f, type):
                 f = _on_host(self._backend, f, f"{self._label}.{name}")
+        else:
+            if self._label == "special" and hasattr(f, "types") and hasattr(f, "nin"):
+                f = _complex_on_host(self._backend, f, getattr(self._host, name),
+                                     f"{self._label}.{name}(complex)")
         setattr(self, name, f)
         return f
 
@@ -562,7 +801,7 @@ def _on_host(B, fn, label):
         return a
 
     def to_device(r):
-        if isinstance(r, np.ndarray):
+        if isinstance(r, (np.ndarray, np.generic)):  # (SciPy gives scalars for 0-d input)
             return B.asarray(r)
         if isinstance(r, tuple):
             vals = [to_device(e) for e in r]

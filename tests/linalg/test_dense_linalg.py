@@ -601,15 +601,29 @@ def test_square_matrices_are_required(name):
         f(_t(np.ones((2, 3))), *args)
 
 
-def test_singular_and_indefinite_matrices():
+def test_singular_and_indefinite_matrices(device):
     s = _t(np.array([[1.0, 2.0], [2.0, 4.0]]))
-    with pytest.raises(np.linalg.LinAlgError, match="solve: the matrix `a` is singular.*lstsq"):
-        LA.solve(s, _t(np.ones(2)))
-    with pytest.raises(np.linalg.LinAlgError, match="inv: the matrix is singular"):
-        LA.inv(s)
-    with pytest.raises(np.linalg.LinAlgError, match="cholesky: the matrix is not positive "
-                                                    "definite"):
-        LA.cholesky(_t(np.array([[1.0, 0.0], [0.0, -1.0]])))
+    indefinite = _t(np.array([[1.0, 0.0], [0.0, -1.0]]))
+    if device == "cpu":
+        with pytest.raises(np.linalg.LinAlgError,
+                           match="solve: the matrix `a` is singular.*lstsq"):
+            LA.solve(s, _t(np.ones(2)))
+        with pytest.raises(np.linalg.LinAlgError, match="inv: the matrix is singular"):
+            LA.inv(s)
+        with pytest.raises(np.linalg.LinAlgError, match="cholesky: the matrix is not positive "
+                                                        "definite"):
+            LA.cholesky(indefinite)
+    else:
+        # on a GPU nothing raises: the results are not finite (docs/devices.rst, "Singular
+        # matrices do not raise")
+        assert not np.isfinite(_np(LA.solve(s, _t(np.ones(2))))).all()
+        assert not np.isfinite(_np(LA.inv(s))).all()
+        for upper in (False, True):
+            assert np.isnan(_np(LA.cholesky(indefinite, upper=upper))).all()
+        batch = _np(LA.cholesky(_t(np.stack([np.eye(2), np.array([[1.0, 0.0],
+                                                                  [0.0, -1.0]])]))))
+        np.testing.assert_array_equal(batch[0], np.eye(2))  # only the failed one is NaN
+        assert np.isnan(batch[1]).all()
     with pytest.raises(np.linalg.LinAlgError, match="solve_triangular: the triangular matrix "
                                                     "is singular"):
         LA.solve_triangular(_t(np.array([[1.0, 0.0], [1.0, 0.0]])), _t(np.ones((2, 1))),

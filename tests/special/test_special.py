@@ -156,7 +156,9 @@ def test_multigammaln_derivative_is_a_sum_of_digammas():
         ref = dim * (dim - 1) / 4 * np.log(np.pi) + sum(sp.gammaln(a0 - j / 2)
                                                          for j in range(dim))
         np.testing.assert_allclose(val(S.multigammaln(T(a0), dim)), ref, rtol=1e-13)
-    assert val(S.multigammaln(T(a0), 1)).tolist() == sp.gammaln(a0).tolist()
+    # d = 1 adds nothing to gammaln: bit for bit the device's gammaln (a GPU's is not
+    # bit for bit SciPy's)
+    assert val(S.multigammaln(T(a0), 1)).tolist() == val(S.gammaln(T(a0))).tolist()
 
 
 def test_beta_and_betaln_gradients():

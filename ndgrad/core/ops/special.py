@@ -33,7 +33,9 @@ Note [Removable singularities]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``i1' = i0 - i1 / x``, ``j1' = j0 - j1 / x`` and ``i1e'`` divide by ``x``; at ``x = 0`` the
 limit (1/2) is taken with ``where`` and a safe denominator, so no ``0/0`` is formed (its
-gradient would be NaN even where ``where`` discards it). The functions are odd, so the second
+gradient would be NaN even where ``where`` discards it). The derivative itself is 1/2 there
+exactly, by a second ``where``: ``i0(0) - 1/2`` is 1/2 only where ``i0(0)`` is exactly 1,
+which a GPU's ``i0`` is not (it gives 0.4999999999999998). The functions are odd, so the second
 derivative at 0 is 0, which is what the constant branch gives. ``sinc'`` has the same
 problem with a nonzero second derivative at 0 (``-pi^2/3``): near 0 it is evaluated as its
 Taylor polynomial (through ``x^7``), whose derivatives are right at 0 too.
@@ -79,6 +81,12 @@ def _over_x(F, y, x, limit):
     """``y / x`` with its limit at ``x = 0`` (Note [Removable singularities])."""
     zero = x == 0
     return F.where(zero, limit, y / F.where(zero, 1.0, x))
+
+
+def _half_at_zero(F, x, d):
+    """The derivative ``d`` of i1, i1e or j1, exactly 1/2 at ``x = 0`` (Note [Removable
+    singularities])."""
+    return F.where(x == 0, 0.5, d)
 
 
 def _not_differentiable(name, arg, other, detail):
@@ -1196,7 +1204,8 @@ def i1(B, x):
     return B.special.i1(x)
 
 
-i1.defvjp(lambda F, g, out, x: g * (F.special.i0(x) - _over_x(F, out, x, 0.5)))
+i1.defvjp(lambda F, g, out, x: g * _half_at_zero(
+    F, x, F.special.i0(x) - _over_x(F, out, x, 0.5)))
 i1.defjvp_from_vjp()
 
 
@@ -1247,8 +1256,8 @@ def i1e(B, x):
     return B.special.i1e(x)
 
 
-i1e.defvjp(lambda F, g, out, x: g * (F.special.i0e(x) - F.sign(x) * out
-                                     - _over_x(F, out, x, 0.5)))
+i1e.defvjp(lambda F, g, out, x: g * _half_at_zero(
+    F, x, F.special.i0e(x) - F.sign(x) * out - _over_x(F, out, x, 0.5)))
 i1e.defjvp_from_vjp()
 
 
@@ -1296,7 +1305,8 @@ def j1(B, x):
     return B.special.j1(x)
 
 
-j1.defvjp(lambda F, g, out, x: g * (F.special.j0(x) - _over_x(F, out, x, 0.5)))
+j1.defvjp(lambda F, g, out, x: g * _half_at_zero(
+    F, x, F.special.j0(x) - _over_x(F, out, x, 0.5)))
 j1.defjvp_from_vjp()
 
 
