@@ -1,5 +1,6 @@
-"""Helpers the tests share: conversions that work on every device (Note [Devices in the test
-suite] in tests/conftest.py)."""
+"""Helpers the tests share: conversions and comparisons that work on every device (Note
+[Devices in the test suite] in tests/conftest.py). Import them from here; no test file
+defines its own."""
 
 from __future__ import annotations
 
@@ -19,6 +20,21 @@ def host(x):
     if backend is not None and backend is not nd.core.backend.NUMPY:
         return backend.to_numpy(x)
     return np.asarray(x)
+
+
+def val(t):
+    """The values of the Tensor ``t`` as NumPy (detached, on the host); anything else than a
+    Tensor fails the test (a function that should return a Tensor did not)."""
+    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
+    return t.detach().cpu().numpy()
+
+
+def close(actual, expected, **kw):
+    """``np.testing.assert_allclose`` through the host, ``rtol=1e-12, atol=1e-12`` unless
+    given: ``actual`` and ``expected`` may be Tensors on any device, arrays or numbers."""
+    kw.setdefault("rtol", 1e-12)
+    kw.setdefault("atol", 1e-12)
+    np.testing.assert_allclose(host(actual), host(expected), **kw)
 
 
 def on_device(kwargs):

@@ -23,15 +23,7 @@ from ndgrad.core.ops import COMPOSITES, REGISTRY
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_op_properties as props  # noqa: E402  (the property suite's helpers)
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
-
-
-def close(a, b, **kw):
-    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
+from support import close, val  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ import ndgrad.forward_ad as fwAD
 from ndgrad import special as S
 from ndgrad.autograd import grad
 from ndgrad.func import jacrev, vmap
+from support import val
 
 RNG = np.random.default_rng(7)
 
@@ -30,10 +31,6 @@ def T(a, requires_grad=False, dtype=None):
     a = np.asarray(a)
     dtype = dtype or (np.complex128 if np.iscomplexobj(a) else np.float64)
     return nd.tensor(a.astype(dtype), requires_grad=requires_grad)
-
-
-def val(t):
-    return t.detach().cpu().numpy()
 
 
 def d1(f, x0, *args, **kw):
