@@ -342,7 +342,6 @@ _getitem_public.__name__ = _getitem_public.__qualname__ = "getitem"
 _getitem_public.__doc__ = getitem.__doc__
 _getitem_public.__module__ = "ndgrad"
 getitem.custom_public = _getitem_public
-getitem.reference = lambda x, index: x[index]
 
 
 # ------------------------------------------------------------------------------ index_add
@@ -430,16 +429,6 @@ _index_add_public.__name__ = _index_add_public.__qualname__ = "index_add"
 _index_add_public.__doc__ = index_add.__doc__
 _index_add_public.__module__ = "ndgrad"
 index_add.custom_public = _index_add_public
-
-
-def _index_add_reference(x, values, index):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.array(x, copy=True, dtype=np.result_type(x, values))
-    np.add.at(out, index, values)
-    return out
-
-
-index_add.reference = _index_add_reference
 
 
 # ------------------------------------------------------------------------------ index_put
@@ -548,16 +537,6 @@ _index_put_public.__name__ = _index_put_public.__qualname__ = "index_put"
 _index_put_public.__doc__ = index_put.__doc__
 _index_put_public.__module__ = "ndgrad"
 index_put.custom_public = _index_put_public
-
-
-def _index_put_reference(x, values, index):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.array(x, copy=True, dtype=np.result_type(x, values))
-    out[index] = values
-    return out
-
-
-index_put.reference = _index_put_reference
 
 
 def setitem(x, index, value):
@@ -806,15 +785,6 @@ sort.defvjp(_sort_vjp)
 sort.defjvp(_sort_jvp)
 
 
-def _sort_reference(x, axis=-1, descending=False, stable=True):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.sort(x, axis=axis, kind="stable")
-    return np.flip(out, axis=-1 if axis is None else axis) if descending else out
-
-
-sort.reference = _sort_reference
-
-
 def _sort_batch(op):
     fn = op.of
 
@@ -867,14 +837,4 @@ def argsort(B, x, axis=-1, descending=False, stable=True):
     return (n - 1) - B.flip(rev, axis=axis)
 
 
-def _argsort_reference(x, axis=-1, descending=False, stable=True):
-    import numpy as np  # the property suite's reference, not a formula
-    if axis is None:
-        x, axis = x.ravel(), -1
-    if descending:  # stable descending: larger first, ties in index order
-        return np.argsort(-x, axis=axis, kind="stable")
-    return np.argsort(x, axis=axis, kind="stable")
-
-
-argsort.reference = _argsort_reference
 _sort_batch(argsort)
