@@ -338,18 +338,24 @@ def _var_vjp(F, g, out, x, axis=None, keepdims=False, correction=0):
 
 
 def _var_jvp(F, tangents, out, x, axis=None, keepdims=False, correction=0):
+    # d var = 2 re(sum(conj(x - mean) dx)) / (N - correction): the mean's own change drops
+    # out (the deviations sum to zero); for complex x the variance is real, so its tangent is
+    # the real part (x - mean times dx, without the conjugate, is not the derivative)
     n = _numel(x.shape, axis) - correction
-    return F.sum((x - F.mean(x, axis=axis, keepdims=True)) * tangents[0], axis=axis,
-                 keepdims=keepdims) * (2.0 / n)
+    dev = x - F.mean(x, axis=axis, keepdims=True)
+    t = tangents[0]
+    prod = F.real(F.conj(dev) * t) if F.iscomplexobj(dev) else dev * t
+    return F.sum(prod, axis=axis, keepdims=keepdims) * (2.0 / n)
 
 
 _VAR_ALIASES = {"dim": "axis", "keepdim": "keepdims", "ddof": "correction"}
 
 
-@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_var,
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_var,
        kwarg_aliases=_VAR_ALIASES)
 def var(B, x, axis=None, *, correction=0, keepdims=False):
-    """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``.
+    """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``; real also for
+    complex ``x`` (as NumPy's and PyTorch's).
 
     Parameters
     ----------
@@ -379,7 +385,7 @@ var.defvjp(_var_vjp)
 var.defjvp(_var_jvp)
 
 
-@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_std,
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_std,
        kwarg_aliases=_VAR_ALIASES)
 def std(B, x, axis=None, *, correction=0, keepdims=False):
     """Standard deviation over ``axis``: the square root of :func:`var`.
