@@ -187,6 +187,30 @@ def test_entropies_gradients():
                                rtol=1e-13)
 
 
+def test_xlogy_and_xlog1py_at_x_0_where_log_y_is_not_finite():
+    """PyTorch's rule (derivatives.yaml, Note [Gradient formula for xlogy at x = 0, y <= 0]):
+    where x == 0 and y <= 0 (xlog1py: y <= -1) the function is 0 along x = 0 but not defined
+    around the point; the derivative in x is 0 there, not log(0) = -inf. At x = 0 with y > 0
+    it stays log(y), the derivative (central differences agree)."""
+    for f, y0, log in ((S.xlogy, [0.0, 0.5], np.log), (S.xlog1py, [-1.0, 0.5], np.log1p)):
+        x = T([0.0, 0.0], True)
+        (gx,) = grad(f(x, T(y0)).sum(), x)
+        assert val(gx)[0] == 0.0
+        np.testing.assert_allclose(val(gx)[1], log(0.5), rtol=1e-14)
+        fd = (f(T([1e-7]), T([0.5])) - f(T([-1e-7]), T([0.5]))) / 2e-7
+        np.testing.assert_allclose(val(fd), [log(0.5)], rtol=1e-8)
+        # forward mode and the second derivative agree
+        with fwAD.dual_level():
+            t = fwAD.unpack_dual(f(fwAD.make_dual(T([0.0, 0.0]), T([1.0, 1.0])), T(y0))).tangent
+        np.testing.assert_array_equal(val(t), val(gx))
+        # d/dy of d/dx at x = 0, y = 0.5: d/dy log(y) (log1p(y))
+        x, y = T([0.0], True), T([0.5], True)
+        (gx,) = grad(f(x, y).sum(), x, create_graph=True)
+        (gxy,) = grad(gx.sum(), y)
+        np.testing.assert_allclose(val(gxy), [1.0 / (0.5 if f is S.xlogy else 1.5)],
+                                   rtol=1e-14)
+
+
 def test_xlogy_and_xlog1py():
     # the value 0 at x = 0 even where log(y) is -inf; d/dx = log(y) (also at x = 0, as torch)
     out = S.xlogy(T([0.0, 0.0, 2.0]), T([0.0, 2.0, 3.0]))

@@ -1000,8 +1000,10 @@ def xlogy(B, x, y):
     """``x * log(y)``, with ``0`` where ``x == 0`` (even where ``y == 0``), broadcasting.
 
     Gradients (as PyTorch's ``xlogy``): ``log(y)`` for ``x`` (the function is ``x log(y)``
-    for every ``x`` when ``y > 0``, so also at ``x = 0``) and ``x / y`` for ``y``. Real inputs
-    only here.
+    for every ``x`` when ``y > 0``, so also at ``x = 0``), except ``0`` where ``x == 0`` and
+    ``y <= 0`` (there ``x log(y)`` is not defined around the point; 0 is the derivative along
+    the line ``x = 0``, where the function is 0, not ``log(0) = -inf``), and ``x / y`` for
+    ``y``. Real inputs only here.
 
     Examples
     --------
@@ -1013,12 +1015,20 @@ def xlogy(B, x, y):
     >>> ndgrad.special.xlogy(x, y).sum().backward()
     >>> x.grad, y.grad
     (tensor([0.69314718, 1.09861229]), tensor([0.        , 0.66666667]))
+    >>> x = ndgrad.tensor(0.0, requires_grad=True)
+    >>> ndgrad.special.xlogy(x, 0.0).backward()
+    >>> x.grad  # not log(0) = -inf
+    tensor(0.)
     """
     _real_only("xlogy", x, y)
     return B.special.xlogy(x, y)
 
 
-xlogy.defvjp(lambda F, g, out, x, y: g * F.log(y),
+# d/dx = log(y), and 0 where x == 0 and y <= 0: PyTorch's rule (derivatives.yaml, Note
+# [Gradient formula for xlogy at x = 0, y <= 0]), written xlogy(keep, y) (xlogy(0, y) = 0
+# for every y, without a warning)
+xlogy.defvjp(lambda F, g, out, x, y:
+             g * F.special.xlogy(F.logical_or(x != 0, y > 0), y),
              lambda F, g, out, x, y: g * (x / y))
 xlogy.defjvp_from_vjp()
 
@@ -1027,8 +1037,9 @@ xlogy.defjvp_from_vjp()
 def xlog1py(B, x, y):
     """``x * log1p(y)``, with ``0`` where ``x == 0`` (even where ``y == -1``), broadcasting.
 
-    Gradients (as PyTorch's ``xlog1py``): ``log1p(y)`` for ``x`` (also at ``x = 0``) and
-    ``x / (1 + y)`` for ``y``. Real inputs only here.
+    Gradients (as PyTorch's ``xlog1py``): ``log1p(y)`` for ``x`` (also at ``x = 0``), except
+    ``0`` where ``x == 0`` and ``y <= -1`` (not ``log1p(-1) = -inf``), and ``x / (1 + y)`` for
+    ``y``. Real inputs only here.
 
     Examples
     --------
@@ -1040,12 +1051,18 @@ def xlog1py(B, x, y):
     >>> ndgrad.special.xlog1py(x, y).sum().backward()
     >>> x.grad, y.grad
     (tensor([6.93147181e-01, 1.00000000e-20]), tensor([0., 2.]))
+    >>> x = ndgrad.tensor(0.0, requires_grad=True)
+    >>> ndgrad.special.xlog1py(x, -1.0).backward()
+    >>> x.grad  # not log1p(-1) = -inf
+    tensor(0.)
     """
     _real_only("xlog1py", x, y)
     return B.special.xlog1py(x, y)
 
 
-xlog1py.defvjp(lambda F, g, out, x, y: g * F.log1p(y),
+# d/dx = log1p(y), and 0 where x == 0 and y <= -1 (PyTorch's rule, as xlogy's)
+xlog1py.defvjp(lambda F, g, out, x, y:
+               g * F.special.xlog1py(F.logical_or(x != 0, y > -1), y),
                lambda F, g, out, x, y: g * (x / (1 + y)))
 xlog1py.defjvp_from_vjp()
 
