@@ -354,6 +354,36 @@ def test_logsumexp_with_weights_and_sign_matches_scipy():
                                sp.logsumexp(a0, axis=0, b=b0[0] ** 2), rtol=1e-14)
 
 
+def test_logsumexp_weights_on_another_device_is_an_error_naming_it(device):
+    """b= meets a inside the function (in a where); a device mix is reported at the call, as
+    special.logsumexp's, by the rule of every op's inputs: b with dimensions on another
+    device (a NumPy array counts as cpu) is an error; a 0-d b is moved, as PyTorch moves 0-d
+    CPU tensors."""
+    a0 = np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.5]])
+    b0 = np.array([1.5, 0.4, 0.7])
+    a = T(a0, True)
+    expected = sp.logsumexp(a0, axis=1, b=b0)
+    if device == "cpu":
+        np.testing.assert_allclose(val(S.logsumexp(a, axis=1, b=b0)), expected, rtol=1e-14)
+    else:
+        for b in (b0, nd.tensor(b0, device="cpu")):
+            with pytest.raises(RuntimeError, match=r"^special\.logsumexp: expected all tensors "
+                                                   r"to be on the same device, but found at "
+                                                   r"least two devices, cuda:0 and cpu"):
+                S.logsumexp(a, axis=1, b=b)
+    for b in (np.float64(2.5), np.array(2.5), nd.tensor(2.5, device="cpu")):
+        out = S.logsumexp(a, axis=1, b=b)
+        assert out.device == a.device
+        np.testing.assert_allclose(val(out), sp.logsumexp(a0, axis=1, b=2.5), rtol=1e-14)
+    b = nd.tensor(b0, requires_grad=True)  # on the device: fine, and differentiable in both
+    out = S.logsumexp(a, axis=1, b=b)
+    np.testing.assert_allclose(val(out), expected, rtol=1e-14)
+    ga, gb = grad(out.sum(), (a, b))
+    s = np.sum(b0 * np.exp(a0), axis=1, keepdims=True)
+    np.testing.assert_allclose(val(ga), b0 * np.exp(a0) / s, rtol=1e-13)
+    np.testing.assert_allclose(val(gb), np.sum(np.exp(a0) / s, axis=0), rtol=1e-13)
+
+
 def test_logsumexp_gradients_in_a_and_b():
     a0 = np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.5]])
     b0 = np.array([[1.5, -0.4, 0.7], [-2.0, 0.3, 0.2]])

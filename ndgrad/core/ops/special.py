@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import math
 
+from ..backend import backend_of
+from ..tensor import Tensor
 from .elementwise import _signed  # the shared sampler of ops with a kink at 0
 from .reductions import normalize_axis
 from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
@@ -1426,6 +1428,28 @@ def _stop(x):
     return x.detach() if hasattr(x, "detach") else x
 
 
+def _device(x):
+    if isinstance(x, Tensor):
+        return x.device
+    return backend_of(x).device_of(x) if hasattr(x, "dtype") else None
+
+
+def _check_same_device(name, a, b):
+    """A keyword tensor input ``b`` (``logsumexp``'s weights) on the device of ``a``, by the
+    rule every op applies to its inputs (Note [Mixing devices] in core/tensor.py): with
+    dimensions, on another device (a NumPy array counts as cpu), it is an error that names
+    the public function. (``b`` first meets ``a`` inside, in a ``where`` whose own check
+    would name ``where``.) A number or a 0-d ``b`` is left to the ops, which move it, as
+    PyTorch moves 0-d CPU tensors."""
+    if getattr(b, "ndim", 0) == 0:
+        return
+    da, db = _device(a), _device(b)
+    if da is not None and db is not None and da != db:
+        raise RuntimeError(
+            f"{name}: expected all tensors to be on the same device, but found at least two "
+            f"devices, {da} and {db}; move them with .to(device) (NumPy arrays count as cpu)")
+
+
 def _exp_limit(dtype):
     # largest argument whose exp is finite, per floating width (float16/32/64)
     return {2: 11.0, 4: 88.0}.get(getattr(dtype, "itemsize", 8), 709.0)
@@ -1486,6 +1510,7 @@ def logsumexp(F, a, axis=None, b=None, keepdims=False, return_sign=False):
     if _is_complex(a) or _is_complex(b):
         raise TypeError("special.logsumexp: complex a or b is not supported with b= or "
                         "return_sign=True; pass real tensors")
+    _check_same_device("special.logsumexp", a, b)
     masked = F.where(b == 0, -_INF, a)  # broadcast shape; b == 0 entries never set the shift
     nd = len(masked.shape)
     axes = normalize_axis(axis, nd)
