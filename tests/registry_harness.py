@@ -7,6 +7,8 @@ hand list) is checked by the suites that import this module:
   differences, create_graph formulas against first-order ones, second order, jvp (the raw
   rule and public forward mode) against finite differences, declared exceptions, views;
 * ``tests/test_op_batching.py``: vmap, vmap of vjp and nested vmap against loops;
+* ``tests/test_op_compositions.py``: the transforms one at a time and composed, two and
+  three deep, against finite differences and loops;
 * ``tests/checks/test_gradcheck.py``: gradcheck's fast mode with forward AD on every op.
 
 This module draws an op's sample for a dtype (:func:`draw`, a :class:`Sample`), calls the
