@@ -357,6 +357,33 @@ def test_pinv_hermitian(complex_):
     assert gradcheck(lambda t: LA.pinv(t, hermitian=True), (x,))
 
 
+@pytest.mark.parametrize("complex_", [False, True])
+def test_pinv_hermitian_rules_differentiate_as_the_function(complex_):
+    """The rules read the Hermitian part of a, which is what is pseudo-inverted: reverse mode
+    through the jvp rule, and through the vjp rule with a general cotangent, agree with
+    central differences of the gradient in every direction, not only Hermitian ones."""
+    from ndgrad import func
+    rng = _rng(21)
+    a = _spd(rng, 3, complex_) - 4 * np.eye(3)
+    v, w = _rand(rng, (3, 3), complex_), _rand(rng, (3, 3), complex_)
+
+    def pinv(t):
+        return LA.pinv(t, hermitian=True)
+
+    def pair(c, y):  # re <c, y>
+        return ndgrad.real(ndgrad.sum(ndgrad.conj(_t(c)) * y))
+
+    def grad_of_pair(x):  # the gradient of re <w, pinv(x)>, first order
+        return _grad(lambda t: pair(w, pinv(t)), x)
+
+    eps = 1e-6
+    expected = (grad_of_pair(a + eps * v) - grad_of_pair(a - eps * v)) / (2 * eps)
+    over_jvp = func.grad(lambda t: pair(w, func.jvp(pinv, (t,), (_t(v),))[1]))(_t(a))
+    over_vjp = func.grad(lambda t: pair(v, func.vjp(pinv, t)[1](_t(w))[0]))(_t(a))
+    np.testing.assert_allclose(val(over_jvp), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(val(over_vjp), expected, rtol=1e-6, atol=1e-7)
+
+
 def test_lstsq_matches_numpy_and_pinv():
     rng = _rng(21)
     a = rng.standard_normal((5, 3))

@@ -898,6 +898,8 @@ def _pinv_vjp(F, g, out, a, rtol=None, hermitian=False):
     # Pereyra); its adjoint, with G the cotangent of P:
     # gA = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)
     p = out
+    if hermitian:  # P is the pseudo-inverse of the Hermitian part: A in the formula is that
+        a = _herm(F, a)  # (a, not its Hermitian part, would give wrong second derivatives)
     ph, gh = _mH(F, p), _mH(F, g)
     k = F.matmul(gh, F.matmul(p, ph))        # G^H P P^H, (m, n)
     q = F.matmul(F.matmul(ph, p), gh)        # P^H P G^H, (m, n)
@@ -909,6 +911,8 @@ def _pinv_vjp(F, g, out, a, rtol=None, hermitian=False):
 def _pinv_jvp(F, tangents, out, a, rtol=None, hermitian=False):
     p = out
     da = _herm(F, tangents[0]) if hermitian else tangents[0]
+    if hermitian:  # the Hermitian part is what is pseudo-inverted (see _pinv_vjp)
+        a = _herm(F, a)
     dah = _mH(F, da)
     ph = _mH(F, p)
     t1 = -F.matmul(p, F.matmul(da, p))
