@@ -7,7 +7,8 @@ present CuPy 14.2's API surface (the name lists at the end were read from ``cupy
 
 * device arrays are their own type (:class:`ndarray`, a NumPy subclass); mixing one with a
   host ``numpy.ndarray`` in an operation raises TypeError, as CuPy does;
-* operations return 0-d device arrays where NumPy returns scalars;
+* operations return 0-d device arrays where NumPy returns scalars, and indexing with
+  integers (``a[k]``) a 0-d view of the element, which a later write to it changes;
 * each array remembers its device; an operation on an array of another device than the
   current one raises, as CuPy does without peer access; two devices are visible;
 * functions CuPy lacks (``errstate``, ``vecdot``, ``linalg.vector_norm``, ...) are missing;
@@ -74,7 +75,12 @@ class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
         return np.array(self.view(np.ndarray), copy=True)
 
     def __getitem__(self, index):
-        return _wrap(np.ndarray.__getitem__(self, _unwrap(index)), self._device_id)
+        index = _unwrap(index)
+        r = np.ndarray.__getitem__(self, index)
+        if isinstance(r, np.generic):  # integer indices: CuPy gives a 0-d VIEW, not a copy
+            r = np.ndarray.__getitem__(self, (index if type(index) is tuple else (index,))
+                                       + (Ellipsis,))
+        return _wrap(r, self._device_id)
 
     def __setitem__(self, index, value):
         _check((value,))

@@ -153,7 +153,9 @@ def _numerical(func, inputs, leaves, outs0, eps, complex_step):
                 _complex_step_columns(func, inputs, x, cols, eps)
             else:
                 for k in range(flat.size):
-                    orig = flat[k]
+                    # a copy: a CuPy array's flat[k] is a 0-d view, which the writes below
+                    # would change (NumPy's is a scalar)
+                    orig = flat[k].copy()
                     for p, unit in enumerate(units):
                         flat[k] = orig + unit * eps
                         plus = [_np(o).copy() for o in _outputs(func, inputs)]
