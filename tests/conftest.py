@@ -1,25 +1,28 @@
-"""Test-suite configuration: hypothesis profiles.
+"""Test-suite configuration: hypothesis profiles and devices.
 
-Two profiles are registered, and one is loaded for the whole session:
+Hypothesis profiles
+-------------------
+One profile is loaded for the whole session. The default run (``python -m pytest``, the
+README's command, and ``.ci/run``, whether or not ``CI`` is set) is DERANDOMIZED: every run
+draws the same examples, so a green main stays green and a red run is reproducible, not a
+dice roll. Random exploration is opt-in.
 
-``ci``
-    Selected when the environment variable ``CI`` is set (CI runs ``.ci/run`` with
-    ``CI=true``). Fewer examples, no deadline, and ``derandomize=True``: each run draws the same
-    examples, so a CI result is reproducible and a red run is not a dice roll. The timing-based
-    ``too_slow`` health check is off: a shared two-core machine must not fail a build by being
-    slow.
-``dev``
-    Everywhere else. More examples and random draws (with hypothesis' example database, so a
-    failure found locally is replayed first next time). No deadline either: gradient checks run
-    finite differences whose time varies with the op and the drawn shape, and a deadline would
-    only make the suite flaky.
-
-``quick``
+``ci`` (the default)
+    25 examples, ``derandomize=True``, no example database (a derandomized run needs no
+    replay), no deadline. The timing-based ``too_slow`` health check is off: a shared
+    two-core machine must not fail a build by being slow.
+``dev`` (opt-in: ``HYPOTHESIS_PROFILE=dev``)
+    Random exploration: 50 examples, fresh random draws every run, with hypothesis' example
+    database (a failure found locally is replayed first next time). Use it to look for new
+    failures; reproduce one with ``--hypothesis-seed=N`` (and ``-p no:cacheprovider``), then
+    add the case as an explicit test.
+``quick`` (opt-in: ``HYPOTHESIS_PROFILE=quick``)
     Five examples, no shrinking: for triaging many failures at once.
 
-``HYPOTHESIS_PROFILE=<name>`` overrides the choice, e.g. ``HYPOTHESIS_PROFILE=ci pytest`` to
-reproduce a CI run locally. Tests that need other settings use ``@settings(...)``, which
-overrides the loaded profile per test.
+No profile has a deadline: gradient checks run finite differences whose time varies with the
+op and the drawn shape, and a deadline would only make the suite flaky. Tests that need other
+settings use ``@settings(...)``, which overrides the loaded profile per test (the composition
+suite, tests/test_op_compositions.py, runs fewer examples than the profile's).
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ settings.register_profile("quick", max_examples=5, deadline=None, derandomize=Tr
                           database=None, phases=[Phase.explicit, Phase.generate],
                           suppress_health_check=[HealthCheck.too_slow])
 
-_default = "ci" if os.environ.get("CI") else "dev"
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or _default)
+# derandomized unless asked otherwise (see the module docstring)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
 # ------------------------------------------------------------------------------ devices

@@ -1,5 +1,6 @@
-"""Helpers the tests share: conversions that work on every device (Note [Devices in the test
-suite] in tests/conftest.py)."""
+"""Helpers the tests share: conversions and comparisons that work on every device (Note
+[Devices in the test suite] in tests/conftest.py). Import them from here; no test file
+defines its own."""
 
 from __future__ import annotations
 
@@ -21,6 +22,21 @@ def host(x):
     return np.asarray(x)
 
 
+def val(t):
+    """The values of the Tensor ``t`` as NumPy (detached, on the host); anything else than a
+    Tensor fails the test (a function that should return a Tensor did not)."""
+    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
+    return t.detach().cpu().numpy()
+
+
+def close(actual, expected, **kw):
+    """``np.testing.assert_allclose`` through the host, ``rtol=1e-12, atol=1e-12`` unless
+    given: ``actual`` and ``expected`` may be Tensors on any device, arrays or numbers."""
+    kw.setdefault("rtol", 1e-12)
+    kw.setdefault("atol", 1e-12)
+    np.testing.assert_allclose(host(actual), host(expected), **kw)
+
+
 def on_device(kwargs):
     """An op sample's keyword arguments with its float/complex NumPy arrays (such as
     ``special.logsumexp``'s ``b``) made tensors on the default device, where that is not the
@@ -30,9 +46,3 @@ def on_device(kwargs):
     return {k: nd.tensor(v, dtype=v.dtype)
             if isinstance(v, np.ndarray) and v.dtype.kind in "fc" else v
             for k, v in kwargs.items()}
-
-
-def close(a, b, **kw):
-    """Assert ``a`` (a Tensor on any device, an array or a number) is close to the NumPy
-    reference ``b``."""
-    np.testing.assert_allclose(host(a), b, **kw)

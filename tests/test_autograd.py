@@ -9,11 +9,7 @@ import pytest
 
 import ndgrad as nd
 import ndgrad.autograd as autograd
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
+from support import val
 
 
 def test_facade_exposes_the_same_grad_modes_as_the_top_level():

@@ -1,8 +1,9 @@
 """vmap over every registered op (and composite), driven by the registry: no hand lists.
 
-For each entry hypothesis draws valid inputs from the op's declaration, makes a batch of
-2 or 3 different elements of each array input (the batch dimension at a drawn position, or
-the input left unbatched), and checks
+For each entry and each dtype it accepts (complex128 too where ``op.domain.complex``)
+hypothesis draws valid inputs from the op's declaration (tests/registry_harness.py), makes a
+batch of 2 or 3 different elements of each array input (the batch dimension at a drawn
+position, or the input left unbatched), and checks
 
 * ``vmap(op)`` against the op run on each batch element and stacked (NumPy's ``stack`` of
   the loop's results: an independent reference, the batching rule is not involved);
@@ -20,217 +21,159 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import ndgrad
-from ndgrad.checks.strategies import op_samples
-from ndgrad.core.ops import COMPOSITES, REGISTRY
-from ndgrad.core.ops.registry import VARIADIC
+from ndgrad.core.ops import REGISTRY
 from ndgrad.functional.vmap import _FALLBACK_SEEN, fallback_ops, vmap
-from support import on_device
-
-ALL = sorted(REGISTRY) + sorted(COMPOSITES)
-
-
-def _entry(name):
-    return REGISTRY.get(name) or COMPOSITES[name]
-
-
-def _nin(op, args):
-    return len(args) if op.nin == VARIADIC else op.nin
-
-
-def _call(op, arrays, extra, kwargs):
-    kwargs = on_device(kwargs)
-    if getattr(op, "pack", False):
-        return op.public(list(arrays), *extra, **kwargs)
-    return op.public(*arrays, *extra, **kwargs)
-
-
-def _outs(r):
-    return tuple(r) if isinstance(r, (tuple, list)) else (r,)
-
-
-def _np(t):
-    return t.detach().cpu().numpy() if isinstance(t, ndgrad.Tensor) else np.asarray(t)
+from registry_harness import (Sample, assert_close, cases, draw, entry, is_float_array,
+                              random_like, require, tensor)
+from support import host
 
 
 def _element(a, b):
     """Batch element ``b`` of input ``a``: float inputs differ per element (a small,
     element-dependent scaling keeps them inside the op's domain), others repeat."""
-    if isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+    if is_float_array(a):
         return a * (1.0 + 0.03 * b)
     return a
 
 
-def _draw_batch(data, op, args):
-    """Per array input: None (unbatched) or the position of its batch dimension."""
-    nin = _nin(op, args)
+def _draw_batch(data, sample):
+    """Per array input: None (unbatched) or the position of its batch dimension; at least
+    one input is batched."""
     dims = []
-    for a in args[:nin]:
+    for a in sample.arrays:
         if isinstance(a, np.ndarray) and data.draw(st.booleans(), label="batched"):
             dims.append(data.draw(st.integers(0, a.ndim), label="in_dim"))
         else:
             dims.append(None)
     if all(d is None for d in dims):
-        k = next((i for i, a in enumerate(args[:nin]) if isinstance(a, np.ndarray)), None)
-        if k is None:
-            return None
+        k = next((i for i, a in enumerate(sample.arrays) if isinstance(a, np.ndarray)), None)
+        assume(k is not None)
         dims[k] = 0
     return dims
 
 
-def _batched_inputs(args, dims, size):
+def _batched_inputs(sample, dims, size):
     out = []
-    for a, d in zip(args, dims):
+    for a, d in zip(sample.arrays, dims):
         if d is None:
-            out.append(ndgrad.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a)
+            out.append(tensor(a) if isinstance(a, np.ndarray) else a)
         else:
-            stacked = np.stack([_element(a, b) for b in range(size)], axis=d)
-            out.append(ndgrad.tensor(stacked, dtype=a.dtype))
+            out.append(tensor(np.stack([_element(a, b) for b in range(size)], axis=d)))
     return out
 
 
-def _loop_reference(op, args, dims, extra, kwargs, size):
-    per = []
-    for b in range(size):
-        arrays = [ndgrad.tensor(_element(a, b), dtype=a.dtype) if d is not None
-                  else (ndgrad.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a)
-                  for a, d in zip(args, dims)]
-        per.append([_np(o) for o in _outs(_call(op, arrays, extra, kwargs))])
+def _element_inputs(sample, dims, b):
+    """The array inputs of batch element ``b`` as Tensors (numbers stay)."""
+    return [tensor(_element(a, b)) if d is not None else
+            (tensor(a) if isinstance(a, np.ndarray) else a)
+            for a, d in zip(sample.arrays, dims)]
+
+
+def _stack_loop(per):
+    """Stack per-element results (lists of NumPy arrays) along a new first axis."""
     return [np.stack([p[k] for p in per]) for k in range(len(per[0]))]
 
 
-def _check_no_fallback(op, caught):
+def _check_no_fallback(op):
     """No op ran through vmap's per-element loop, unless this op declares why."""
     seen = sorted(_FALLBACK_SEEN)
     _FALLBACK_SEEN.clear()
     if seen and "vmap" not in (getattr(op, "notes", {}) or {}):
-        pytest.fail(f"{op.name}: vmap fell back to a per-element loop for {seen}")
+        pytest.fail(f"{op.qualname}: vmap fell back to a per-element loop for {seen}")
 
 
-def _assert_close(got, expected, what):
-    assert len(got) == len(expected), what
-    for g, e in zip(got, expected):
-        g = _np(g)
-        assert g.shape == e.shape, f"{what}: shape {g.shape} != {e.shape}"
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12, equal_nan=True, err_msg=what)
-
-
-@pytest.mark.parametrize("name", ALL)
-@given(data=st.data())
-def test_vmap_matches_loop(name, data):
-    op = _entry(name)
-    for complex_ in ([False, True] if op.domain.complex else [False]):
-        args, kwargs = data.draw(op_samples(op, complex=complex_))
-        dims = _draw_batch(data, op, args)
-        if dims is None:
-            return
-        size = data.draw(st.integers(2, 3), label="size")
-        _check_vmap(op, args, kwargs, dims, size)
-
-
-def _check_vmap(op, args, kwargs, dims, size):
-    nin = _nin(op, args)
-    expected = _loop_reference(op, args[:nin], dims, args[nin:], kwargs, size)
-    inputs = _batched_inputs(args[:nin], dims, size)
+def _vmapped(fn, in_dims, *inputs, op):
     _FALLBACK_SEEN.clear()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
-        got = vmap(lambda *xs: _call(op, xs, args[nin:], kwargs), in_dims=tuple(dims))(
-            *inputs)
-    _check_no_fallback(op, caught)
-    _assert_close(_outs(got), expected, f"vmap({op.name})")
+        got = vmap(fn, in_dims=in_dims)(*inputs)
+    _check_no_fallback(op)
+    return got
 
 
-@pytest.mark.parametrize("name", ALL)
+def _assert_matches_loop(got, expected, what):
+    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+    assert_close(got, expected, what, rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("name, dtype", cases())
 @given(data=st.data())
-def test_vmap_of_vjp_matches_loop(name, data):
+def test_vmap_matches_loop(name, dtype, data):
+    op = entry(name)
+    sample = draw(data, op, dtype)
+    dims = _draw_batch(data, sample)
+    size = data.draw(st.integers(2, 3), label="size")
+    _check_vmap(sample, dims, size)
+
+
+def _check_vmap(sample, dims, size):
+    expected = _stack_loop([host(list(sample.call(_element_inputs(sample, dims, b))))
+                            for b in range(size)])
+    got = _vmapped(lambda *xs: sample.call(list(xs)), tuple(dims),
+                   *_batched_inputs(sample, dims, size), op=sample.op)
+    _assert_matches_loop(got, expected, f"vmap({sample.op.qualname})")
+
+
+@pytest.mark.parametrize("name, dtype", cases())
+@given(data=st.data())
+def test_vmap_of_vjp_matches_loop(name, dtype, data):
     """Per-example vjps: the op's vjp rules run on batched cotangents and inputs (complex
     inputs and outputs included, with complex cotangents)."""
-    op = _entry(name)
-    if not op.differentiable:
-        return
-    complex_ = data.draw(st.booleans(), label="complex") if op.domain.complex else False
-    args, kwargs = data.draw(op_samples(op, complex=complex_))
-    nin = _nin(op, args)
-    pos = [i for i, a in enumerate(args[:nin])
-           if isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
-    if not pos:
-        return
-    dims = _draw_batch(data, op, args)
+    op = entry(name)
+    require(op, "vjp")
+    sample = draw(data, op, dtype)
+    assume(sample.pos)
+    dims = _draw_batch(data, sample)
     size = 2
-    extra = args[nin:]
+    nin = sample.nin
 
     def vjp(*xs_and_g):
         xs, gs = list(xs_and_g[:nin]), xs_and_g[nin:]
         leaves = []
-        for p in pos:
+        for p in sample.pos:
             xs[p] = xs[p].detach().requires_grad_()
             leaves.append(xs[p])
-        outs = [o for o in _outs(_call(op, xs, extra, kwargs)) if o.dtype.kind in "fc"]
+        outs = [o for o in sample.call(xs) if o.dtype.kind in "fc"]
         return ndgrad.autograd.grad(outs, leaves, gs[:len(outs)], allow_unused=True,
                                     materialize_grads=True)
 
     # cotangents: drawn once per output (batched), from the unbatched outputs' shapes
-    base_outs = [_np(o) for o in _outs(_call(
-        op, [ndgrad.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a
-             for a in args[:nin]], extra, kwargs))]
-    base_outs = [o for o in base_outs if o.dtype.kind in "fc"]
+    base = [host(o) for o in sample.call(sample.inputs()) if o.dtype.kind in "fc"]
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
-    gs = [rng.standard_normal((size,) + o.shape) + (
-          1j * rng.standard_normal((size,) + o.shape) if o.dtype.kind == "c" else 0.0)
-          for o in base_outs]
-    expected = []
-    for b in range(size):
-        xs = [ndgrad.tensor(_element(a, b), dtype=a.dtype) if d is not None
-              else (ndgrad.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a)
-              for a, d in zip(args[:nin], dims)]
-        expected.append([_np(r) for r in vjp(*xs, *[ndgrad.tensor(g[b]) for g in gs])])
-    expected = [np.stack([e[k] for e in expected]) for k in range(len(pos))]
-    inputs = _batched_inputs(args[:nin], dims, size)
-    _FALLBACK_SEEN.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = vmap(vjp, in_dims=tuple(dims) + (0,) * len(gs))(
-            *inputs, *[ndgrad.tensor(g) for g in gs])
-    _check_no_fallback(op, caught)
-    _assert_close(_outs(got), expected, f"vmap(vjp({name}))")
+    gs = [np.stack([random_like(rng, o) for _ in range(size)]) for o in base]
+    expected = _stack_loop([host(list(vjp(*_element_inputs(sample, dims, b),
+                                          *[ndgrad.tensor(g[b]) for g in gs])))
+                            for b in range(size)])
+    got = _vmapped(vjp, tuple(dims) + (0,) * len(gs), *_batched_inputs(sample, dims, size),
+                   *[ndgrad.tensor(g) for g in gs], op=op)
+    _assert_matches_loop(got, expected, f"vmap(vjp({name}))")
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name, dtype", cases())
 @given(data=st.data())
-def test_nested_vmap_matches_loop(name, data):
-    op = _entry(name)
-    args, kwargs = data.draw(op_samples(op))
-    nin = _nin(op, args)
-    k = next((i for i, a in enumerate(args[:nin]) if isinstance(a, np.ndarray)), None)
-    if k is None:
-        return
-    a = args[k]
+def test_nested_vmap_matches_loop(name, dtype, data):
+    op = entry(name)
+    sample = draw(data, op, dtype)
+    k = next((i for i, a in enumerate(sample.arrays) if isinstance(a, np.ndarray)), None)
+    assume(k is not None)
+    a = sample.arrays[k]
     outer, inner = 2, 3
     # x[i, j] = element (i, j) of input k; the other inputs are shared
     elems = [[_element(a, i * inner + j) for j in range(inner)] for i in range(outer)]
-    stacked = ndgrad.tensor(np.array(elems), dtype=a.dtype)
 
     def f(x):
-        arrays = [ndgrad.tensor(v, dtype=v.dtype) if isinstance(v, np.ndarray) else v
-                  for v in args[:nin]]
+        arrays = sample.inputs()
         arrays[k] = x
-        return _call(op, arrays, args[nin:], kwargs)
+        return sample.call(arrays)
 
-    _FALLBACK_SEEN.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = vmap(vmap(f))(stacked)
-    _check_no_fallback(op, caught)
-    expected = [[[_np(o) for o in _outs(f(ndgrad.tensor(e, dtype=a.dtype)))] for e in row]
-                for row in elems]
-    nout = len(expected[0][0])
-    expected = [np.stack([np.stack([e[m] for e in row]) for row in expected])
-                for m in range(nout)]
-    _assert_close(_outs(got), expected, f"vmap(vmap({name}))")
+    got = _vmapped(vmap(f), 0, tensor(np.array(elems)), op=op)
+    expected = [_stack_loop([host(list(f(tensor(e)))) for e in row]) for row in elems]
+    expected = [np.stack([row[m] for row in expected]) for m in range(len(expected[0]))]
+    _assert_matches_loop(got, expected, f"vmap(vmap({name}))")
 
 
 def test_fallback_ops_are_declared():
@@ -247,10 +190,10 @@ def test_suite_catches_a_wrong_batching_rule():
     saved = op.batch_rule
     op.defbatch(lambda F, batched, x, axis=None, keepdims=False, **kw:
                 F.sum(x, axis=axis, keepdims=keepdims, **kw))  # wrong: axis not shifted
+    sample = Sample(op, (np.arange(12.0).reshape(3, 4),), {"axis": 0})
     try:
-        x = np.arange(12.0).reshape(3, 4)
         with pytest.raises(AssertionError, match="vmap"):
-            _check_vmap(op, (x,), {"axis": 0}, [0], 2)
+            _check_vmap(sample, [0], 2)
     finally:
         op.batch_rule = saved
-    _check_vmap(op, (x,), {"axis": 0}, [0], 2)  # and the real rule passes
+    _check_vmap(sample, [0], 2)  # and the real rule passes

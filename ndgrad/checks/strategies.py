@@ -270,7 +270,7 @@ def registered_ops(composites=True):
     return sorted(names)
 
 
-def op_samples(op, complex=False):
+def op_samples(op, complex=False, *, max_side=4, max_dims=3):
     """Strategy: ``(args, kwargs)`` of valid inputs for a registered op or composite.
 
     The inputs come from the op's own declaration (its ``sample`` function, else its
@@ -286,6 +286,10 @@ def op_samples(op, complex=False):
         ``ndgrad.core.ops.REGISTRY`` / ``COMPOSITES``.
     complex : bool, default False
         Draw complex128 inputs instead of float64 (for ops whose ``domain.complex`` is True).
+    max_side, max_dims : int
+        The largest side and number of dimensions of the shapes the op's sampler draws
+        without bounds of its own (``Drawer.shape()`` / ``Drawer.shapes()``): smaller inputs
+        for costly checks such as full Hessians. Bounds a sampler states itself are kept.
 
     Returns
     -------
@@ -313,12 +317,13 @@ def op_samples(op, complex=False):
     ...     np.testing.assert_allclose(y.numpy(), x)
     >>> test_exp_inverts_log()
     """
-    return _op_samples(_resolve_op(op), bool(complex))
+    return _op_samples(_resolve_op(op), bool(complex), int(max_side), int(max_dims))
 
 
 @st.composite
-def _op_samples(draw, op, complex=False):
-    d = Drawer(draw, np.complex128 if complex else np.float64)
+def _op_samples(draw, op, complex=False, max_side=4, max_dims=3):
+    d = Drawer(draw, np.complex128 if complex else np.float64, max_side=max_side,
+               max_dims=max_dims)
     if op.sample is not None:
         args, kwargs = op.sample(d)
     else:

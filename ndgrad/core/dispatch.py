@@ -63,6 +63,8 @@ def apply(op, *args, **params):
         if claim:
             level = _innermost(args, params)
             if level is not None:
+                if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
+                    args = _scalars_to_device(op, args)
                 return level.interpreter.process(level, op, args, params)
     nin = op.nin
     n = len(args)
@@ -280,7 +282,13 @@ def innermost_level(values, params=None):
 
 # ------------------------------------------------------------------ devices
 class DeviceMismatchError(RuntimeError):
-    """Tensors of two devices met in one operation (Note [Mixing devices] in core/tensor.py)."""
+    """Tensors of two devices met in one operation (Note [Mixing devices] in core/tensor.py);
+    ``devices`` holds the two. A public function built of several ops re-raises it under its
+    own name (ops/__init__.py), so the message names what the user called."""
+
+    def __init__(self, name, a, b):
+        super().__init__(mixed_device_message(name, a, b))
+        self.devices = (a, b)
 
 
 def mixed_device_message(name, a, b):
@@ -299,7 +307,7 @@ def same_device(op, args):
             if target is None:
                 target = dev
             elif dev != target:
-                raise DeviceMismatchError(mixed_device_message(op.name, target, dev))
+                raise DeviceMismatchError(op.qualname, target, dev)
     if target is None:
         return args
     out = []
@@ -307,13 +315,36 @@ def same_device(op, args):
         d = a._data if type(a) is Tensor else a
         if type(d) is _NDARRAY and target.type != "cpu":
             if d.ndim != 0:
-                raise DeviceMismatchError(mixed_device_message(op.name, target, _CPU))
+                raise DeviceMismatchError(op.qualname, target, _CPU)
             a = TENSOR_F.to_device(a if type(a) is Tensor else _new(d, False), target)
         out.append(a)
     return out
 
 
 _CPU = Device("cpu")
+
+
+def _scalars_to_device(op, args):
+    """``args`` of a transform level's op with 0-d CPU values moved to the device of the
+    others, before the level computes on them or saves them (Note [Mixing devices])."""
+    nin = len(args) if op.nin == VARIADIC else op.nin
+    host = [k for k, a in enumerate(args[:nin]) if _host_scalar(a)]
+    if not host:
+        return args
+    target = next((a.device for a in args[:nin] if isinstance(a, Tensor) and
+                   a.device.type != "cpu"), None)
+    if target is None:
+        return args
+    args = list(args)
+    for k in host:
+        a = args[k]
+        args[k] = TENSOR_F.to_device(a if type(a) is Tensor else _new(a, False), target)
+    return tuple(args)
+
+
+def _host_scalar(a):
+    d = a._data if type(a) is Tensor else a
+    return type(d) is _NDARRAY and d.ndim == 0
 
 
 # ------------------------------------------------------------------ views

@@ -139,10 +139,11 @@ def visible_levels():
     return [lv for lv in STACK if not lv.hidden]
 
 
-def lift_created(t):
+def lift_created(t, inside=None):
     """A freshly made tensor as the visible levels see it (:meth:`Interpreter.lift`), from
-    the outermost level in."""
-    for lv in STACK:
+    the outermost level in; with ``inside``, ``t`` is already a value of that level and
+    only the levels deeper than it lift it (a transform value's ``zeros_like``)."""
+    for lv in STACK if inside is None else STACK[inside.depth + 1:]:
         if not lv.hidden:
             t = lv.interpreter.lift(lv, t)
     return t

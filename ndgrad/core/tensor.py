@@ -222,8 +222,10 @@ class Tensor:
     __array_ufunc__ = None
     __array_priority__ = 1000
 
-    # A plain tensor belongs to no transform level (Note [Levels] in core/levels.py).
+    # A plain tensor belongs to no transform level (Note [Levels] in core/levels.py), and its
+    # values can be read (a batch's cannot: ops.batching.is_batched).
     _level = None
+    _batched = False
 
     def __new__(cls, data=None, *, dtype=None, device=None, requires_grad=False):
         return finish(as_data([] if data is None else data, dtype, device, copy=True),

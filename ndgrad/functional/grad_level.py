@@ -119,6 +119,10 @@ class GradTensor(Tensor):
     def backend(self):
         return self._value.backend
 
+    @property
+    def _batched(self):
+        return self._value._batched
+
     def numpy(self):
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
@@ -152,8 +156,12 @@ class GradTensor(Tensor):
                            "transformed function); return it from the function first")
 
     def _like(self, fn_name, dtype, device, requires_grad, *extra):
-        return getattr(creation, fn_name)(self._value, *extra, dtype=dtype, device=device,
-                                          requires_grad=requires_grad)
+        # made one level down, then a constant of this level and of the ones inside it
+        level = self._level
+        with below(level):
+            t = getattr(creation, fn_name)(self._value, *extra, dtype=dtype, device=device,
+                                           requires_grad=requires_grad)
+        return t if requires_grad else _levels.lift_created(_wrap(t, level), level)
 
     # -- what the graph and the engine call (core/tensor.py)
     def _counter(self):
@@ -210,14 +218,19 @@ def _own(a, level):
     return type(a) is GradTensor and a._level is level
 
 
-def _lower_value(x, level):
-    """``x`` one level down: level values unwrapped, in containers too."""
+def _lower_value(x, level, raw=False):
+    """``x`` one level down: level values unwrapped, in containers too. With ``raw``, for an
+    op's parameters (an index), a plain Tensor that results becomes its array, which stays
+    valid after the level exits (a node keeps its parameters)."""
     if type(x) is GradTensor:
-        return x._value if x._level is level else x
+        if x._level is not level:
+            return x
+        x = x._value
+        return x._data if raw and type(x) is Tensor else x
     if type(x) in (tuple, list):
-        return type(x)(_lower_value(v, level) for v in x)
+        return type(x)(_lower_value(v, level, raw) for v in x)
     if type(x) is dict:
-        return {k: _lower_value(v, level) for k, v in x.items()}
+        return {k: _lower_value(v, level, raw) for k, v in x.items()}
     return x
 
 
@@ -258,10 +271,10 @@ class _GradInterpreter(_levels.Interpreter):
                 inner.append(a)
                 needs.append(False)
         if extra:
-            extra_in = _lower_value(extra, level)
+            extra_in = _lower_value(extra, level, True)
         else:
             extra_in = extra
-        params_in = _lower_value(params, level) if params else params
+        params_in = _lower_value(params, level, True) if params else params
         with below(level), _Outside(level):
             out = apply(op, *inner, *extra_in, **params_in)
         if op.nout == 1:
@@ -271,7 +284,7 @@ class _GradInterpreter(_levels.Interpreter):
             res = outs = tuple(_wrap(o, level) for o in out)
         if STATE.grad_enabled and op.differentiable and True in needs and outs and \
                 is_differentiable_dtype(outs[0].dtype):
-            record(op, arrays, outs, extra, params, tuple(needs))
+            record(op, arrays, outs, extra_in, params_in, tuple(needs))
         if op.view:
             for k, t in enumerate(outs):
                 link_view(op, arrays, extra, params, t, k)

@@ -383,18 +383,24 @@ def _numel(shape):
     return n
 
 
-def _basis(shapes, dtype, device):
-    """Rows of the identity over the concatenation of ``shapes``, split per shape:
-    ``[(N, *shape_k)]`` with N the total size."""
+def _basis(like):
+    """Rows of the identity over the concatenation of the tensors ``like``, split per
+    tensor: ``[(N, *shape_k)]`` with N the total size, each in its tensor's dtype (a real
+    output's cotangents are real, a complex one's complex)."""
+    shapes = [tuple(t.shape) for t in like]
     total = sum(_numel(s) for s in shapes)
-    identity = _identity(total, dtype, device)
+    dtypes = {t.dtype for t in like}
+    dtype = like[0].dtype if len(dtypes) == 1 else next(
+        (d for d in dtypes if d.kind == "c"), like[0].dtype)
+    identity = _identity(total, dtype, like[0].device)
     if len(shapes) == 1 and len(shapes[0]) == 1:  # vmap can exploit it (Note [Identity batches])
         return [identity]
     parts = []
     start = 0
-    for s in shapes:
+    for s, t in zip(shapes, like):
         n = _numel(s)
-        parts.append(TENSOR_F.reshape(identity[:, start:start + n], (total,) + tuple(s)))
+        part = TENSOR_F.reshape(identity[:, start:start + n], (total,) + s)
+        parts.append(part if t.dtype == dtype else TENSOR_F.astype(part, t.dtype))
         start += n
     return parts
 
@@ -447,7 +453,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             j = tree_unflatten(ispec, per_in)
             result = tree_unflatten(ospec, [j[0] if isinstance(argnums, int) else j])
             return (result, res[2]) if has_aux else result
-        basis = _basis([tuple(o.shape) for o in oleaves], ref.dtype, ref.device)
+        basis = _basis(oleaves)
 
         def pull(*rows):
             return vjp_fn(tree_unflatten(ospec, list(rows)))
@@ -498,7 +504,7 @@ def jacfwd(func, argnums=0, *, has_aux=False, randomness="error"):
         f, diff = _restrict(func, argnums, args, kwargs, who)
         ileaves, ispec = tree_flatten(diff)
         _check_leaves(ileaves, who)
-        basis = _basis([tuple(x.shape) for x in ileaves], ileaves[0].dtype, ileaves[0].device)
+        basis = _basis(ileaves)
 
         def push(*cols):
             tangents = tree_unflatten(ispec, list(cols))

@@ -114,6 +114,7 @@ class BatchedTensor(Tensor):
     """
 
     __slots__ = ("_phys", "_level", "_is_view", "_diag")
+    _batched = True  # (one value per batch element: formulas cannot read them)
 
     @property
     def _value(self):
@@ -194,11 +195,14 @@ class BatchedTensor(Tensor):
         return _wrap(self._value.detach(), self._level)
 
     def _like(self, fn_name, dtype, device, requires_grad, *extra):
+        # made one level down, batched like this value, then seen by the levels inside
         fn = getattr(creation, fn_name)
-        t = _wrap(fn(self._value, *extra, dtype=dtype, device=device), self._level)
+        level = self._level
+        with below(level):
+            t = _wrap(fn(self._value, *extra, dtype=dtype, device=device), level)
         if requires_grad:
-            t.requires_grad_()
-        return t
+            return t.requires_grad_()
+        return _levels.lift_created(t, level)
 
     # -- values that would need one batch element
     def numpy(self):

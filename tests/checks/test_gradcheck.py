@@ -9,14 +9,14 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
 from ndgrad.autograd import Function
 from ndgrad.checks import GradcheckError, adjointcheck, gradcheck, gradgradcheck
-from ndgrad.checks.strategies import op_samples
-from ndgrad.core.ops import COMPOSITES, REGISTRY
+from ndgrad.core.ops import REGISTRY
+from registry_harness import cases, draw, entry, require
 
 RNG = np.random.default_rng(7)
 
@@ -61,37 +61,17 @@ def test_right_rules_pass_every_check():
     assert adjointcheck(Cube.apply, (T(X),))
 
 
-ALL = sorted(REGISTRY) + sorted(COMPOSITES)
-
-
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name, dtype", cases())
 @settings(max_examples=3)
 @given(data=st.data())
-def test_fast_mode_with_forward_ad_passes_every_registered_op(name, data):
+def test_fast_mode_with_forward_ad_passes_every_registered_op(name, dtype, data):
     """Registry-wide: fast mode (reverse and forward mode) passes right derivatives."""
-    op = REGISTRY.get(name) or COMPOSITES[name]
-    if not op.differentiable or "fd" in (getattr(op, "notes", None) or {}) or \
-            "jvp" in (getattr(op, "notes", None) or {}):
-        pytest.skip(f"{name}: not differentiable, or a declared finite-difference/jvp note")
-    complex_ = data.draw(st.booleans()) if op.domain.complex else False
-    args, kwargs = data.draw(op_samples(op, complex=complex_))
-    nin = len(args) if op.nin == -1 else op.nin
-    pos = [i for i, a in enumerate(args[:nin])
-           if isinstance(a, np.ndarray) and a.dtype.kind in "fc"]
-    if not pos:
-        pytest.skip(f"{name}: no floating input in this sample")
-
-    def func(*diff):
-        full = list(args[:nin])
-        for p, t in zip(pos, diff):
-            full[p] = t
-        full = [nd.tensor(a, dtype=a.dtype) if isinstance(a, np.ndarray) else a for a in full]
-        if getattr(op, "pack", False):
-            return op.public(full, *args[nin:], **kwargs)
-        return op.public(*full, *args[nin:], **kwargs)
-    inputs = tuple(nd.tensor(args[p], dtype=args[p].dtype, requires_grad=True) for p in pos)
-    assert gradcheck(func, inputs, fast_mode=True, check_forward_ad=True, atol=1e-5,
-                     rtol=1e-3)
+    op = entry(name)
+    require(op, "vjp", "jvp", "fd")
+    sample = draw(data, op, dtype)
+    assume(sample.pos)
+    assert gradcheck(sample.function(), sample.leaves(), fast_mode=True, check_forward_ad=True,
+                     atol=1e-5, rtol=1e-3)
 
 
 def test_nested_inputs_and_non_tensor_values():

@@ -20,12 +20,9 @@ from ndgrad.checks.strategies import (Drawer, arrays, away_from_kinks, broadcast
                                       spd_matrices, symmetric_matrices, tensors,
                                       well_conditioned_matrices)
 from ndgrad.core.ops import COMPOSITES, REGISTRY
+from support import val
 
 FEW = settings(max_examples=10, deadline=None)
-
-
-def _np(t):
-    return t.detach().cpu().numpy()
 
 
 # ------------------------------------------------------------------------------ tensors
@@ -37,7 +34,7 @@ def test_tensors_fixed_shape_dtype_grad(x):
     assert x.shape == (2, 3)
     assert x.dtype == np.float32 and x.dtype == ndgrad.float32
     assert x.requires_grad and x.is_leaf
-    a = _np(x)
+    a = val(x)
     assert np.all((-2.0 <= a) & (a <= 2.0))
 
 
@@ -55,7 +52,7 @@ def test_tensors_defaults_are_small_float64(x):
 def test_tensors_shape_and_dtype_strategies_and_range(x):
     assert x.ndim == 2 and max(x.shape) <= 3
     assert x.dtype in (np.float32, np.complex128)
-    a = _np(x)
+    a = val(x)
     parts = [a.real, a.imag] if a.dtype.kind == "c" else [a]
     for p in parts:
         assert np.all((0.5 <= p) & (p <= 1.5))
@@ -65,7 +62,7 @@ def test_tensors_shape_and_dtype_strategies_and_range(x):
 @given(tensors(shape=(4,), dtype=np.complex128, low=1.0, high=2.0, requires_grad=True))
 def test_tensors_complex_both_parts_in_range(z):
     assert z.dtype == np.complex128 and z.requires_grad
-    a = _np(z)
+    a = val(z)
     assert np.all((1.0 <= a.real) & (a.real <= 2.0))
     assert np.all((1.0 <= a.imag) & (a.imag <= 2.0))
 
@@ -73,7 +70,7 @@ def test_tensors_complex_both_parts_in_range(z):
 @FEW
 @given(tensors(shape=(5,), elements=st.floats(-1, 1, width=32), dtype=ndgrad.float32))
 def test_tensors_elements_strategy(x):
-    a = _np(x)
+    a = val(x)
     assert x.dtype == np.float32 and a.shape == (5,)
     assert np.all((-1 <= a) & (a <= 1))
 
@@ -83,7 +80,7 @@ def test_tensors_elements_strategy(x):
        tensors(shape=(3,), dtype=np.bool_))
 def test_tensors_integer_and_bool(i, b):
     assert i.dtype == np.int64 and 1 <= i.ndim <= 2 and max(i.shape) <= 2
-    assert np.all((-3 <= _np(i)) & (_np(i) <= 3))
+    assert np.all((-3 <= val(i)) & (val(i) <= 3))
     assert b.dtype == np.bool_ and b.shape == (3,)
 
 
@@ -147,7 +144,7 @@ def test_broadcastable_tensors(xs):
 @FEW
 @given(tensors(shape=(50,), avoid=[0.0, 1.0], margin=0.05, low=-1.0, high=1.0))
 def test_tensors_avoid_points(x):
-    a = _np(x)
+    a = val(x)
     assert np.all((-1.0 <= a) & (a <= 1.0))  # the range holds (1.0 itself is a kink)
     assert np.min(np.abs(a)) >= 0.05 and np.min(np.abs(a - 1.0)) >= 0.05
 
@@ -156,7 +153,7 @@ def test_tensors_avoid_points(x):
 @given(tensors(shape=(50,), avoid="integers", margin=0.1, low=-3, high=3),
        tensors(shape=(50,), avoid="half-integers", margin=0.1, low=-3, high=3))
 def test_tensors_avoid_integers_and_half_integers(x, y):
-    a, b = _np(x), _np(y)
+    a, b = val(x), val(y)
     assert np.min(np.abs(a - np.round(a))) >= 0.1
     assert np.min(np.abs((b - 0.5) - np.round(b - 0.5))) >= 0.1
 
@@ -164,7 +161,7 @@ def test_tensors_avoid_integers_and_half_integers(x, y):
 @FEW
 @given(tensors(shape=(20,), dtype=np.complex128, avoid=[0.0], margin=0.2))
 def test_tensors_avoid_complex_parts(z):
-    a = _np(z)
+    a = val(z)
     assert np.min(np.abs(a.real)) >= 0.2 and np.min(np.abs(a.imag)) >= 0.2
 
 
@@ -210,7 +207,7 @@ def test_away_from_kinks_bad_arguments():
 @FEW
 @given(well_conditioned_matrices(cond=4.0, dtype=st.sampled_from([np.float64, np.complex128])))
 def test_well_conditioned_matrices(a):
-    m = _np(a)
+    m = val(a)
     assert m.ndim in (2, 3) and m.shape[-1] == m.shape[-2]
     assert np.all(np.linalg.cond(m) <= 4.0 * (1 + 1e-9))
 
@@ -220,8 +217,8 @@ def test_well_conditioned_matrices(a):
        well_conditioned_matrices(square=False, max_side=3))
 def test_well_conditioned_rectangular(a, b):
     assert a.shape == (2, 4, 3) and a.requires_grad
-    assert np.all(np.linalg.cond(_np(a)) <= 20.0 * (1 + 1e-9))
-    assert np.all(np.linalg.cond(_np(b)) <= 10.0 * (1 + 1e-9))
+    assert np.all(np.linalg.cond(val(a)) <= 20.0 * (1 + 1e-9))
+    assert np.all(np.linalg.cond(val(b)) <= 10.0 * (1 + 1e-9))
 
 
 @FEW
@@ -229,7 +226,7 @@ def test_well_conditioned_rectangular(a, b):
        spd_matrices(n=3, dtype=np.complex128, low=1.0, high=1.5, requires_grad=True))
 def test_spd_matrices(a, b):
     for t, low, high in ((a, 0.5, 3.0), (b, 1.0, 1.5)):
-        m = _np(t)
+        m = val(t)
         assert m.shape[-1] == m.shape[-2]
         np.testing.assert_allclose(m, np.conj(np.swapaxes(m, -1, -2)), atol=1e-14)
         w = np.linalg.eigvalsh(m)
@@ -245,7 +242,7 @@ def test_spd_matrices(a, b):
        symmetric_matrices(n=4, eigen_gap=1.0, low=-2.0, high=2.0, dtype=np.complex128))
 def test_symmetric_matrices(a, b):
     for t, gap in ((a, 0.4), (b, 1.0)):
-        m = _np(t)
+        m = val(t)
         np.testing.assert_allclose(m, np.conj(np.swapaxes(m, -1, -2)), atol=1e-14)
         w = np.linalg.eigvalsh(m)
         assert np.all(np.diff(w, axis=-1) >= gap - 1e-9)
@@ -282,7 +279,7 @@ def test_registered_ops_lists_registry_and_composites():
 def test_op_samples_by_name_are_valid(log_sample, sqrt_sample):
     (x,), _ = log_sample
     assert np.all(x > 0)
-    np.testing.assert_allclose(_np(ndgrad.log(ndgrad.tensor(x))), np.log(x))
+    np.testing.assert_allclose(val(ndgrad.log(ndgrad.tensor(x))), np.log(x))
     (z,), _ = sqrt_sample
     assert np.asarray(z).dtype == np.complex128
 
@@ -291,10 +288,10 @@ def test_op_samples_by_name_are_valid(log_sample, sqrt_sample):
 @given(op_samples("matmul"), op_samples("sum"), op_samples("arcsin"))
 def test_op_samples_by_name_run(mm, red, alias):
     (a, b), kw = mm
-    np.testing.assert_allclose(_np(ndgrad.matmul(ndgrad.tensor(a), ndgrad.tensor(b), **kw)),
+    np.testing.assert_allclose(val(ndgrad.matmul(ndgrad.tensor(a), ndgrad.tensor(b), **kw)),
                                np.matmul(a, b, **kw))
     (x,), kw = red
-    np.testing.assert_allclose(_np(ndgrad.sum(ndgrad.tensor(x), **kw)), np.sum(x, **kw))
+    np.testing.assert_allclose(val(ndgrad.sum(ndgrad.tensor(x), **kw)), np.sum(x, **kw))
     (y,), _ = alias  # the alias resolves to asin: inputs inside (-1, 1)
     assert np.all(np.abs(y) < 1)
 
@@ -360,7 +357,7 @@ def test_user_function_gradcheck(x, yz):
        spd_matrices(n=3, requires_grad=True))
 def test_user_function_with_kinks_and_matrices(x, a):
     assert gradcheck(lambda t: ndgrad.abs(t) * Cube.apply(t), (x,))
-    v = ndgrad.tensor(_np(x))
+    v = ndgrad.tensor(val(x))
     assert gradcheck(lambda m: ndgrad.sqrt(v @ (m @ v)), (a,))  # SPD: v^T A v > 0
 
 

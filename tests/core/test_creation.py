@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
+from support import val
 
 
 @pytest.fixture
@@ -17,11 +18,6 @@ def default_dtype():
     before = nd.get_default_dtype()
     yield
     nd.set_default_dtype(before)
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor)
-    return t.detach().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------- tensor()

@@ -158,6 +158,22 @@ def test_mixing_devices_is_an_error_naming_both(device):
     assert (a * 2.0).device == "cuda:0"
 
 
+def test_a_device_mix_names_the_function_called(device):
+    """The message starts with the public function's name: the op's (with its namespace),
+    or a composite's, whichever op inside it met the two devices."""
+    _need_cuda(device)
+    a = nd.tensor([[1.0, 2.0], [0.5, 3.0]], device="cuda")
+    b = np.array([[1.0, 2.0], [3.0, 4.0]])
+    for name, call in [("special.xlogy", lambda: nd.special.xlogy(a, b)),
+                       ("add", lambda: a + b),
+                       ("special.logsumexp", lambda: nd.special.logsumexp(a, b=b)),
+                       ("linalg.solve", lambda: nd.linalg.solve(a, b))]:
+        with pytest.raises(RuntimeError, match=rf"^{name}: expected all tensors to be on the "
+                                               r"same device, but found at least two "
+                                               r"devices, (cuda:0 and cpu|cpu and cuda:0)"):
+            call()
+
+
 def test_numpy_of_a_gpu_tensor_says_to_call_cpu_first(device):
     _need_cuda(device)
     a = nd.tensor([1.0, 2.0], device="cuda")

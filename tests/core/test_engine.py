@@ -14,15 +14,7 @@ import pytest
 
 import ndgrad as nd
 from ndgrad.autograd import backward, grad
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
-
-
-def close(a, b, **kw):
-    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
+from support import close, val
 
 
 XV = np.array([0.3, -1.2, 0.8])

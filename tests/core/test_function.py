@@ -17,20 +17,12 @@ import ndgrad as nd
 from ndgrad.autograd import Function, grad, once_differentiable
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.core.graph import _FREED_MSG
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
+from support import close, val
 
 
 def shares(a, b):
     """Whether Tensors ``a`` and ``b`` share storage, on any device."""
     return a.backend.shares_memory(a._data, b._data)
-
-
-def close(a, b, **kw):
-    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
 
 
 XV = np.array([0.3, -1.2, 0.8])

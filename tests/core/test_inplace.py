@@ -12,12 +12,7 @@ import pytest
 
 import ndgrad as nd
 from ndgrad.checks import gradcheck, gradgradcheck
-from support import host
-
-
-def close(t, expected):
-    np.testing.assert_allclose(host(t), np.asarray(host(expected), dtype=float),
-                               rtol=1e-12, atol=1e-12)
+from support import close
 
 
 def x4():

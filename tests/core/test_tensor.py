@@ -12,16 +12,7 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
-
-
-def val(t):
-    """The values of a tensor as a NumPy array (detached)."""
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
-
-
-def close(a, b, **kw):
-    np.testing.assert_allclose(val(a) if isinstance(a, nd.Tensor) else a, b, **kw)
+from support import close, val
 
 
 def shares(a, b):

@@ -14,6 +14,7 @@ import pytest
 
 import ndgrad
 from ndgrad.func import hessian, jacfwd, jacrev, vmap
+from support import val
 
 NORMS = [None, "backward", "ortho", "forward"]
 rng = np.random.default_rng(20260107)
@@ -25,10 +26,6 @@ def _real(*shape):
 
 def _complex(*shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
-
-
-def _np(t):
-    return t.detach().cpu().numpy()
 
 
 def _grad(f, x):
@@ -58,11 +55,11 @@ def test_ifft_inverts_fft(norm):
     for axis in (0, 1, -1):
         y = ndgrad.fft.ifft(ndgrad.fft.fft(ndgrad.tensor(x), axis=axis, norm=norm), axis=axis,
                             norm=norm)
-        np.testing.assert_allclose(_np(y), x, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(val(y), x, rtol=1e-12, atol=1e-12)
     y = ndgrad.fft.ifftn(ndgrad.fft.fftn(ndgrad.tensor(x), norm=norm), norm=norm)
-    np.testing.assert_allclose(_np(y), x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(val(y), x, rtol=1e-12, atol=1e-12)
     y = ndgrad.fft.ifft2(ndgrad.fft.fft2(ndgrad.tensor(x), norm=norm), norm=norm)
-    np.testing.assert_allclose(_np(y), x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(val(y), x, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("norm", NORMS)
@@ -71,14 +68,14 @@ def test_irfft_inverts_rfft_for_even_and_odd_n(norm, n):
     x = _real(2, n)
     X = ndgrad.fft.rfft(ndgrad.tensor(x), norm=norm)
     assert X.shape == (2, n // 2 + 1)
-    np.testing.assert_allclose(_np(ndgrad.fft.irfft(X, n=n, norm=norm)), x, atol=1e-12)
+    np.testing.assert_allclose(val(ndgrad.fft.irfft(X, n=n, norm=norm)), x, atol=1e-12)
     x3 = _real(3, 4, n)
     X3 = ndgrad.fft.rfftn(ndgrad.tensor(x3), norm=norm)
     back = ndgrad.fft.irfftn(X3, s=(3, 4, n), norm=norm)
-    np.testing.assert_allclose(_np(back), x3, atol=1e-12)
+    np.testing.assert_allclose(val(back), x3, atol=1e-12)
     back2 = ndgrad.fft.irfft2(ndgrad.fft.rfft2(ndgrad.tensor(x3), norm=norm), s=(4, n),
                               norm=norm)
-    np.testing.assert_allclose(_np(back2), x3, atol=1e-12)
+    np.testing.assert_allclose(val(back2), x3, atol=1e-12)
 
 
 @pytest.mark.parametrize("norm", NORMS)
@@ -86,7 +83,7 @@ def test_ihfft_inverts_hfft(norm):
     for n in (4, 5):
         x = _real(n)
         z = ndgrad.fft.ihfft(ndgrad.tensor(x), norm=norm)
-        np.testing.assert_allclose(_np(ndgrad.fft.hfft(z, n=n, norm=norm)), x, atol=1e-12)
+        np.testing.assert_allclose(val(ndgrad.fft.hfft(z, n=n, norm=norm)), x, atol=1e-12)
 
 
 def test_fftshift_and_ifftshift_invert_each_other():
@@ -95,16 +92,16 @@ def test_fftshift_and_ifftshift_invert_each_other():
         for axes in (None, 0, (0,), (-1, 0)[: len(shape)]):
             a = ndgrad.fft.ifftshift(ndgrad.fft.fftshift(x, axes=axes), axes=axes)
             b = ndgrad.fft.fftshift(ndgrad.fft.ifftshift(x, axes=axes), axes=axes)
-            np.testing.assert_array_equal(_np(a), _np(x))
-            np.testing.assert_array_equal(_np(b), _np(x))
-            np.testing.assert_array_equal(_np(ndgrad.fft.fftshift(x, axes=axes)),
-                                          np.fft.fftshift(_np(x), axes=axes))
-            np.testing.assert_array_equal(_np(ndgrad.fft.ifftshift(x, axes=axes)),
-                                          np.fft.ifftshift(_np(x), axes=axes))
+            np.testing.assert_array_equal(val(a), val(x))
+            np.testing.assert_array_equal(val(b), val(x))
+            np.testing.assert_array_equal(val(ndgrad.fft.fftshift(x, axes=axes)),
+                                          np.fft.fftshift(val(x), axes=axes))
+            np.testing.assert_array_equal(val(ndgrad.fft.ifftshift(x, axes=axes)),
+                                          np.fft.ifftshift(val(x), axes=axes))
     # odd lengths: the two shifts differ
     x = ndgrad.tensor([0.0, 1.0, 2.0, 3.0, 4.0])
-    np.testing.assert_array_equal(_np(ndgrad.fft.fftshift(x)), [3.0, 4.0, 0.0, 1.0, 2.0])
-    np.testing.assert_array_equal(_np(ndgrad.fft.ifftshift(x)), [2.0, 3.0, 4.0, 0.0, 1.0])
+    np.testing.assert_array_equal(val(ndgrad.fft.fftshift(x)), [3.0, 4.0, 0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(val(ndgrad.fft.ifftshift(x)), [2.0, 3.0, 4.0, 0.0, 1.0])
 
 
 # ----------------------------------------------------------------------------- values
@@ -137,21 +134,21 @@ def test_values_match_numpy(name, shape, kw):
     got = getattr(ndgrad.fft, name)(ndgrad.tensor(x), **kw)
     expected = getattr(np.fft, name)(x, **kw)
     assert got.shape == expected.shape and got.dtype == expected.dtype
-    np.testing.assert_allclose(_np(got), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(val(got), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_real_input_to_complex_transforms_and_dtypes():
     x = _real(6).astype(np.float32)
     y = ndgrad.fft.fft(ndgrad.tensor(x))
     assert y.dtype == ndgrad.complex64
-    np.testing.assert_allclose(_np(y), np.fft.fft(x), rtol=1e-5)
+    np.testing.assert_allclose(val(y), np.fft.fft(x), rtol=1e-5)
     t = ndgrad.tensor(x, requires_grad=True)
     ndgrad.fft.rfft(t).abs().sum().backward()
     assert t.grad.dtype == ndgrad.float32
     assert ndgrad.fft.irfft(ndgrad.fft.rfft(ndgrad.tensor(x))).dtype == ndgrad.float32
     # integers transform (as NumPy), and do not require grad
     i = ndgrad.fft.fft(ndgrad.tensor([1, 2, 3, 4]))
-    np.testing.assert_allclose(_np(i), [10, -2 + 2j, -2, -2 - 2j])
+    np.testing.assert_allclose(val(i), [10, -2 + 2j, -2, -2 - 2j])
     assert not i.requires_grad
 
 
@@ -159,18 +156,18 @@ def test_empty_axes_is_a_complex_copy():
     x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
     y = ndgrad.fft.fftn(x, axes=())
     assert y.dtype == ndgrad.complex128
-    np.testing.assert_array_equal(_np(y), [1.0, 2.0])
+    np.testing.assert_array_equal(val(y), [1.0, 2.0])
     y.real.sum().backward()
     np.testing.assert_array_equal(x.grad.cpu().numpy(), [1.0, 1.0])
 
 
 def test_pytorch_dim_spelling():
     x = _complex(3, 4)
-    np.testing.assert_allclose(_np(ndgrad.fft.fft(ndgrad.tensor(x), dim=0)),
+    np.testing.assert_allclose(val(ndgrad.fft.fft(ndgrad.tensor(x), dim=0)),
                                np.fft.fft(x, axis=0), atol=1e-12)
-    np.testing.assert_allclose(_np(ndgrad.fft.fftn(ndgrad.tensor(x), dim=(1,))),
+    np.testing.assert_allclose(val(ndgrad.fft.fftn(ndgrad.tensor(x), dim=(1,))),
                                np.fft.fftn(x, axes=(1,)), atol=1e-12)
-    np.testing.assert_allclose(_np(ndgrad.fft.fftshift(ndgrad.tensor(x), dim=1)),
+    np.testing.assert_allclose(val(ndgrad.fft.fftshift(ndgrad.tensor(x), dim=1)),
                                np.fft.fftshift(x, axes=1))
 
 
@@ -239,15 +236,15 @@ def test_jacobian_is_the_dft_matrix():
     n = 5
     W = np.exp(-2j * np.pi * np.outer(np.arange(n), np.arange(n)) / n)
     z = ndgrad.tensor(_complex(n))
-    np.testing.assert_allclose(_np(jacfwd(ndgrad.fft.fft)(z)), W, atol=1e-12)
-    np.testing.assert_allclose(_np(jacfwd(lambda t: ndgrad.fft.ifft(t, norm="forward"))(z)),
+    np.testing.assert_allclose(val(jacfwd(ndgrad.fft.fft)(z)), W, atol=1e-12)
+    np.testing.assert_allclose(val(jacfwd(lambda t: ndgrad.fft.ifft(t, norm="forward"))(z)),
                                np.conj(W), atol=1e-12)
     x = ndgrad.tensor(_real(n))
     # the real Jacobian of rfft: the first n // 2 + 1 rows of W
     J = jacrev(lambda t: ndgrad.real(ndgrad.fft.rfft(t)))(x)
-    np.testing.assert_allclose(_np(J), W[: n // 2 + 1].real, atol=1e-12)
+    np.testing.assert_allclose(val(J), W[: n // 2 + 1].real, atol=1e-12)
     J = jacrev(lambda t: ndgrad.imag(ndgrad.fft.rfft(t)))(x)
-    np.testing.assert_allclose(_np(J), W[: n // 2 + 1].imag, atol=1e-12)
+    np.testing.assert_allclose(val(J), W[: n // 2 + 1].imag, atol=1e-12)
 
 
 def test_hessian_of_energy():
@@ -255,7 +252,7 @@ def test_hessian_of_energy():
     H = hessian(lambda t: ndgrad.fft.rfft(t, norm="ortho").abs().square().sum())(x)
     # sum_{k < 3} |X_k|^2 = x^T Re(W_h^H W_h) x, W_h the first 3 rows of the unitary DFT
     Wh = np.exp(-2j * np.pi * np.outer(np.arange(3), np.arange(4)) / 4) / 2
-    np.testing.assert_allclose(_np(H), 2 * (Wh.conj().T @ Wh).real, atol=1e-12)
+    np.testing.assert_allclose(val(H), 2 * (Wh.conj().T @ Wh).real, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [4, 5, 6, 7, None])
@@ -310,13 +307,13 @@ def test_shift_gradients_are_the_inverse_shift():
 def test_vmap_and_per_example_gradients():
     xs = _real(4, 3, 6)
     got = vmap(lambda x: ndgrad.fft.rfftn(x, axes=(0, 1), norm="ortho"))(ndgrad.tensor(xs))
-    np.testing.assert_allclose(_np(got), np.fft.rfftn(xs, axes=(1, 2), norm="ortho"),
+    np.testing.assert_allclose(val(got), np.fft.rfftn(xs, axes=(1, 2), norm="ortho"),
                                atol=1e-12)
     got = vmap(lambda x: ndgrad.fft.fftn(x))(ndgrad.tensor(xs))  # axes=None: the element's
-    np.testing.assert_allclose(_np(got), np.fft.fftn(xs, axes=(1, 2)), atol=1e-12)
+    np.testing.assert_allclose(val(got), np.fft.fftn(xs, axes=(1, 2)), atol=1e-12)
     grads = vmap(ndgrad.func.grad(lambda x: ndgrad.fft.fft(x).abs().square().sum()))(
         ndgrad.tensor(xs))
-    np.testing.assert_allclose(_np(grads), 2 * 6 * xs, rtol=1e-12)
+    np.testing.assert_allclose(val(grads), 2 * 6 * xs, rtol=1e-12)
 
 
 def test_backward_saves_no_input():

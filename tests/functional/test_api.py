@@ -19,6 +19,7 @@ import ndgrad.forward_ad as fwAD
 from ndgrad.autograd import Function
 from ndgrad.functional import api
 from ndgrad.functional.api import hessian, hvp, jacobian, jvp, vhp, vjp
+from support import close, val
 
 HAS_VMAP = importlib.util.find_spec("ndgrad.functional.vmap") is not None
 needs_vmap = pytest.mark.skipif(
@@ -29,17 +30,6 @@ W = RNG.normal(size=(3, 4))
 A = RNG.normal(size=(4, 4))
 X = RNG.normal(size=4)
 V4 = RNG.normal(size=4)
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
-
-
-def close(a, b, **kw):
-    kw.setdefault("rtol", 1e-10)
-    kw.setdefault("atol", 1e-12)
-    np.testing.assert_allclose(val(a), b, **kw)
 
 
 def T(a, requires_grad=False):

@@ -21,6 +21,7 @@ from ndgrad.autograd import Function
 from ndgrad.autograd import grad as autograd_grad
 from ndgrad.func import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp,
                          vmap)
+from support import close, val
 
 RNG = np.random.default_rng(20240611)
 N = 4
@@ -36,17 +37,6 @@ def T(a, requires_grad=False):
     a = np.asarray(a)
     a = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
     return nd.tensor(a, requires_grad=requires_grad)
-
-
-def val(t):
-    assert isinstance(t, nd.Tensor), f"expected a Tensor, got {type(t).__name__}"
-    return t.detach().cpu().numpy()
-
-
-def close(a, b, **kw):
-    kw.setdefault("rtol", 1e-10)
-    kw.setdefault("atol", 1e-12)
-    np.testing.assert_allclose(val(a), b, **kw)
 
 
 def close_fd(a, b):

@@ -17,6 +17,7 @@ import ndgrad
 import ndgrad.forward_ad as fwAD
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.functional import hvp
+from support import val
 
 LA = ndgrad.linalg
 INF = float("inf")
@@ -53,10 +54,6 @@ def _grad(f, *arrays):
     return grads[0] if len(grads) == 1 else grads
 
 
-def _np(t):
-    return t.detach().cpu().numpy()
-
-
 def _t(a):
     return ndgrad.tensor(a)
 
@@ -67,10 +64,10 @@ def test_solve_matches_inverse_times_b(complex_):
     rng = _rng(0)
     a = _well(rng, 3, complex_, batch=(2,))
     b = _rand(rng, (4, 1, 3, 2), complex_)  # batch dimensions broadcast with a's
-    x = _np(LA.solve(_t(a), _t(b)))
+    x = val(LA.solve(_t(a), _t(b)))
     assert x.shape == (4, 2, 3, 2)
     np.testing.assert_allclose(x, np.linalg.inv(a) @ b, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(x, _np(LA.inv(_t(a)) @ _t(b)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x, val(LA.inv(_t(a)) @ _t(b)), rtol=1e-12, atol=1e-12)
 
 
 def test_solve_vector_rule_is_numpy2s():
@@ -79,13 +76,13 @@ def test_solve_vector_rule_is_numpy2s():
     rng = _rng(1)
     a = _well(rng, 3, batch=(2,))
     b = rng.standard_normal(3)
-    x = _np(LA.solve(_t(a), _t(b)))
+    x = val(LA.solve(_t(a), _t(b)))
     assert x.shape == (2, 3)
     np.testing.assert_allclose(x, np.stack([np.linalg.solve(m, b) for m in a]), rtol=1e-12)
     bs = rng.standard_normal((2, 3))  # two vectors? no: one 2 x 3 matrix, which does not fit
     with pytest.raises(ValueError, match=r"b\[\.\.\., None\]"):
         LA.solve(_t(a), _t(bs))
-    x = _np(LA.solve(_t(a), _t(bs[..., None])))[..., 0]
+    x = val(LA.solve(_t(a), _t(bs[..., None])))[..., 0]
     np.testing.assert_allclose(x, np.stack([np.linalg.solve(m, v) for m, v in zip(a, bs)]),
                                rtol=1e-12)
 
@@ -121,7 +118,7 @@ def test_inverse_gradient_and_hessian_vector_product():
 def test_det_gradient_is_det_times_inverse_transpose(complex_):
     rng = _rng(4)
     a = _well(rng, 3, complex_, batch=(2,))
-    d = _np(LA.det(_t(a)))
+    d = val(LA.det(_t(a)))
     np.testing.assert_allclose(d, np.linalg.det(a), rtol=1e-12)
     g = _rand(rng, (2,), complex_)
     ga = _grad(lambda A: ndgrad.real(ndgrad.sum(LA.det(A) * _t(np.conj(g)))), a)
@@ -155,8 +152,8 @@ def test_slogdet_matches_log_abs_det(complex_):
     r = LA.slogdet(_t(a))
     assert type(r).__name__ == "SlogdetResult" and r.sign is r[0] and r.logabsdet is r[1]
     d = np.linalg.det(a)
-    np.testing.assert_allclose(_np(r.logabsdet), np.log(np.abs(d)), rtol=1e-12)
-    np.testing.assert_allclose(_np(r.sign), d / np.abs(d), rtol=1e-12)
+    np.testing.assert_allclose(val(r.logabsdet), np.log(np.abs(d)), rtol=1e-12)
+    np.testing.assert_allclose(val(r.sign), d / np.abs(d), rtol=1e-12)
 
 
 @pytest.mark.parametrize("complex_", [False, True])
@@ -210,7 +207,7 @@ def test_logdet_hessian_vector_product():
 def test_cholesky_reconstructs(complex_, upper):
     rng = _rng(11)
     a = _spd(rng, 4, complex_, batch=(2,))
-    f = _np(LA.cholesky(_t(a), upper=upper))
+    f = val(LA.cholesky(_t(a), upper=upper))
     if upper:
         assert np.allclose(np.tril(f, -1), 0)
         np.testing.assert_allclose(_mH(f) @ f, a, rtol=1e-12, atol=1e-12)
@@ -259,7 +256,7 @@ def test_solve_triangular_matches_scipy(upper, left, unit):
     rng = _rng(14)
     a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)  # junk in the ignored triangle
     b = rng.standard_normal((3, 2) if left else (2, 3))
-    x = _np(LA.solve_triangular(_t(a), _t(b), upper=upper, left=left, unitriangular=unit))
+    x = val(LA.solve_triangular(_t(a), _t(b), upper=upper, left=left, unitriangular=unit))
     for k in range(2):
         if left:
             ref = scipy.linalg.solve_triangular(a[k], b, lower=not upper, unit_diagonal=unit)
@@ -278,9 +275,9 @@ def test_solve_triangular_large_systems_use_the_same_semantics(complex_):
     a = np.tril(_rand(rng, (n, n), complex_)) / np.sqrt(n) + 2 * np.eye(n) + \
         np.triu(_rand(rng, (n, n), complex_), 1)  # junk above the diagonal
     b = _rand(rng, (n, 2), complex_)
-    x = _np(LA.solve_triangular(_t(a), _t(b), upper=False))
+    x = val(LA.solve_triangular(_t(a), _t(b), upper=False))
     np.testing.assert_allclose(np.tril(a) @ x, b, rtol=1e-10, atol=1e-10)
-    xr = _np(LA.solve_triangular(_t(a), _t(b.T.copy()), upper=False, left=False))
+    xr = val(LA.solve_triangular(_t(a), _t(b.T.copy()), upper=False, left=False))
     np.testing.assert_allclose(xr @ np.tril(a), b.T, rtol=1e-10, atol=1e-10)
     g = _rand(rng, (n, 2), complex_)
     ga = _grad(lambda A: ndgrad.real(ndgrad.sum(
@@ -294,8 +291,8 @@ def test_solve_triangular_ignores_the_other_triangle():
     a = np.tril(rng.standard_normal((3, 3))) + 3 * np.eye(3)
     junk = a + np.triu(rng.standard_normal((3, 3)), 1)
     b = rng.standard_normal((3, 2))
-    x1 = _np(LA.solve_triangular(_t(a), _t(b), upper=False))
-    x2 = _np(LA.solve_triangular(_t(junk), _t(b), upper=False))
+    x1 = val(LA.solve_triangular(_t(a), _t(b), upper=False))
+    x2 = val(LA.solve_triangular(_t(junk), _t(b), upper=False))
     np.testing.assert_array_equal(x1, x2)
     ga = _grad(lambda A: ndgrad.sum(LA.solve_triangular(A, _t(b), upper=False,
                                                         unitriangular=True)), junk)
@@ -309,7 +306,7 @@ def test_cholesky_solve_matches_solve(complex_, upper):
     a = _spd(rng, 3, complex_, batch=(2,))
     f = np.linalg.cholesky(a, upper=upper)
     b = _rand(rng, (3, 2), complex_)
-    x = _np(LA.cholesky_solve(_t(b), _t(f), upper=upper))
+    x = val(LA.cholesky_solve(_t(b), _t(f), upper=upper))
     np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
     g = _rand(rng, (2, 3, 2), complex_)
     gb, gf = _grad(lambda B, Fa: ndgrad.real(ndgrad.sum(
@@ -327,7 +324,7 @@ def test_cholesky_solve_matches_solve(complex_, upper):
 def test_pinv_matches_numpy_and_finite_differences(shape, complex_):
     rng = _rng(18)
     a = _rand(rng, (2,) + shape, complex_)
-    p = _np(LA.pinv(_t(a)))
+    p = val(LA.pinv(_t(a)))
     np.testing.assert_allclose(p, np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
     assert gradcheck(LA.pinv, (ndgrad.tensor(a, requires_grad=True),))
     if shape[0] == shape[1]:  # invertible: the gradient of pinv is that of inv
@@ -346,7 +343,7 @@ def test_pinv_of_a_rank_deficient_matrix_at_constant_rank():
     uu = ndgrad.tensor(u, requires_grad=True)
     vv = ndgrad.tensor(v, requires_grad=True)
     assert gradcheck(lambda x, y: LA.pinv(x @ ndgrad.matrix_transpose(y)), (uu, vv))
-    np.testing.assert_allclose(_np(LA.pinv(_t(u @ v.T))), np.linalg.pinv(u @ v.T), atol=1e-12)
+    np.testing.assert_allclose(val(LA.pinv(_t(u @ v.T))), np.linalg.pinv(u @ v.T), atol=1e-12)
     assert np.isfinite(_grad(lambda a: ndgrad.sum(LA.pinv(a) * _t(g)), u @ v.T)).all()
 
 
@@ -354,10 +351,37 @@ def test_pinv_of_a_rank_deficient_matrix_at_constant_rank():
 def test_pinv_hermitian(complex_):
     rng = _rng(20)
     a = _spd(rng, 3, complex_) - 4 * np.eye(3)  # indefinite, invertible
-    np.testing.assert_allclose(_np(LA.pinv(_t(a), hermitian=True)), np.linalg.inv(a),
+    np.testing.assert_allclose(val(LA.pinv(_t(a), hermitian=True)), np.linalg.inv(a),
                                rtol=1e-10, atol=1e-12)
     x = ndgrad.tensor(a, requires_grad=True)
     assert gradcheck(lambda t: LA.pinv(t, hermitian=True), (x,))
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_pinv_hermitian_rules_differentiate_as_the_function(complex_):
+    """The rules read the Hermitian part of a, which is what is pseudo-inverted: reverse mode
+    through the jvp rule, and through the vjp rule with a general cotangent, agree with
+    central differences of the gradient in every direction, not only Hermitian ones."""
+    from ndgrad import func
+    rng = _rng(21)
+    a = _spd(rng, 3, complex_) - 4 * np.eye(3)
+    v, w = _rand(rng, (3, 3), complex_), _rand(rng, (3, 3), complex_)
+
+    def pinv(t):
+        return LA.pinv(t, hermitian=True)
+
+    def pair(c, y):  # re <c, y>
+        return ndgrad.real(ndgrad.sum(ndgrad.conj(_t(c)) * y))
+
+    def grad_of_pair(x):  # the gradient of re <w, pinv(x)>, first order
+        return _grad(lambda t: pair(w, pinv(t)), x)
+
+    eps = 1e-6
+    expected = (grad_of_pair(a + eps * v) - grad_of_pair(a - eps * v)) / (2 * eps)
+    over_jvp = func.grad(lambda t: pair(w, func.jvp(pinv, (t,), (_t(v),))[1]))(_t(a))
+    over_vjp = func.grad(lambda t: pair(v, func.vjp(pinv, t)[1](_t(w))[0]))(_t(a))
+    np.testing.assert_allclose(val(over_jvp), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(val(over_vjp), expected, rtol=1e-6, atol=1e-7)
 
 
 def test_lstsq_matches_numpy_and_pinv():
@@ -367,11 +391,11 @@ def test_lstsq_matches_numpy_and_pinv():
     r = LA.lstsq(_t(a), _t(b))
     assert type(r).__name__ == "LstsqResult"
     ref = np.linalg.lstsq(a, b, rcond=None)
-    np.testing.assert_allclose(_np(r.solution), ref[0], rtol=1e-10)
-    np.testing.assert_allclose(_np(r.residuals), ref[1], rtol=1e-10)
+    np.testing.assert_allclose(val(r.solution), ref[0], rtol=1e-10)
+    np.testing.assert_allclose(val(r.residuals), ref[1], rtol=1e-10)
     assert r.rank.item() == ref[2] == 3 and r.rank.dtype == np.int64
-    np.testing.assert_allclose(_np(r.singular_values), ref[3], rtol=1e-12)
-    np.testing.assert_allclose(_np(r.residuals), np.sum((b - a @ ref[0]) ** 2, axis=0),
+    np.testing.assert_allclose(val(r.singular_values), ref[3], rtol=1e-12)
+    np.testing.assert_allclose(val(r.residuals), np.sum((b - a @ ref[0]) ** 2, axis=0),
                                rtol=1e-10)
     # the solution's gradient is that of pinv(a) @ b; the residuals' that of ||b - a x||^2
     ga, gb = _grad(lambda A, B: ndgrad.sum(LA.lstsq(A, B).solution), a, b)
@@ -390,14 +414,14 @@ def test_lstsq_shapes_and_rank_deficiency():
     assert r.solution.shape == (2, 3) and r.residuals.shape == (2, 1) and r.rank.shape == (2,)
     for k in range(2):
         ref = np.linalg.lstsq(a[k], b, rcond=None)
-        np.testing.assert_allclose(_np(r.solution)[k], ref[0], rtol=1e-10)
-        np.testing.assert_allclose(_np(r.residuals)[k], ref[1], rtol=1e-10)
+        np.testing.assert_allclose(val(r.solution)[k], ref[0], rtol=1e-10)
+        np.testing.assert_allclose(val(r.residuals)[k], ref[1], rtol=1e-10)
     deficient = np.outer(rng.standard_normal(4), rng.standard_normal(3))
     r = LA.lstsq(_t(deficient), _t(b))
     ref = np.linalg.lstsq(deficient, b, rcond=None)
     assert r.rank.item() == ref[2] == 1
     assert r.residuals.shape == ref[1].shape == (0,)
-    np.testing.assert_allclose(_np(r.solution), ref[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(val(r.solution), ref[0], rtol=1e-10, atol=1e-12)
     wide = LA.lstsq(_t(rng.standard_normal((2, 3))), _t(rng.standard_normal((2, 2))))
     assert wide.residuals.shape == (0,)
 
@@ -413,7 +437,7 @@ def test_vector_norm_matches_numpy_for_every_ord(complex_):
     x = _rand(rng, (2, 3, 4), complex_)
     for ord in VECTOR_ORDS:
         for axis, keepdims in ((None, False), (-1, False), ((0, 2), True), (1, True)):
-            got = _np(LA.vector_norm(_t(x), ord=ord, axis=axis, keepdims=keepdims))
+            got = val(LA.vector_norm(_t(x), ord=ord, axis=axis, keepdims=keepdims))
             ref = np.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
             np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=f"ord={ord}")
 
@@ -424,7 +448,7 @@ def test_matrix_norm_matches_numpy_for_every_ord(complex_):
     x = _rand(rng, (2, 3, 4), complex_)
     for ord in MATRIX_ORDS:
         for keepdims in (False, True):
-            got = _np(LA.matrix_norm(_t(x), ord=ord, keepdims=keepdims))
+            got = val(LA.matrix_norm(_t(x), ord=ord, keepdims=keepdims))
             ref = np.linalg.matrix_norm(x, ord=ord, keepdims=keepdims)
             np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=f"ord={ord}")
 
@@ -440,7 +464,7 @@ def test_norm_matches_numpy_linalg_norm():
     cases += [(t, {"ord": o, "axis": 1, "keepdims": k}) for o in (None, 1, INF) for k in
               (False, True)]
     for x, kw in cases:
-        got = _np(LA.norm(_t(x), **kw))
+        got = val(LA.norm(_t(x), **kw))
         ref = np.linalg.norm(x, **kw)
         assert got.shape == np.shape(ref), kw
         np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=str(kw))
@@ -486,7 +510,7 @@ def test_matrix_exp_matches_scipy(complex_):
     rng = _rng(28)
     # norms from 1e-3 to ~50: every Pade degree and up to several squarings, in one stack
     a = np.stack([_rand(rng, (4, 4), complex_) * s for s in (1e-3, 0.05, 0.3, 1.0, 3.0, 25.0)])
-    got = _np(LA.matrix_exp(_t(a)))
+    got = val(LA.matrix_exp(_t(a)))
     ref = scipy.linalg.expm(a)
     scale = np.max(np.abs(ref), axis=(-2, -1), keepdims=True)
     np.testing.assert_allclose(got / scale, ref / scale, rtol=0, atol=1e-12)
@@ -494,7 +518,7 @@ def test_matrix_exp_matches_scipy(complex_):
     from ndgrad.core.backend import NUMPY
     from ndgrad.core.ops.dense_linalg import _expm
     np.testing.assert_allclose(_expm(NUMPY, a) / scale, ref / scale, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(_np(LA.matrix_exp(_t(np.zeros((2, 3, 3))))),
+    np.testing.assert_allclose(val(LA.matrix_exp(_t(np.zeros((2, 3, 3))))),
                                np.broadcast_to(np.eye(3), (2, 3, 3)))
     assert LA.matrix_exp(_t(np.ones((2, 2), dtype=np.float32))).dtype == np.float32
 
@@ -517,7 +541,7 @@ def test_matrix_exp_gradient_closed_form_and_finite_differences():
 def test_matrix_exp_of_antisymmetric_matrices_is_a_rotation():
     theta = 0.4
     a = np.array([[0.0, -theta], [theta, 0.0]])
-    r = _np(LA.matrix_exp(_t(a)))
+    r = val(LA.matrix_exp(_t(a)))
     np.testing.assert_allclose(r, [[np.cos(theta), -np.sin(theta)],
                                    [np.sin(theta), np.cos(theta)]], rtol=1e-14)
 
@@ -527,10 +551,10 @@ def test_matrix_power():
     rng = _rng(31)
     a = _well(rng, 3, batch=(2,))
     ai = np.linalg.inv(a)
-    np.testing.assert_allclose(_np(LA.matrix_power(_t(a), -2)), ai @ ai, rtol=1e-12)
-    np.testing.assert_allclose(_np(LA.matrix_power(_t(a), 5)), np.linalg.matrix_power(a, 5),
+    np.testing.assert_allclose(val(LA.matrix_power(_t(a), -2)), ai @ ai, rtol=1e-12)
+    np.testing.assert_allclose(val(LA.matrix_power(_t(a), 5)), np.linalg.matrix_power(a, 5),
                                rtol=1e-12)
-    np.testing.assert_allclose(_np(LA.matrix_power(_t(a), 1)), a)
+    np.testing.assert_allclose(val(LA.matrix_power(_t(a), 1)), a)
     x = ndgrad.tensor(a, requires_grad=True)
     eye = LA.matrix_power(x, 0)
     np.testing.assert_array_equal(eye.detach().cpu().numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
@@ -547,9 +571,9 @@ def test_multi_dot_matches_chained_products_and_picks_the_cheap_order():
     from ndgrad.core.ops.dense_linalg import _chain_order
     rng = _rng(32)
     a, b, c, d = (rng.standard_normal(s) for s in ((10, 100), (100, 5), (5, 50), (50, 1)))
-    got = _np(LA.multi_dot([_t(a), _t(b), _t(c), _t(d)]))
+    got = val(LA.multi_dot([_t(a), _t(b), _t(c), _t(d)]))
     np.testing.assert_allclose(got, a @ b @ c @ d, rtol=1e-12)
-    np.testing.assert_allclose(_np(LA.multi_dot([_t(a[0]), _t(b), _t(c[:, 0])])),
+    np.testing.assert_allclose(val(LA.multi_dot([_t(a[0]), _t(b), _t(c[:, 0])])),
                                a[0] @ b @ c[:, 0], rtol=1e-12)
     # (10x100)(100x5) first: 5000 multiplications, then (10x5)(5x50): 2500 more
     assert _chain_order([10, 100, 5, 50])[0][2] == 1
@@ -562,9 +586,9 @@ def test_multi_dot_matches_chained_products_and_picks_the_cheap_order():
 def test_cross_matches_numpy_and_gradient_closed_form():
     rng = _rng(33)
     x, y = rng.standard_normal((2, 3)), rng.standard_normal((3,))
-    np.testing.assert_allclose(_np(LA.cross(_t(x), _t(y))), np.linalg.cross(x, y))
+    np.testing.assert_allclose(val(LA.cross(_t(x), _t(y))), np.linalg.cross(x, y))
     xc, yc = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
-    np.testing.assert_allclose(_np(LA.cross(_t(xc), _t(yc), axis=0)),
+    np.testing.assert_allclose(val(LA.cross(_t(xc), _t(yc), axis=0)),
                                np.linalg.cross(xc, yc, axis=0))
     g = rng.standard_normal((2, 3))
     gx, gy = _grad(lambda a, b: ndgrad.sum(LA.cross(a, b) * _t(g)), x, y)
@@ -583,8 +607,8 @@ def test_matrix_rank_and_array_api_aliases():
     assert LA.matrix_rank(_t(a[1]), rtol=1e-15).item() == 3
     # array-API linalg names: the last two axes (the top-level ones take axis1=0, axis2=1)
     x = rng.standard_normal((2, 3, 3))
-    np.testing.assert_allclose(_np(LA.diagonal(_t(x), offset=1)), np.linalg.diagonal(x, offset=1))
-    np.testing.assert_allclose(_np(LA.trace(_t(x))), np.linalg.trace(x))
+    np.testing.assert_allclose(val(LA.diagonal(_t(x), offset=1)), np.linalg.diagonal(x, offset=1))
+    np.testing.assert_allclose(val(LA.trace(_t(x))), np.linalg.trace(x))
     for name in ("matmul", "matrix_transpose", "outer", "tensordot", "vecdot"):
         assert getattr(LA, name) is getattr(ndgrad, name)
     assert LA.LinAlgError is np.linalg.LinAlgError
@@ -616,11 +640,11 @@ def test_singular_and_indefinite_matrices(device):
     else:
         # on a GPU nothing raises: the results are not finite (docs/devices.rst, "Singular
         # matrices do not raise")
-        assert not np.isfinite(_np(LA.solve(s, _t(np.ones(2))))).all()
-        assert not np.isfinite(_np(LA.inv(s))).all()
+        assert not np.isfinite(val(LA.solve(s, _t(np.ones(2))))).all()
+        assert not np.isfinite(val(LA.inv(s))).all()
         for upper in (False, True):
-            assert np.isnan(_np(LA.cholesky(indefinite, upper=upper))).all()
-        batch = _np(LA.cholesky(_t(np.stack([np.eye(2), np.array([[1.0, 0.0],
+            assert np.isnan(val(LA.cholesky(indefinite, upper=upper))).all()
+        batch = val(LA.cholesky(_t(np.stack([np.eye(2), np.array([[1.0, 0.0],
                                                                   [0.0, -1.0]])]))))
         np.testing.assert_array_equal(batch[0], np.eye(2))  # only the failed one is NaN
         assert np.isnan(batch[1]).all()
@@ -695,11 +719,11 @@ def test_logdet_is_stable_and_its_gradient_is_the_inverse_transpose():
     a = a if np.linalg.det(a) > 0 else a[[1, 0, 2]]
     t = ndgrad.tensor(a * 1e-200, requires_grad=True)  # det underflows to 0; logdet does not
     got = LA.logdet(t)
-    np.testing.assert_allclose(_np(got), np.log(np.linalg.det(a)) - 3 * 200 * np.log(10),
+    np.testing.assert_allclose(val(got), np.log(np.linalg.det(a)) - 3 * 200 * np.log(10),
                                rtol=1e-13)
     (g,) = ndgrad.autograd.grad(got, t)
-    np.testing.assert_allclose(_np(g) * 1e-200, np.linalg.inv(a).T, rtol=1e-10)
-    assert np.isnan(_np(LA.logdet(_t(a[[1, 0, 2]]))))          # det < 0
-    assert _np(LA.logdet(_t(np.zeros((2, 2))))) == -np.inf     # singular
+    np.testing.assert_allclose(val(g) * 1e-200, np.linalg.inv(a).T, rtol=1e-10)
+    assert np.isnan(val(LA.logdet(_t(a[[1, 0, 2]]))))          # det < 0
+    assert val(LA.logdet(_t(np.zeros((2, 2))))) == -np.inf     # singular
     z = a + 1j * rng.standard_normal((3, 3))
-    np.testing.assert_allclose(_np(LA.logdet(_t(z))), np.log(np.linalg.det(z)), rtol=1e-12)
+    np.testing.assert_allclose(val(LA.logdet(_t(z))), np.log(np.linalg.det(z)), rtol=1e-12)

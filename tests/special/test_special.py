@@ -22,6 +22,7 @@ import ndgrad.forward_ad as fwAD
 from ndgrad import special as S
 from ndgrad.autograd import grad
 from ndgrad.func import jacrev, vmap
+from support import val
 
 RNG = np.random.default_rng(7)
 
@@ -30,10 +31,6 @@ def T(a, requires_grad=False, dtype=None):
     a = np.asarray(a)
     dtype = dtype or (np.complex128 if np.iscomplexobj(a) else np.float64)
     return nd.tensor(a.astype(dtype), requires_grad=requires_grad)
-
-
-def val(t):
-    return t.detach().cpu().numpy()
 
 
 def d1(f, x0, *args, **kw):
@@ -192,6 +189,30 @@ def test_entropies_gradients():
                                rtol=1e-13)
 
 
+def test_xlogy_and_xlog1py_at_x_0_where_log_y_is_not_finite():
+    """PyTorch's rule (derivatives.yaml, Note [Gradient formula for xlogy at x = 0, y <= 0]):
+    where x == 0 and y <= 0 (xlog1py: y <= -1) the function is 0 along x = 0 but not defined
+    around the point; the derivative in x is 0 there, not log(0) = -inf. At x = 0 with y > 0
+    it stays log(y), the derivative (central differences agree)."""
+    for f, y0, log in ((S.xlogy, [0.0, 0.5], np.log), (S.xlog1py, [-1.0, 0.5], np.log1p)):
+        x = T([0.0, 0.0], True)
+        (gx,) = grad(f(x, T(y0)).sum(), x)
+        assert val(gx)[0] == 0.0
+        np.testing.assert_allclose(val(gx)[1], log(0.5), rtol=1e-14)
+        fd = (f(T([1e-7]), T([0.5])) - f(T([-1e-7]), T([0.5]))) / 2e-7
+        np.testing.assert_allclose(val(fd), [log(0.5)], rtol=1e-8)
+        # forward mode and the second derivative agree
+        with fwAD.dual_level():
+            t = fwAD.unpack_dual(f(fwAD.make_dual(T([0.0, 0.0]), T([1.0, 1.0])), T(y0))).tangent
+        np.testing.assert_array_equal(val(t), val(gx))
+        # d/dy of d/dx at x = 0, y = 0.5: d/dy log(y) (log1p(y))
+        x, y = T([0.0], True), T([0.5], True)
+        (gx,) = grad(f(x, y).sum(), x, create_graph=True)
+        (gxy,) = grad(gx.sum(), y)
+        np.testing.assert_allclose(val(gxy), [1.0 / (0.5 if f is S.xlogy else 1.5)],
+                                   rtol=1e-14)
+
+
 def test_xlogy_and_xlog1py():
     # the value 0 at x = 0 even where log(y) is -inf; d/dx = log(y) (also at x = 0, as torch)
     out = S.xlogy(T([0.0, 0.0, 2.0]), T([0.0, 2.0, 3.0]))
@@ -333,6 +354,36 @@ def test_logsumexp_with_weights_and_sign_matches_scipy():
                                sp.logsumexp(a0, axis=1, b=2.5), rtol=1e-14)
     np.testing.assert_allclose(val(S.logsumexp(T(a0), axis=0, b=T(b0[0] ** 2))),
                                sp.logsumexp(a0, axis=0, b=b0[0] ** 2), rtol=1e-14)
+
+
+def test_logsumexp_weights_on_another_device_is_an_error_naming_it(device):
+    """b= meets a inside the function (in a where); a device mix is reported at the call, as
+    special.logsumexp's, by the rule of every op's inputs: b with dimensions on another
+    device (a NumPy array counts as cpu) is an error; a 0-d b is moved, as PyTorch moves 0-d
+    CPU tensors."""
+    a0 = np.array([[0.3, -1.2, 2.0], [1.0, 0.5, -0.5]])
+    b0 = np.array([1.5, 0.4, 0.7])
+    a = T(a0, True)
+    expected = sp.logsumexp(a0, axis=1, b=b0)
+    if device == "cpu":
+        np.testing.assert_allclose(val(S.logsumexp(a, axis=1, b=b0)), expected, rtol=1e-14)
+    else:
+        for b in (b0, nd.tensor(b0, device="cpu")):
+            with pytest.raises(RuntimeError, match=r"^special\.logsumexp: expected all tensors "
+                                                   r"to be on the same device, but found at "
+                                                   r"least two devices, (cuda:0 and cpu|cpu and cuda:0)"):
+                S.logsumexp(a, axis=1, b=b)
+    for b in (np.float64(2.5), np.array(2.5), nd.tensor(2.5, device="cpu")):
+        out = S.logsumexp(a, axis=1, b=b)
+        assert out.device == a.device
+        np.testing.assert_allclose(val(out), sp.logsumexp(a0, axis=1, b=2.5), rtol=1e-14)
+    b = nd.tensor(b0, requires_grad=True)  # on the device: fine, and differentiable in both
+    out = S.logsumexp(a, axis=1, b=b)
+    np.testing.assert_allclose(val(out), expected, rtol=1e-14)
+    ga, gb = grad(out.sum(), (a, b))
+    s = np.sum(b0 * np.exp(a0), axis=1, keepdims=True)
+    np.testing.assert_allclose(val(ga), b0 * np.exp(a0) / s, rtol=1e-13)
+    np.testing.assert_allclose(val(gb), np.sum(np.exp(a0) / s, axis=0), rtol=1e-13)
 
 
 def test_logsumexp_gradients_in_a_and_b():

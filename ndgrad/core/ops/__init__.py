@@ -114,10 +114,15 @@ def _make_composite_public(c, F):
     aliases = c.kwarg_aliases
     fn_ = c.fn
 
+    name = c.qualname
+
     def fn(*args, **kw):
         if aliases and kw:
             _rename(kw, aliases)
-        return fn_(F, *args, **kw)
+        try:
+            return fn_(F, *args, **kw)
+        except DeviceMismatchError as exc:  # raised by an op inside: name this function
+            raise DeviceMismatchError(name, *exc.devices) from None
     fn.__name__ = fn.__qualname__ = c.name
     fn.__doc__ = c.__doc__
     fn.__module__ = "ndgrad"
@@ -256,4 +261,4 @@ def __getattr__(name):
         raise AttributeError(f"module 'ndgrad.core.ops' has no attribute {name!r}") from None
 
 
-_ = (registry, VARIADIC, DeviceMismatchError, Namespace)
+_ = (registry, VARIADIC, Namespace)

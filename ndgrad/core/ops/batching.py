@@ -72,10 +72,10 @@ def flatten(F, a):
 
 
 def is_batched(x):
-    """Whether ``x`` is a batched tensor of some vmap level, whose values (one per batch
-    element) a formula cannot read (``bool(x)`` raises): formulas then take a branch that holds
-    for every value. Duck-typed: core does not import ``functional``."""
-    return getattr(x, "_level", None) is not None
+    """Whether ``x`` is (or wraps) a batched tensor of some vmap level, whose values (one per
+    batch element) a formula cannot read (``bool(x)`` raises): formulas then take a branch
+    that holds for every value. Duck-typed: core does not import ``functional``."""
+    return getattr(x, "_batched", False)
 
 
 def at_level(x, level):

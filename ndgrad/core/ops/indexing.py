@@ -35,12 +35,12 @@ def normalize_index(index):
     if isinstance(index, Tensor):
         if index.dtype.kind not in "iub":
             raise IndexError(f"tensors used as indices must be integer or bool, got {index.dtype}")
-        if is_batched(index):  # a per-example index inside vmap: the batching rules take it
-            return index
+        if type(index) is not Tensor:  # a transform's value (a per-example index inside vmap,
+            return index               # a grad level's): its level takes it
         return index._data
     if isinstance(index, list):
         if any(isinstance(i, Tensor) for i in index):
-            index = [i._data if isinstance(i, Tensor) else i for i in index]
+            index = [i._data if type(i) is Tensor else i for i in index]
         arr = NUMPY.asarray(index)
         if arr.dtype.kind not in "iub" and arr.size:
             raise IndexError("lists used as indices must hold integers or bools")
@@ -341,7 +341,6 @@ def getitem_public(x, index):
 
 
 getitem.defpublic(getitem_public)
-getitem.reference = lambda x, index: x[index]
 
 
 # ------------------------------------------------------------------------------ index_add
@@ -425,16 +424,6 @@ def _index_add_public(x, values, index):
 
 
 index_add.defpublic(_index_add_public)
-
-
-def _index_add_reference(x, values, index):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.array(x, copy=True, dtype=np.result_type(x, values))
-    np.add.at(out, index, values)
-    return out
-
-
-index_add.reference = _index_add_reference
 
 
 # ------------------------------------------------------------------------------ index_put
@@ -536,16 +525,6 @@ def _index_put_public(x, values, index):
 
 
 index_put.defpublic(_index_put_public)
-
-
-def _index_put_reference(x, values, index):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.array(x, copy=True, dtype=np.result_type(x, values))
-    out[index] = values
-    return out
-
-
-index_put.reference = _index_put_reference
 
 
 def setitem(x, index, value):
@@ -793,15 +772,6 @@ sort.defvjp(_sort_vjp)
 sort.defjvp(_sort_jvp)
 
 
-def _sort_reference(x, axis=-1, descending=False, stable=True):
-    import numpy as np  # the property suite's reference, not a formula
-    out = np.sort(x, axis=axis, kind="stable")
-    return np.flip(out, axis=-1 if axis is None else axis) if descending else out
-
-
-sort.reference = _sort_reference
-
-
 def _sort_batch(op):
     fn = op.of
 
@@ -854,14 +824,4 @@ def argsort(B, x, axis=-1, descending=False, stable=True):
     return (n - 1) - B.flip(rev, axis=axis)
 
 
-def _argsort_reference(x, axis=-1, descending=False, stable=True):
-    import numpy as np  # the property suite's reference, not a formula
-    if axis is None:
-        x, axis = x.ravel(), -1
-    if descending:  # stable descending: larger first, ties in index order
-        return np.argsort(-x, axis=axis, kind="stable")
-    return np.argsort(x, axis=axis, kind="stable")
-
-
-argsort.reference = _argsort_reference
 _sort_batch(argsort)

@@ -563,11 +563,6 @@ def _sample_einsum(d):
     return tuple(d.array(s) for s in shapes), {"subscripts": subs}
 
 
-def _einsum_reference(*operands, subscripts):
-    import numpy as np  # the property suite's reference, not a formula
-    return np.einsum(subscripts, *operands)
-
-
 @defop(kind=LINALG, nin=VARIADIC, domain=ANY, method=False, sample=_sample_einsum)
 def einsum(B, *operands, subscripts):
     """Einstein summation: ``einsum(subscripts, *operands)``, as NumPy's ``einsum``.
@@ -602,7 +597,6 @@ def einsum(B, *operands, subscripts):
     return B.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
-einsum.reference = _einsum_reference
 einsum.defvjp_each(_einsum_vjp)
 einsum.defjvp(_einsum_jvp)
 

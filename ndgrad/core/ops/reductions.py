@@ -35,7 +35,7 @@ import operator
 
 from ..tensor import Tensor
 from .batching import flatten, is_batched, shift_axis
-from .registry import REDUCTION, SCAN, Domain, defop
+from .registry import REDUCTION, SCAN, Domain, defop, sample_numpy
 
 # This module defines ops named sum, max, min, all and any: the helpers use the builtins.
 _bmax = builtins.max
@@ -179,7 +179,9 @@ def _unit_array(d, shape):
     x = sign * d.array(shape, 0.5, 1.5, dtype="float64")
     if d.dtype.kind == "c":
         x = x * (1 + 0.3j * d.array(shape, -1.0, 1.0, dtype="float64"))
-    return x.astype(d.dtype)
+    # an array also for shape (): arithmetic on 0-d arrays gives NumPy scalars, which the
+    # suites would take for constants (numbers), leaving a 0-d input untested
+    return sample_numpy().asarray(x, dtype=d.dtype)
 
 
 def _sample_prod(d):
@@ -345,18 +347,24 @@ def _var_vjp(F, g, out, x, axis=None, keepdims=False, correction=0):
 
 
 def _var_jvp(F, tangents, out, x, axis=None, keepdims=False, correction=0):
+    # d var = 2 re(sum(conj(x - mean) dx)) / (N - correction): the mean's own change drops
+    # out (the deviations sum to zero); for complex x the variance is real, so its tangent is
+    # the real part (x - mean times dx, without the conjugate, is not the derivative)
     n = _numel(x.shape, axis) - correction
-    return F.sum((x - F.mean(x, axis=axis, keepdims=True)) * tangents[0], axis=axis,
-                 keepdims=keepdims) * (2.0 / n)
+    dev = x - F.mean(x, axis=axis, keepdims=True)
+    t = tangents[0]
+    prod = F.real(F.conj(dev) * t) if F.iscomplexobj(dev) else dev * t
+    return F.sum(prod, axis=axis, keepdims=keepdims) * (2.0 / n)
 
 
 _VAR_ALIASES = {"dim": "axis", "keepdim": "keepdims", "ddof": "correction"}
 
 
-@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_var,
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_var,
        kwarg_aliases=_VAR_ALIASES)
 def var(B, x, axis=None, *, correction=0, keepdims=False):
-    """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``.
+    """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``; real also for
+    complex ``x`` (as NumPy's and PyTorch's).
 
     Parameters
     ----------
@@ -386,7 +394,7 @@ var.defvjp(_var_vjp)
 var.defjvp(_var_jvp)
 
 
-@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_std,
+@defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_std,
        kwarg_aliases=_VAR_ALIASES)
 def std(B, x, axis=None, *, correction=0, keepdims=False):
     """Standard deviation over ``axis``: the square root of :func:`var`.
@@ -628,11 +636,6 @@ def any(B, x, axis=None, keepdims=False):
 
 
 # ----------------------------------------------------------------------------- logsumexp
-def _logsumexp_reference(x, axis=None, keepdims=False):
-    import numpy as np  # the property suite's reference (inputs are small), not a formula
-    return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
-
-
 @defop(kind=REDUCTION, domain=Domain((-3.0, 3.0)))
 def logsumexp(B, x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is subtracted first).
@@ -669,7 +672,6 @@ def logsumexp(B, x, axis=None, keepdims=False):
     return out
 
 
-logsumexp.reference = _logsumexp_reference
 logsumexp.defvjp(lambda F, g, out, x, axis=None, keepdims=False:
                  unreduce(F, g, x.shape, axis, keepdims)
                  * F.exp(x - unreduce(F, out, x.shape, axis, keepdims)))

@@ -270,8 +270,6 @@ class Op:
         "view_replay",
         # the public function: a hand-written one, or how to normalise the call's arguments
         "public", "public_fn", "normalize_args",
-        # the property suite's reference, while it still lives here
-        "reference",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -312,7 +310,6 @@ class Op:
         self.public = None
         self.public_fn = None
         self.normalize_args = None
-        self.reference = None
 
     def __repr__(self):
         return f"<ndgrad op {self.qualname}>"

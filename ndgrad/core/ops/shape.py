@@ -21,12 +21,9 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import (batch_size, flatten, keeps_identity, logical_ndim, pad_to, shift_axes,
                        shift_axis, with_batch)
-from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, sample_numpy
+from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
 
 ANY = Domain((-2.0, 2.0), complex=True)
-
-
-_np = sample_numpy  # samplers and test references only, never a formula
 
 
 def _linear_jvp(op):
@@ -245,10 +242,6 @@ def transpose(F, x, axes=None, *more_axes):
             "a permutation of all dimensions (NumPy semantics), or use swapaxes(x, i, j) to "
             "exchange two dimensions as PyTorch's x.transpose(i, j) does")
     return F.permute_dims(x, tuple(axes))
-
-
-transpose.reference = lambda x, axes=None, *more: _np().transpose(x, (axes,) + more if more
-                                                                   else axes)
 
 
 def _sample_swapaxes(d):
@@ -594,7 +587,6 @@ def _concat_vjp(F, i, g, out, *arrays, axis=0):
 
 concat.defvjp_each(_concat_vjp)
 concat.defjvp_linear()
-concat.reference = lambda *arrays, axis=0: _np().concat(arrays, axis=axis)
 defalias("cat", "concat")
 
 
@@ -646,7 +638,6 @@ def stack(B, *arrays, axis=0):
 stack.defvjp_each(lambda F, i, g, out, *arrays, axis=0:
                   g[(slice(None),) * (axis % g.ndim) + (i,)])
 stack.defjvp_linear()
-stack.reference = lambda *arrays, axis=0: _np().stack(arrays, axis=axis)
 
 
 def _stack_batch(F, batched, *arrays, axis=0):
@@ -1231,12 +1222,6 @@ def clone(B, x):
     return B.array(x, copy=True)
 
 
-def _clone_reference(x):
-    import numpy as np  # the property suite's reference, not a formula
-    return np.copy(x)
-
-
-clone.reference = _clone_reference
 clone.defvjp(lambda F, g, out, x: g)
 clone.defjvp_linear()
 clone.defbatch(lambda F, batched, x: F.clone(x))
@@ -1266,7 +1251,6 @@ def astype(B, x, dtype):
 # the engine casts the cotangent to x's dtype (a real input keeps the real part)
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
-astype.reference = lambda x, dtype: x.astype(dtype)
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
 astype.defidentity(keeps_identity(lambda F, s, dtype: F.astype(s, dtype)))
 
@@ -1305,7 +1289,6 @@ def to_device(B, x, device, source=None):
 
 
 to_device.defargs(_to_device_args)
-to_device.reference = lambda x, device, source=None: x.copy()
 to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device=source,
                                                                        source=device))
 to_device.defjvp(lambda F, tangents, out, x, device, source=None:

@@ -2,8 +2,9 @@
 
 Every function here is declared with ``namespace="special"`` (Note [Namespaces] in
 ``registry.py``): it is public as ``ndgrad.special.<name>``, formulas call it as
-``F.special.<name>``, and the property suite compares it with ``scipy.special.<name>`` (or
-with a declared ``reference`` where SciPy has no such function: ``sinc``, ``zeta_derivative``).
+``F.special.<name>``, and the property suite compares it with ``scipy.special.<name>`` (or,
+where SciPy has no such function, such as ``sinc`` and ``zeta_derivative``, with the
+reference in the test suite's table, ``REFERENCES`` in tests/registry_harness.py).
 Forward passes call ``B.special`` (SciPy on the NumPy backend); derivative rules are written
 with ``F`` only, mostly in terms of other functions of this module (``gammaln' = digamma``,
 ``digamma' = polygamma(1, .)``, ``i0' = i1``, ``erfinv' = sqrt(pi)/2 exp(erfinv^2)``,
@@ -45,6 +46,8 @@ from __future__ import annotations
 
 import math
 
+from ..backend import backend_of
+from ..tensor import Tensor
 from .elementwise import _signed  # the shared sampler of ops with a kink at 0
 from .reductions import normalize_axis
 from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
@@ -60,7 +63,7 @@ _NAN = float("nan")
 
 
 # ------------------------------------------------------------------------- helpers
-_np = sample_numpy  # samplers and test references only, never a formula
+_np = sample_numpy  # samplers only, never a formula
 
 
 def _is_complex(x):
@@ -791,29 +794,6 @@ def _sample_zeta_derivative(d):
     return (x, q), {"n": d.integers(0, 3)}
 
 
-def _zeta_derivative_reference(x, q=None, n=1):
-    """Independent of the Euler-Maclaurin forward: 2000 terms summed directly, the tail
-    integral through SciPy's incomplete gamma function, the trapezoid end corrections
-    f(K) / 2 - f'(K) / 12 (relative error below 1e-13 for x >= 1.5)."""
-    import scipy.special
-    np = _np()
-    if n == 0:
-        return scipy.special.zeta(x) if q is None else scipy.special.zeta(x, q)
-    x = np.asarray(x, dtype=np.float64)
-    q = np.asarray(1.0 if q is None else q, dtype=np.float64)
-    K = 2000
-    k = np.arange(K, dtype=np.float64).reshape((K,) + (1,) * max(x.ndim, q.ndim))
-    lk = np.log(k + q)
-    direct = np.sum(lk ** n * (k + q) ** -x, axis=0)
-    kq = K + q
-    L = np.log(kq)
-    y = x - 1
-    tail = scipy.special.gammaincc(n + 1, y * L) * math.factorial(n) / y ** (n + 1)
-    f = L ** n * kq ** -x
-    df = (n * L ** (n - 1) - x * L ** n) * kq ** (-x - 1)
-    return (-1) ** n * (direct + tail + f / 2 - df / 12)
-
-
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((1.5, 6.0), (0.3, 3.0)),
        sample=_sample_zeta_derivative)
 def zeta_derivative(B, x, q=None, n=1):
@@ -897,7 +877,6 @@ zeta_derivative.defvjp(lambda F, g, out, x, q, n=1: g * F.special.zeta_derivativ
                        _zeta_derivative_dq)
 zeta_derivative.defjvp_from_vjp()
 zeta_derivative.defargs(_zeta_derivative_args)
-zeta_derivative.reference = _zeta_derivative_reference
 
 
 def _sample_zeta(d):
@@ -1031,8 +1010,10 @@ def xlogy(B, x, y):
     """``x * log(y)``, with ``0`` where ``x == 0`` (even where ``y == 0``), broadcasting.
 
     Gradients (as PyTorch's ``xlogy``): ``log(y)`` for ``x`` (the function is ``x log(y)``
-    for every ``x`` when ``y > 0``, so also at ``x = 0``) and ``x / y`` for ``y``. Real inputs
-    only here.
+    for every ``x`` when ``y > 0``, so also at ``x = 0``), except ``0`` where ``x == 0`` and
+    ``y <= 0`` (there ``x log(y)`` is not defined around the point; 0 is the derivative along
+    the line ``x = 0``, where the function is 0, not ``log(0) = -inf``), and ``x / y`` for
+    ``y``. Real inputs only here.
 
     Examples
     --------
@@ -1044,12 +1025,20 @@ def xlogy(B, x, y):
     >>> ndgrad.special.xlogy(x, y).sum().backward()
     >>> x.grad, y.grad
     (tensor([0.69314718, 1.09861229]), tensor([0.        , 0.66666667]))
+    >>> x = ndgrad.tensor(0.0, requires_grad=True)
+    >>> ndgrad.special.xlogy(x, 0.0).backward()
+    >>> x.grad  # not log(0) = -inf
+    tensor(0.)
     """
     _real_only("xlogy", x, y)
     return B.special.xlogy(x, y)
 
 
-xlogy.defvjp(lambda F, g, out, x, y: g * F.log(y),
+# d/dx = log(y), and 0 where x == 0 and y <= 0: PyTorch's rule (derivatives.yaml, Note
+# [Gradient formula for xlogy at x = 0, y <= 0]), written xlogy(keep, y) (xlogy(0, y) = 0
+# for every y, without a warning)
+xlogy.defvjp(lambda F, g, out, x, y:
+             g * F.special.xlogy(F.logical_or(x != 0, y > 0), y),
              lambda F, g, out, x, y: g * (x / y))
 xlogy.defjvp_from_vjp()
 
@@ -1058,8 +1047,9 @@ xlogy.defjvp_from_vjp()
 def xlog1py(B, x, y):
     """``x * log1p(y)``, with ``0`` where ``x == 0`` (even where ``y == -1``), broadcasting.
 
-    Gradients (as PyTorch's ``xlog1py``): ``log1p(y)`` for ``x`` (also at ``x = 0``) and
-    ``x / (1 + y)`` for ``y``. Real inputs only here.
+    Gradients (as PyTorch's ``xlog1py``): ``log1p(y)`` for ``x`` (also at ``x = 0``), except
+    ``0`` where ``x == 0`` and ``y <= -1`` (not ``log1p(-1) = -inf``), and ``x / (1 + y)`` for
+    ``y``. Real inputs only here.
 
     Examples
     --------
@@ -1071,12 +1061,18 @@ def xlog1py(B, x, y):
     >>> ndgrad.special.xlog1py(x, y).sum().backward()
     >>> x.grad, y.grad
     (tensor([6.93147181e-01, 1.00000000e-20]), tensor([0., 2.]))
+    >>> x = ndgrad.tensor(0.0, requires_grad=True)
+    >>> ndgrad.special.xlog1py(x, -1.0).backward()
+    >>> x.grad  # not log1p(-1) = -inf
+    tensor(0.)
     """
     _real_only("xlog1py", x, y)
     return B.special.xlog1py(x, y)
 
 
-xlog1py.defvjp(lambda F, g, out, x, y: g * F.log1p(y),
+# d/dx = log1p(y), and 0 where x == 0 and y <= -1 (PyTorch's rule, as xlogy's)
+xlog1py.defvjp(lambda F, g, out, x, y:
+               g * F.special.xlog1py(F.logical_or(x != 0, y > -1), y),
                lambda F, g, out, x, y: g * (x / (1 + y)))
 xlog1py.defjvp_from_vjp()
 
@@ -1378,10 +1374,6 @@ def _sinc_derivative(F, x):
     return F.where(small, taylor, exact)
 
 
-def _sinc_reference(x):
-    return _np().sinc(x)
-
-
 @defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-2.0, 2.0), complex=True))
 def sinc(B, x):
     """Normalized sinc ``sin(pi x) / (pi x)`` (1 at 0), elementwise: NumPy's ``sinc``
@@ -1405,7 +1397,6 @@ def sinc(B, x):
 
 sinc.defvjp(lambda F, g, out, x: g * F.conj(_sinc_derivative(F, x)))
 sinc.defjvp_from_vjp()
-sinc.reference = _sinc_reference
 
 
 # ------------------------------------------------------------------------- log-sum-exp family
@@ -1525,21 +1516,6 @@ def logsumexp(F, a, axis=None, b=None, keepdims=False, return_sign=False):
         out = F.reshape(out, shape)
         sign = F.reshape(sign, shape)
     return (out, sign) if return_sign else out
-
-
-def _logsumexp_reference(a, axis=None, b=None, keepdims=False, return_sign=False):
-    """SciPy's logsumexp, except that a 0-d ``a`` with ``keepdims=True`` keeps its shape
-    ``()`` (SciPy returns shape ``(1,)`` there; NumPy's reductions and ndgrad.logsumexp give
-    ``()``)."""
-    import scipy.special
-    np = _np()
-    r = scipy.special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
-    if keepdims and np.ndim(a) == 0 and np.ndim(b) == 0:
-        r = tuple(np.reshape(v, ()) for v in r) if return_sign else np.reshape(r, ())
-    return r
-
-
-logsumexp.reference = _logsumexp_reference
 
 
 def _sample_softmax(d):
