@@ -371,7 +371,8 @@ def test_logsumexp_weights_on_another_device_is_an_error_naming_it(device):
         for b in (b0, nd.tensor(b0, device="cpu")):
             with pytest.raises(RuntimeError, match=r"^special\.logsumexp: expected all tensors "
                                                    r"to be on the same device, but found at "
-                                                   r"least two devices, (cuda:0 and cpu|cpu and cuda:0)"):
+                                                   r"least two devices, (cuda:0 and cpu|"
+                                                   r"cpu and cuda:0)"):
                 S.logsumexp(a, axis=1, b=b)
     for b in (np.float64(2.5), np.array(2.5), nd.tensor(2.5, device="cpu")):
         out = S.logsumexp(a, axis=1, b=b)

@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import math
 
-from ..backend import backend_of
-from ..tensor import Tensor
 from .elementwise import _signed  # the shared sampler of ops with a kink at 0
 from .reductions import normalize_axis
 from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
