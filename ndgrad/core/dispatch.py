@@ -281,8 +281,19 @@ def innermost_level(values, params=None):
 
 
 # ------------------------------------------------------------------ devices
+# Note [Mixing devices]
+# ~~~~~~~~~~~~~~~~~~~~~
+# The inputs of one op must be on one device. `apply` notices a mix when an input's array
+# type is not the backend's (one comparison, made anyway) and calls `same_device`, which
+# either raises a DeviceMismatchError naming both devices, or, as PyTorch does, moves 0-d CPU
+# inputs (0-d CPU tensors and NumPy 0-d arrays: scalars, such as those ops on Python numbers
+# give inside formulas) to the device of the others, through the differentiable `to_device`
+# op, so their gradient goes back to the CPU. Python scalars never count. A transform level
+# computes and saves its op's inputs itself, so `apply` moves such scalars before handing
+# the op to the level (`_scalars_to_device`). The error names the function the user called:
+# the op's qualified name, and a composite (ops/__init__.py) re-raises it under its own.
 class DeviceMismatchError(RuntimeError):
-    """Tensors of two devices met in one operation (Note [Mixing devices] in core/tensor.py);
+    """Tensors of two devices met in one operation (Note [Mixing devices]);
     ``devices`` holds the two. A public function built of several ops re-raises it under its
     own name (ops/__init__.py), so the message names what the user called."""
 

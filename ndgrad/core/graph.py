@@ -38,6 +38,8 @@ from __future__ import annotations
 import itertools
 import weakref
 
+import numpy as _np
+
 from . import anomaly
 from . import levels
 from .backend import _BACKEND_BY_TYPE, NUMPY, is_differentiable_dtype
@@ -49,6 +51,9 @@ __all__ = ["Node", "OpNode", "AccumulateGrad", "SavedValue", "SavedOutput", "FRE
 
 _seq = itertools.count()
 _NDARRAY = NUMPY.array_type
+# NumPy scalars (what NumPy gives for 0-d results) are raw cotangents of the CPU backend
+_SCALARS = {t: NUMPY for t in (_np.float64, _np.float32, _np.float16, _np.complex128,
+                                 _np.complex64)}
 _acc_seq = itertools.count()
 
 
@@ -172,12 +177,13 @@ class SavedOutput:
         self.level = o._level
         self.nr = nr
         self.diff = diff
+        keep = _STACK and levels.data_levels()
         if single:
             self.content = o._saved_content()
-            self.meta = _meta(o) if _STACK else None
+            self.meta = _meta(o) if keep else None
         else:
             self.content = tuple(t._saved_content() for t in outs)
-            self.meta = tuple(_meta(t) for t in outs) if _STACK else None
+            self.meta = tuple(_meta(t) for t in outs) if keep else None
         self.plain = self.cls is Tensor and self.meta is None  # its content is a raw array
 
     def check(self, node, which="output 0"):
@@ -303,7 +309,8 @@ class OpNode(Node):
         out = self.saved_out
         g = grads[0]
         F = None
-        B = NUMPY if type(g) is _NDARRAY else _BACKEND_BY_TYPE.get(type(g))
+        B = NUMPY if type(g) is _NDARRAY else (_BACKEND_BY_TYPE.get(type(g)) or
+                                                _SCALARS.get(type(g)))
         if B is not None and op.nout == 1 and saved is not FREED and out is not FREED:
             # (the raw read, inlined: the engine's hot path)
             strip = pass_.strip

@@ -51,6 +51,11 @@ class Interpreter:
         inputs the levels above need a gradient for."""
         raise NotImplementedError
 
+    # A transform that keeps its data on plain tensors (``_meta.level_data``: forward mode's
+    # tangents) sets this; a node then keeps its saved outputs' metadata objects, so data
+    # attached after the node was recorded is found when an output is rebuilt.
+    keeps_tensor_data = False
+
     # A transform that changes random draws (vmap's ``randomness``) sets this and defines
     # ``random(kind, shape, dtype, device, requires_grad)``.
     transforms_random = False
@@ -104,39 +109,59 @@ def pop(level):
         VISIBLE[0] -= 1
 
 
+def hide(level):
+    """Hide ``level`` and the levels deeper than it (one more time each); returns them, for
+    :func:`unhide`. :class:`below` is the context-manager form; interpreters on their hot
+    path call the pair directly."""
+    hid = STACK[level.depth:]
+    n = 0
+    for lv in hid:
+        if not lv.hidden:
+            n += 1
+        lv.hidden += 1
+    VISIBLE[0] -= n
+    return hid
+
+
+def unhide(hid):
+    n = 0
+    for lv in hid:
+        lv.hidden -= 1
+        if not lv.hidden and lv.alive:
+            n += 1
+    VISIBLE[0] += n
+
+
 class below:
     """Context manager: while it is active, ``level`` and the levels deeper than it are
     invisible to operations (an interpreter computing one level down, Note [Levels]).
     Levels entered inside it are visible."""
 
-    __slots__ = ("depth", "hid")
+    __slots__ = ("level", "hid")
 
     def __init__(self, level):
-        self.depth = level.depth
+        self.level = level
 
     def __enter__(self):
-        hid = self.hid = STACK[self.depth:]
-        n = 0
-        for lv in hid:
-            if not lv.hidden:
-                n += 1
-            lv.hidden += 1
-        VISIBLE[0] -= n
+        self.hid = hide(self.level)
         return self
 
     def __exit__(self, *exc):
-        n = 0
-        for lv in self.hid:
-            lv.hidden -= 1
-            if not lv.hidden and lv.alive:
-                n += 1
-        VISIBLE[0] += n
+        unhide(self.hid)
         return False
 
 
 def visible_levels():
     """The levels operations see now, outermost first."""
     return [lv for lv in STACK if not lv.hidden]
+
+
+def data_levels():
+    """Whether a level that keeps data on tensors (``keeps_tensor_data``) is active."""
+    for lv in STACK:
+        if lv.interpreter.keeps_tensor_data:
+            return True
+    return False
 
 
 def lift_created(t, inside=None):

@@ -263,6 +263,7 @@ class _DualInterpreter(_levels.Interpreter):
     """Forward mode's rules at a dual level (Note [Forward mode] in the module docstring)."""
 
     name = "dual"
+    keeps_tensor_data = True  # tangents live in each tensor's _meta.level_data
 
     def process(self, lv, op, args, params):
         nin = len(args) if op.nin == VARIADIC else op.nin

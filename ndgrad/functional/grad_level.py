@@ -41,10 +41,13 @@ from __future__ import annotations
 
 from ..core import creation
 from ..core import levels as _levels
+from ..core.backend import DIFFERENTIABLE_DTYPES as _DIFF_DTYPES
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F, VARIADIC, apply, link_view
 from ..core.inplace import apply_inplace, inplace
 from ..core.function import apply_function, finish_node, new_ctx, wire
+from ..core.grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
+from ..core.grad_mode import INFERENCE_BLOCKS as _INFERENCE
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
@@ -55,16 +58,19 @@ __all__ = ["GradTensor", "enter", "leave", "track", "lower", "lower_tree"]
 _INDEX_PUT = REGISTRY["index_put"]
 _CLONE = REGISTRY["clone"]
 below = _levels.below
+_hide = _levels.hide
+_unhide = _levels.unhide
 
 
 class _GradInfo:
     """What a grad level remembers: the modes outside it (Note [Grad modes of a level])."""
 
-    __slots__ = ("prev_grad", "prev_inference")
+    __slots__ = ("prev_grad", "prev_inference", "plain")
 
     def __init__(self, prev_grad, prev_inference):
         self.prev_grad = prev_grad
         self.prev_inference = prev_inference
+        self.plain = prev_grad and not prev_inference  # below it, the modes are as inside
 
 
 class _Outside:
@@ -275,15 +281,35 @@ class _GradInterpreter(_levels.Interpreter):
         else:
             extra_in = extra
         params_in = _lower_value(params, level, True) if params else params
-        with below(level), _Outside(level):
-            out = apply(op, *inner, *extra_in, **params_in)
+        # one level down, with the grad modes outside the level (`below` and `_Outside`,
+        # written out: this is the level's hot path)
+        hid = _hide(level)
+        if level.info.plain and not _GRAD_OFF[0] and not _INFERENCE[0]:
+            grad_on = True  # (no thread has a mode set: nothing to switch)
+            try:
+                out = apply(op, *inner, *extra_in, **params_in)
+            finally:
+                _unhide(hid)
+        else:
+            grad_on, inference = STATE.grad_enabled, STATE.inference
+            info = level.info
+            STATE.grad_enabled = grad_on and info.prev_grad
+            STATE.inference = info.prev_inference
+            try:
+                out = apply(op, *inner, *extra_in, **params_in)
+            finally:
+                STATE.grad_enabled, STATE.inference = grad_on, inference
+                _unhide(hid)
         if op.nout == 1:
-            outs = (_wrap(out, level),)
-            res = outs[0]
+            res = _wrap(out, level)
+            outs = (res,)
+            first = out
         else:
             res = outs = tuple(_wrap(o, level) for o in out)
-        if STATE.grad_enabled and op.differentiable and True in needs and outs and \
-                is_differentiable_dtype(outs[0].dtype):
+            first = out[0] if out else None
+        if grad_on and op.differentiable and True in needs and first is not None and \
+                (first._data.dtype in _DIFF_DTYPES if type(first) is Tensor else
+                 is_differentiable_dtype(first.dtype)):
             record(op, arrays, outs, extra_in, params_in, tuple(needs))
         if op.view:
             for k, t in enumerate(outs):

@@ -439,7 +439,7 @@ def _apply_inplace_batched(level, op, target, args, params):
             f"vmap: in-place {op.name} on a view of a batched tensor that takes part in a "
             "gradient computation inside the vmap is not supported; use the out-of-place op "
             "(e.g. ndgrad.index_put instead of x[i] = v).")
-    # Note [In-place operations] in core/dispatch.py, with the physical write
+    # Note [In-place operations] in core/inplace.py, with the physical write
     return inplace(op, target, tuple(args), params, _write_batched)
 
 
