@@ -118,19 +118,25 @@ def apply(op, *args, **params):
         out = op.forward(B, da, db, **params)
     else:
         return _apply_general(op, args, params)
-    if op.nout != 1:
-        return _wrap_outputs(op, args, (), params, out, requires_grad)
-    if type(out) is not _NDARRAY:
-        out = _as_array(out)
-    t = _new(out, False)
+    return _result(op, args, (), params, out, requires_grad)
+
+
+def _result(op, args, extra, params, out, requires_grad):
+    """The Tensor(s) around the forward's ``out``: recorded, marked, linked as views."""
+    if op.nout == 1:
+        outs = (_new(out if type(out) is _NDARRAY else _as_array(out), False),)
+    else:
+        outs = tuple(_new(_as_array(o), False) for o in out)
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            out.dtype in _DIFF_DTYPES:
-        record(op, args, (t,), (), params)
+            outs and outs[0]._data.dtype in _DIFF_DTYPES:
+        record(op, args, outs, extra, params)
     elif INFERENCE_BLOCKS[0] and STATE.inference:
-        _mark_inference(t)
+        for t in outs:
+            _mark_inference(t)
     if op.view:
-        link_view(op, args, (), params, t, 0)
-    return t
+        for k, t in enumerate(outs):
+            link_view(op, args, extra, params, t, k)
+    return outs[0] if op.nout == 1 else outs
 
 
 def _as_array(out):
@@ -174,20 +180,8 @@ def _apply_general(op, args, params):
         mixed = any(type(d) is _NDARRAY for d in datas)  # NumPy arrays with GPU tensors
     if mixed:  # Note [Mixing devices]
         return apply(op, *same_device(op, args), *extra, **params)
-    out = op.forward(B, *datas, *extra, **params)
-    if op.nout != 1:
-        return _wrap_outputs(op, args, extra, params, out, requires_grad)
-    if type(out) is not B.array_type:
-        out = _as_array(out)
-    t = _new(out, False)
-    if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            out.dtype in _DIFF_DTYPES:
-        record(op, args, (t,), extra, params)
-    elif INFERENCE_BLOCKS[0] and STATE.inference:
-        _mark_inference(t)
-    if op.view:
-        link_view(op, args, extra, params, t, 0)
-    return t
+    return _result(op, args, extra, params, op.forward(B, *datas, *extra, **params),
+                   requires_grad)
 
 
 def _alive_values(args):
@@ -203,20 +197,6 @@ def _alive_values(args):
             a = alive
         out.append(a)
     return out
-
-
-def _wrap_outputs(op, args, extra, params, out, requires_grad):
-    outs = tuple(_new(_as_array(o), False) for o in out)
-    if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            outs and outs[0]._data.dtype in _DIFF_DTYPES:
-        record(op, args, outs, extra, params)
-    elif INFERENCE_BLOCKS[0] and STATE.inference:
-        for t in outs:
-            _mark_inference(t)
-    if op.view:
-        for k, t in enumerate(outs):
-            link_view(op, args, extra, params, t, k)
-    return outs
 
 
 # ------------------------------------------------------------------ transform levels
@@ -298,13 +278,10 @@ class DeviceMismatchError(RuntimeError):
     own name (ops/__init__.py), so the message names what the user called."""
 
     def __init__(self, name, a, b):
-        super().__init__(mixed_device_message(name, a, b))
-        self.devices = (a, b)
-
-
-def mixed_device_message(name, a, b):
-    return (f"{name}: expected all tensors to be on the same device, but found at least two "
+        super().__init__(
+            f"{name}: expected all tensors to be on the same device, but found at least two "
             f"devices, {a} and {b}; move them with .to(device) (NumPy arrays count as cpu)")
+        self.devices = (a, b)
 
 
 def same_device(op, args):

@@ -260,24 +260,14 @@ class Node:
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after this node; may return new grad_inputs."""
-        h = self._hooks()
-        if h.post is None:
-            h.post = {}
-        return add_hook(h.post, fn)
+        return add_hook(self._hooks().post, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
-        h = self._hooks()
-        if h.pre is None:
-            h.pre = {}
-        return add_hook(h.pre, fn)
+        return add_hook(self._hooks().pre, fn)
 
     def _add_tensor_hook(self, output_nr, fn):
-        h = self._hooks()
-        if h.tensor is None:
-            h.tensor = {}
-        d = h.tensor.setdefault(output_nr, {})
-        return add_hook(d, fn)
+        return add_hook(self._hooks().tensor.setdefault(output_nr, {}), fn)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"

@@ -55,9 +55,9 @@ class NodeHooks:
     __slots__ = ("pre", "post", "tensor", "trace")
 
     def __init__(self, trace=None):
-        self.pre = None
-        self.post = None
-        self.tensor = None
+        self.pre = {}
+        self.post = {}
+        self.tensor = {}  # output_nr -> {handle id: hook}
         self.trace = trace
 
 
