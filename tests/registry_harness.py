@@ -38,7 +38,8 @@ import scipy.special
 import ndgrad
 from ndgrad.checks.strategies import op_samples
 from ndgrad.core.ops import COMPOSITES, REGISTRY
-from ndgrad.core.ops.registry import VARIADIC
+from ndgrad.core.dispatch import apply
+from ndgrad.core.ops.registry import VARIADIC, Domain, Op
 from support import host, on_device
 
 ENTRIES = sorted(REGISTRY) + sorted(COMPOSITES)
@@ -469,3 +470,21 @@ def assert_close(got, expected, what, rtol=1e-4, atol=1e-6, equal_nan=False):
         assert g.shape == e.shape, f"{where}: shape {g.shape} != reference shape {e.shape}"
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=equal_nan,
                                    err_msg=where)
+
+
+def sin_with_rules(vjp=None, jvp=None, batch=None):
+    """An unregistered copy of ``sin`` whose rules can be replaced (by wrong ones, to show
+    that a suite catches them)."""
+    op = Op("wrong_sin", lambda B, x: B.sin(x), kind="elementwise", nin=1, nout=1,
+            domain=Domain((-2.0, 2.0), complex=True), differentiable=True, view=False,
+            sample=None, method=False, pack=False, inplace_method=None, kwarg_aliases=None,
+            notes=None)
+    op.defvjp(vjp or (lambda F, g, out, x: g * F.conj(F.cos(x))))
+    if jvp is None:
+        op.defjvp_from_vjp()
+    else:
+        op.defjvp(jvp)
+    if batch is not None:
+        op.defbatch(batch)
+    op.public = lambda x: apply(op, x)
+    return op

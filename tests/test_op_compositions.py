@@ -568,22 +568,9 @@ def test_batched_compositions(name, dtype, data):
 
 # ------------------------------------------------------------------- the checks fail
 def _sin(vjp=None, jvp=None, batch=lambda F, batched, x: F.sin(x)):
-    """An unregistered copy of sin with replaceable rules, as a Sample at fixed inputs."""
-    from ndgrad.core.dispatch import apply
-    from ndgrad.core.ops.registry import Domain, Op
-    from registry_harness import Sample
-    op = Op("wrong_sin", lambda B, x: B.sin(x), kind="elementwise", nin=1, nout=1,
-            domain=Domain((-2.0, 2.0), complex=True), differentiable=True, view=False,
-            sample=None, method=False, pack=False, inplace_method=None, kwarg_aliases=None,
-            notes=None)
-    op.defvjp(vjp or (lambda F, g, out, x: g * F.conj(F.cos(x))))
-    if jvp is None:
-        op.defjvp_from_vjp()
-    else:
-        op.defjvp(jvp)
-    op.defbatch(batch)
-    op.public = lambda x: apply(op, x)
-    return Sample(op, (np.array([0.3, -1.1, 0.7]),), {})
+    """The copy of sin with replaceable rules, as a Sample at fixed inputs."""
+    from registry_harness import Sample, sin_with_rules
+    return Sample(sin_with_rules(vjp, jvp, batch), (np.array([0.3, -1.1, 0.7]),), {})
 
 
 def test_composition_checks_catch_wrong_rules():

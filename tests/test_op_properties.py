@@ -34,7 +34,7 @@ from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import REGISTRY
 from ndgrad.core.ops.registry import VARIADIC, Domain, Op
 from registry_harness import (ENTRIES, Sample, assert_close, cases, draw, entry, fd_directional,
-                              random_like, reference, require)
+                              random_like, reference, require, sin_with_rules)
 from support import host
 
 
@@ -225,44 +225,28 @@ def test_declared_exceptions():
 
 
 # ----------------------------------------------------------------------------- the suite fails
-def _wrong_op(vjp=None, jvp=None):
-    """An unregistered copy of sin with replaceable rules."""
-    op = Op("wrong_sin", lambda B, x: B.sin(x), kind="elementwise", nin=1, nout=1,
-            domain=Domain((-2.0, 2.0), complex=True), differentiable=True, view=False,
-            sample=None, method=False, pack=False, inplace_method=None, kwarg_aliases=None,
-            notes=None)
-    op.defvjp(vjp or (lambda F, g, out, x: g * F.conj(F.cos(x))))
-    if jvp is None:
-        op.defjvp_from_vjp()
-    else:
-        op.defjvp(jvp)
-    from ndgrad.core.dispatch import apply
-    op.public = lambda x: apply(op, x)
-    return op
-
-
 def test_suite_catches_wrong_rules():
     x = np.array([0.3, -1.1, 0.7])
-    right = _wrong_op()
+    right = sin_with_rules()
     sample = Sample(right, (x,), {})
     assert gradcheck(sample.function(), sample.leaves())
     assert gradgradcheck(sample.function(), sample.leaves())
 
     # a wrong first derivative (sin' = -cos instead of cos)
-    bad = Sample(_wrong_op(vjp=lambda F, g, out, x: -g * F.cos(x)), (x,), {})
+    bad = Sample(sin_with_rules(vjp=lambda F, g, out, x: -g * F.cos(x)), (x,), {})
     with pytest.raises(GradcheckError, match="Jacobian mismatch"):
         gradcheck(bad.function(), bad.leaves())
     assert gradcheck(bad.function(), bad.leaves(), raise_exception=False) is False
 
     # right first derivative, wrong second: cos written through a non-differentiable path
-    const = Sample(_wrong_op(vjp=lambda F, g, out, x: g * F.cos(
+    const = Sample(sin_with_rules(vjp=lambda F, g, out, x: g * F.cos(
         x.detach() if hasattr(x, "detach") else x)), (x,), {})
     assert gradcheck(const.function(), const.leaves())
     with pytest.raises(GradcheckError):
         gradgradcheck(const.function(), const.leaves())
 
     # a wrong jvp fails the jvp checks' comparisons (the raw rule and dual numbers)
-    badj = _wrong_op(jvp=lambda F, tangents, out, x: tangents[0] * F.sin(x))
+    badj = sin_with_rules(jvp=lambda F, tangents, out, x: tangents[0] * F.sin(x))
     sample = Sample(badj, (x,), {})
     t = [np.ones_like(x)]
     expected = _fd_jvp_raw(badj, sample, t)
@@ -282,10 +266,10 @@ def test_suite_catches_wrong_complex_convention():
     """A vjp missing the conjugate (wrong Wirtinger convention) fails on complex inputs, and
     so does a non-holomorphic op whose jvp is derived from its vjp."""
     z = np.array([0.3 + 0.4j, -1.1 + 0.2j])
-    bad = Sample(_wrong_op(vjp=lambda F, g, out, x: g * F.cos(x)), (z,), {})
+    bad = Sample(sin_with_rules(vjp=lambda F, g, out, x: g * F.cos(x)), (z,), {})
     with pytest.raises(GradcheckError):
         gradcheck(bad.function(), bad.leaves())
-    good = Sample(_wrong_op(), (z,), {})
+    good = Sample(sin_with_rules(), (z,), {})
     assert gradcheck(good.function(), good.leaves())
     # |z|^2 is not holomorphic: a jvp that treats it as such (t * 2z) is wrong
     abs2 = Op("wrong_abs2", lambda B, x: B.real(x * B.conj(x)), kind="elementwise", nin=1,

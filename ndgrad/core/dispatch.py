@@ -19,7 +19,7 @@ from weakref import ref as _weakref
 from . import levels as _levels
 from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES, Device
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
-from .grad_mode import INFERENCE_BLOCKS, STATE
+from .grad_mode import INFERENCE_BLOCKS, STATE, enable_grad
 from .graph import record
 from .tensor import Tensor, _mark_inference, _meta, _new
 
@@ -437,12 +437,8 @@ def _regenerate(t):
         pm = parent._meta
         if pm.base is not None and base._grad_fn is not pm.view_fn:
             _regenerate(parent)
-    prev = STATE.grad_enabled
-    STATE.grad_enabled = True
-    try:
+    with enable_grad():
         r = apply(vop, parent, *extra, **params)
-    finally:
-        STATE.grad_enabled = prev
     if k >= 0:
         r = r[k]
     if r._grad_fn is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .backend import NUMPY
 from .dispatch import (TENSOR_F, _alive_values, _base_now_requires_grad, _check_view_history,
                        _innermost, _regenerate, _VISIBLE, apply)
-from .grad_mode import STATE
+from .grad_mode import STATE, no_grad
 from .graph import FREED, OpNode
 from .tensor import Tensor
 
@@ -49,12 +49,17 @@ def _rebase_base(base, new_base):
     """Point ``base``'s history at ``new_base``'s node (its data is already written)."""
     node = new_base._grad_fn
     if node is not None:
-        if not base._requires_grad:
-            _base_now_requires_grad(base)
-        base._grad_fn = node
-        base._output_nr = new_base._output_nr
-        base._requires_grad = True
+        _continue_history(base, new_base)
         _repoint_saved_output(node, new_base, base)
+
+
+def _continue_history(target, new):
+    """``target``'s history continues from ``new``'s node (so do its views')."""
+    if not target._requires_grad:
+        _base_now_requires_grad(target)
+    target._grad_fn = new._grad_fn
+    target._output_nr = new._output_nr
+    target._requires_grad = True
 
 
 def _repoint_saved_output(node, result, target):
@@ -157,11 +162,7 @@ def rebase(target, new):
         _rebase_base(base, _write_back(target, new))
         _regenerate(target)
     elif node is not None:
-        if not target._requires_grad:
-            _base_now_requires_grad(target)
-        target._grad_fn = node
-        target._output_nr = new._output_nr
-        target._requires_grad = True
+        _continue_history(target, new)
 
 
 def inplace(op, target, args, params, write=_write_data):
@@ -177,12 +178,8 @@ def inplace(op, target, args, params, write=_write_data):
         old = target._stand_in(mask is None or bool(mask and mask[0]))  # its old value
         result = apply(op, old, *args, **params)
     else:
-        prev = STATE.grad_enabled
-        STATE.grad_enabled = False
-        try:
+        with no_grad():
             result = apply(op, target, *args, **params)
-        finally:
-            STATE.grad_enabled = prev
     _check_inplace_result(op, target, result)
     write(target, result)
     if record_it and result._grad_fn is not None:

@@ -61,9 +61,10 @@ class _Meta:
 _object_new = object.__new__
 
 
-def _new(data, requires_grad):
-    """Wrap a raw array (hot path: no validation)."""
-    t = _object_new(Tensor)
+def _new(data, requires_grad, cls=None):
+    """Wrap a raw array (hot path: no validation); with ``cls``, a blank instance of a
+    transform's Tensor subclass, whose own fields the caller sets."""
+    t = _object_new(cls or Tensor)
     t._data = data
     t._requires_grad = requires_grad
     t._grad_fn = None

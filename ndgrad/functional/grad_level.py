@@ -51,7 +51,7 @@ from ..core.grad_mode import INFERENCE_BLOCKS as _INFERENCE
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, _new
 
 __all__ = ["GradTensor", "enter", "leave", "track", "lower", "lower_tree"]
 
@@ -207,14 +207,7 @@ class GradTensor(Tensor):
 
 
 def _wrap(value, level):
-    t = object.__new__(GradTensor)
-    t._data = None
-    t._requires_grad = False
-    t._grad_fn = None
-    t._output_nr = 0
-    t._grad = None
-    t._version = None
-    t._meta = None
+    t = _new(None, False, GradTensor)
     t._value = value
     t._level = level
     return t

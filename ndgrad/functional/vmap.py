@@ -279,14 +279,7 @@ class BatchedTensor(Tensor):
 
 def _wrap(value, level):
     """The batched tensor at ``level`` of ``value`` (a Tensor, batch dimension first)."""
-    t = object.__new__(BatchedTensor)
-    t._data = _NO_DATA
-    t._requires_grad = False
-    t._grad_fn = None
-    t._output_nr = 0
-    t._grad = None
-    t._version = None
-    t._meta = None
+    t = _new(_NO_DATA, False, BatchedTensor)
     t._phys = value
     t._level = level
     t._is_view = False
