@@ -47,6 +47,7 @@ __version__ = "0.1.0"
 
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
 globals().update(_ops.PUBLIC)
+__test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
 
 __all__ = sorted(
     ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",

@@ -13,5 +13,6 @@ from .core import ops as _ops
 from .core.ops.fft import fftfreq, rfftfreq  # noqa: F401  (public)
 
 globals().update(_ops.NAMESPACED["fft"])
+__test__ = _ops.doctests(_ops.NAMESPACED["fft"])  # their examples, for --doctest-modules
 
 __all__ = sorted([*_ops.NAMESPACED["fft"], "fftfreq", "rfftfreq"])

@@ -20,6 +20,7 @@ from .core.ops.decompositions import EighResult, EigResult, QRResult, SVDResult
 from .core.ops.dense_linalg import LinAlgError, LstsqResult, SlogdetResult
 
 globals().update(_ops.NAMESPACED["linalg"])
+__test__ = _ops.doctests(_ops.NAMESPACED["linalg"])  # their examples, for --doctest-modules
 
 # array-API linalg names with the top-level semantics: the same functions
 _SHARED = ("matmul", "matrix_transpose", "outer", "tensordot", "vecdot")

@@ -11,5 +11,6 @@ from __future__ import annotations
 from .core import ops as _ops
 
 globals().update(_ops.NAMESPACED["special"])
+__test__ = _ops.doctests(_ops.NAMESPACED["special"])  # their examples, for --doctest-modules
 
 __all__ = sorted(_ops.NAMESPACED["special"])

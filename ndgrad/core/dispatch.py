@@ -53,73 +53,78 @@ TENSOR_F = Namespace("ndgrad")
 # ------------------------------------------------------------------ the hot path
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
-    if _VISIBLE[0]:  # a transform level is visible (Note [Levels])
-        claim = params  # (plain Tensors without level data, and no parameters: no level's)
-        if not claim:
-            for a in args:
-                if isinstance(a, Tensor) and (type(a) is not Tensor or a._meta is not None):
-                    claim = True
-                    break
-        if claim:
-            level = _innermost(args, params)
-            if level is not None:
-                if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
-                    args = _scalars_to_device(op, args)
-                return level.interpreter.process(level, op, args, params)
-    nin = op.nin
-    n = len(args)
-    # Fast paths: one or two inputs and no extra positional parameters (most calls).
-    if n == nin == 1:
-        a = args[0]
-        if type(a) is Tensor:
-            d = a._data
-            out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params)
-            requires_grad = a._requires_grad
-        elif isinstance(a, Tensor):
-            return _apply_general(op, args, params)
-        else:  # an array or a Python scalar: its own backend (NumPy for scalars)
-            out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
+    try:
+        if _VISIBLE[0]:  # a transform level is visible (Note [Levels])
+            claim = params  # (plain Tensors without level data, and no parameters: no level's)
+            if not claim:
+                for a in args:
+                    if isinstance(a, Tensor) and (type(a) is not Tensor or a._meta is not None):
+                        claim = True
+                        break
+            if claim:
+                level = _innermost(args, params)
+                if level is not None:
+                    if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
+                        args = _scalars_to_device(op, args)
+                    return level.interpreter.process(level, op, args, params)
+        nin = op.nin
+        n = len(args)
+        # Fast paths: one or two inputs and no extra positional parameters (most calls).
+        if n == nin == 1:
+            a = args[0]
+            if type(a) is Tensor:
+                d = a._data
+                out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params)
+                requires_grad = a._requires_grad
+            elif isinstance(a, Tensor):
+                return _apply_general(op, args, params)
+            else:  # an array or a Python scalar: its own backend (NumPy for scalars)
+                out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
+                requires_grad = False
+        elif n == nin == 2:
+            a, b = args
             requires_grad = False
-    elif n == nin == 2:
-        a, b = args
-        requires_grad = False
-        if type(a) is Tensor:
-            da = a._data
-            B = _BACKEND_BY_TYPE[type(da)]
-            requires_grad = a._requires_grad
-            if type(b) is Tensor:
+            if type(a) is Tensor:
+                da = a._data
+                B = _BACKEND_BY_TYPE[type(da)]
+                requires_grad = a._requires_grad
+                if type(b) is Tensor:
+                    db = b._data
+                    if type(db) is not B.array_type:  # Note [Mixing devices]
+                        return apply(op, *same_device(op, args), **params)
+                    if b._requires_grad:
+                        requires_grad = True
+                elif isinstance(b, Tensor):
+                    return _apply_general(op, args, params)
+                else:
+                    db = b
+                    if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
+                        return apply(op, *same_device(op, args), **params)
+                    if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
+                        db = da.dtype.type(b)
+            elif type(b) is Tensor and not isinstance(a, Tensor):
+                da = a
                 db = b._data
-                if type(db) is not B.array_type:  # Note [Mixing devices]
+                B = _BACKEND_BY_TYPE[type(db)]
+                requires_grad = b._requires_grad
+                if B is not NUMPY and type(a) is _NDARRAY:
                     return apply(op, *same_device(op, args), **params)
-                if b._requires_grad:
-                    requires_grad = True
-            elif isinstance(b, Tensor):
+                if _WEAK_FLOATS and type(a) is float and db.dtype in _WEAK_FLOATS:
+                    da = db.dtype.type(a)
+            elif isinstance(a, Tensor) or isinstance(b, Tensor):
                 return _apply_general(op, args, params)
             else:
-                db = b
-                if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
-                    return apply(op, *same_device(op, args), **params)
-                if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
-                    db = da.dtype.type(b)
-        elif type(b) is Tensor and not isinstance(a, Tensor):
-            da = a
-            db = b._data
-            B = _BACKEND_BY_TYPE[type(db)]
-            requires_grad = b._requires_grad
-            if B is not NUMPY and type(a) is _NDARRAY:
-                return apply(op, *same_device(op, args), **params)
-            if _WEAK_FLOATS and type(a) is float and db.dtype in _WEAK_FLOATS:
-                da = db.dtype.type(a)
-        elif isinstance(a, Tensor) or isinstance(b, Tensor):
-            return _apply_general(op, args, params)
+                da, db = a, b
+                B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
+            out = op.forward(B, da, db, **params)
         else:
-            da, db = a, b
-            B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
-        out = op.forward(B, da, db, **params)
-    else:
-        return _apply_general(op, args, params)
-    return _result(op, args, (), params, out, requires_grad)
+            return _apply_general(op, args, params)
+        return _result(op, args, (), params, out, requires_grad)
 
+    except TypeError as exc:
+        if op.signature is None:
+            raise
+        _call_error(op, args, params, exc)
 
 def _result(op, args, extra, params, out, requires_grad):
     """The Tensor(s) around the forward's ``out``: recorded, marked, linked as views."""
@@ -137,6 +142,17 @@ def _result(op, args, extra, params, out, requires_grad):
         for k, t in enumerate(outs):
             link_view(op, args, extra, params, t, k)
     return outs[0] if op.nout == 1 else outs
+
+
+def _call_error(op, args, params, exc):
+    """Re-raise ``exc``, a TypeError from running ``op`` called through its public
+    function; when the call does not fit the public signature, say so in its terms (the
+    forward's own message would count its hidden backend argument)."""
+    try:
+        op.signature.bind(*args, **params)
+    except TypeError as bad:
+        raise TypeError(f"ndgrad.{op.qualname}{op.signature}: {bad}") from None
+    raise exc
 
 
 def _as_array(out):

@@ -269,7 +269,7 @@ class Op:
         "jvp", "batch_rule", "batch_params", "default_batch", "identity_batch", "scatter",
         "view_replay",
         # the public function: a hand-written one, or how to normalise the call's arguments
-        "public", "public_fn", "normalize_args",
+        "public", "public_fn", "normalize_args", "signature",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -310,6 +310,7 @@ class Op:
         self.public = None
         self.public_fn = None
         self.normalize_args = None
+        self.signature = None      # the public signature, where the public call is apply's
 
     def __repr__(self):
         return f"<ndgrad op {self.qualname}>"
