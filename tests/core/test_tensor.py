@@ -482,6 +482,24 @@ def test_power_operator_and_its_gradients():
     close(z.grad, 3.0**yv * np.log(3.0))
 
 
+@pytest.mark.parametrize("k", [0, 1, 2, 3])
+def test_integer_powers_through_nested_transforms(k):
+    # x**k for the exponents pow's vjp treats specially (0, 1, 2), against the closed form
+    # k x**(k-1), k (k-1) x**(k-2) and k (k-1) (k-2) x**(k-3), by reverse over reverse,
+    # forward over reverse and three deep
+    xv = np.array([0.5, -1.5, 2.0, 0.0])
+    x = nd.tensor(xv)
+    f = lambda t: (t**k).sum()
+    d1 = [k * xv ** (k - 1) if k else np.zeros(4), k * (k - 1) * xv ** (k - 2) if k > 1
+          else np.zeros(4), k * (k - 1) * (k - 2) * xv ** (k - 3) if k > 2 else np.zeros(4)]
+    close(nd.func.grad(f)(x), d1[0])
+    close(nd.func.jvp(nd.func.grad(f), (x,), (nd.ones(4),))[1], d1[1])
+    close(np.diag(val(nd.func.jacrev(nd.func.grad(f))(x))), d1[1])
+    gg = nd.func.grad(lambda t: nd.func.grad(f)(t).sum())
+    close(nd.func.jvp(gg, (x,), (nd.ones(4),))[1], d1[2])
+    close(nd.func.vmap(nd.func.grad(lambda t: (t**k)))(x), d1[0])
+
+
 def test_matmul_operator_with_tensors_and_arrays(device):
     M = np.array([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])
     v = np.array([1.5, -0.5, 2.0])

@@ -255,7 +255,10 @@ def _pow_vjp_x(F, g, out, x, y):
     if isinstance(y, (int, float)):
         if y == 0:
             return F.zeros_like(g)
-        return g * F.conj(y * x ** (y - 1))
+        if y == 1:
+            return g
+        # y == 2 is the common square: 2 * x, not a second power (W6's Hessian has nine)
+        return g * F.conj(y * (x if y == 2 else x ** (y - 1)))
     return g * F.conj(y * x ** F.where(y == 0, 1.0, y - 1))
 
 
