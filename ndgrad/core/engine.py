@@ -26,6 +26,7 @@ outside see it.
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from operator import attrgetter
 
 from . import anomaly
 from .backend import backend_of
@@ -108,23 +109,36 @@ def _root_edge(t):
 
 
 def _needed_nodes(start, targets):
-    """Nodes from which some target node is reachable (iterative DFS)."""
-    needed = {}
-    stack = [(n, False) for n in start]
+    """``(needed, whole)``: for each node reachable from ``start``, whether some target node
+    is reachable from it; and the nodes that are needed, are no target, and need every one of
+    their inputs: those take the engine's common path."""
+    seen = set(start)
+    stack = list(seen)
+    order = []
     while stack:
-        node, done = stack.pop()
-        if done:
-            needed[node] = node in targets or any(
-                e is not None and needed.get(e[0], False) for e in node.edges)
-            continue
-        if node in needed:
-            continue
-        needed[node] = False  # in progress (graphs are acyclic)
-        stack.append((node, True))
+        node = stack.pop()
+        order.append(node)
         for e in node.edges:
-            if e is not None and e[0] not in needed:
-                stack.append((e[0], False))
-    return needed
+            if e is not None and e[0] not in seen:
+                seen.add(e[0])
+                stack.append(e[0])
+    order.sort(key=_SEQ)  # a node's inputs were made before it: they come first
+    needed = {}
+    whole = set()
+    for node in order:
+        inputs = [needed[e[0]] for e in node.edges if e is not None]
+        if node in targets:
+            needed[node] = True
+        elif True in inputs:
+            needed[node] = True
+            if False not in inputs:
+                whole.add(node)
+        else:
+            needed[node] = False
+    return needed, whole
+
+
+_SEQ = attrgetter("seq")
 
 
 def _run(roots, grads, p):
@@ -145,19 +159,21 @@ def _run(roots, grads, p):
             buf = buffers[node] = [None] * node.nout
             heappush(heap, (-node.seq, node))
         buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
-    needed = None
+    needed = whole = None
     if p.capture is not None:
         # only run what leads to a requested input
-        needed = p.needed = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
+        needed, whole = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
+        p.needed = needed
     # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off])
-    general = needed is not None or anomaly.ENABLED[0]
+    general = anomaly.ENABLED[0]
     retain = p.retain_graph
     owned = p.owned
     pop = buffers.pop
     while heap:
         node = heappop(heap)[1]
         grads_out = pop(node)
-        if type(node) is OpNode and not general and node.hooks is None and node.nout == 1:
+        if type(node) is OpNode and not general and node.hooks is None and node.nout == 1 \
+                and (whole is None or node in whole):
             if grads_out[0] is None:
                 continue
             grads_in = node.backward(p, grads_out)  # the common case

@@ -64,7 +64,7 @@ _HOST_ARRAY = NUMPY.array_type
 
 
 def _is_integer(i):
-    return isinstance(i, numbers.Integral) and not isinstance(i, bool)
+    return type(i) is int or (isinstance(i, numbers.Integral) and not isinstance(i, bool))
 
 
 def is_basic(index):
@@ -72,7 +72,8 @@ def is_basic(index):
     if not isinstance(index, tuple):
         index = (index,)
     for i in index:
-        if not (i is None or i is Ellipsis or isinstance(i, slice) or _is_integer(i)):
+        if not (type(i) is int or i is None or i is Ellipsis or isinstance(i, slice) or
+                _is_integer(i)):
             return False
     return True
 
