@@ -28,6 +28,7 @@ from .core.tensor import Tensor
 from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from . import cuda, fft, linalg, special  # noqa: E402
+from . import numpy_protocols as _numpy_protocols  # noqa: E402
 
 bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
 
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
 globals().update(_ops.PUBLIC)
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
+_numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 
 __all__ = sorted(
     ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",

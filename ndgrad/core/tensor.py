@@ -219,8 +219,8 @@ class Tensor:
     __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
                  "_meta", "__weakref__")
 
-    # NumPy defers binary operators to us (np_array + tensor -> Tensor.__radd__).
-    __array_ufunc__ = None
+    # NumPy's ufuncs and functions run ndgrad's (ndgrad/numpy_protocols.py attaches
+    # __array_ufunc__ and __array_function__); np_array + tensor is then np.add's, a Tensor.
     __array_priority__ = 1000
 
     # A plain tensor belongs to no transform level (Note [Levels] in core/levels.py), and its

@@ -489,7 +489,10 @@ def test_integer_powers_through_nested_transforms(k):
     # forward over reverse and three deep
     xv = np.array([0.5, -1.5, 2.0, 0.0])
     x = nd.tensor(xv)
-    f = lambda t: (t**k).sum()
+
+    def f(t):
+        return (t**k).sum()
+
     d1 = [k * xv ** (k - 1) if k else np.zeros(4), k * (k - 1) * xv ** (k - 2) if k > 1
           else np.zeros(4), k * (k - 1) * (k - 2) * xv ** (k - 3) if k > 2 else np.zeros(4)]
     close(nd.func.grad(f)(x), d1[0])

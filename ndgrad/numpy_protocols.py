@@ -1,0 +1,635 @@
+"""NumPy's own functions on ndgrad Tensors: NEP 13 (``__array_ufunc__``) and NEP 18
+(``__array_function__``).
+
+``np.sin(t)``, ``np.sum(t, axis=0)``, ``np.linalg.solve(A, t)``, ``scipy.special.expit(t)``
+with a Tensor among the arguments run ndgrad's function of that name, so they return Tensors
+that are recorded, differentiable and transformed like any ndgrad call: existing NumPy code
+differentiates as written. This module owns the translation:
+
+- **ufuncs** (``np.add``, ``np.exp``, SciPy's ``gammaln`` ...): ``__call__`` runs the op of
+  the same name (``ndgrad.special``'s for SciPy's); ``reduce``, ``accumulate``, ``outer``
+  and ``at`` map to reductions, cumulative ops, a broadcast product and an indexed in-place
+  update. ``out=`` a Tensor is an in-place write (version and leaf checks as ``copy_``).
+- **functions** (``np.sum``, ``np.concatenate``, ``np.linalg.norm`` ...): NumPy's
+  signature is bound and translated to ndgrad's (``ddof`` is ``correction``, ``a_min`` is
+  ``min`` ...). An argument ndgrad does not support is a TypeError that names it, unless it
+  holds NumPy's default (``out=None``, ``where=True`` ...).
+- **functions without a derivative** (``np.argsort``, ``np.unique``, ``np.isclose``,
+  ``np.shape`` ...): run by the array library on the tensors' data; arrays come back as
+  Tensors that do not require grad.
+- anything else raises a TypeError naming the NumPy function and saying to call it on
+  ``t.detach()``: nothing is computed without its derivative.
+
+``np.asarray(t)`` is not a protocol call: it keeps ``Tensor.__array__``'s rule (refused
+while ``t`` requires grad, as PyTorch does). ``install`` attaches the two protocol methods to
+:class:`ndgrad.Tensor` when ``ndgrad`` is imported; the Tensor's other operators are
+attached by ``ndgrad.core.ops.methods`` the same way.
+
+Examples
+--------
+>>> import numpy as np
+>>> import ndgrad
+>>> def f(x):  # plain NumPy
+...     return np.sum(np.sin(x) ** 2)
+>>> ndgrad.func.grad(f)(ndgrad.tensor([0.0, 1.0]))  # 2 sin(x) cos(x)
+tensor([0.        , 0.90929743])
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import sys
+
+import numpy as np
+
+from .core.backend import _BACKEND_BY_TYPE
+from .core.tensor import Tensor
+
+__all__ = ["install"]
+
+_NO_VALUE = np._NoValue  # NumPy's "not given" default (initial=, where= of reductions)
+_P = inspect.Parameter
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+
+
+def _nd():
+    return sys.modules["ndgrad"]
+
+
+def _detach_hint(qualname):
+    return (f"numpy.{qualname} has no ndgrad implementation, so it cannot be differentiated; "
+            f"call it on t.detach() (a Tensor that does not require grad) or t.numpy() to "
+            "compute it without a derivative")
+
+
+def _is_operand(x):
+    """Values NumPy's protocols may hand to ndgrad: Tensors, NumPy arrays and scalars,
+    Python numbers, and sequences of them (other array types get NotImplemented)."""
+    return isinstance(x, (Tensor, np.ndarray, np.generic, numbers.Number, list, tuple,
+                          str, slice, type(None), type(Ellipsis), np.dtype, type))
+
+
+# ------------------------------------------------------------------------------ ufuncs
+# NumPy ufunc name -> ndgrad name, where they differ
+_UFUNC_NAMES = {"conjugate": "conj", "fabs": "abs"}
+_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+           "logical_and": "all", "logical_or": "any"}
+_ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
+# keyword values every ufunc call may pass that mean "as ndgrad does anyway"
+_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True}
+
+
+def _ufunc_name(ufunc):
+    """``(library, name)``: "numpy" or "scipy.special" (None: another library's ufunc)."""
+    name = ufunc.__name__
+    if getattr(np, name, None) is ufunc:
+        return "numpy", name
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return "scipy.special", name
+    return None, name
+
+
+def _ufunc_impl(library, name):
+    """ndgrad's function for a NumPy or SciPy ufunc, or None."""
+    nd = _nd()
+    if library == "numpy":
+        return getattr(nd, _UFUNC_NAMES.get(name, name), None)
+    return getattr(nd.special, name, None)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NEP 13: a NumPy or SciPy ufunc with a Tensor among its operands (module docstring)."""
+    library, short = _ufunc_name(ufunc)
+    if library is None or not all(_is_operand(x) for x in inputs):
+        return NotImplemented
+    name = short if library == "numpy" else f"{library}.{short}"
+    out = kwargs.pop("out", None)
+    dtype = kwargs.pop("dtype", None)
+    fn = _ufunc_impl(library, short)
+    params = {}  # a generalized ufunc's own parameters ndgrad's function takes (vecdot's axis)
+    for key, value in list(kwargs.items()):
+        if key in _UFUNC_DEFAULTS and _same(value, _UFUNC_DEFAULTS[key]):
+            del kwargs[key]
+        elif method in ("reduce", "accumulate") and key in ("axis", "keepdims", "initial"):
+            continue
+        elif method == "__call__" and fn is not None and key in _parameters(fn):
+            params[key] = kwargs.pop(key)
+        else:
+            _unsupported(name, key, value)
+    if fn is None:
+        if _constants(inputs, {}):  # nothing to differentiate: the ufunc itself, on the data
+            return _write_out(_wrap_arrays(getattr(ufunc, method)(
+                *_unwrap(inputs), **({"dtype": dtype} if dtype else {}), **kwargs)), out, name)
+        raise TypeError(_detach_hint(name))
+    nd = _nd()
+    if dtype is not None:
+        inputs = (nd.astype(nd.asarray(inputs[0]), dtype),) + tuple(
+            nd.astype(nd.asarray(x), dtype) for x in inputs[1:]) if method != "at" else inputs
+    if method == "__call__":
+        result = fn(*inputs, **params)
+    elif method == "reduce":
+        result = _ufunc_reduce(short, name, inputs[0], **kwargs)
+    elif method == "accumulate":
+        target = _ACCUMULATE.get(short)
+        if target is None:
+            raise TypeError(f"numpy.{name}.accumulate is not supported by ndgrad (add and "
+                            "multiply accumulate); call it on t.detach() for no derivative")
+        result = getattr(nd, target)(nd.asarray(inputs[0]), axis=kwargs.get("axis", 0))
+    elif method == "outer":
+        a, b = (nd.asarray(x) for x in inputs)
+        result = fn(nd.reshape(a, tuple(a.shape) + (1,) * b.ndim), b)
+    elif method == "at":
+        return _ufunc_at(short, name, *inputs)
+    else:
+        raise TypeError(f"numpy.{name}.{method} is not supported by ndgrad (calls, reduce, "
+                        "accumulate, outer and at are); call it on t.detach() for no "
+                        "derivative")
+    return _write_out(result, out, name)
+
+
+def _parameters(fn):
+    sig = getattr(fn, "__signature__", None)
+    try:
+        return (sig or inspect.signature(fn)).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _unsupported(name, key, value):
+    raise TypeError(f"numpy.{name}: ndgrad does not support {key}={_short(value)}; call it "
+                    "without it, or on t.detach() (a Tensor that does not require grad) to "
+                    "compute it without a derivative")
+
+
+def _ufunc_reduce(short, name, x, axis=0, keepdims=False, initial=_NO_VALUE):
+    target = _REDUCE.get(short)
+    if target is None:
+        raise TypeError(f"numpy.{name}.reduce is not supported by ndgrad (add, multiply, "
+                        "maximum, minimum, logical_and and logical_or reduce); call it on "
+                        "t.detach() for no derivative")
+    nd = _nd()
+    result = getattr(nd, target)(nd.asarray(x), axis=axis, keepdims=keepdims)
+    if initial is not _NO_VALUE and initial is not None:
+        result = getattr(nd, short)(result, initial)
+    return result
+
+
+def _ufunc_at(short, name, a, indices, b=None):
+    """``np.add.at(t, idx, v)``: unbuffered indexed update, in place (repeats accumulate)."""
+    nd = _nd()
+    if not isinstance(a, Tensor):
+        raise TypeError(f"numpy.{name}.at: the target must be an ndgrad Tensor when the values "
+                        f"are, got a {type(a).__name__}")
+    if short not in ("add", "subtract"):
+        raise TypeError(f"numpy.{name}.at is not supported by ndgrad (add.at and subtract.at "
+                        "are); write the update with ndgrad.index_add or ndgrad.where")
+    values = b if short == "add" else nd.negative(nd.asarray(b))
+    a.copy_(nd.index_add(a, values, index=indices))
+
+
+def _write_out(result, out, name):
+    """``out=``: None, or a Tensor (one per output) written in place with ``copy_``."""
+    if out is None:
+        return result
+    outs = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) else (result,)
+    if len(outs) != len(results):
+        raise TypeError(f"numpy.{name}: out= has {len(outs)} entries for {len(results)} "
+                        "outputs")
+    for o, r in zip(outs, results):
+        if o is None:
+            continue
+        if not isinstance(o, Tensor):
+            raise TypeError(
+                f"numpy.{name}: out= must be an ndgrad Tensor when the inputs are Tensors (a "
+                f"{type(o).__name__} cannot hold the result's derivative); drop out= and use "
+                "the returned Tensor, or pass a Tensor")
+        o.copy_(r)
+    return out if isinstance(out, tuple) and len(out) > 1 else outs[0]
+
+
+def _same(value, default):
+    if value is default:
+        return True
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except Exception:  # noqa: BLE001 - an array compared with a default: not the default
+        return False
+
+
+# --------------------------------------------------------------------------- functions
+# NumPy parameter name -> ndgrad parameter name, where they differ
+_RENAMES = {"ddof": "correction", "a_min": "min", "a_max": "max", "newshape": "shape"}
+# NumPy parameters that may be given with these values (ndgrad does the same without them)
+_HARMLESS = {"out": None, "where": True, "initial": _NO_VALUE, "order": ("C", "K", "A", None),
+             "casting": ("same_kind", "safe"), "kind": None, "subok": True, "copy": None,
+             "optimize": (False, True, "greedy", "optimal"), "like": None, "mean": None,
+             "dtype": None}
+
+
+def _generic(np_func, nd_func, qualname):
+    """An implementation that binds NumPy's signature of ``np_func`` and calls ``nd_func``
+    with the arguments ndgrad knows (by name, ``_RENAMES`` applied; NumPy's first parameter
+    is ndgrad's first); any other argument must hold its harmless default."""
+    try:
+        np_sig = inspect.signature(np_func)
+    except (TypeError, ValueError):
+        np_sig = None
+    nd_sig = getattr(nd_func, "__signature__", None) or inspect.signature(nd_func)
+    nd_params = list(nd_sig.parameters.values())
+    nd_names = {p.name for p in nd_params}
+    rename = dict(_RENAMES)
+    if np_sig is not None:  # positional parameters named differently correspond by position
+        np_pos = [p for p in np_sig.parameters.values() if p.kind in _POSITIONAL]
+        nd_pos = [p for p in nd_params if p.kind in _POSITIONAL]
+        for p, q in zip(np_pos, nd_pos):
+            if p.name not in nd_names and q.name not in np_sig.parameters:
+                rename.setdefault(p.name, q.name)
+        np_var = [p for p in np_sig.parameters.values() if p.kind is _P.VAR_POSITIONAL]
+        nd_var = [p for p in nd_params if p.kind is _P.VAR_POSITIONAL]
+        if np_var and nd_var:
+            rename[np_var[0].name] = nd_var[0].name
+
+    def impl(*args, **kwargs):
+        if np_sig is None:
+            out = kwargs.pop("out", None)
+            return _write_out(nd_func(*args, **kwargs), out, qualname)
+        try:
+            bound = np_sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"numpy.{qualname}(): {exc}") from None
+        given = {}
+        out = None
+        for pname, value in bound.arguments.items():
+            target = rename.get(pname, pname)
+            if pname == "out":
+                out = value
+            elif target in nd_names:
+                given[target] = value
+            elif not _harmless(pname, value, np_sig.parameters[pname]):
+                _unsupported(qualname, pname, value)
+        return _write_out(_call(nd_func, nd_params, given), out, qualname)
+
+    return impl
+
+
+def _harmless(pname, value, param):
+    if value is param.default:
+        return True
+    allowed = _HARMLESS.get(pname, _NO_VALUE)
+    if allowed is _NO_VALUE:
+        return False
+    if isinstance(allowed, tuple):
+        return any(_same(value, a) for a in allowed)
+    return _same(value, allowed)
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def _call(nd_func, nd_params, given):
+    """Call ``nd_func`` with ``given`` (its parameter names): positional where its
+    signature takes them positionally, a skipped one filled with its default."""
+    args = []
+    kwargs = {}
+    pending = []  # defaults of skipped positional parameters, used if a later one is given
+    for p in nd_params:
+        if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+            if p.name in given:
+                args.extend(pending)
+                pending = []
+                args.append(given.pop(p.name))
+            elif p.default is not _P.empty:
+                pending.append(p.default)
+            else:
+                break
+        elif p.kind is _P.VAR_POSITIONAL:
+            if p.name in given:
+                value = given.pop(p.name)
+                args.extend(value if isinstance(value, (tuple, list)) else (value,))
+        elif p.kind is _P.KEYWORD_ONLY and p.name in given:
+            kwargs[p.name] = given.pop(p.name)
+    kwargs.update(given)
+    return nd_func(*args, **kwargs)
+
+
+# NumPy functions whose ndgrad counterpart has another name or signature
+def _concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    nd = _nd()
+    arrays = [nd.asarray(a) for a in arrays]
+    if dtype is not None:
+        arrays = [nd.astype(a, dtype) for a in arrays]
+    if axis is None:
+        arrays = [nd.reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    return _write_out(nd.concat(arrays, axis=axis), out, "concatenate")
+
+
+def _cumulative(name, target):
+    def impl(a, axis=None, dtype=None, out=None):
+        nd = _nd()
+        a = nd.asarray(a)
+        if axis is None:
+            a, axis = nd.reshape(a, (-1,)), 0
+        return _write_out(getattr(nd, target)(a, axis=axis, dtype=dtype), out, name)
+    return impl
+
+
+def _moments(name):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+             mean=None, correction=_NO_VALUE):
+        nd = _nd()
+        _only_defaults(name, where=(where, True), mean=(mean, None))
+        if correction is not _NO_VALUE and ddof != 0:
+            raise ValueError(f"numpy.{name}: ddof and correction can't be provided "
+                             "simultaneously")
+        a = nd.asarray(a) if dtype is None else nd.astype(nd.asarray(a), dtype)
+        c = ddof if correction is _NO_VALUE else correction
+        return _write_out(getattr(nd, name)(a, axis=axis, correction=c, keepdims=keepdims),
+                          out, name)
+    return impl
+
+
+def _masked_reduction(name, target, neutral):
+    """sum / prod / mean with NumPy's ``initial=`` and ``where=``."""
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VALUE,
+             where=True):
+        nd = _nd()
+        a = nd.asarray(a)
+        if dtype is not None:
+            a = nd.astype(a, dtype)
+        if not _same(where, True):
+            mask = nd.asarray(where)
+            if target == "mean":
+                count = nd.sum(nd.astype(nd.broadcast_to(mask, a.shape), a.dtype), axis=axis,
+                               keepdims=keepdims)
+                total = nd.sum(nd.where(mask, a, 0), axis=axis, keepdims=keepdims)
+                return _write_out(total / count, out, name)
+            a = nd.where(mask, a, neutral)
+        result = getattr(nd, target)(a, axis=axis, keepdims=keepdims)
+        if initial is not _NO_VALUE:
+            if target == "mean":
+                raise TypeError("numpy.mean has no initial= argument")
+            result = result + initial if target == "sum" else result * initial
+        return _write_out(result, out, name)
+    return impl
+
+
+def _extremum(name, target, combine):
+    def impl(a, axis=None, out=None, keepdims=False, initial=_NO_VALUE, where=True):
+        nd = _nd()
+        a = nd.asarray(a)
+        if not _same(where, True):
+            if initial is _NO_VALUE:
+                raise ValueError(f"numpy.{name}: reduction operation has no identity, so "
+                                 "where= needs initial=")
+            a = nd.where(nd.asarray(where), a, initial)
+        result = getattr(nd, target)(a, axis=axis, keepdims=keepdims)
+        if initial is not _NO_VALUE:
+            result = getattr(nd, combine)(result, initial)
+        return _write_out(result, out, name)
+    return impl
+
+
+def _sorting(name, target):
+    def impl(a, axis=-1, kind=None, order=None, *, stable=None):
+        nd = _nd()
+        _only_defaults(name, order=(order, None))
+        a = nd.asarray(a)
+        if axis is None:
+            a, axis = nd.reshape(a, (-1,)), -1
+        return getattr(nd, target)(a, axis=axis)
+    return impl
+
+
+def _clip(a, a_min=_NO_VALUE, a_max=_NO_VALUE, out=None, *, min=_NO_VALUE, max=_NO_VALUE,
+          **kwargs):
+    _only_defaults("clip", **{k: (v, _HARMLESS.get(k)) for k, v in kwargs.items()})
+    lo = a_min if min is _NO_VALUE else min
+    hi = a_max if max is _NO_VALUE else max
+    lo = None if lo is _NO_VALUE else lo
+    hi = None if hi is _NO_VALUE else hi
+    return _write_out(_nd().clip(a, lo, hi), out, "clip")
+
+
+def _where(condition, x=_NO_VALUE, y=_NO_VALUE):
+    nd = _nd()
+    if x is _NO_VALUE and y is _NO_VALUE:
+        return _without_derivative(np.nonzero, "nonzero")(condition)
+    if x is _NO_VALUE or y is _NO_VALUE:
+        raise ValueError("numpy.where: either both or neither of x and y should be given")
+    return nd.where(condition, x, y)
+
+
+def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
+            optimize=False):
+    nd = _nd()
+    if not isinstance(subscripts, str):
+        raise TypeError("numpy.einsum on ndgrad Tensors takes the subscripts string first "
+                        "(the sublist form is not supported)")
+    if dtype is not None:
+        operands = tuple(nd.astype(nd.asarray(o), dtype) for o in operands)
+    return _write_out(nd.einsum(subscripts, *operands), out, "einsum")
+
+
+def _dot(a, b, out=None):
+    # NumPy's dot: a product of scalars, an inner product over a's last axis and b's
+    # second-to-last (its only axis if 1-D)
+    nd = _nd()
+    a, b = nd.asarray(a), nd.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        result = a * b
+    else:
+        result = nd.tensordot(a, b, axes=([a.ndim - 1], [max(b.ndim - 2, 0)]))
+    return _write_out(result, out, "dot")
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    _only_defaults("reshape", order=(order, "C"))
+    shape = newshape if shape is None else shape
+    return _nd().reshape(a, shape)
+
+
+def _round(name):
+    def impl(a, decimals=0, out=None):
+        return _write_out(_nd().round(a, decimals), out, name)
+    return impl
+
+
+def _ravel(a, order="C"):
+    _only_defaults("ravel", order=(order, "C"))
+    return _nd().reshape(a, (-1,))
+
+
+def _transpose(a, axes=None):
+    return _nd().transpose(a, axes)
+
+
+def _only_defaults(name, **given):
+    for key, (value, default) in given.items():
+        if not _same(value, default):
+            _unsupported(name, key, value)
+
+
+_ADAPTERS = {
+    "concatenate": _concatenate, "cumsum": _cumulative("cumsum", "cumulative_sum"),
+    "cumprod": _cumulative("cumprod", "cumulative_prod"), "std": _moments("std"),
+    "var": _moments("var"), "sum": _masked_reduction("sum", "sum", 0),
+    "prod": _masked_reduction("prod", "prod", 1), "mean": _masked_reduction("mean", "mean", 0),
+    "max": _extremum("max", "max", "maximum"), "amax": _extremum("amax", "max", "maximum"),
+    "min": _extremum("min", "min", "minimum"), "amin": _extremum("amin", "min", "minimum"),
+    "sort": _sorting("sort", "sort"), "argsort": _sorting("argsort", "argsort"),
+    "clip": _clip, "where": _where, "einsum": _einsum, "dot": _dot, "reshape": _reshape,
+    "round": _round("round"), "around": _round("around"), "ravel": _ravel,
+    "transpose": _transpose,
+}
+
+# NumPy functions with no derivative: computed on the data, arrays returned as Tensors
+_NO_DERIVATIVE = {
+    "argsort", "argmax", "argmin", "argpartition", "argwhere", "flatnonzero", "nonzero",
+    "searchsorted", "digitize", "unique", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "isin", "isclose", "allclose", "array_equal", "array_equiv",
+    "count_nonzero", "histogram_bin_edges", "shape", "ndim", "size", "result_type", "can_cast",
+    "min_scalar_type", "iscomplexobj", "isrealobj", "iscomplex", "isreal", "lexsort",
+    "nanargmax", "nanargmin", "array_repr", "array_str", "array2string", "isneginf",
+    "isposinf", "bincount", "tril_indices_from",
+    "triu_indices_from", "diag_indices_from", "ravel_multi_index", "unravel_index",
+}
+
+
+def _without_derivative(np_func, qualname):
+    def impl(*args, **kwargs):
+        if qualname == "bincount" and kwargs.get("weights", None) is not None or \
+                qualname == "bincount" and len(args) > 1 and args[1] is not None:
+            raise TypeError(_detach_hint("bincount with weights") + " (bincount's weights are "
+                            "differentiable, and ndgrad has no rule for them yet)")
+        B = _backend_of_args(args, kwargs)
+        raw_args = _unwrap(args)
+        raw_kwargs = _unwrap(kwargs)
+        fn = np_func
+        if B is not None and B.name != "numpy":
+            module, _, name = qualname.rpartition(".")
+            fn = getattr(getattr(B, module) if module else B, name)
+        return _wrap_arrays(fn(*raw_args, **raw_kwargs))
+    return impl
+
+
+def _backend_of_args(args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, Tensor):
+            return v.backend
+        if isinstance(v, (list, tuple)):
+            B = _backend_of_args(v, {})
+            if B is not None:
+                return B
+    return None
+
+
+def _unwrap(x):
+    if isinstance(x, Tensor):
+        return x._data if type(x) is Tensor else _value_of(x)
+    if type(x) in (list, tuple):
+        return type(x)(_unwrap(v) for v in x)
+    if type(x) is dict:
+        return {k: _unwrap(v) for k, v in x.items()}
+    return x
+
+
+def _value_of(t):
+    """The data of a transform's value, where it has one (a batch has none: refused)."""
+    try:
+        return t.detach().numpy() if t.device.type == "cpu" else t.detach()._data
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(f"a NumPy function without a derivative cannot read this value "
+                        f"({exc})") from None
+
+
+def _wrap_arrays(result):
+    nd = _nd()
+    if isinstance(result, tuple):
+        wrapped = [_wrap_arrays(r) for r in result]
+        return type(result)(*wrapped) if hasattr(result, "_fields") else tuple(wrapped)
+    if isinstance(result, list):
+        return [_wrap_arrays(r) for r in result]
+    if type(result) in _BACKEND_BY_TYPE:
+        return nd.asarray(result)
+    return result
+
+
+_IMPLS = {}
+
+
+def _function_impl(func):
+    impl = _IMPLS.get(func)
+    if impl is None:
+        impl = _IMPLS[func] = _find_function_impl(func)
+    return impl
+
+
+def _qualname(func):
+    """``(namespace, name)`` of a NumPy function: namespace "", "linalg" or "fft" (None: not
+    NumPy's)."""
+    name = getattr(func, "__name__", "")
+    for sub in ("", "linalg", "fft"):
+        if getattr(getattr(np, sub) if sub else np, name, None) is func:
+            return sub, name
+    return None, name
+
+
+def _find_function_impl(func):
+    sub, name = _qualname(func)
+    qualname = f"{sub}.{name}" if sub else name
+    if sub is None:  # not a NumPy function (another library's, dispatching on us)
+        return None
+    nd = _nd()
+    space = getattr(nd, sub) if sub else nd
+    if not sub and name in _ADAPTERS:
+        return _ADAPTERS[name]
+    nd_func = getattr(space, name, None)
+    if nd_func is not None and callable(nd_func) and not isinstance(nd_func, type) and \
+            name not in ("asarray", "array"):
+        return _generic(func, nd_func, qualname)
+    if name in _NO_DERIVATIVE:
+        return _without_derivative(func, qualname)
+
+    fallback = _without_derivative(func, qualname)
+
+    def missing(*args, **kwargs):
+        if _constants(args, kwargs):  # nothing to differentiate: NumPy's own, on the data
+            return fallback(*args, **kwargs)
+        raise TypeError(_detach_hint(qualname))
+    return missing
+
+
+def _constants(args, kwargs):
+    """Whether every Tensor among the arguments is a plain constant: it does not require
+    grad and carries no transform's data (a tangent, a batch, a grad level's history)."""
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, Tensor):
+            if type(v) is not Tensor or v._requires_grad or (
+                    v._meta is not None and v._meta.level_data):
+                return False
+        elif type(v) in (list, tuple) and not _constants(v, {}):
+            return False
+    return True
+
+
+def _array_function(self, func, types, args, kwargs):
+    """NEP 18: a NumPy function with a Tensor among its arguments (module docstring)."""
+    for t in types:
+        if not (issubclass(t, Tensor) or issubclass(t, np.ndarray)):
+            return NotImplemented
+    impl = _function_impl(func)
+    if impl is None:
+        return NotImplemented
+    return impl(*args, **kwargs)
+
+
+def install(tensor_cls=Tensor):
+    """Attach ``__array_ufunc__`` and ``__array_function__`` to the Tensor class."""
+    tensor_cls.__array_ufunc__ = _array_ufunc
+    tensor_cls.__array_function__ = _array_function

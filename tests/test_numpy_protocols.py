@@ -1,0 +1,377 @@
+"""NumPy's protocols on Tensors (ndgrad/numpy_protocols.py): functions written only with
+``np.*`` calls, differentiated unmodified under every transform, against closed forms; each
+ufunc that ndgrad implements, drawn from the registry, against ndgrad's own op; the ufunc
+methods, ``out=``, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ndgrad as nd
+from ndgrad import numpy_protocols
+from ndgrad.core.ops import COMPOSITES, REGISTRY
+from registry_harness import FLOAT, assert_close, draw, random_like
+from support import close, val
+
+
+
+RNG = np.random.default_rng(7)
+
+
+# --------------------------------------------------------------- NumPy code, transformed
+def f_sin2(x):
+    return np.sum(np.sin(x) ** 2)
+
+
+def test_grad_of_numpy_code():
+    xv = np.array([0.3, -1.2, 2.0])
+    close(nd.func.grad(f_sin2)(nd.tensor(xv)), np.sin(2 * xv))
+    x = nd.tensor(xv, requires_grad=True)
+    y = f_sin2(x)
+    assert isinstance(y, nd.Tensor) and y.grad_fn is not None
+    y.backward()
+    close(x.grad, np.sin(2 * xv))
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_jacrev_and_jacfwd_of_numpy_code():
+    W = RNG.standard_normal((4, 3))
+    xv = RNG.standard_normal(3)
+    f = lambda x: np.tanh(np.dot(W, x))  # noqa: E731
+    expected = (1 - np.tanh(W @ xv) ** 2)[:, None] * W
+    close(nd.func.jacrev(f)(nd.tensor(xv)), expected)
+    close(nd.func.jacfwd(f)(nd.tensor(xv)), expected)
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_hessian_of_numpy_code():
+    A = RNG.standard_normal((3, 3))
+    xv = RNG.standard_normal(3)
+
+    def f(x):
+        return np.sum(x ** 4) / 4 + 0.5 * np.dot(x, np.matmul(A, x)) + np.sum(np.sin(x))
+
+    close(nd.func.hessian(f)(nd.tensor(xv)), np.diag(3 * xv**2 - np.sin(xv)) + (A + A.T) / 2)
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_vmap_of_grad_of_numpy_code():
+    w = np.array([1.0, -2.0])
+    rows = RNG.standard_normal((5, 2))
+    per_example = nd.func.vmap(nd.func.grad(lambda r: np.sum(np.exp(r) * w)))
+    close(per_example(nd.tensor(rows)), np.exp(rows) * w)
+
+
+def test_three_deep_composition_of_numpy_code():
+    # d^3/dx^3 of sum(cos x) = sin x, by jvp over grad over grad, under vmap
+    f = lambda x: np.sum(np.cos(x))  # noqa: E731
+    g2 = nd.func.grad(lambda x: np.sum(nd.func.grad(f)(x)))
+    xs = RNG.standard_normal((4, 3))
+    third = nd.func.vmap(lambda x: nd.func.jvp(g2, (x,), (nd.ones(3),))[1])(nd.tensor(xs))
+    close(third, np.sin(xs))
+
+
+def test_forward_mode_through_numpy_ufuncs():
+    xv = np.array([0.5, 1.5])
+    with nd.forward_ad.dual_level():
+        d = nd.forward_ad.make_dual(nd.tensor(xv), nd.tensor([1.0, 2.0]))
+        y = np.log1p(np.exp(d))
+        close(nd.forward_ad.unpack_dual(y).tangent, scipy.special.expit(xv) * [1.0, 2.0])
+
+
+def test_gradcheck_of_numpy_code():
+    a = nd.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    b = nd.tensor(RNG.standard_normal((4, 2)), requires_grad=True)
+
+    def f(a, b):
+        return np.mean(np.logaddexp(0.0, np.matmul(a, b)), axis=0)
+
+    assert nd.checks.gradcheck(f, (a, b))
+    assert nd.checks.gradgradcheck(f, (a, b))
+
+
+def test_a_wrong_derivative_through_the_protocol_is_caught():
+    # the protocol must route to the op with its own rule: a function whose "derivative"
+    # is wrong (cos computed without differentiating it) fails gradcheck
+    class WrongSin(nd.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return np.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * np.cos(2 * x)
+
+    x = nd.tensor([0.4, 1.1], requires_grad=True)
+    with pytest.raises(nd.checks.GradcheckError):
+        nd.checks.gradcheck(WrongSin.apply, (x,))
+
+
+# ------------------------------------------------------------------- every ufunc, drawn
+def _public_to_entry():
+    table = {}
+    for op in list(REGISTRY.values()) + list(COMPOSITES.values()):
+        public = getattr(op, "public", None)
+        if public is not None:
+            table[id(public)] = op
+    return table
+
+
+def _ufunc_cases():
+    table = _public_to_entry()
+    cases = []
+    for library, space in (("numpy", np), ("scipy.special", scipy.special)):
+        for name in sorted(dir(space)):
+            ufunc = getattr(space, name)
+            if not isinstance(ufunc, np.ufunc) or ufunc.__name__ != name:
+                continue
+            fn = numpy_protocols._ufunc_impl(library, name)
+            op = table.get(id(fn)) if fn is not None else None
+            if op is not None and op.differentiable:
+                cases.append(pytest.param(ufunc, op, id=f"{library}.{name}"))
+    return cases
+
+
+UFUNC_CASES = _ufunc_cases()
+
+
+def test_the_ufunc_table_covers_ndgrads_elementwise_ops():
+    names = {p.id for p in UFUNC_CASES}
+    for expected in ("numpy.sin", "numpy.add", "numpy.power", "numpy.arctan2", "numpy.matmul",
+                     "numpy.conjugate", "scipy.special.expit", "scipy.special.gammaln"):
+        assert expected in names
+    assert len(names) >= 60
+
+
+@pytest.mark.parametrize("ufunc, op", UFUNC_CASES)
+@given(data=st.data())
+def test_each_ufunc_runs_ndgrads_op(ufunc, op, data):
+    """``ufunc(*tensors)`` is ndgrad's op: the same values and the same vjp."""
+    sample = draw(data, op, FLOAT)
+    assert not sample.extra and len(sample.arrays) == ufunc.nin, sample
+    via_numpy = sample.inputs(requires_grad=True)
+    via_ndgrad = sample.inputs(requires_grad=True)
+    got = ufunc(*via_numpy, **sample.kwargs)  # (vecdot's axis= is a gufunc keyword)
+    want = op.public(*via_ndgrad, **sample.kwargs)
+    assert isinstance(got, nd.Tensor)
+    assert_close(val(got), val(want), f"{ufunc.__name__} value")
+    if got.requires_grad:
+        cot = nd.tensor(random_like(np.random.default_rng(0), val(want)))
+        leaves = [[t for t in ts if isinstance(t, nd.Tensor) and t.requires_grad]
+                  for ts in (via_numpy, via_ndgrad)]
+        grads = nd.autograd.grad(got, leaves[0], cot, allow_unused=True)
+        ref = nd.autograd.grad(want, leaves[1], cot, allow_unused=True)
+        for g, r in zip(grads, ref):
+            if r is not None:
+                assert_close(val(g), val(r), f"{ufunc.__name__} vjp")
+
+
+# --------------------------------------------------------------------------- ufunc methods
+def test_ufunc_reduce():
+    xv = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    x = nd.tensor(xv, requires_grad=True)
+    close(np.add.reduce(x, axis=1), xv.sum(axis=1))
+    close(np.add.reduce(x), xv.sum(axis=0))  # (a ufunc reduces axis 0 by default)
+    close(np.add.reduce(x, axis=None, initial=10.0), xv.sum() + 10.0)
+    (g,) = nd.autograd.grad(np.multiply.reduce(x, axis=0, keepdims=True).sum(), x)
+    close(g, np.prod(xv, axis=0) / xv)
+    (g,) = nd.autograd.grad(np.maximum.reduce(x, axis=None), x)
+    close(g, (xv == xv.max()).astype(float))
+    close(np.minimum.reduce(x, axis=1), xv.min(axis=1))
+
+
+def test_ufunc_accumulate_and_outer():
+    xv = np.array([1.0, 2.0, 3.0, 4.0])
+    x = nd.tensor(xv, requires_grad=True)
+    c = np.add.accumulate(x)
+    close(c, np.cumsum(xv))
+    (g,) = nd.autograd.grad(c.sum(), x)
+    close(g, [4.0, 3.0, 2.0, 1.0])
+    close(np.multiply.accumulate(x), np.cumprod(xv))
+    b = nd.tensor([1.0, -1.0, 2.0], requires_grad=True)
+    o = np.multiply.outer(x, b)
+    close(o, np.multiply.outer(xv, [1.0, -1.0, 2.0]))
+    ga, gb = nd.autograd.grad(o.sum(), [x, b])
+    close(ga, np.full(4, 2.0))
+    close(gb, np.full(3, xv.sum()))
+
+
+def test_ufunc_at_is_an_indexed_in_place_update():
+    x = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = nd.tensor([10.0, 20.0, 30.0], requires_grad=True)
+    t = x * 1.0
+    version = t._version.value if t._version is not None else 0
+    assert np.add.at(t, [0, 0, 2], v) is None
+    close(t, [31.0, 2.0, 33.0])
+    assert t._version.value > version
+    gx, gv = nd.autograd.grad((t * nd.tensor([1.0, 2.0, 3.0])).sum(), [x, v])
+    close(gx, [1.0, 2.0, 3.0])
+    close(gv, [1.0, 1.0, 3.0])
+    s = x * 1.0
+    np.subtract.at(s, [1], 5.0)
+    close(s, [1.0, -3.0, 3.0])
+    leaf = nd.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        np.add.at(leaf, [0], 1.0)
+    with pytest.raises(TypeError, match="multiply.at"):
+        np.multiply.at(x * 1.0, [0], 2.0)
+
+
+def test_out_is_an_in_place_write():
+    x = nd.tensor([0.5, 1.0], requires_grad=True)
+    y = nd.zeros(2)
+    r = np.exp(x, out=y)
+    assert r is y and y.requires_grad
+    close(y, np.exp([0.5, 1.0]))
+    (g,) = nd.autograd.grad(y.sum(), x)
+    close(g, np.exp([0.5, 1.0]))
+    s = nd.zeros(())
+    assert np.sum(x, out=s) is s
+    close(s, 1.5)
+
+
+# -------------------------------------------------------------------------- functions
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_reductions_with_numpys_signature():
+    xv = np.array([[1.0, 2.0, 4.0], [3.0, -1.0, 0.5]])
+    x = nd.tensor(xv, requires_grad=True)
+    mask = np.array([[True, False, True], [False, True, True]])
+    close(np.mean(x, axis=0, keepdims=True), xv.mean(axis=0, keepdims=True))
+    close(np.sum(x, where=mask), xv.sum(where=mask))
+    (g,) = nd.autograd.grad(np.sum(x, where=mask, initial=1.0), x)
+    close(g, mask.astype(float))
+    close(np.mean(x, axis=1, where=mask), np.mean(xv, axis=1, where=mask))
+    close(np.prod(x, axis=1), xv.prod(axis=1))
+    close(np.max(x, axis=1, initial=2.5), np.max(xv, axis=1, initial=2.5))
+    close(np.amin(x), xv.min())
+    n = xv.size
+    s = np.std(x, ddof=1)
+    close(s, np.std(xv, ddof=1))
+    (g,) = nd.autograd.grad(s, x)
+    close(g, (xv - xv.mean()) / ((n - 1) * np.std(xv, ddof=1)))
+    close(np.var(x, axis=0), np.var(xv, axis=0))
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_shape_and_combining_functions():
+    xv = np.arange(6.0).reshape(2, 3)
+    x = nd.tensor(xv, requires_grad=True)
+    close(np.concatenate([x, x], axis=None), np.concatenate([xv, xv], axis=None))
+    close(np.concatenate((x, xv), axis=1), np.concatenate((xv, xv), axis=1))
+    close(np.cumsum(x), np.cumsum(xv))
+    close(np.cumprod(x + 1.0, axis=1), np.cumprod(xv + 1.0, axis=1))
+    close(np.reshape(x, (3, 2)), xv.reshape(3, 2))
+    close(np.ravel(x), xv.ravel())
+    close(np.transpose(x), xv.T)
+    close(np.clip(x, 1.0, 4.0), np.clip(xv, 1.0, 4.0))
+    close(np.where(x > 2.0, x, 0.0), np.where(xv > 2.0, xv, 0.0))
+    close(np.einsum("ij,ij->i", x, x), np.einsum("ij,ij->i", xv, xv))
+    close(np.dot(x, xv.T), xv @ xv.T)
+    a3 = RNG.standard_normal((2, 3, 4))
+    b3 = RNG.standard_normal((5, 4, 2))
+    close(np.dot(nd.tensor(a3), b3), np.dot(a3, b3))
+    close(np.dot(x, 2.0), 2 * xv)
+    close(np.sort(nd.tensor([3.0, 1.0, 2.0])), [1.0, 2.0, 3.0])
+    close(np.round(nd.tensor([1.234, 5.678]), 1), [1.2, 5.7])
+    (g,) = nd.autograd.grad(np.sum(np.concatenate([x, 2 * x])), x)
+    close(g, np.full((2, 3), 3.0))
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_linalg_and_fft():
+    A = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+    bv = RNG.standard_normal(3)
+    b = nd.tensor(bv, requires_grad=True)
+    x = np.linalg.solve(A, b)
+    close(x, np.linalg.solve(A, bv))
+    (g,) = nd.autograd.grad(x.sum(), b)
+    close(g, np.linalg.solve(A.T, np.ones(3)))
+    At = nd.tensor(A, requires_grad=True)
+    (g,) = nd.autograd.grad(np.linalg.det(At), At)
+    close(g, np.linalg.det(A) * np.linalg.inv(A).T)
+    close(np.linalg.norm(b), np.linalg.norm(bv))
+    xv = RNG.standard_normal(8)
+    x = nd.tensor(xv, requires_grad=True)
+    close(np.fft.rfft(x), np.fft.rfft(xv))
+    (g,) = nd.autograd.grad(np.sum(np.abs(np.fft.fft(x)) ** 2), x)
+    close(g, 2 * 8 * xv)  # Parseval: sum |fft x|^2 = n sum x^2
+
+
+def test_functions_without_a_derivative_return_tensors():
+    x = nd.tensor([3.0, 1.0, 2.0, 1.0], requires_grad=True)
+    i = np.argsort(x)
+    assert isinstance(i, nd.Tensor) and not i.requires_grad
+    close(i, [1, 3, 2, 0])
+    u = np.unique(x)
+    assert isinstance(u, nd.Tensor) and not u.requires_grad
+    close(u, [1.0, 2.0, 3.0])
+    close(np.searchsorted(nd.tensor([1.0, 2.0, 3.0]), x), [2, 0, 1, 0])
+    close(np.isclose(x, nd.tensor([3.0, 1.0, 2.5, 1.0])), [True, True, False, True])
+    assert np.allclose(x, [3.0, 1.0, 2.0, 1.0]) is True
+    assert np.shape(x) == (4,) and np.ndim(x) == 1 and np.size(x) == 4
+    (nz,) = np.nonzero(x > 1.5)
+    close(nz, [0, 2])
+    (nz,) = np.where(x > 1.5)
+    close(nz, [0, 2])
+    assert np.count_nonzero(x > 1.5) == 2
+    # an index from NumPy inside a transformed function
+    close(nd.func.grad(lambda t: t[np.argmax(t)] * 2)(nd.tensor([1.0, 3.0, 2.0])), [0, 2, 0])
+
+
+@pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
+def test_mixing_arrays_and_tensors():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    y = np.array([3.0, 4.0]) * x + np.float64(1.0)
+    assert isinstance(y, nd.Tensor)
+    (g,) = nd.autograd.grad(y.sum(), x)
+    close(g, [3.0, 4.0])
+
+
+# ------------------------------------------------------------------------------ errors
+def test_functions_ndgrad_lacks_are_refused_not_silently_wrong():
+    x = nd.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"numpy.median .*t\.detach\(\)"):
+        np.median(x)
+    with pytest.raises(TypeError, match=r"numpy.fmod .*t\.detach\(\)"):
+        np.fmod(x, 2.0)
+    # without requires_grad there is nothing to differentiate: NumPy's own result
+    assert np.median(x.detach()) == 2.0
+    close(np.fmod(x.detach(), 2.0), [1.0, 1.0, 0.0])
+    with nd.forward_ad.dual_level():  # a tangent is something to differentiate
+        d = nd.forward_ad.make_dual(nd.tensor([1.0, 2.0]), nd.tensor([1.0, 0.0]))
+        with pytest.raises(TypeError, match="numpy.median"):
+            np.median(d)
+    with pytest.raises(TypeError, match="numpy.median"):
+        nd.func.grad(lambda t: np.median(t))(nd.tensor([1.0, 2.0]))
+
+
+def test_unsupported_arguments_name_themselves():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match="out= must be an ndgrad Tensor"):
+        np.sum(x, out=np.zeros(()))
+    with pytest.raises(TypeError, match="out= must be an ndgrad Tensor"):
+        np.exp(x, out=np.zeros(2))
+    with pytest.raises(TypeError, match=r"numpy.exp: ndgrad does not support where="):
+        np.exp(x, where=np.array([True, False]))
+    with pytest.raises(TypeError, match=r"numpy.add: ndgrad does not support casting="):
+        np.add(x, 1.0, casting="unsafe")
+    with pytest.raises(TypeError, match=r"numpy.reshape: ndgrad does not support order="):
+        np.reshape(x, (2, 1), order="F")
+    with pytest.raises(TypeError, match="maximum.accumulate"):
+        np.maximum.accumulate(x)
+    with pytest.raises(TypeError, match="reduceat"):
+        np.add.reduceat(x, [0])
+
+
+@pytest.mark.cpu_only("np.asarray reads host memory")
+def test_asarray_keeps_its_rule():
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.asarray(x)
+    close(np.asarray(x.detach()), [1.0, 2.0])
