@@ -447,27 +447,29 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     saves what the op's rules for those inputs read (Note [What a node saves]).
     """
     edges = []
-    given = needs is not None
-    bits = 0  # (which inputs need a gradient, as bits: the tuple is then looked up)
-    bit = 1
-    for k, a in enumerate(args):
-        if needs[k] if given else isinstance(a, Tensor) and a._requires_grad:
-            if type(a) is Tensor:  # (edge_to, inlined: the hot path)
-                if a._meta is not None:
-                    _fresh(a)
-                fn = a._grad_fn
-                d = a._data
-                edges.append((leaf_accumulator(a), 0, d.shape, d.dtype) if fn is None
-                             else (fn, a._output_nr, d.shape, d.dtype))
+    if needs is None:
+        bits = 0  # (which inputs need a gradient, as bits: the tuple is then looked up)
+        bit = 1
+        for a in args:
+            if isinstance(a, Tensor) and a._requires_grad:
+                if type(a) is Tensor:  # (edge_to, inlined: the hot path)
+                    if a._meta is not None:
+                        _fresh(a)
+                    fn = a._grad_fn
+                    d = a._data
+                    edges.append((leaf_accumulator(a), 0, d.shape, d.dtype) if fn is None
+                                 else (fn, a._output_nr, d.shape, d.dtype))
+                else:
+                    edges.append(edge_to(a))
+                bits |= bit
             else:
-                edges.append(edge_to(a))
-            bits |= bit
-        else:
-            edges.append(None)
-        bit <<= 1
-    if not given:
+                edges.append(None)
+            bit <<= 1
         n = len(args)
         needs = _NEEDS[n][bits] if n < 4 else tuple(e is not None for e in edges)
+    else:
+        for a, need in zip(args, needs):
+            edges.append(edge_to(a) if need else None)
     plan = op._save_cache.get(needs)
     if plan is None:
         plan = op.save_plan(needs)
