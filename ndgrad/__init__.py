@@ -20,7 +20,8 @@ from .core.backend import (Device, bool_, complex64, complex128, device, float16
                            float64, get_default_device, get_default_dtype, int8, int16, int32,
                            int64, set_default_device, set_default_dtype, uint8)
 from .core.creation import (arange, asarray, empty, empty_like, eye, full, full_like, is_tensor,
-                            linspace, manual_seed, ones, ones_like, rand, randn, tensor, zeros,
+                            linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
+                            randn_like, tensor, zeros,
                             zeros_like)
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                              is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -54,6 +55,7 @@ _numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 __all__ = sorted(
     ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",
      "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
+     "randn_like", "rand_like",
      "manual_seed", "is_tensor", "device", "Device", "float16", "float32", "float64",
      "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool_", "bool",
      "get_default_dtype", "set_default_dtype", "get_default_device", "set_default_device",

@@ -14,7 +14,7 @@ from .tensor import Tensor, _default_float, as_data, finish
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
-           "manual_seed", "is_tensor"]
+           "manual_seed", "is_tensor", "randn_like", "rand_like"]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -298,6 +298,37 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     True
     """
     return _random("rand", _shape(shape), dtype, device, requires_grad)
+
+
+def randn_like(x, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples with the shape (and by default dtype and device) of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.randn_like(ndgrad.zeros((2, 3))).shape
+    (2, 3)
+    """
+    return _random_like("randn", x, dtype, device, requires_grad)
+
+
+def rand_like(x, dtype=None, device=None, requires_grad=False):
+    """Uniform samples in [0, 1) with the shape (and by default dtype and device) of ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.rand_like(ndgrad.zeros(4)).dtype
+    dtype('float64')
+    """
+    return _random_like("rand", x, dtype, device, requires_grad)
+
+
+def _random_like(kind, x, dtype, device, requires_grad):
+    if not isinstance(x, Tensor):
+        x = asarray(x)
+    return _random(kind, tuple(x.shape), dtype if dtype is not None else x.dtype,
+                   device if device is not None else x.device, requires_grad)
 
 
 def sample(kind, shape, dtype, device):

@@ -33,6 +33,23 @@ def _is_device(a):
     return True
 
 
+def _shape_args(name, args):
+    """``f(2, 3)`` or ``f((2, 3))`` as a tuple of ints."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    for a in args:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"{name}() takes integer sizes, got {type(a).__name__} {a!r}")
+    return tuple(args)
+
+
+def _dim(dim, ndim, name):
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
+                         f"[{-ndim}, {ndim - 1}], but got {dim})")
+    return dim % ndim
+
+
 class TensorMethods:
     """The members attached to Tensor (see the module docstring)."""
 
@@ -177,6 +194,126 @@ class TensorMethods:
         where PyTorch's default is the current device)."""
         return self.to("cuda" if device is None else
                        (f"cuda:{device}" if isinstance(device, int) else device))
+
+    # -- PyTorch's spellings, where they do not clash with NumPy's (size and repeat keep
+    # NumPy's meaning)
+    def unsqueeze(self, dim):
+        """A new axis of length 1 at ``dim`` (PyTorch's name for ``expand_dims``).
+
+        >>> import ndgrad
+        >>> ndgrad.ones(3).unsqueeze(0).shape
+        (1, 3)
+        """
+        return F.expand_dims(self, dim)
+
+    def view(self, *shape):
+        """The same data with another shape, never copied (PyTorch's ``view``): a
+        RuntimeError where the layout does not allow it, as for a transposed matrix (use
+        ``reshape``, which copies there).
+
+        >>> import ndgrad
+        >>> ndgrad.arange(6.0).view(2, -1).shape
+        (2, 3)
+        """
+        shape = _shape_args("view", shape)
+        out = F.reshape(self, shape)
+        if type(self) is Tensor and self._data.size and not self._shares_memory(out):
+            raise RuntimeError(
+                f"view size is not compatible with the input tensor's layout (shape "
+                f"{list(self.shape)}, not contiguous in the order viewed); use "
+                ".reshape(...) instead")
+        return out
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Dimensions ``start_dim`` to ``end_dim`` (inclusive) merged into one.
+
+        >>> import ndgrad
+        >>> ndgrad.ones((2, 3, 4)).flatten(1).shape
+        (2, 12)
+        """
+        n = self.ndim
+        if n == 0:
+            return F.reshape(self, (1,))
+        s, e = _dim(start_dim, n, "flatten"), _dim(end_dim, n, "flatten")
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        shape = tuple(self.shape)
+        merged = 1
+        for k in shape[s:e + 1]:
+            merged *= k
+        return F.reshape(self, shape[:s] + (merged,) + shape[e + 1:])
+
+    def expand(self, *sizes):
+        """Broadcast to ``sizes`` (-1 keeps a dimension; new dimensions go in front), a view
+        (PyTorch's ``expand``; NumPy's ``broadcast_to``).
+
+        >>> import ndgrad
+        >>> ndgrad.ones((3, 1)).expand(2, -1, 4).shape
+        (2, 3, 4)
+        """
+        sizes = _shape_args("expand", sizes)
+        new = len(sizes) - self.ndim
+        if new < 0:
+            raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be "
+                               f"greater or equal to the number of dimensions ({self.ndim})")
+        shape = []
+        for i, k in enumerate(sizes):
+            if k == -1:
+                if i < new:
+                    raise RuntimeError("expand: -1 is not allowed in a new leading dimension")
+                k = self.shape[i - new]
+            shape.append(k)
+        return F.broadcast_to(self, tuple(shape))
+
+    def narrow(self, dim, start, length):
+        """The ``length`` entries from ``start`` along ``dim`` (a view).
+
+        >>> import ndgrad
+        >>> ndgrad.arange(5.0).narrow(0, 1, 3)
+        tensor([1., 2., 3.])
+        """
+        d = _dim(dim, self.ndim, "narrow")
+        size = self.shape[d]
+        if start < 0:
+            start += size
+        if not (0 <= start <= size and 0 <= length and start + length <= size):
+            raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
+                             f"size ({size})")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def t(self):
+        """The transpose of a matrix (a 0-D or 1-D tensor is returned as is).
+
+        >>> import ndgrad
+        >>> ndgrad.ones((2, 3)).t().shape
+        (3, 2)
+        """
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.ndim}D; use .mT or .permute(...)")
+        return F.permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    def mm(self, other):
+        """Matrix product of two matrices (2-D only; ``@`` broadcasts).
+
+        >>> import ndgrad
+        >>> ndgrad.ones((2, 3)).mm(ndgrad.ones((3, 4))).shape
+        (2, 4)
+        """
+        for name, t in (("self", self), ("mat2", other)):
+            if getattr(t, "ndim", None) != 2:
+                raise RuntimeError(f"mm: {name} must be a matrix (2-D), got "
+                                   f"{getattr(t, 'ndim', type(t).__name__)} dimensions")
+        return F.matmul(self, other)
+
+    def permute(self, *dims):
+        """The dimensions reordered (PyTorch's name for ``permute_dims``).
+
+        >>> import ndgrad
+        >>> ndgrad.ones((2, 3, 4)).permute(2, 0, 1).shape
+        (4, 2, 3)
+        """
+        return F.permute_dims(self, _shape_args("permute", dims))
 
     def double(self):
         return self.astype("float64")

@@ -594,8 +594,7 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
                 differentiable=differentiable, view=view, sample=sample,
                 method=(namespace is None) if method is None else method,
                 pack=pack, inplace_method=inplace_method,
-                kwarg_aliases=kwarg_aliases or (
-                    {"dim": "axis", "keepdim": "keepdims"} if kind in (REDUCTION, SCAN) else None),
+                kwarg_aliases=kwarg_aliases or _torch_spellings(forward, kind),
                 notes=notes, namespace=_check_namespace(namespace))
         if op.qualname in REGISTRY or op.qualname in COMPOSITES:
             raise ValueError(f"op {op.qualname!r} is already registered")
@@ -632,6 +631,19 @@ def _lookup(F, namespace, name):
     return getattr(getattr(F, namespace) if namespace else F, name)
 
 
+def _torch_spellings(fn, kind):
+    """PyTorch's keyword names accepted beside NumPy's: ``dim=`` for ``axis=`` wherever a
+    function takes an axis (no NumPy function has a ``dim``), ``keepdim=`` for ``keepdims=``
+    in reductions and scans."""
+    params = inspect.signature(fn).parameters
+    aliases = {}
+    if "axis" in params:
+        aliases["dim"] = "axis"
+    if "keepdims" in params and kind in (REDUCTION, SCAN):
+        aliases["keepdim"] = "keepdims"
+    return aliases or None
+
+
 def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
                  kwarg_aliases=None, kind=None, namespace=None):
     """Register a function written with ``F`` from primitives (see :class:`Composite`);
@@ -640,8 +652,7 @@ def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
         cname = name or fn.__name__
         c = Composite(cname, fn, nin=nin, domain=domain or Domain(), sample=sample,
                       method=(namespace is None) if method is None else method, kind=kind,
-                      kwarg_aliases=kwarg_aliases or (
-                          {"dim": "axis", "keepdim": "keepdims"} if kind == REDUCTION else None),
+                      kwarg_aliases=kwarg_aliases or _torch_spellings(fn, kind),
                       namespace=_check_namespace(namespace))
         if c.qualname in COMPOSITES or c.qualname in REGISTRY:
             raise ValueError(f"{c.qualname!r} is already registered")
