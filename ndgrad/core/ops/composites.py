@@ -4,7 +4,8 @@ own; registered (``defcomposite``) so the property suite checks them like primit
 
 from __future__ import annotations
 
-from .registry import SHAPE, VARIADIC, defcomposite
+from .elementwise import _apart
+from .registry import ELEMENTWISE, SHAPE, VARIADIC, Domain, defalias, defcomposite
 
 
 def _meshgrid_sample(d):
@@ -51,3 +52,144 @@ def meshgrid(F, *xi, indexing="xy"):
         shape[axis] = x.shape[0]
         out.append(F.broadcast_to(F.reshape(x, tuple(shape)), tuple(sizes)))
     return tuple(out)
+
+
+# ------------------------------------------------------------- NumPy's elementwise extras
+# NumPy's names for functions of primitives (np.exp2, np.cbrt, np.deg2rad, ...); NumPy code
+# calling them on Tensors runs these (ndgrad/numpy_protocols.py).
+_LN2 = 0.6931471805599453
+_DEG = 0.017453292519943295  # pi / 180
+
+
+@defcomposite(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0), complex=True))
+def exp2(F, x):
+    """``2 ** x``, elementwise.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.exp2(ndgrad.tensor([0.0, 3.0, -1.0]))
+    tensor([1. , 8. , 0.5])
+    """
+    return F.exp(x * _LN2)
+
+
+@defcomposite(kind=ELEMENTWISE, domain=Domain((0.2, 3.0)))
+def cbrt(F, x):
+    """The real cube root, elementwise (negative for negative ``x``).
+
+    ``d/dx cbrt(x) = 1 / (3 cbrt(x)^2)``, infinite at 0.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cbrt(ndgrad.tensor([8.0, -27.0]))
+    tensor([ 2., -3.])
+    """
+    return F.sign(x) * F.abs(x) ** (1.0 / 3.0)
+
+
+@defcomposite(kind=ELEMENTWISE, domain=Domain((-4.0, 4.0)))
+def deg2rad(F, x):
+    """Degrees to radians, elementwise. Alias: ``radians``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.deg2rad(ndgrad.tensor([180.0]))
+    tensor([3.14159265])
+    """
+    return x * _DEG
+
+
+@defcomposite(kind=ELEMENTWISE, domain=Domain((-4.0, 4.0)))
+def rad2deg(F, x):
+    """Radians to degrees, elementwise. Alias: ``degrees``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.rad2deg(ndgrad.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    return x * (1.0 / _DEG)
+
+
+defalias("radians", "deg2rad")
+defalias("degrees", "rad2deg")
+
+
+@defcomposite(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0)))
+def logaddexp2(F, x, y):
+    """``log2(2**x + 2**y)``, elementwise, computed stably.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.logaddexp2(ndgrad.tensor([1.0]), ndgrad.tensor([1.0]))
+    tensor([2.])
+    """
+    return F.logaddexp(x * _LN2, y * _LN2) * (1.0 / _LN2)
+
+
+@defcomposite(kind=ELEMENTWISE, domain=Domain((-2.0, 2.0)))
+def fabs(F, x):
+    """Absolute value of a real tensor, elementwise (NumPy's ``fabs``; ``abs`` also takes
+    complex input).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.fabs(ndgrad.tensor([-1.5, 2.0]))
+    tensor([1.5, 2. ])
+    """
+    if x.dtype.kind == "c":
+        raise TypeError("fabs: complex input is not supported (use abs)")
+    return F.abs(x)
+
+
+@defcomposite(kind=ELEMENTWISE, nin=2, domain=Domain((0.5, 2.0), (-2.0, 2.0), complex=True))
+def float_power(F, x, y):
+    """``x ** y`` computed in double precision (float64, or complex128 for complex input),
+    whatever the inputs' dtypes.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.float_power(ndgrad.tensor([2.0], dtype=ndgrad.float32), 3).dtype
+    dtype('float64')
+    """
+    complex_ = any(getattr(v, "dtype", None) is not None and v.dtype.kind == "c" or
+                   isinstance(v, complex) for v in (x, y))
+    wide = "complex128" if complex_ else "float64"
+    x = F.astype(x, wide) if hasattr(x, "dtype") else x
+    y = F.astype(y, wide) if hasattr(y, "dtype") else y
+    return F.pow(x, y)
+
+
+# (drawn apart, as maximum's: at a tie the derivative is a kink)
+@defcomposite(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_apart))
+def fmax(F, x, y):
+    """Elementwise maximum that ignores NaN: where one of ``x``, ``y`` is NaN the other is
+    returned (``maximum`` propagates NaN).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.fmax(ndgrad.tensor([1.0, float("nan")]), ndgrad.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    return F.where(F.isnan(y), x, F.where(F.isnan(x), y, F.maximum(x, y)))
+
+
+@defcomposite(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_apart))
+def fmin(F, x, y):
+    """Elementwise minimum that ignores NaN (see :func:`fmax`).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.fmin(ndgrad.tensor([1.0, float("nan")]), ndgrad.tensor([float("nan"), 2.0]))
+    tensor([1., 2.])
+    """
+    return F.where(F.isnan(y), x, F.where(F.isnan(x), y, F.minimum(x, y)))
