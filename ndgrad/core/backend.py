@@ -26,7 +26,7 @@ __all__ = [
     "backend_of", "backend_for_device", "register_backend", "install_cuda_backend",
     "get_default_device", "set_default_device",
     "float16", "float32", "float64", "complex64", "complex128",
-    "int8", "int16", "int32", "int64", "uint8", "bool_",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_",
     "get_default_dtype", "set_default_dtype", "as_dtype",
     "is_floating", "is_complex", "is_differentiable_dtype",
 ]
@@ -44,13 +44,17 @@ int16 = np.dtype("int16")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
 uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
 bool_ = np.dtype("bool")
 
 _DTYPE_NAMES = {
     "float16": float16, "half": float16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "complex64": complex64,
     "complex128": complex128, "int8": int8, "int16": int16, "int32": int32,
-    "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
+    "int64": int64, "long": int64, "uint8": uint8, "uint16": uint16, "uint32": uint32,
+    "uint64": uint64, "bool": bool_,
 }
 _COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128}
 _default_dtype = float64

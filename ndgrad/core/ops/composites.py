@@ -193,3 +193,59 @@ def fmin(F, x, y):
     tensor([1., 2.])
     """
     return F.where(F.isnan(y), x, F.where(F.isnan(x), y, F.minimum(x, y)))
+
+
+def _diff_sample(d):
+    shape = d.shape(min_dims=1, max_dims=3, min_side=2)
+    axis = d.integers(-len(shape), len(shape) - 1)
+    kwargs = {"axis": axis, "n": d.integers(0, 2)}
+    if d.boolean():
+        side = list(shape)
+        side[axis] = 1
+        kwargs[d.choice(["prepend", "append"])] = d.array(tuple(side))
+    return (d.array(shape),), kwargs
+
+
+@defcomposite(kind=SHAPE, domain=Domain((-2.0, 2.0), complex=True), sample=_diff_sample)
+def diff(F, x, *, axis=-1, n=1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``axis``: ``x[1:] - x[:-1]``, ``n`` times
+    (NumPy's ``diff``; the array API's signature). ``prepend``/``append`` (tensors that
+    match ``x`` off ``axis``, or numbers) are joined to ``x`` first; all are differentiable.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.diff(ndgrad.tensor([1.0, 4.0, 9.0, 16.0]))
+    tensor([3., 5., 7.])
+    >>> ndgrad.diff(ndgrad.tensor([1.0, 4.0, 9.0, 16.0]), n=2)
+    tensor([2., 2.])
+    """
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative, got {n}")
+    ndim = len(x.shape)
+    if ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = axis + ndim if axis < 0 else axis
+    if not 0 <= axis < ndim:
+        raise ValueError(f"diff: axis {axis} is out of bounds for a {ndim}-D tensor")
+    if n == 0:
+        return x  # (as NumPy: prepend and append are not joined either)
+    side = list(x.shape)
+    side[axis] = 1
+
+    def joined(v):  # a number or 0-d tensor spreads over x's shape off the axis
+        if hasattr(v, "shape") and len(v.shape) > 0:
+            return v
+        if hasattr(v, "shape"):
+            return F.broadcast_to(v, tuple(side))
+        return F.zeros(tuple(side), dtype=x.dtype, like=x) + v
+
+    parts = [joined(v) if v is not x else v for v in (prepend, x, append) if v is not None]
+    if len(parts) > 1:
+        x = F.concat(parts, axis=axis)
+    for _ in range(n):
+        length = x.shape[axis]
+        hi = (slice(None),) * axis + (slice(1, length),)
+        lo = (slice(None),) * axis + (slice(0, length - 1),)
+        x = x[hi] - x[lo]
+    return x

@@ -1328,6 +1328,79 @@ isfinite = _predicate("isfinite", 1, "Elementwise test for finiteness (not NaN, 
                       _special_values_sample)
 
 
+signbit = _predicate("signbit", 1, "Elementwise test of the sign bit (true for negative values, "
+                     "-0.0 and NaNs with the sign bit set)",
+                     "ndgrad.signbit(ndgrad.tensor([-1.0, -0.0, 0.0, 2.0]))",
+                     "tensor([ True,  True, False, False])",
+                     lambda d: _special_values_sample(d))  # (real only: no complex signbit)
+
+
+# ------------------------------------------------------------------------- bitwise
+def _int_sample(n, shift=False):
+    def sample(d):
+        shapes = d.shapes(n)
+        arrays = [d.int_array(s, -50, 50) for s in shapes]
+        if shift:  # a shift by 0..8 bits of a nonnegative integer
+            arrays = [_np().abs(arrays[0]), d.int_array(shapes[1], 0, 8)]
+        return tuple(arrays), {}
+    return sample
+
+
+def _bitwise(name, np_name, nin, doc, example, result, shift=False):
+    if nin == 1:
+        def forward(B, x):
+            return getattr(B, np_name)(x)
+    else:
+        def forward(B, x, y):
+            return getattr(B, np_name)(x, y)
+    forward.__name__ = name
+    forward.__doc__ = (f"{doc}, elementwise, of integer or bool tensors (no derivative).\n\n"
+                       "    Examples\n    --------\n    >>> import ndgrad\n"
+                       f"    >>> {example}\n    {result}\n    ")
+    return defop(kind=COMPARISON, nin=nin, differentiable=False, method=False,
+                 sample=_int_sample(nin, shift), domain=REALS_ONLY,
+                 notes={"vjp": "bitwise operations are not differentiable (integer values)"}
+                 )(forward)
+
+
+_I2 = "ndgrad.tensor([12, 10]), ndgrad.tensor([10, 6])"
+bitwise_and = _bitwise("bitwise_and", "bitwise_and", 2, "Bitwise AND (``&``)",
+                       f"ndgrad.bitwise_and({_I2})", "tensor([8, 2])")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or", 2, "Bitwise OR (``|``)",
+                      f"ndgrad.bitwise_or({_I2})", "tensor([14, 14])")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", 2, "Bitwise XOR (``^``)",
+                       f"ndgrad.bitwise_xor({_I2})", "tensor([ 6, 12])")
+bitwise_invert = _bitwise("bitwise_invert", "invert", 1, "Bitwise NOT (``~``)",
+                          "ndgrad.bitwise_invert(ndgrad.tensor([0, 5]))", "tensor([-1, -6])")
+bitwise_left_shift = _bitwise("bitwise_left_shift", "left_shift", 2, "Left shift (``<<``)",
+                              f"ndgrad.bitwise_left_shift({_I2})",
+                              "tensor([12288,   640])", shift=True)
+bitwise_right_shift = _bitwise("bitwise_right_shift", "right_shift", 2, "Right shift (``>>``)",
+                               "ndgrad.bitwise_right_shift(ndgrad.tensor([12, 10]), 2)",
+                               "tensor([3, 2])", shift=True)
+
+
+def _nextafter_sample(d):
+    shapes = d.shapes(2)
+    return tuple(d.array(s) for s in shapes), {}
+
+
+@defop(kind=ELEMENTWISE, nin=2, differentiable=False, method=False, domain=REALS_ONLY,
+       sample=_nextafter_sample,
+       notes={"vjp": "nextafter steps to the adjacent float: piecewise constant"})
+def nextafter(B, x, y):
+    """The next representable floating value after ``x`` towards ``y``, elementwise (no
+    derivative).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> float(ndgrad.nextafter(ndgrad.tensor(1.0), 2.0)) - 1.0  # one unit in the last place
+    2.220446049250313e-16
+    """
+    return B.nextafter(x, y)
+
+
 # ------------------------------------------------------------------------- aliases
 # One declaration, more public names (and Tensor methods, where the op has one): the names a
 # PyTorch or NumPy user reaches for.
@@ -1335,6 +1408,8 @@ for _alias, _target in {
     "sub": "subtract", "mul": "multiply", "div": "divide", "true_divide": "divide",
     "neg": "negative", "absolute": "abs", "power": "pow", "clamp": "clip",
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "invert": "bitwise_invert",
+    "bitwise_not": "bitwise_invert", "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
 }.items():
     defalias(_alias, _target)

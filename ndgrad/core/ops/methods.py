@@ -185,6 +185,12 @@ class TensorMethods:
             out = self.clone()
         return out
 
+    def to_device(self, device, /, *, stream=None):
+        """This tensor on ``device`` (the array API's spelling of ``.to(device)``)."""
+        if stream is not None:
+            raise ValueError("to_device: streams are not supported; pass stream=None")
+        return self.to(device)
+
     def cpu(self):
         """This tensor on the CPU (``self`` when it is there already)."""
         return self.to("cpu")
@@ -380,28 +386,41 @@ class TensorMethods:
         return apply(OP["abs"], self)
 
     def __invert__(self):
-        if self.dtype.kind != "b":
-            raise TypeError(f"~ is defined for bool tensors (logical not); this tensor has "
-                            f"dtype {self.dtype}. Use ndgrad.logical_not or `-x - 1`.")
-        return apply(OP["logical_not"], self)
+        if self.dtype.kind not in "biu":
+            raise TypeError(f"~ is defined for integer and bool tensors (bitwise not); this "
+                            f"tensor has dtype {self.dtype}. Use ndgrad.logical_not or `-x`.")
+        return apply(OP["bitwise_invert"], self)
 
+    # bitwise on integers, logical on bools (NumPy's and the standard's meaning)
     def __and__(self, other):
-        return apply(OP["logical_and"], self, other)
+        return apply(OP["bitwise_and"], self, other)
 
     def __rand__(self, other):
-        return apply(OP["logical_and"], other, self)
+        return apply(OP["bitwise_and"], other, self)
 
     def __or__(self, other):
-        return apply(OP["logical_or"], self, other)
+        return apply(OP["bitwise_or"], self, other)
 
     def __ror__(self, other):
-        return apply(OP["logical_or"], other, self)
+        return apply(OP["bitwise_or"], other, self)
 
     def __xor__(self, other):
-        return apply(OP["logical_xor"], self, other)
+        return apply(OP["bitwise_xor"], self, other)
 
     def __rxor__(self, other):
-        return apply(OP["logical_xor"], other, self)
+        return apply(OP["bitwise_xor"], other, self)
+
+    def __lshift__(self, other):
+        return apply(OP["bitwise_left_shift"], self, other)
+
+    def __rlshift__(self, other):
+        return apply(OP["bitwise_left_shift"], other, self)
+
+    def __rshift__(self, other):
+        return apply(OP["bitwise_right_shift"], self, other)
+
+    def __rrshift__(self, other):
+        return apply(OP["bitwise_right_shift"], other, self)
 
     def __eq__(self, other):
         return apply(OP["equal"], self, other)
