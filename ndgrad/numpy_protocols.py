@@ -267,12 +267,28 @@ def _generic(np_func, nd_func, qualname):
             if pname == "out":
                 out = value
             elif target in nd_names:
-                given[target] = value
+                given[target] = _list_on_device(value, bound.arguments) \
+                    if _numeric_list(value) else value
             elif not _harmless(pname, value, np_sig.parameters[pname]):
                 _unsupported(qualname, pname, value)
         return _write_out(_call(nd_func, nd_params, given), out, qualname)
 
     return impl
+
+
+def _numeric_list(value):
+    """A (nested) list of numbers: NumPy reads it as an array, and so does ndgrad here (a
+    tuple stays a tuple: axes and shapes are tuples)."""
+    if type(value) is not list or not value:
+        return False
+    return all(_numeric_list(v) if type(v) is list else
+               isinstance(v, numbers.Number) and not isinstance(v, bool) for v in value)
+
+
+def _list_on_device(value, arguments):
+    """A list of numbers as a Tensor on the device of the call's Tensors."""
+    device = next((v.device for v in arguments.values() if isinstance(v, Tensor)), None)
+    return _nd().asarray(value, device=device)
 
 
 def _harmless(pname, value, param):
@@ -436,18 +452,6 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
     return _write_out(nd.einsum(subscripts, *operands), out, "einsum")
 
 
-def _dot(a, b, out=None):
-    # NumPy's dot: a product of scalars, an inner product over a's last axis and b's
-    # second-to-last (its only axis if 1-D)
-    nd = _nd()
-    a, b = nd.asarray(a), nd.asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
-        result = a * b
-    else:
-        result = nd.tensordot(a, b, axes=([a.ndim - 1], [max(b.ndim - 2, 0)]))
-    return _write_out(result, out, "dot")
-
-
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     _only_defaults("reshape", order=(order, "C"))
     shape = newshape if shape is None else shape
@@ -483,7 +487,7 @@ _ADAPTERS = {
     "max": _extremum("max", "max", "maximum"), "amax": _extremum("amax", "max", "maximum"),
     "min": _extremum("min", "min", "minimum"), "amin": _extremum("amin", "min", "minimum"),
     "sort": _sorting("sort", "sort"), "argsort": _sorting("argsort", "argsort"),
-    "clip": _clip, "where": _where, "einsum": _einsum, "dot": _dot, "reshape": _reshape,
+    "clip": _clip, "where": _where, "einsum": _einsum, "reshape": _reshape,
     "round": _round("round"), "around": _round("around"), "ravel": _ravel,
     "transpose": _transpose,
 }

@@ -1,0 +1,378 @@
+"""NumPy's statistics and products, written from primitives: order statistics (``quantile``,
+``percentile``, ``median``), the NaN-ignoring reductions, ``ptp``, ``average``,
+``trapezoid``, and ``dot``, ``inner``, ``kron``. Registered (``defcomposite``), so the
+property suites check them like primitives; NumPy code calling them on Tensors runs these.
+
+Order statistics differentiate through ``sort``: the gradient of a quantile goes to the
+(at most two) elements it interpolates between, split by the interpolation weights, as in
+PyTorch's ``quantile``; at ties, to the element the stable sort puts first.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .registry import LINALG, REDUCTION, Domain, defcomposite
+
+_ANY = Domain((-2.0, 2.0))
+_ANYC = Domain((-2.0, 2.0), complex=True)
+
+
+# ------------------------------------------------------------------------- order statistics
+def _to_last(F, a, axis):
+    """``a`` with the reduced ``axis`` (None: all; an int or a tuple) moved last and merged
+    into one, and the shape a ``keepdims`` result has."""
+    nd = len(a.shape)
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        for ax in axes:
+            if not -nd <= ax < max(nd, 1):
+                raise ValueError(f"axis {ax} is out of bounds for a {nd}-D tensor")
+        axes = tuple(sorted({ax % nd for ax in axes})) if nd else ()
+    rest = tuple(k for k in range(nd) if k not in axes)
+    if rest + axes != tuple(range(nd)):
+        a = F.permute_dims(a, rest + axes)
+    size = math.prod(a.shape[len(rest):])
+    a = F.reshape(a, tuple(a.shape[:len(rest)]) + (size,))
+    keep = tuple(1 if k in axes else a.shape[rest.index(k)] for k in range(nd))
+    return a, keep
+
+
+def _qs(q, who):
+    """``q`` (a number, a sequence or a constant tensor of numbers in [0, 1]) as floats, and
+    whether it was a scalar."""
+    values = q.tolist() if hasattr(q, "tolist") else q
+    scalar = not isinstance(values, (list, tuple))
+    flat = [values] if scalar else list(values)
+    if any(isinstance(v, (list, tuple)) for v in flat):
+        raise ValueError(f"{who}: q must be a number or a 1-D sequence")
+    for v in flat:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{who}: quantiles must be in the range [0, 1], got {v}")
+    return [float(v) for v in flat], scalar
+
+
+def _quantiles(F, a, qs, scalar, axis, keepdims, method, who):
+    if method != "linear":
+        raise ValueError(f"{who}: only method='linear' (NumPy's default) is supported, got "
+                         f"{method!r}")
+    a2, keep = _to_last(F, a, axis)
+    n = a2.shape[-1]
+    if n == 0:
+        raise ValueError(f"{who}: cannot take a quantile of an empty tensor")
+    s = F.sort(a2, axis=-1)
+    out = []
+    for q in qs:
+        pos = q * (n - 1)
+        lo = min(int(math.floor(pos)), n - 1)
+        frac = pos - lo
+        v = s[..., lo]
+        if frac > 0:
+            v = v * (1.0 - frac) + s[..., lo + 1] * frac
+        if keepdims:
+            v = F.reshape(v, keep)
+        out.append(v)
+    return out[0] if scalar else F.stack(out, axis=0)
+
+
+def _sample_quantile(d):
+    shape = d.shape()
+    x = d.array(shape)
+    q = d.choice([0.0, 0.3, 0.5, 1.0, [0.25, 0.9]])
+    axis = d.choice([None] + ([d.axis(len(shape), none=False)] if shape else []))
+    return (x, q), {"axis": axis, "keepdims": d.boolean()}
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY, sample=_sample_quantile)
+def quantile(F, a, q, axis=None, keepdims=False, *, method="linear"):
+    """The ``q``-th quantiles of ``a`` over ``axis`` (all elements by default), linearly
+    interpolated (NumPy's default method).
+
+    ``q`` is a number in [0, 1] or a sequence of them (then the quantiles stack along a new
+    first axis); it is a constant. The gradient goes to the elements interpolated between.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 4.0, 2.0, 3.0], requires_grad=True)
+    >>> ndgrad.quantile(x, 0.5)
+    tensor(2.5, grad_fn=<AddBackward0>)
+    >>> ndgrad.quantile(x, [0.0, 1.0])
+    tensor([1., 4.], grad_fn=<StackBackward0>)
+    """
+    qs, scalar = _qs(q, "quantile")
+    return _quantiles(F, a, qs, scalar, axis, keepdims, method, "quantile")
+
+
+def _sample_percentile(d):
+    (x, q), kw = _sample_quantile(d)
+    return (x, [100 * v for v in q] if isinstance(q, list) else 100 * q), kw
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY, sample=_sample_percentile)
+def percentile(F, a, q, axis=None, keepdims=False, *, method="linear"):
+    """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``: :func:`quantile` of ``q/100``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.percentile(ndgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), 25)
+    tensor(2.)
+    """
+    values = q.tolist() if hasattr(q, "tolist") else q
+    scaled = [v / 100 for v in values] if isinstance(values, (list, tuple)) else values / 100
+    qs, scalar = _qs(scaled, "percentile")
+    return _quantiles(F, a, qs, scalar, axis, keepdims, method, "percentile")
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY)
+def median(F, a, axis=None, keepdims=False):
+    """The median of ``a`` over ``axis`` (the mean of the two middle values for an even
+    count, as NumPy's; PyTorch's ``median`` takes the lower one).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([3.0, 1.0, 4.0, 2.0], requires_grad=True)
+    >>> m = ndgrad.median(x)
+    >>> m
+    tensor(2.5, grad_fn=<AddBackward0>)
+    >>> m.backward()
+    >>> x.grad
+    tensor([0.5, 0. , 0. , 0.5])
+    """
+    return _quantiles(F, a, [0.5], True, axis, keepdims, "linear", "median")
+
+
+# ------------------------------------------------------------------------- NaN-ignoring
+@defcomposite(kind=REDUCTION, domain=_ANYC)
+def nansum(F, a, axis=None, keepdims=False):
+    """Sum over ``axis`` treating NaNs as zero (their gradient is zero).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nansum(ndgrad.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    return F.sum(F.where(F.isnan(a), 0.0, a), axis=axis, keepdims=keepdims)
+
+
+@defcomposite(kind=REDUCTION, domain=_ANYC)
+def nanmean(F, a, axis=None, keepdims=False):
+    """Mean over ``axis`` of the elements that are not NaN (NaN where all are).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nanmean(ndgrad.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.5)
+    """
+    keep = F.logical_not(F.isnan(a))
+    total = F.sum(F.where(keep, a, 0.0), axis=axis, keepdims=keepdims)
+    ones = F.where(keep, 1.0, 0.0)  # (counted in a's dtype: no promotion of float32)
+    count = F.sum(F.astype(ones, a.dtype), axis=axis, keepdims=keepdims)
+    return total / count
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY)
+def nanmax(F, a, axis=None, keepdims=False):
+    """Maximum over ``axis`` ignoring NaNs (NaN where all are).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nanmax(ndgrad.tensor([1.0, float("nan"), 2.0]))
+    tensor(2.)
+    """
+    nan = F.isnan(a)
+    m = F.max(F.where(nan, -math.inf, a), axis=axis, keepdims=keepdims)
+    return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY)
+def nanmin(F, a, axis=None, keepdims=False):
+    """Minimum over ``axis`` ignoring NaNs (NaN where all are).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nanmin(ndgrad.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.)
+    """
+    nan = F.isnan(a)
+    m = F.min(F.where(nan, math.inf, a), axis=axis, keepdims=keepdims)
+    return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY)
+def ptp(F, a, axis=None, keepdims=False):
+    """Range (peak to peak) over ``axis``: ``max - min``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.ptp(ndgrad.tensor([[1.0, 5.0], [2.0, 3.0]]), axis=1)
+    tensor([4., 1.])
+    """
+    return F.max(a, axis=axis, keepdims=keepdims) - F.min(a, axis=axis, keepdims=keepdims)
+
+
+# ------------------------------------------------------------------------- weighted
+def _sample_average(d):
+    shape = d.shape(min_dims=1)
+    x = d.array(shape)
+    axis = d.choice([None, d.axis(len(shape), none=False)])
+    if d.boolean():
+        wshape = shape if axis is None else (shape[axis],)
+        return (x,), {"axis": axis, "weights": d.array(wshape, 0.5, 2.0)}
+    return (x,), {"axis": axis}
+
+
+@defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_average)
+def average(F, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted mean over ``axis``: ``sum(a * w) / sum(w)``; ``weights`` are 1-D along a
+    single ``axis`` or of ``a``'s shape, and differentiable. With ``returned``, also the sum
+    of the weights.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.average(ndgrad.tensor([1.0, 2.0, 4.0]), weights=ndgrad.tensor([1.0, 1.0, 2.0]))
+    tensor(2.75)
+    """
+    if weights is None:
+        if not returned:
+            return F.mean(a, axis=axis, keepdims=keepdims)
+        weights = F.zeros(tuple(a.shape), dtype=a.dtype, like=a) + 1.0
+    w = weights
+    if tuple(w.shape) != tuple(a.shape):
+        if axis is None or isinstance(axis, tuple) or len(w.shape) != 1 or \
+                w.shape[0] != a.shape[axis]:
+            raise ValueError("average: weights must have a's shape, or be 1-D along a single "
+                             "axis with that axis's length")
+        shape = [1] * len(a.shape)
+        shape[axis] = w.shape[0]
+        w = F.reshape(w, tuple(shape))
+    total = F.sum(w + F.zeros(tuple(a.shape), dtype=w.dtype, like=w), axis=axis,
+                  keepdims=keepdims)
+    avg = F.sum(a * w, axis=axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
+def _sample_trapezoid(d):
+    shape = d.shape(min_dims=1, min_side=2)
+    axis = d.axis(len(shape), none=False)
+    y = d.array(shape)
+    if d.boolean():
+        return (y,), {"x": d.array((shape[axis],)), "axis": axis}
+    return (y,), {"dx": d.choice([1.0, 0.5]), "axis": axis}
+
+
+@defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_trapezoid)
+def trapezoid(F, y, x=None, dx=1.0, axis=-1):
+    """The integral of ``y`` along ``axis`` by the trapezoidal rule, at sample points ``x``
+    (1-D along the axis, or ``y``'s shape; differentiable) or spacing ``dx``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.trapezoid(ndgrad.tensor([0.0, 1.0, 4.0]), x=ndgrad.tensor([0.0, 1.0, 2.0]))
+    tensor(3.)
+    """
+    nd = len(y.shape)
+    ax = axis % nd
+    n = y.shape[ax]
+    hi = (slice(None),) * ax + (slice(1, n),)
+    lo = (slice(None),) * ax + (slice(0, n - 1),)
+    mid = (y[hi] + y[lo]) * 0.5
+    if x is None:
+        return F.sum(mid, axis=ax) * dx
+    if len(x.shape) == 1:
+        d = x[1:] - x[:-1]
+        shape = [1] * nd
+        shape[ax] = n - 1
+        d = F.reshape(d, tuple(shape))
+    else:
+        d = x[hi] - x[lo]
+    return F.sum(mid * d, axis=ax)
+
+
+# ------------------------------------------------------------------------- products
+def _ndim(v):
+    return len(v.shape) if hasattr(v, "shape") else 0  # (a Python number: 0)
+
+
+def _sample_dot(d):
+    case = d.choice(["1.1", "2.1", "2.2", "3.2", "0.2"])
+    k, m, n = d.integers(1, 3), d.integers(1, 3), d.integers(1, 3)
+    shapes = {"1.1": ((k,), (k,)), "2.1": ((m, k), (k,)), "2.2": ((m, k), (k, n)),
+              "3.2": ((2, m, k), (k, n)), "0.2": ((), (m, n))}[case]
+    return tuple(d.array(s) for s in shapes), {}
+
+
+@defcomposite(kind=LINALG, nin=2, domain=_ANYC, sample=_sample_dot)
+def dot(F, a, b):
+    """NumPy's ``dot``: a product with a scalar, or the sum over ``a``'s last axis and
+    ``b``'s second-to-last (its only axis when 1-D). For 2-D operands, a matrix product.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.dot(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return a * b
+    return F.tensordot(a, b, axes=([len(a.shape) - 1], [max(len(b.shape) - 2, 0)]))
+
+
+def _sample_inner(d):
+    k = d.integers(1, 3)
+    sa = tuple(d.integers(1, 3) for _ in range(d.integers(0, 2))) + (k,)
+    sb = tuple(d.integers(1, 3) for _ in range(d.integers(0, 2))) + (k,)
+    return (d.array(sa), d.array(sb)), {}
+
+
+@defcomposite(kind=LINALG, nin=2, domain=_ANYC, sample=_sample_inner)
+def inner(F, a, b):
+    """Sum over the last axes of ``a`` and ``b`` (no conjugation), NumPy's ``inner``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.inner(ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]), ndgrad.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    """
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return a * b
+    return F.tensordot(a, b, axes=([len(a.shape) - 1], [len(b.shape) - 1]))
+
+
+def _sample_kron(d):
+    na, nb = d.integers(1, 2), d.integers(1, 2)
+    return (d.array(tuple(d.integers(1, 3) for _ in range(na))),
+            d.array(tuple(d.integers(1, 3) for _ in range(nb)))), {}
+
+
+@defcomposite(kind=LINALG, nin=2, domain=_ANYC, sample=_sample_kron)
+def kron(F, a, b):
+    """The Kronecker product: blocks ``a[i, j] * b`` (any number of dimensions; the shorter
+    shape is padded with leading ones).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.kron(ndgrad.tensor([1.0, 10.0]), ndgrad.tensor([1.0, 2.0, 3.0]))
+    tensor([ 1.,  2.,  3., 10., 20., 30.])
+    """
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return a * b
+    nd = max(len(a.shape), len(b.shape))
+    sa = (1,) * (nd - len(a.shape)) + tuple(a.shape)
+    sb = (1,) * (nd - len(b.shape)) + tuple(b.shape)
+    ea = F.reshape(a, tuple(v for s in sa for v in (s, 1)))
+    eb = F.reshape(b, tuple(v for s in sb for v in (1, s)))
+    return F.reshape(ea * eb, tuple(x * y for x, y in zip(sa, sb)))
