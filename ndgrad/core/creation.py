@@ -218,7 +218,7 @@ def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=F
     tensor([0.  , 0.25, 0.5 , 0.75])
     """
     B, device = _placed(device)
-    args = (start,) if stop is None else (start, stop, step)
+    args = (0, start, step) if stop is None else (start, stop, step)  # arange(stop, step=k)
     d = as_dtype(dtype)
     with B.on(device):
         arr = B.arange(*args, dtype=d) if d is not None else B.arange(*args)

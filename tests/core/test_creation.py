@@ -162,6 +162,11 @@ def test_arange_linspace_eye_match_numpy():
     np.testing.assert_array_equal(nd.arange(5).cpu().numpy(), np.arange(5))
     assert nd.arange(5).dtype == nd.int64
     np.testing.assert_array_equal(nd.arange(1, 7, 2).cpu().numpy(), np.arange(1, 7, 2))
+    # a step with only a stop (the array API's arange(stop, step=k)): [0, stop) by k, not
+    # the step dropped (once 1e9 values for arange(1e9, step=1e8))
+    np.testing.assert_array_equal(nd.arange(10, step=3).cpu().numpy(), [0, 3, 6, 9])
+    np.testing.assert_array_equal(nd.arange(1e9, step=2.5e8).cpu().numpy(),
+                                  [0.0, 2.5e8, 5e8, 7.5e8])
     a = nd.arange(0.0, 1.0, 0.25)
     assert a.dtype == nd.float64
     np.testing.assert_array_equal(a.cpu().numpy(), np.arange(0.0, 1.0, 0.25))
