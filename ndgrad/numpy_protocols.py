@@ -263,7 +263,7 @@ def _generic(np_func, nd_func, qualname):
         given = {}
         out = None
         for pname, value in bound.arguments.items():
-            target = rename.get(pname, pname)
+            target = pname if pname in nd_names else rename.get(pname, pname)
             if pname == "out":
                 out = value
             elif target in nd_names:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .registry import LINALG, REDUCTION, Domain, defcomposite
+from .registry import LINALG, REDUCTION, SCAN, SHAPE, Domain, defcomposite
 
 _ANY = Domain((-2.0, 2.0))
 _ANYC = Domain((-2.0, 2.0), complex=True)
@@ -376,3 +376,311 @@ def kron(F, a, b):
     ea = F.reshape(a, tuple(v for s in sa for v in (s, 1)))
     eb = F.reshape(b, tuple(v for s in sb for v in (1, s)))
     return F.reshape(ea * eb, tuple(x * y for x, y in zip(sa, sb)))
+
+
+# ------------------------------------------------------------------------- NumPy's scans
+def _sample_scan(d):
+    shape = d.shape()
+    x = d.array(shape)
+    return (x,), {"axis": d.choice([None] + ([d.axis(len(shape), none=False)] if shape
+                                              else []))}
+
+
+def _scan(F, a, axis, target, nan_neutral=None):
+    if nan_neutral is not None:
+        a = F.where(F.isnan(a), nan_neutral, a)
+    if axis is None or len(a.shape) == 0:
+        a, axis = F.reshape(a, (-1,)), 0
+    return getattr(F, target)(a, axis=axis)
+
+
+@defcomposite(kind=SCAN, domain=_ANYC, sample=_sample_scan)
+def cumsum(F, a, axis=None):
+    """Cumulative sum along ``axis`` (of the flattened tensor by default), NumPy's
+    ``cumsum`` (the array API's :func:`cumulative_sum` keeps a 1-D input's axis).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cumsum(ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([ 1.,  3.,  6., 10.])
+    """
+    return _scan(F, a, axis, "cumulative_sum")
+
+
+@defcomposite(kind=SCAN, domain=_ANYC, sample=_sample_scan)
+def cumprod(F, a, axis=None):
+    """Cumulative product along ``axis`` (of the flattened tensor by default).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cumprod(ndgrad.tensor([1.0, 2.0, 3.0]))
+    tensor([1., 2., 6.])
+    """
+    return _scan(F, a, axis, "cumulative_prod")
+
+
+@defcomposite(kind=SCAN, domain=_ANY, sample=_sample_scan)
+def nancumsum(F, a, axis=None):
+    """Cumulative sum treating NaNs as zero.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nancumsum(ndgrad.tensor([1.0, float("nan"), 2.0]))
+    tensor([1., 1., 3.])
+    """
+    return _scan(F, a, axis, "cumulative_sum", 0.0)
+
+
+@defcomposite(kind=SCAN, domain=_ANY, sample=_sample_scan)
+def nancumprod(F, a, axis=None):
+    """Cumulative product treating NaNs as one.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nancumprod(ndgrad.tensor([2.0, float("nan"), 3.0]))
+    tensor([2., 2., 6.])
+    """
+    return _scan(F, a, axis, "cumulative_prod", 1.0)
+
+
+def _nan_moment(F, a, axis, ddof, keepdims):
+    keep = F.logical_not(F.isnan(a))
+    ones = F.astype(F.where(keep, 1.0, 0.0), a.dtype)
+    count = F.sum(ones, axis=axis, keepdims=True)
+    mean = F.sum(F.where(keep, a, 0.0), axis=axis, keepdims=True) / count
+    dev = F.where(keep, a - mean, 0.0)
+    sq = F.real(dev * F.conj(dev)) if a.dtype.kind == "c" else dev * dev
+    out = F.sum(sq, axis=axis, keepdims=True) / (F.real(count) - ddof)
+    return out if keepdims else F.squeeze(out, axis=axis if axis is not None else
+                                          tuple(range(len(a.shape))))
+
+
+def _sample_nan_moment(d):
+    shape = d.shape(min_dims=1, min_side=2)
+    axis = d.choice([None, d.axis(len(shape), none=False)])
+    return (d.array(shape),), {"axis": axis, "ddof": d.choice([0, 1]),
+                               "keepdims": d.boolean()}
+
+
+@defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_nan_moment)
+def nanvar(F, a, axis=None, ddof=0, keepdims=False):
+    """Variance over ``axis`` of the elements that are not NaN, divided by ``count - ddof``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nanvar(ndgrad.tensor([1.0, float("nan"), 3.0]))
+    tensor(1.)
+    """
+    return _nan_moment(F, a, axis, ddof, keepdims)
+
+
+@defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_nan_moment)
+def nanstd(F, a, axis=None, ddof=0, keepdims=False):
+    """Standard deviation over ``axis`` of the elements that are not NaN.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.nanstd(ndgrad.tensor([1.0, float("nan"), 3.0]))
+    tensor(1.)
+    """
+    return F.sqrt(_nan_moment(F, a, axis, ddof, keepdims))
+
+
+# ------------------------------------------------------------------------- matrices
+def _sample_min2(d):
+    return (d.array(d.shape(min_dims=2, max_dims=3)),), {}
+
+
+def _sample_min1(d):
+    return (d.array(d.shape(min_dims=1, max_dims=3)),), {}
+
+
+@defcomposite(kind=SHAPE, domain=_ANYC, sample=_sample_min2)
+def fliplr(F, m):
+    """``m`` with its columns (axis 1) in reverse order.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.fliplr(ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[2., 1.],
+            [4., 3.]])
+    """
+    if len(m.shape) < 2:
+        raise ValueError("fliplr: the input must be at least 2-D")
+    return F.flip(m, axis=1)
+
+
+@defcomposite(kind=SHAPE, domain=_ANYC, sample=_sample_min1)
+def flipud(F, m):
+    """``m`` with its rows (axis 0) in reverse order.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.flipud(ndgrad.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 2., 1.])
+    """
+    if len(m.shape) < 1:
+        raise ValueError("flipud: the input must be at least 1-D")
+    return F.flip(m, axis=0)
+
+
+def _sample_diag(d):
+    k = d.integers(-2, 2)
+    if d.boolean():
+        return (d.array((d.integers(1, 3),)),), {"k": k}
+    return (d.array((d.integers(1, 4), d.integers(1, 4))),), {"k": k}
+
+
+@defcomposite(kind=SHAPE, domain=_ANYC, sample=_sample_diag)
+def diag(F, v, k=0):
+    """NumPy's ``diag``: for a 1-D ``v``, the square matrix with ``v`` on diagonal ``k``;
+    for a 2-D ``v``, its diagonal ``k``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.diag(ndgrad.tensor([1.0, 2.0]), k=1)
+    tensor([[0., 1., 0.],
+            [0., 0., 2.],
+            [0., 0., 0.]])
+    """
+    if len(v.shape) == 2:
+        return F.diagonal(v, offset=k)
+    if len(v.shape) != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got {len(v.shape)}-D")
+    n = v.shape[0] + abs(k)
+    # row i of the result holds vpad[i] at column i + k (a 0/1 mask picks it out)
+    pad = F.zeros((abs(k),), dtype=v.dtype, like=v)
+    vpad = F.concat([v, pad] if k >= 0 else [pad, v], axis=0)
+    rows = F.cumulative_sum(F.zeros((n, 1), dtype="float64", like=v) + 1.0, axis=0)
+    cols = F.cumulative_sum(F.zeros((1, n), dtype="float64", like=v) + 1.0, axis=1)
+    mask = F.astype(F.equal(rows + k, cols), v.dtype)
+    return F.expand_dims(vpad, -1) * mask
+
+
+# ------------------------------------------------------------------------- covariance
+def _sample_cov(d):
+    variables, observations = d.integers(1, 3), d.integers(2, 4)  # (N - ddof > 0)
+    rowvar = d.boolean()
+    shape = (variables, observations) if rowvar else (observations, variables)
+    return (d.array(shape),), {"rowvar": rowvar, "ddof": d.choice([None, 0])}
+
+
+@defcomposite(kind=LINALG, domain=_ANYC, sample=_sample_cov)
+def cov(F, m, rowvar=True, bias=False, ddof=None):
+    """The covariance matrix of the variables in ``m`` (rows, or columns with
+    ``rowvar=False``), normalized by ``N - 1`` (``N`` with ``bias``, ``N - ddof`` with
+    ``ddof``); conjugating as NumPy does for complex data.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cov(ndgrad.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    x = m if len(m.shape) == 2 else F.reshape(m, (1, -1))
+    if not rowvar and len(m.shape) == 2:
+        x = F.matrix_transpose(x)
+    n = x.shape[1]
+    if ddof is None:
+        ddof = 0 if bias else 1
+    xc = x - F.mean(x, axis=1, keepdims=True)
+    c = F.matmul(xc, F.matrix_transpose(F.conj(xc))) / (n - ddof)
+    return F.squeeze(c) if 1 in c.shape else c  # (NumPy squeezes: one variable gives 0-d)
+
+
+def _sample_corrcoef(d):
+    rowvar = d.boolean()
+    shape = (d.integers(2, 3), d.integers(3, 5))
+    return (d.array(shape if rowvar else shape[::-1]),), {"rowvar": rowvar}
+
+
+@defcomposite(kind=LINALG, domain=Domain((-2.0, 2.0)), sample=_sample_corrcoef)
+def corrcoef(F, x, rowvar=True):
+    """Pearson correlation coefficients: :func:`cov` scaled by the standard deviations.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.corrcoef(ndgrad.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    c = F.cov(x, rowvar)
+    if len(c.shape) == 0:
+        return c / c
+    d = F.sqrt(F.real(F.diagonal(c)))
+    return c / F.expand_dims(d, -1) / F.expand_dims(d, 0)
+
+
+# ------------------------------------------------------------------------- polynomials
+def _sample_polyval(d):
+    return (d.array((d.integers(1, 4),)), d.array(d.shape(max_dims=2))), {}
+
+
+@defcomposite(kind=LINALG, nin=2, domain=_ANYC, sample=_sample_polyval)
+def polyval(F, p, x):
+    """The polynomial with coefficients ``p`` (highest degree first) at ``x``, by Horner's
+    rule; differentiable in both.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.polyval(ndgrad.tensor([1.0, 0.0, -1.0]), ndgrad.tensor([2.0, 3.0]))  # x^2 - 1
+    tensor([3., 8.])
+    """
+    if len(p.shape) != 1:
+        raise ValueError("polyval: the coefficients must be 1-D")
+    y = p[0] + x * 0
+    for k in range(1, p.shape[0]):
+        y = y * x + p[k]
+    return y
+
+
+def _sample_convolve(d):
+    return (d.array((d.integers(1, 5),)), d.array((d.integers(1, 4),))), {
+        "mode": d.choice(["full", "same", "valid"])}
+
+
+@defcomposite(kind=LINALG, nin=2, domain=_ANYC, sample=_sample_convolve)
+def convolve(F, a, v, mode="full"):
+    """Discrete linear convolution of two 1-D tensors (NumPy's modes "full", "same",
+    "valid"); differentiable in both.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.convolve(ndgrad.tensor([1.0, 2.0, 3.0]), ndgrad.tensor([0.0, 1.0, 0.5]))
+    tensor([0. , 1. , 2.5, 4. , 1.5])
+    """
+    if len(a.shape) != 1 or len(v.shape) != 1:
+        raise ValueError("convolve: both inputs must be 1-D")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    if a.shape[0] < v.shape[0]:
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    out = None
+    for j in range(m):  # v[j] times a shifted by j
+        parts = [a]
+        if j:
+            parts.insert(0, F.zeros((j,), dtype=a.dtype, like=a))
+        if m - 1 - j:
+            parts.append(F.zeros((m - 1 - j,), dtype=a.dtype, like=a))
+        term = v[j] * (F.concat(parts, axis=0) if len(parts) > 1 else a)
+        out = term if out is None else out + term
+    if mode == "full":
+        return out
+    if mode == "same":
+        start = (m - 1) // 2
+        return out[start:start + n]
+    return out[m - 1:n]
