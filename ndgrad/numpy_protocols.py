@@ -345,16 +345,6 @@ def _concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return _write_out(nd.concat(arrays, axis=axis), out, "concatenate")
 
 
-def _cumulative(name, target):
-    def impl(a, axis=None, dtype=None, out=None):
-        nd = _nd()
-        a = nd.asarray(a)
-        if axis is None:
-            a, axis = nd.reshape(a, (-1,)), 0
-        return _write_out(getattr(nd, target)(a, axis=axis, dtype=dtype), out, name)
-    return impl
-
-
 def _moments(name):
     def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
              mean=None, correction=_NO_VALUE):
@@ -480,8 +470,7 @@ def _only_defaults(name, **given):
 
 
 _ADAPTERS = {
-    "concatenate": _concatenate, "cumsum": _cumulative("cumsum", "cumulative_sum"),
-    "cumprod": _cumulative("cumprod", "cumulative_prod"), "std": _moments("std"),
+    "concatenate": _concatenate, "std": _moments("std"),
     "var": _moments("var"), "sum": _masked_reduction("sum", "sum", 0),
     "prod": _masked_reduction("prod", "prod", 1), "mean": _masked_reduction("mean", "mean", 0),
     "max": _extremum("max", "max", "maximum"), "amax": _extremum("amax", "max", "maximum"),
