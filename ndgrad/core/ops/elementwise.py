@@ -1286,21 +1286,25 @@ def _special_values_sample(d):
 _NOT_DIFFERENTIABLE = {"vjp": "logical predicates are not differentiable (bool output)"}
 
 
-def _predicate(name, nin, doc, example, result, sample):
+def _predicate(name, nin, doc, example, result, sample, *, domain=REALS_ONLY, np_name=None,
+               returns="a bool tensor that never requires grad", notes=_NOT_DIFFERENTIABLE,
+               method=None):
+    """A non-differentiable elementwise op running the backend's ``np_name`` (default
+    ``name``): the logical predicates, and the bitwise operations."""
     # named signatures (x) / (x, y): the public function's signature comes from these
+    fn_name = np_name or name
     if nin == 1:
         def forward(B, x):
-            return getattr(B, name)(x)
+            return getattr(B, fn_name)(x)
     else:
         def forward(B, x, y):
-            return getattr(B, name)(x, y)
+            return getattr(B, fn_name)(x, y)
     forward.__name__ = name
-    forward.__doc__ = (f"{doc} (a bool tensor that never requires grad).\n\n"
+    forward.__doc__ = (f"{doc} ({returns}).\n\n"
                        "    Examples\n    --------\n    >>> import ndgrad\n"
                        f"    >>> {example}\n    {result}\n    ")
     return defop(kind=COMPARISON, nin=nin, differentiable=False, sample=sample,
-                 domain=REALS if sample is _special_values_sample else REALS_ONLY,
-                 notes=_NOT_DIFFERENTIABLE)(forward)
+                 domain=domain, notes=notes, method=method)(forward)
 
 
 _B2 = "ndgrad.tensor([True, True, False, False]), ndgrad.tensor([True, False, True, False])"
@@ -1319,20 +1323,20 @@ logical_not = _predicate(
     _bool_sample(1))
 _SPECIAL = "ndgrad.tensor([1.0, float('nan'), float('inf'), -float('inf')])"
 isnan = _predicate("isnan", 1, "Elementwise test for NaN", f"ndgrad.isnan({_SPECIAL})",
-                   "tensor([False,  True, False, False])", _special_values_sample)
+                   "tensor([False,  True, False, False])", _special_values_sample, domain=REALS)
 isinf = _predicate("isinf", 1, "Elementwise test for positive or negative infinity",
                    f"ndgrad.isinf({_SPECIAL})", "tensor([False, False,  True,  True])",
-                   _special_values_sample)
+                   _special_values_sample, domain=REALS)
 isfinite = _predicate("isfinite", 1, "Elementwise test for finiteness (not NaN, not infinite)",
                       f"ndgrad.isfinite({_SPECIAL})", "tensor([ True, False, False, False])",
-                      _special_values_sample)
+                      _special_values_sample, domain=REALS)
 
 
 signbit = _predicate("signbit", 1, "Elementwise test of the sign bit (true for negative values, "
                      "-0.0 and NaNs with the sign bit set)",
                      "ndgrad.signbit(ndgrad.tensor([-1.0, -0.0, 0.0, 2.0]))",
                      "tensor([ True,  True, False, False])",
-                     lambda d: _special_values_sample(d))  # (real only: no complex signbit)
+                     _special_values_sample)  # (REALS_ONLY: there is no complex signbit)
 
 
 # ------------------------------------------------------------------------- bitwise
@@ -1346,21 +1350,13 @@ def _int_sample(n, shift=False):
     return sample
 
 
+_INTEGERS_ONLY = {"vjp": "bitwise operations are not differentiable (integer values)"}
+
+
 def _bitwise(name, np_name, nin, doc, example, result, shift=False):
-    if nin == 1:
-        def forward(B, x):
-            return getattr(B, np_name)(x)
-    else:
-        def forward(B, x, y):
-            return getattr(B, np_name)(x, y)
-    forward.__name__ = name
-    forward.__doc__ = (f"{doc}, elementwise, of integer or bool tensors (no derivative).\n\n"
-                       "    Examples\n    --------\n    >>> import ndgrad\n"
-                       f"    >>> {example}\n    {result}\n    ")
-    return defop(kind=COMPARISON, nin=nin, differentiable=False, method=False,
-                 sample=_int_sample(nin, shift), domain=REALS_ONLY,
-                 notes={"vjp": "bitwise operations are not differentiable (integer values)"}
-                 )(forward)
+    return _predicate(name, nin, doc, example, result, _int_sample(nin, shift),
+                      np_name=np_name, notes=_INTEGERS_ONLY, method=False,
+                      returns="elementwise on integer or bool tensors; no derivative")
 
 
 _I2 = "ndgrad.tensor([12, 10]), ndgrad.tensor([10, 6])"

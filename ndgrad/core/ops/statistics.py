@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from .linalg import _eye
 from .registry import LINALG, REDUCTION, SCAN, SHAPE, Domain, defcomposite
 
 _ANY = Domain((-2.0, 2.0))
@@ -160,6 +161,15 @@ def nansum(F, a, axis=None, keepdims=False):
     return F.sum(F.where(F.isnan(a), 0.0, a), axis=axis, keepdims=keepdims)
 
 
+def _non_nan(F, a, axis, keepdims):
+    """Where ``a`` is not NaN, and the sum and the count of those elements over ``axis``
+    (the count in ``a``'s dtype: no promotion of float32)."""
+    keep = F.logical_not(F.isnan(a))
+    total = F.sum(F.where(keep, a, 0.0), axis=axis, keepdims=keepdims)
+    count = F.sum(F.astype(F.where(keep, 1.0, 0.0), a.dtype), axis=axis, keepdims=keepdims)
+    return keep, total, count
+
+
 @defcomposite(kind=REDUCTION, domain=_ANYC)
 def nanmean(F, a, axis=None, keepdims=False):
     """Mean over ``axis`` of the elements that are not NaN (NaN where all are).
@@ -170,11 +180,14 @@ def nanmean(F, a, axis=None, keepdims=False):
     >>> ndgrad.nanmean(ndgrad.tensor([1.0, float("nan"), 2.0]))
     tensor(1.5)
     """
-    keep = F.logical_not(F.isnan(a))
-    total = F.sum(F.where(keep, a, 0.0), axis=axis, keepdims=keepdims)
-    ones = F.where(keep, 1.0, 0.0)  # (counted in a's dtype: no promotion of float32)
-    count = F.sum(F.astype(ones, a.dtype), axis=axis, keepdims=keepdims)
+    keep, total, count = _non_nan(F, a, axis, keepdims)
     return total / count
+
+
+def _nan_extremum(F, a, axis, keepdims, target, neutral):
+    nan = F.isnan(a)
+    m = getattr(F, target)(F.where(nan, neutral, a), axis=axis, keepdims=keepdims)
+    return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
@@ -187,9 +200,7 @@ def nanmax(F, a, axis=None, keepdims=False):
     >>> ndgrad.nanmax(ndgrad.tensor([1.0, float("nan"), 2.0]))
     tensor(2.)
     """
-    nan = F.isnan(a)
-    m = F.max(F.where(nan, -math.inf, a), axis=axis, keepdims=keepdims)
-    return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
+    return _nan_extremum(F, a, axis, keepdims, "max", -math.inf)
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
@@ -202,9 +213,7 @@ def nanmin(F, a, axis=None, keepdims=False):
     >>> ndgrad.nanmin(ndgrad.tensor([1.0, float("nan"), 2.0]))
     tensor(1.)
     """
-    nan = F.isnan(a)
-    m = F.min(F.where(nan, math.inf, a), axis=axis, keepdims=keepdims)
-    return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
+    return _nan_extremum(F, a, axis, keepdims, "min", math.inf)
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
@@ -448,11 +457,8 @@ def nancumprod(F, a, axis=None):
 
 
 def _nan_moment(F, a, axis, ddof, keepdims):
-    keep = F.logical_not(F.isnan(a))
-    ones = F.astype(F.where(keep, 1.0, 0.0), a.dtype)
-    count = F.sum(ones, axis=axis, keepdims=True)
-    mean = F.sum(F.where(keep, a, 0.0), axis=axis, keepdims=True) / count
-    dev = F.where(keep, a - mean, 0.0)
+    keep, total, count = _non_nan(F, a, axis, True)
+    dev = F.where(keep, a - total / count, 0.0)
     sq = F.real(dev * F.conj(dev)) if a.dtype.kind == "c" else dev * dev
     out = F.sum(sq, axis=axis, keepdims=True) / (F.real(count) - ddof)
     return out if keepdims else F.squeeze(out, axis=axis if axis is not None else
@@ -560,10 +566,7 @@ def diag(F, v, k=0):
     # row i of the result holds vpad[i] at column i + k (a 0/1 mask picks it out)
     pad = F.zeros((abs(k),), dtype=v.dtype, like=v)
     vpad = F.concat([v, pad] if k >= 0 else [pad, v], axis=0)
-    rows = F.cumulative_sum(F.zeros((n, 1), dtype="float64", like=v) + 1.0, axis=0)
-    cols = F.cumulative_sum(F.zeros((1, n), dtype="float64", like=v) + 1.0, axis=1)
-    mask = F.astype(F.equal(rows + k, cols), v.dtype)
-    return F.expand_dims(vpad, -1) * mask
+    return F.expand_dims(vpad, -1) * _eye(F, n, n, k, v)
 
 
 # ------------------------------------------------------------------------- covariance
