@@ -219,18 +219,25 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Tensor
 
 
-def _data(x, who):
+def constant_data(x, who):
+    """``(array, backend)``: what a function without a derivative computes on. A Tensor's
+    data; a transform's value read one level down (a grad level's value on the CPU); a
+    vmap batch, which has no single value, is refused. Also used by NumPy's protocols."""
     if not isinstance(x, Tensor):
         x = asarray(x)
-    if type(x) is not Tensor:
-        raise TypeError(f"{who}: its result has no derivative and cannot be computed on a "
-                        "transform's value; call it outside the transform, or on a value "
-                        "returned from it")
-    return x._data, x.backend
+    if type(x) is Tensor:
+        return x._data, x.backend
+    try:
+        data = x.detach().numpy()
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(f"{who}: its result has no derivative and cannot be computed on this "
+                        f"transform's value ({exc}); call it outside the transform, or on a "
+                        "value returned from it") from None
+    return data, backend_of(data)
 
 
 def _unique(x, who, **flags):
-    data, B = _data(x, who)
+    data, B = constant_data(x, who)
     out = B.unique(data.reshape(-1), equal_nan=False, **flags)
     return data, [asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
 
@@ -301,9 +308,9 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a, B = _data(x1, "searchsorted")
-    v, _ = _data(x2, "searchsorted")
-    s = None if sorter is None else _data(sorter, "searchsorted")[0]
+    a, B = constant_data(x1, "searchsorted")
+    v, _ = constant_data(x2, "searchsorted")
+    s = None if sorter is None else constant_data(sorter, "searchsorted")[0]
     return asarray(B.searchsorted(a, v, side=side, sorter=s).astype("int64"))
 
 
@@ -317,7 +324,7 @@ def nonzero(x, /):
     >>> ndgrad.nonzero(ndgrad.tensor([0.0, 2.0, 0.0, 1.0]))
     (tensor([1, 3]),)
     """
-    data, B = _data(x, "nonzero")
+    data, B = constant_data(x, "nonzero")
     if data.ndim == 0:
         raise ValueError("nonzero: a 0-d tensor has no indices; use reshape(1) or atleast_1d")
     return tuple(asarray(i.astype("int64")) for i in B.nonzero(data))
@@ -333,7 +340,7 @@ def count_nonzero(x, /, *, axis=None, keepdims=False):
     >>> ndgrad.count_nonzero(ndgrad.tensor([[0.0, 1.0], [2.0, 3.0]]), axis=1)
     tensor([1, 2])
     """
-    data, _ = _data(x, "count_nonzero")
+    data, _ = constant_data(x, "count_nonzero")
     return asarray((data != 0).sum(axis=axis, keepdims=keepdims).astype("int64"))
 
 

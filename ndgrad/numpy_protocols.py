@@ -43,6 +43,7 @@ import sys
 
 import numpy as np
 
+from .array_api import constant_data
 from .core.backend import _BACKEND_BY_TYPE
 from .core.tensor import Tensor
 
@@ -121,12 +122,12 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if fn is None:
         if _constants(inputs, {}):  # nothing to differentiate: the ufunc itself, on the data
             return _write_out(_wrap_arrays(getattr(ufunc, method)(
-                *_unwrap(inputs), **({"dtype": dtype} if dtype else {}), **kwargs)), out, name)
+                *_unwrap(inputs, name), **({"dtype": dtype} if dtype else {}), **kwargs)),
+                out, name)
         raise TypeError(_detach_hint(name))
     nd = _nd()
-    if dtype is not None:
-        inputs = (nd.astype(nd.asarray(inputs[0]), dtype),) + tuple(
-            nd.astype(nd.asarray(x), dtype) for x in inputs[1:]) if method != "at" else inputs
+    if dtype is not None and method != "at":
+        inputs = tuple(nd.astype(nd.asarray(x), dtype) for x in inputs)
     if method == "__call__":
         result = fn(*inputs, **params)
     elif method == "reduce":
@@ -496,13 +497,13 @@ _NO_DERIVATIVE = {
 
 def _without_derivative(np_func, qualname):
     def impl(*args, **kwargs):
-        if qualname == "bincount" and kwargs.get("weights", None) is not None or \
-                qualname == "bincount" and len(args) > 1 and args[1] is not None:
+        weights = kwargs.get("weights", args[1] if len(args) > 1 else None)
+        if qualname == "bincount" and weights is not None:
             raise TypeError(_detach_hint("bincount with weights") + " (bincount's weights are "
                             "differentiable, and ndgrad has no rule for them yet)")
         B = _backend_of_args(args, kwargs)
-        raw_args = _unwrap(args)
-        raw_kwargs = _unwrap(kwargs)
+        raw_args = _unwrap(args, qualname)
+        raw_kwargs = _unwrap(kwargs, qualname)
         fn = np_func
         if B is not None and B.name != "numpy":
             module, _, name = qualname.rpartition(".")
@@ -522,23 +523,14 @@ def _backend_of_args(args, kwargs):
     return None
 
 
-def _unwrap(x):
+def _unwrap(x, qualname):
     if isinstance(x, Tensor):
-        return x._data if type(x) is Tensor else _value_of(x)
+        return constant_data(x, f"numpy.{qualname}")[0]
     if type(x) in (list, tuple):
-        return type(x)(_unwrap(v) for v in x)
+        return type(x)(_unwrap(v, qualname) for v in x)
     if type(x) is dict:
-        return {k: _unwrap(v) for k, v in x.items()}
+        return {k: _unwrap(v, qualname) for k, v in x.items()}
     return x
-
-
-def _value_of(t):
-    """The data of a transform's value, where it has one (a batch has none: refused)."""
-    try:
-        return t.detach().numpy() if t.device.type == "cpu" else t.detach()._data
-    except (RuntimeError, TypeError) as exc:
-        raise TypeError(f"a NumPy function without a derivative cannot read this value "
-                        f"({exc})") from None
 
 
 def _wrap_arrays(result):

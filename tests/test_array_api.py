@@ -139,3 +139,11 @@ def test_count_nonzero_signbit_nextafter():
     n = nd.nextafter(nd.tensor([1.0]), nd.tensor([2.0]))
     close(n, np.nextafter(1.0, 2.0))
     assert val(n)[0] > 1.0
+
+
+@pytest.mark.cpu_only("a grad level's value is read on the host")
+def test_functions_without_a_derivative_read_a_grad_levels_value():
+    # inside func.grad the count is a constant: d/dt sum(t * count) = count
+    g = nd.func.grad(lambda t: (t * nd.count_nonzero(t > 0)).sum())(nd.tensor([1.0, -2.0, 3.0]))
+    close(g, [2.0, 2.0, 2.0])
+    close(nd.func.grad(lambda t: t[np.argmax(t)] * 3)(nd.tensor([1.0, 5.0])), [0.0, 3.0])
