@@ -139,19 +139,42 @@ def _make_composite_public(c, F):
     fn_ = c.fn
 
     name = c.qualname
+    if c.pack:
+        names = _kwonly_names(fn_)
 
-    def fn(*args, **kw):
-        if aliases and kw:
-            _rename(kw, aliases)
-        try:
-            return fn_(F, *args, **kw)
-        except DeviceMismatchError as exc:  # raised by an op inside: name this function
-            raise DeviceMismatchError(name, *exc.devices) from None
+        def fn(arrays, *args, **kw):
+            if aliases and kw:
+                _rename(kw, aliases)
+            if args:
+                kw.update(zip(names, args))
+            try:
+                return fn_(F, *_sequence(arrays, name), **kw)
+            except DeviceMismatchError as exc:
+                raise DeviceMismatchError(name, *exc.devices) from None
+    else:
+        def fn(*args, **kw):
+            if aliases and kw:
+                _rename(kw, aliases)
+            try:
+                return fn_(F, *args, **kw)
+            except DeviceMismatchError as exc:  # raised by an op inside: name this function
+                raise DeviceMismatchError(name, *exc.devices) from None
     fn.__name__ = fn.__qualname__ = c.name
     fn.__doc__ = c.__doc__
     fn.__module__ = "ndgrad"
-    fn.__signature__ = _public_signature(c.fn, False)
+    fn.__signature__ = _public_signature(c.fn, c.pack)
     return fn
+
+
+def _sequence(arrays, name):
+    """The arrays a packing function takes as one sequence (a Tensor is a sequence of its
+    rows, as in NumPy)."""
+    if isinstance(arrays, (list, tuple)):
+        return arrays
+    if isinstance(arrays, Tensor) and arrays.ndim > 0:
+        return tuple(arrays)
+    raise TypeError(f"{name} takes a sequence of arrays (a list or a tuple); got "
+                    f"{type(arrays).__name__}")
 
 
 # ------------------------------------------------------------------ the Tensor namespace
@@ -213,8 +236,8 @@ def raw_namespace(B: Backend):
             f = functools.partial(op.forward, B)
         setattr(getattr(ns, op.namespace) if op.namespace else ns, op.name, f)
     for c in COMPOSITES.values():
-        setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name,
-                functools.partial(c.fn, ns))
+        f = _make_composite_public(c, ns) if c.pack else functools.partial(c.fn, ns)
+        setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name, f)
     for name, fn in _creation.raw_helpers(B).items():
         setattr(ns, name, fn)
     return ns

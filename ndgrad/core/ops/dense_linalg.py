@@ -1645,8 +1645,8 @@ def _chain_product(F, arrays, split, i, j):
                     _chain_product(F, arrays, split, s + 1, j))
 
 
-@defcomposite(nin=VARIADIC, domain=ANY, sample=_sample_multi_dot, namespace="linalg")
-def multi_dot(F, arrays):
+@defcomposite(nin=VARIADIC, domain=ANY, sample=_sample_multi_dot, namespace="linalg", pack=True)
+def multi_dot(F, *arrays):
     """The product of two or more matrices, multiplied in the cheapest order.
 
     NumPy's ``multi_dot``: the first array may be 1-D (a row vector) and the last 1-D (a
@@ -1693,9 +1693,6 @@ def multi_dot(F, arrays):
     if last_vec:
         out = F.squeeze(out, axis=-1)
     return out
-
-
-multi_dot.pack = True
 
 
 # ----------------------------------------------------------------------------- lstsq
