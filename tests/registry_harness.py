@@ -335,6 +335,9 @@ REFERENCES = {
     "special.zeta_derivative": _zeta_derivative,
     "special.sinc": np.sinc,  # SciPy has no special.sinc
     "special.logsumexp": _special_logsumexp,
+    # ndgrad/core/ops/stacking.py
+    # ndgrad/core/ops/numeric.py
+    # ndgrad/core/ops/signal.py
 }
 
 

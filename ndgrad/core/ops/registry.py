@@ -529,7 +529,7 @@ class Composite:
     property suite covers it: ``fn(F, *inputs, **params)``."""
 
     def __init__(self, name, fn, *, nin, domain, sample, method, kwarg_aliases, kind,
-                 namespace=None, pack=False):
+                 namespace=None, pack=False, notes=None):
         self.name = name
         self.namespace = namespace
         self.qualname = f"{namespace}.{name}" if namespace else name
@@ -541,6 +541,7 @@ class Composite:
         self.kwarg_aliases = kwarg_aliases
         self.kind = kind
         self.pack = pack
+        self.notes = notes or {}
         self.public = None
         self.differentiable = True
 
@@ -646,16 +647,17 @@ def _torch_spellings(fn, kind):
 
 
 def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
-                 kwarg_aliases=None, kind=None, namespace=None, pack=False):
+                 kwarg_aliases=None, kind=None, namespace=None, pack=False, notes=None):
     """Register a function written with ``F`` from primitives (see :class:`Composite`);
     ``namespace`` and ``pack`` (the public function takes the arrays as one sequence,
-    ``vstack(tup)``; the composite is written ``fn(F, *arrays, ...)``) as for :func:`defop`."""
+    ``vstack(tup)``; the composite is written ``fn(F, *arrays, ...)``) and ``notes`` (declared
+    exceptions of the property suite, with reasons) as for :func:`defop`."""
     def deco(fn):
         cname = name or fn.__name__
         c = Composite(cname, fn, nin=nin, domain=domain or Domain(), sample=sample,
                       method=(namespace is None) if method is None else method, kind=kind,
                       kwarg_aliases=kwarg_aliases or _torch_spellings(fn, kind),
-                      namespace=_check_namespace(namespace), pack=pack)
+                      namespace=_check_namespace(namespace), pack=pack, notes=notes)
         if c.qualname in COMPOSITES or c.qualname in REGISTRY:
             raise ValueError(f"{c.qualname!r} is already registered")
         c.__doc__ = fn.__doc__
