@@ -84,7 +84,8 @@ _KIND_TITLES = {
 
 
 def ops_page() -> str:
-    """The text of ``api_ops.rst``: every public op of ``ndgrad.core.ops.PUBLIC``, by kind.
+    """The text of ``api_ops.rst``: every public op of ``ndgrad.core.ops.PUBLIC``, by kind,
+    then NumPy's functions without a derivative (``ndgrad.without_derivative.FUNCTIONS``).
 
     Nothing is listed by hand: an op registered with ``defop`` or ``defcomposite`` appears
     here on the next build, under the section of its ``kind``.
@@ -125,6 +126,16 @@ def ops_page() -> str:
                   ""]
         lines += [f"   {name}" for name in groups[kind]]
         lines.append("")
+    from ndgrad import without_derivative
+
+    title = "Without a derivative"
+    lines += [title, "-" * len(title), "",
+              "NumPy's functions whose results are indices, booleans, sets or metadata",
+              "(``ndgrad/without_derivative.py``): NumPy's signatures, run on the tensors'",
+              "data; their results never require grad.", "",
+              ".. autosummary::", "   :toctree: api/generated", ""]
+    lines += [f"   {name}" for name in sorted(without_derivative.FUNCTIONS)]
+    lines.append("")
     return "\n".join(lines)
 
 

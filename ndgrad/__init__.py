@@ -20,9 +20,9 @@ from .core.backend import (Device, bool_, complex64, complex128, device, float16
                            float64, get_default_device, get_default_dtype, int8, int16, int32,
                            int64, set_default_device, set_default_dtype, uint8, uint16,
                            uint32, uint64)
-from .core.creation import (arange, asarray, empty, empty_like, eye, full, full_like, is_tensor,
-                            linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
-                            randn_like, tensor, zeros,
+from .core.creation import (arange, asanyarray, asarray, asarray_chkfinite, empty, empty_like,
+                            eye, fromiter, full, full_like, is_tensor, linspace, manual_seed,
+                            ones, ones_like, rand, rand_like, randn, randn_like, tensor, zeros,
                             zeros_like)
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                              is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -32,6 +32,7 @@ from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from . import cuda, fft, linalg, special  # noqa: E402
 from . import numpy_protocols as _numpy_protocols  # noqa: E402
 from . import array_api as _array_api  # noqa: E402
+from . import without_derivative as _without_derivative  # noqa: E402
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast,  # noqa: E402
                         count_nonzero, e, finfo, from_dlpack, iinfo, inf, isdtype, nan,
                         newaxis, nonzero, pi, result_type, searchsorted, unique_all,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
 globals().update(_ops.PUBLIC)
+globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a derivative
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
 _numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 _array_api.install()  # t.__array_namespace__() is this module
@@ -62,7 +64,7 @@ _array_api.install()  # t.__array_namespace__() is this module
 __all__ = sorted(
     ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",
      "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
-     "randn_like", "rand_like",
+     "randn_like", "rand_like", "asanyarray", "asarray_chkfinite", "fromiter",
      "manual_seed", "is_tensor", "device", "Device", "float16", "float32", "float64",
      "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "uint16",
      "uint32", "uint64", "bool_", "bool", "finfo", "iinfo", "isdtype", "result_type",
@@ -73,5 +75,5 @@ __all__ = sorted(
      "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda"]
-    + list(_ops.PUBLIC)
+    + list(_ops.PUBLIC) + list(_without_derivative.FUNCTIONS)
 )

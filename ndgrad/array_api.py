@@ -221,19 +221,20 @@ class UniqueInverseResult(NamedTuple):
 
 def constant_data(x, who):
     """``(array, backend)``: what a function without a derivative computes on. A Tensor's
-    data; a transform's value read one level down (a grad level's value on the CPU); a
-    vmap batch, which has no single value, is refused. Also used by NumPy's protocols."""
+    data; a transform's value read one level down (through the host, on a GPU); a vmap
+    batch, which has no single value, is refused. Also used by NumPy's protocols."""
     if not isinstance(x, Tensor):
         x = asarray(x)
     if type(x) is Tensor:
         return x._data, x.backend
     try:
-        data = x.detach().numpy()
+        data = x.detach().cpu().numpy()
+        B = x.backend
+        return (data if B.name == "numpy" else B.asarray(data)), B
     except (RuntimeError, TypeError) as exc:
         raise TypeError(f"{who}: its result has no derivative and cannot be computed on this "
                         f"transform's value ({exc}); call it outside the transform, or on a "
                         "value returned from it") from None
-    return data, backend_of(data)
 
 
 def _unique(x, who, **flags):

@@ -43,9 +43,9 @@ import sys
 
 import numpy as np
 
-from .array_api import constant_data
-from .core.backend import _BACKEND_BY_TYPE
 from .core.tensor import Tensor
+from .without_derivative import FUNCTIONS as _WITHOUT_DERIVATIVE
+from .without_derivative import on_data, unwrap, wrap_arrays
 
 __all__ = ["install"]
 
@@ -121,8 +121,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             _unsupported(name, key, value)
     if fn is None:
         if _constants(inputs, {}):  # nothing to differentiate: the ufunc itself, on the data
-            return _write_out(_wrap_arrays(getattr(ufunc, method)(
-                *_unwrap(inputs, name), **({"dtype": dtype} if dtype else {}), **kwargs)),
+            return _write_out(wrap_arrays(getattr(ufunc, method)(
+                *unwrap(inputs, f"numpy.{name}"), **({"dtype": dtype} if dtype else {}), **kwargs)),
                 out, name)
         raise TypeError(_detach_hint(name))
     nd = _nd()
@@ -426,7 +426,7 @@ def _clip(a, a_min=_NO_VALUE, a_max=_NO_VALUE, out=None, *, min=_NO_VALUE, max=_
 def _where(condition, x=_NO_VALUE, y=_NO_VALUE):
     nd = _nd()
     if x is _NO_VALUE and y is _NO_VALUE:
-        return _without_derivative(np.nonzero, "nonzero")(condition)
+        return on_data(np.nonzero, "nonzero")(condition)
     if x is _NO_VALUE or y is _NO_VALUE:
         raise ValueError("numpy.where: either both or neither of x and y should be given")
     return nd.where(condition, x, y)
@@ -483,66 +483,10 @@ _ADAPTERS = {
 }
 
 # NumPy functions with no derivative: computed on the data, arrays returned as Tensors
-_NO_DERIVATIVE = {
-    "argsort", "argmax", "argmin", "argpartition", "argwhere", "flatnonzero", "nonzero",
-    "searchsorted", "digitize", "unique", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values", "isin", "isclose", "allclose", "array_equal", "array_equiv",
-    "count_nonzero", "histogram_bin_edges", "shape", "ndim", "size", "result_type", "can_cast",
-    "min_scalar_type", "iscomplexobj", "isrealobj", "iscomplex", "isreal", "lexsort",
-    "nanargmax", "nanargmin", "array_repr", "array_str", "array2string", "isneginf",
-    "isposinf", "bincount", "tril_indices_from",
-    "triu_indices_from", "diag_indices_from", "ravel_multi_index", "unravel_index",
-}
-
-
-def _without_derivative(np_func, qualname):
-    def impl(*args, **kwargs):
-        weights = kwargs.get("weights", args[1] if len(args) > 1 else None)
-        if qualname == "bincount" and weights is not None:
-            raise TypeError(_detach_hint("bincount with weights") + " (bincount's weights are "
-                            "differentiable, and ndgrad has no rule for them yet)")
-        B = _backend_of_args(args, kwargs)
-        raw_args = _unwrap(args, qualname)
-        raw_kwargs = _unwrap(kwargs, qualname)
-        fn = np_func
-        if B is not None and B.name != "numpy":
-            module, _, name = qualname.rpartition(".")
-            fn = getattr(getattr(B, module) if module else B, name)
-        return _wrap_arrays(fn(*raw_args, **raw_kwargs))
-    return impl
-
-
-def _backend_of_args(args, kwargs):
-    for v in list(args) + list(kwargs.values()):
-        if isinstance(v, Tensor):
-            return v.backend
-        if isinstance(v, (list, tuple)):
-            B = _backend_of_args(v, {})
-            if B is not None:
-                return B
-    return None
-
-
-def _unwrap(x, qualname):
-    if isinstance(x, Tensor):
-        return constant_data(x, f"numpy.{qualname}")[0]
-    if type(x) in (list, tuple):
-        return type(x)(_unwrap(v, qualname) for v in x)
-    if type(x) is dict:
-        return {k: _unwrap(v, qualname) for k, v in x.items()}
-    return x
-
-
-def _wrap_arrays(result):
-    nd = _nd()
-    if isinstance(result, tuple):
-        wrapped = [_wrap_arrays(r) for r in result]
-        return type(result)(*wrapped) if hasattr(result, "_fields") else tuple(wrapped)
-    if isinstance(result, list):
-        return [_wrap_arrays(r) for r in result]
-    if type(result) in _BACKEND_BY_TYPE:
-        return nd.asarray(result)
-    return result
+# NumPy functions without a derivative that ndgrad has no function of its own for (printing):
+# run on the data. The others (argwhere, isclose, unique ...) are ndgrad's own
+# (ndgrad/without_derivative.py), reached by name like every other function.
+_NO_DERIVATIVE = {"array_repr", "array_str", "array2string"}
 
 
 _IMPLS = {}
@@ -574,14 +518,16 @@ def _find_function_impl(func):
     space = getattr(nd, sub) if sub else nd
     if not sub and name in _ADAPTERS:
         return _ADAPTERS[name]
+    if not sub and name in _WITHOUT_DERIVATIVE:  # NumPy's own signature already
+        return _WITHOUT_DERIVATIVE[name]
     nd_func = getattr(space, name, None)
     if nd_func is not None and callable(nd_func) and not isinstance(nd_func, type) and \
             name not in ("asarray", "array"):
         return _generic(func, nd_func, qualname)
     if name in _NO_DERIVATIVE:
-        return _without_derivative(func, qualname)
+        return on_data(func, qualname)
 
-    fallback = _without_derivative(func, qualname)
+    fallback = on_data(func, qualname)
 
     def missing(*args, **kwargs):
         if _constants(args, kwargs):  # nothing to differentiate: NumPy's own, on the data

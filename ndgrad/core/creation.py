@@ -14,7 +14,8 @@ from .tensor import Tensor, _default_float, as_data, finish
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
-           "manual_seed", "is_tensor", "randn_like", "rand_like"]
+           "manual_seed", "is_tensor", "randn_like", "rand_like", "asanyarray",
+           "asarray_chkfinite", "fromiter"]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -64,6 +65,61 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
             obj.requires_grad_(True)
         return obj
     return finish(as_data(obj, dtype, device, copy=copy), requires_grad)
+
+
+def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """NumPy's ``asanyarray``: :func:`asarray` (a Tensor has no subclasses to pass through).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.asanyarray([1.0, 2.0])
+    tensor([1., 2.])
+    """
+    _numpy_layout("asanyarray", order, like)
+    return asarray(a, dtype=dtype, device=device, copy=copy)
+
+
+def asarray_chkfinite(a, dtype=None, order=None):
+    """:func:`asarray`, refusing NaN and infinite values with a ValueError (NumPy's
+    ``asarray_chkfinite``).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.asarray_chkfinite([1.0, float("inf")])
+    Traceback (most recent call last):
+    ...
+    ValueError: array must not contain infs or NaNs
+    """
+    _numpy_layout("asarray_chkfinite", order, None)
+    t = asarray(a, dtype=dtype)
+    if t.dtype.kind in "fc" and not bool(t.backend.isfinite(t.detach()._data).all()):
+        raise ValueError("array must not contain infs or NaNs")
+    return t
+
+
+def fromiter(iter, dtype, count=-1, *, like=None, device=None):  # noqa: A002  (NumPy's name)
+    """A 1-D tensor from the values of an iterable (NumPy's ``fromiter``; ``dtype`` is
+    required, ``count=-1`` reads to the end).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.fromiter((k * k for k in range(4)), dtype=ndgrad.float64)
+    tensor([0., 1., 4., 9.])
+    """
+    _numpy_layout("fromiter", None, like)
+    import numpy
+    return asarray(numpy.fromiter(iter, dtype=as_dtype(dtype), count=count), device=device)
+
+
+def _numpy_layout(who, order, like):
+    if order not in (None, "K", "A", "C"):
+        raise TypeError(f"ndgrad.{who}: order={order!r} is not supported (a Tensor's memory "
+                        "layout is its own); leave order at its default")
+    if like is not None:
+        raise TypeError(f"ndgrad.{who}: like= is not supported; pass device= instead")
 
 
 def is_tensor(obj):
