@@ -76,6 +76,7 @@ import pytest  # noqa: E402
 
 import ndgrad as _nd  # noqa: E402
 from ndgrad.core import backend as _backend  # noqa: E402
+from ndgrad.core.ops import COMPOSITES as _COMPOSITES  # noqa: E402
 
 _sys.path.insert(0, os.path.dirname(__file__))
 import emulated_cupy as _emulated_cupy  # noqa: E402
@@ -99,6 +100,14 @@ def _emulated_backend():
 
 
 EMULATED_EXAMPLES = 5
+# Note [Examples for composites]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A registered composite (defcomposite) has no derivative rules of its own: its derivatives
+# are its primitives', which the registry suites check with the profile's examples. What its
+# own checks guard is the wiring (which primitives, which constants, which branches), and a
+# few examples cover that; so the registry suites draw at most COMPOSITE_EXAMPLES for a
+# composite. This keeps the suite within CI's budget as NumPy's namespace grows.
+COMPOSITE_EXAMPLES = 10
 
 
 def pytest_generate_tests(metafunc):
@@ -125,12 +134,17 @@ def device(request):
     if name != "cpu" and marker is not None:
         pytest.skip(f"CPU only: {marker.args[0] if marker.args else 'a CPU-backend test'}")
     if name == "cpu":
+        fewer = _fewer_examples(request.function, COMPOSITE_EXAMPLES) \
+            if _tests_a_composite(request) else None
         yield "cpu"
+        if fewer is not None:
+            fewer()
         return
     saved = _backend._CUDA["backend"]
     if name == "emulated":
         _backend._CUDA["backend"] = _emulated_backend()
-    fewer = _fewer_examples(request.function) if name == "emulated" else None
+    fewer = _fewer_examples(request.function, EMULATED_EXAMPLES) if name == "emulated" \
+        else None
     _nd.set_default_device("cuda:0")
     try:
         yield "cuda:0"
@@ -141,14 +155,21 @@ def device(request):
             fewer()
 
 
-def _fewer_examples(fn):
-    """Cap a hypothesis test's examples at EMULATED_EXAMPLES for this run; returns the undo.
+def _tests_a_composite(request):
+    """Whether this is a registry-suite case of a composite (Note [Examples for composites])."""
+    callspec = getattr(request.node, "callspec", None)
+    name = callspec.params.get("name") if callspec is not None else None
+    return isinstance(name, str) and name in _COMPOSITES
+
+
+def _fewer_examples(fn, cap):
+    """Cap a hypothesis test's examples at ``cap`` for this run; returns the undo.
     Hypothesis fixes a test's settings when it is decorated, so this swaps its (internal)
     settings attribute; where that attribute is missing, the test keeps its settings."""
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
-    if current is None or current.max_examples <= EMULATED_EXAMPLES:
+    if current is None or current.max_examples <= cap:
         return None
-    fn._hypothesis_internal_use_settings = settings(current, max_examples=EMULATED_EXAMPLES)
+    fn._hypothesis_internal_use_settings = settings(current, max_examples=cap)
 
     def undo():
         fn._hypothesis_internal_use_settings = current
