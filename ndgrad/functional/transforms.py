@@ -164,9 +164,12 @@ def _pullback(outs, cotangents, tracked, level):
              if isinstance(o, Tensor) and o._requires_grad and o._autograd_level() is level]
     if not pairs:
         return tuple(grad_level.lower(zeros_like(t), level) for t in tracked)
-    return _autograd_grad([p[0] for p in pairs], tracked, [p[1] for p in pairs],
-                          retain_graph=True, create_graph=STATE.grad_enabled,
-                          allow_unused=True, materialize_grads=True)
+    grads = _autograd_grad([p[0] for p in pairs], tracked, [p[1] for p in pairs],
+                           retain_graph=True, create_graph=STATE.grad_enabled,
+                           allow_unused=True, materialize_grads=True)
+    # an input the outputs do not depend on gets zeros made like it: a value of this level,
+    # lowered as the computed gradients are
+    return tuple(grad_level.lower(g, level) for g in grads)
 
 
 def grad(func, argnums=0, has_aux=False):

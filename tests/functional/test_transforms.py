@@ -1123,6 +1123,27 @@ def test_jacfwd_and_jacrev_with_an_unused_input():
     close(J[1], 2 * np.eye(N))
 
 
+def test_an_inner_grad_of_an_unused_input_is_a_zero_of_the_outer_level():
+    """The inner grad's zero for an input its function ignores is lowered like its computed
+    gradients: the outer transforms see a plain zero (it once leaked the inner level)."""
+    def gv(a, b):
+        ga, gb = grad(lambda a, b: (a * a).sum(), argnums=(0, 1))(a, b)  # (2a, 0)
+        return (gb * 0.7 + ga * a).sum()  # 2 a . a
+    a, b = T(X), T(V)
+    g = grad(gv, argnums=(0, 1))(a, b)
+    close(g[0], 4 * X)
+    close(g[1], np.zeros(N))
+    H = jacrev(grad(gv, argnums=(0, 1)), argnums=(0, 1))(a, b)
+    close(H[0][0], 4 * np.eye(N))
+    close(H[1][1], np.zeros((N, N)))
+    H = jacfwd(grad(gv, argnums=(0, 1)), argnums=(0, 1))(a, b)
+    close(H[0][0], 4 * np.eye(N))
+    close(H[0][1], np.zeros((N, N)))
+    gs = vmap(grad(gv, argnums=(0, 1)))(T(np.stack([X, 2 * X])), T(np.stack([V, V])))
+    close(gs[0], np.stack([4 * X, 8 * X]))
+    close(gs[1], np.zeros((2, N)))
+
+
 def test_complex_jacobians_follow_the_torch_conventions():
     """For holomorphic f: C -> C, jacfwd gives J = f'(z); jacrev gives its conjugate (it
     pulls back real cotangents: the conjugate-Wirtinger convention of PyTorch's reverse
