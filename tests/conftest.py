@@ -134,25 +134,23 @@ def device(request):
     if name != "cpu" and marker is not None:
         pytest.skip(f"CPU only: {marker.args[0] if marker.args else 'a CPU-backend test'}")
     if name == "cpu":
-        fewer = _fewer_examples(request.function, COMPOSITE_EXAMPLES) \
-            if _tests_a_composite(request) else None
+        restore = _fewer_examples(request.function,
+                                  COMPOSITE_EXAMPLES if _tests_a_composite(request) else None)
         yield "cpu"
-        if fewer is not None:
-            fewer()
+        restore()
         return
     saved = _backend._CUDA["backend"]
     if name == "emulated":
         _backend._CUDA["backend"] = _emulated_backend()
-    fewer = _fewer_examples(request.function, EMULATED_EXAMPLES) if name == "emulated" \
-        else None
+    restore = _fewer_examples(request.function,
+                              EMULATED_EXAMPLES if name == "emulated" else None)
     _nd.set_default_device("cuda:0")
     try:
         yield "cuda:0"
     finally:
         _nd.set_default_device("cpu")
         _backend._CUDA["backend"] = saved
-        if fewer is not None:
-            fewer()
+        restore()
 
 
 def _tests_a_composite(request):
@@ -163,16 +161,22 @@ def _tests_a_composite(request):
 
 
 def _fewer_examples(fn, cap):
-    """Cap a hypothesis test's examples at ``cap`` for this run; returns the undo.
-    Hypothesis fixes a test's settings when it is decorated, so this swaps its (internal)
-    settings attribute; where that attribute is missing, the test keeps its settings."""
+    """Cap a hypothesis test's examples at ``cap`` (None: no cap) for this run; returns the
+    undo, which puts the test's own settings back. Hypothesis fixes a test's settings when
+    it is decorated, so this swaps its (internal) settings attribute; where that attribute
+    is missing, the test keeps its settings.
+
+    The undo runs for every test, capped or not: a test decorated with ``@settings`` gets
+    its attribute replaced by a child settings object on each run (hypothesis 6.170), so
+    across the many parametrized cases of one test the chain of parents would grow until
+    reading a setting overflows the recursion limit."""
     current = getattr(fn, "_hypothesis_internal_use_settings", None)
-    if current is None or current.max_examples <= cap:
-        return None
-    fn._hypothesis_internal_use_settings = settings(current, max_examples=cap)
 
     def undo():
-        fn._hypothesis_internal_use_settings = current
+        if current is not None:
+            fn._hypothesis_internal_use_settings = current
+    if current is not None and cap is not None and current.max_examples > cap:
+        fn._hypothesis_internal_use_settings = settings(current, max_examples=cap)
     return undo
 
 
