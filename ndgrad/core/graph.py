@@ -301,7 +301,8 @@ class OpNode(Node):
         F = None
         B = NUMPY if type(g) is _NDARRAY else (_BACKEND_BY_TYPE.get(type(g)) or
                                                 _SCALARS.get(type(g)))
-        if B is not None and op.nout == 1 and saved is not FREED and out is not FREED:
+        if B is not None and op.nout == 1 and saved is not FREED and out is not FREED and \
+                type(self.params) is not LevelParams:
             # (the raw read, inlined: the engine's hot path)
             strip = pass_.strip
             grad_on = pass_.grad_on
@@ -435,6 +436,24 @@ def edge_to(t):
 
 # ------------------------------------------------------------------ recording
 _NO_PARAMS = {}  # shared by every node whose op got no parameters: never mutated
+
+
+class LevelParams(dict):
+    """A node's parameters when one holds a transform's value (vmap's batched index of
+    ``x[i]`` under ``vmap(grad(...))``): the rules then run on Tensors (``pass_.read``),
+    since the raw formula namespace cannot take that value."""
+
+    __slots__ = ()
+
+
+def _holds_level_value(v):
+    if isinstance(v, Tensor):
+        return type(v) is not Tensor
+    if type(v) in (tuple, list):
+        for u in v:
+            if _holds_level_value(u):
+                return True
+    return False
 _OpNode_new = object.__new__
 
 
@@ -492,7 +511,14 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
         node.saved = None
     node.op = op
     node.extra = extra
-    node.params = params if params else _NO_PARAMS
+    if params:
+        for v in params.values():
+            if _holds_level_value(v):
+                params = LevelParams(params)
+                break
+        node.params = params
+    else:
+        node.params = _NO_PARAMS
     node.edges = edges
     node.seq = next(_seq)
     node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None

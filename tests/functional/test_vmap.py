@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import ndgrad
-from ndgrad.func import grad, vmap
+from ndgrad.func import grad, jacrev, vmap
+from support import close
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((4, 3))
@@ -221,3 +222,18 @@ def test_kind_rules_take_positional_parameters():
                                a.sum(axis=2, keepdims=True))
     np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, 1))(x).cpu().numpy(),
                                np.cumsum(a, axis=2))
+
+
+def test_grad_of_indexing_by_a_batched_index_under_vmap():
+    """``x[i]`` with ``i`` a vmap batch, differentiated inside the vmap: the index is a
+    parameter of the node, and the backward runs the rule on Tensors for it (it once handed
+    the batch to NumPy's ``add.at``)."""
+    xv = np.arange(12.0).reshape(2, 2, 3)
+    iv, jv = np.array([[0, 1], [1, 1]]), np.array([[2, 0], [1, 1]])
+    g = vmap(grad(lambda x, i, j: (x[i, j] ** 2).sum()))(t(xv), t(iv), t(jv))
+    want = np.zeros_like(xv)
+    for b in range(2):
+        np.add.at(want[b], (iv[b], jv[b]), 2 * xv[b][iv[b], jv[b]])
+    close(g, want)
+    J = vmap(jacrev(lambda x, i: x[i] * 2))(t(xv[:, 0]), t(iv))
+    close(J, np.stack([2 * np.eye(3)[iv[b]] for b in range(2)]))
