@@ -336,6 +336,15 @@ REFERENCES = {
     "special.sinc": np.sinc,  # SciPy has no special.sinc
     "special.logsumexp": _special_logsumexp,
     # ndgrad/core/ops/stacking.py
+    # (packing functions take their arrays as one sequence; the sample spreads them)
+    "concatenate": lambda *arrays, **kw: np.concatenate(arrays, **kw),
+    "vstack": lambda *tup, **kw: np.vstack(tup, **kw),
+    "hstack": lambda *tup, **kw: np.hstack(tup, **kw),
+    "dstack": lambda *tup: np.dstack(tup),
+    "column_stack": lambda *tup: np.column_stack(tup),
+    # NumPy's order inside the two parts is unspecified; ndgrad's partition sorts fully (a
+    # valid partition; tests/test_stacking.py checks it against np.partition's contract)
+    "partition": lambda a, kth, axis=-1, **kw: np.sort(a, axis=axis),
     # ndgrad/core/ops/numeric.py
     # ndgrad/core/ops/signal.py
 }
