@@ -128,6 +128,18 @@ def ops_page() -> str:
         lines.append("")
     from ndgrad import without_derivative
 
+    title = "NumPy's functions outside the registry"
+    lines += [title, "-" * len(title), "",
+              "Creation functions beside :func:`~ndgrad.zeros` and :func:`~ndgrad.arange`",
+              "(``array``, ``identity``, ``tri``, the windows ...), NumPy's in-place writers",
+              "(``put``, ``place``, ``putmask``, ``fill_diagonal``, ``put_along_axis``: through",
+              "the Tensor's differentiable indexed assignment, with the in-place checks) and",
+              "``histogramdd``: differentiable where the registered ops they use are, tested",
+              "against NumPy on their own.", "",
+              ".. autosummary::", "   :toctree: api/generated", ""]
+    plain = {**ops.numeric.CREATION, **ops.stacking.INPLACE, **ops.signal.PLAIN}
+    lines += [f"   {name}" for name in sorted(plain)]
+    lines.append("")
     title = "Without a derivative"
     lines += [title, "-" * len(title), "",
               "NumPy's functions whose results are indices, booleans, sets or metadata",

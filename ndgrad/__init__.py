@@ -56,6 +56,9 @@ __version__ = "0.1.0"
 
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
 globals().update(_ops.PUBLIC)
+globals().update(_ops.numeric.CREATION)  # NumPy's creation functions: array, identity, tri ...
+globals().update(_ops.stacking.INPLACE)  # NumPy's in-place writers: put, place, putmask ...
+globals().update(_ops.signal.PLAIN)  # histogramdd
 globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a derivative
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
 _numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
@@ -75,5 +78,6 @@ __all__ = sorted(
      "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda"]
-    + list(_ops.PUBLIC) + list(_without_derivative.FUNCTIONS)
+    + list(_ops.PUBLIC) + list(_ops.numeric.CREATION) + list(_ops.stacking.INPLACE)
+    + list(_ops.signal.PLAIN) + list(_without_derivative.FUNCTIONS)
 )

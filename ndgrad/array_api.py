@@ -29,7 +29,7 @@ import numpy as np
 
 from .core.backend import (_COMPLEX_OF, Device, as_dtype, backend_of, get_default_device,
                            get_default_dtype)
-from .core.creation import asarray
+from .core.creation import asarray, constant_data
 from .core.tensor import Tensor
 
 __all__ = ["__array_api_version__", "__array_namespace_info__", "finfo", "iinfo", "isdtype",
@@ -217,24 +217,6 @@ class UniqueCountsResult(NamedTuple):
 class UniqueInverseResult(NamedTuple):
     values: Tensor
     inverse_indices: Tensor
-
-
-def constant_data(x, who):
-    """``(array, backend)``: what a function without a derivative computes on. A Tensor's
-    data; a transform's value read one level down (through the host, on a GPU); a vmap
-    batch, which has no single value, is refused. Also used by NumPy's protocols."""
-    if not isinstance(x, Tensor):
-        x = asarray(x)
-    if type(x) is Tensor:
-        return x._data, x.backend
-    try:
-        data = x.detach().cpu().numpy()
-        B = x.backend
-        return (data if B.name == "numpy" else B.asarray(data)), B
-    except (RuntimeError, TypeError) as exc:
-        raise TypeError(f"{who}: its result has no derivative and cannot be computed on this "
-                        f"transform's value ({exc}); call it outside the transform, or on a "
-                        "value returned from it") from None
 
 
 def _unique(x, who, **flags):

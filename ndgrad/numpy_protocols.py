@@ -59,7 +59,11 @@ def _nd():
 
 
 def _detach_hint(qualname):
-    return (f"numpy.{qualname} has no ndgrad implementation, so it cannot be differentiated; "
+    """The error for a function without an ndgrad implementation; ``qualname`` is NumPy's
+    (``"interp"``, ``"linalg.cond"``) or another library's, prefixed (``"scipy.special.dawsn"``)."""
+    if not qualname.startswith("scipy."):
+        qualname = f"numpy.{qualname}"
+    return (f"{qualname} has no ndgrad implementation, so it cannot be differentiated; "
             f"call it on t.detach() (a Tensor that does not require grad) or t.numpy() to "
             "compute it without a derivative")
 
@@ -252,6 +256,10 @@ def _generic(np_func, nd_func, qualname):
         nd_var = [p for p in nd_params if p.kind is _P.VAR_POSITIONAL]
         if np_var and nd_var:
             rename[np_var[0].name] = nd_var[0].name
+        np_varkw = [p for p in np_sig.parameters.values() if p.kind is _P.VAR_KEYWORD]
+        nd_varkw = [p for p in nd_params if p.kind is _P.VAR_KEYWORD]
+        if np_varkw and nd_varkw:  # (np.piecewise(..., **kw) passes kw on to its functions)
+            rename[np_varkw[0].name] = nd_varkw[0].name
 
     def impl(*args, **kwargs):
         if np_sig is None:
@@ -330,20 +338,13 @@ def _call(nd_func, nd_params, given):
                 args.extend(value if isinstance(value, (tuple, list)) else (value,))
         elif p.kind is _P.KEYWORD_ONLY and p.name in given:
             kwargs[p.name] = given.pop(p.name)
+        elif p.kind is _P.VAR_KEYWORD and p.name in given:
+            kwargs.update(given.pop(p.name))
     kwargs.update(given)
     return nd_func(*args, **kwargs)
 
 
 # NumPy functions whose ndgrad counterpart has another name or signature
-def _concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    nd = _nd()
-    arrays = [nd.asarray(a) for a in arrays]
-    if dtype is not None:
-        arrays = [nd.astype(a, dtype) for a in arrays]
-    if axis is None:
-        arrays = [nd.reshape(a, (-1,)) for a in arrays]
-        axis = 0
-    return _write_out(nd.concat(arrays, axis=axis), out, "concatenate")
 
 
 def _moments(name):
@@ -455,11 +456,6 @@ def _round(name):
     return impl
 
 
-def _ravel(a, order="C"):
-    _only_defaults("ravel", order=(order, "C"))
-    return _nd().reshape(a, (-1,))
-
-
 def _transpose(a, axes=None):
     return _nd().transpose(a, axes)
 
@@ -471,14 +467,14 @@ def _only_defaults(name, **given):
 
 
 _ADAPTERS = {
-    "concatenate": _concatenate, "std": _moments("std"),
+    "std": _moments("std"),
     "var": _moments("var"), "sum": _masked_reduction("sum", "sum", 0),
     "prod": _masked_reduction("prod", "prod", 1), "mean": _masked_reduction("mean", "mean", 0),
     "max": _extremum("max", "max", "maximum"), "amax": _extremum("amax", "max", "maximum"),
     "min": _extremum("min", "min", "minimum"), "amin": _extremum("amin", "min", "minimum"),
     "sort": _sorting("sort", "sort"), "argsort": _sorting("argsort", "argsort"),
     "clip": _clip, "where": _where, "einsum": _einsum, "reshape": _reshape,
-    "round": _round("round"), "around": _round("around"), "ravel": _ravel,
+    "round": _round("round"), "around": _round("around"),
     "transpose": _transpose,
 }
 

@@ -10,7 +10,7 @@ as Tensors that never require grad, as PyTorch's ``argmax`` or ``isclose`` do: t
 are integers, booleans or selections whose derivative is zero or undefined. A tensor that
 requires grad may be passed (its values are read); inside a transform, a grad level's value
 is read one level down, and a vmap batch, which has no single value, is refused with a
-message (``array_api.constant_data``). The questions about a tensor's metadata (``shape``,
+message (``core.creation.constant_data``). The questions about a tensor's metadata (``shape``,
 ``ndim``, ``size``, ``iscomplexobj``, ``isrealobj``, ``isscalar``) read it without touching
 the data, so they work under every transform.
 
@@ -35,8 +35,8 @@ import sys
 
 import numpy as np
 
-from .array_api import constant_data
 from .core.backend import _BACKEND_BY_TYPE
+from .core.creation import constant_data
 from .core.tensor import Tensor
 
 # name -> (summary, example call, its printed result). The examples are the functions'

@@ -15,7 +15,7 @@ from .tensor import Tensor, _default_float, as_data, finish
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
            "manual_seed", "is_tensor", "randn_like", "rand_like", "asanyarray",
-           "asarray_chkfinite", "fromiter"]
+           "asarray_chkfinite", "fromiter", "constant_data"]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -120,6 +120,25 @@ def _numpy_layout(who, order, like):
                         "layout is its own); leave order at its default")
     if like is not None:
         raise TypeError(f"ndgrad.{who}: like= is not supported; pass device= instead")
+
+
+def constant_data(x, who):
+    """``(array, backend)``: what a function without a derivative computes on. A Tensor's
+    data; a transform's value read one level down (through the host, on a GPU); a vmap
+    batch, which has no single value, is refused. Used by ndgrad's functions without a
+    derivative (``ndgrad.argwhere`` ...), the array API's and NumPy's protocols."""
+    if not isinstance(x, Tensor):
+        x = asarray(x)
+    if type(x) is Tensor:
+        return x._data, x.backend
+    try:
+        data = x.detach().cpu().numpy()
+        B = x.backend
+        return (data if B.name == "numpy" else B.asarray(data)), B
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(f"{who}: its result has no derivative and cannot be computed on this "
+                        f"transform's value ({exc}); call it outside the transform, or on a "
+                        "value returned from it") from None
 
 
 def is_tensor(obj):
