@@ -77,6 +77,44 @@ def test_three_deep_composition_of_numpy_code():
     close(third, np.sin(xs))
 
 
+def _script(x):
+    """A finite-difference script in plain NumPy with the functions NumPy code reaches
+    for: the stacking, differencing, interpolation, polynomial and statistics functions.
+    Its closed form: sum over the interior of (x[k+1] - 2 x[k] + x[k-1])^2, plus
+    interp(0.5; [0, 1, 2], x[:3]) = (x0 + x1) / 2, plus polyval([1, 0], mean(x)) =
+    mean(x), plus median of [x0, x0] = x0."""
+    padded = np.hstack([x[:1], x, x[-1:]])
+    second = np.diff(np.diff(padded))[1:-1]
+    return (np.sum(second ** 2) + np.interp(0.5, [0.0, 1.0, 2.0], x[:3])
+            + np.polyval(np.array([1.0, 0.0]), np.average(x))
+            + np.median(np.vstack([x[:1], x[:1]])))
+
+
+def _script_gradient(xv):
+    n = len(xv)
+    D = np.zeros((n - 2, n))  # the interior second differences
+    for k in range(n - 2):
+        D[k, k:k + 3] = [1.0, -2.0, 1.0]
+    g = 2 * D.T @ (D @ xv) + 1.0 / n
+    g[:2] += 0.5
+    g[0] += 1.0
+    return g, 2 * D.T @ D
+
+
+def test_a_scientific_script_in_plain_numpy_under_every_transform():
+    xv = RNG.standard_normal(6)
+    g, H = _script_gradient(xv)
+    x = nd.tensor(xv)
+    close(nd.func.grad(_script)(x), g)
+    close(nd.func.hessian(_script)(x), H, atol=1e-10)
+    close(nd.func.jacfwd(nd.func.grad(_script))(x), H, atol=1e-10)
+    xs = RNG.standard_normal((3, 6))
+    close(nd.func.vmap(nd.func.grad(_script))(nd.tensor(xs)),
+          np.stack([_script_gradient(r)[0] for r in xs]))
+    assert nd.checks.gradcheck(_script, (nd.tensor(xv, requires_grad=True),))
+    assert nd.checks.gradgradcheck(_script, (nd.tensor(xv, requires_grad=True),))
+
+
 def test_forward_mode_through_numpy_ufuncs():
     xv = np.array([0.5, 1.5])
     with nd.forward_ad.dual_level():

@@ -1630,8 +1630,7 @@ def place(arr, mask, vals):
     --------
     >>> import ndgrad
     >>> a = ndgrad.tensor([1.0, -2.0, 3.0, -4.0])
-    >>> from ndgrad.core.ops.stacking import place
-    >>> place(a, a < 0, ndgrad.tensor([0.5]))
+    >>> ndgrad.place(a, a < 0, ndgrad.tensor([0.5]))
     >>> a
     tensor([1. , 0.5, 3. , 0.5])
     """
@@ -1660,8 +1659,7 @@ def put(a, ind, v, mode="raise"):
     --------
     >>> import ndgrad
     >>> a = ndgrad.zeros((2, 2))
-    >>> from ndgrad.core.ops.stacking import put
-    >>> put(a, [0, 3], ndgrad.tensor([5.0, 6.0]))
+    >>> ndgrad.put(a, [0, 3], ndgrad.tensor([5.0, 6.0]))
     >>> a
     tensor([[5., 0.],
             [0., 6.]])
@@ -1708,8 +1706,7 @@ def putmask(a, mask, values):
     --------
     >>> import ndgrad
     >>> a = ndgrad.tensor([1.0, -2.0, 3.0, -4.0])
-    >>> from ndgrad.core.ops.stacking import putmask
-    >>> putmask(a, a < 0, ndgrad.tensor([10.0, 20.0]))
+    >>> ndgrad.putmask(a, a < 0, ndgrad.tensor([10.0, 20.0]))
     >>> a
     tensor([ 1., 20.,  3., 20.])
     """
@@ -1735,8 +1732,7 @@ def fill_diagonal(a, val, wrap=False):
     --------
     >>> import ndgrad
     >>> a = ndgrad.zeros((2, 3))
-    >>> from ndgrad.core.ops.stacking import fill_diagonal
-    >>> fill_diagonal(a, ndgrad.tensor([1.0, 2.0]))
+    >>> ndgrad.fill_diagonal(a, ndgrad.tensor([1.0, 2.0]))
     >>> a
     tensor([[1., 0., 0.],
             [0., 2., 0.]])
@@ -1781,8 +1777,7 @@ def put_along_axis(arr, indices, values, axis):
     --------
     >>> import ndgrad
     >>> a = ndgrad.tensor([[10.0, 30.0, 20.0], [60.0, 40.0, 50.0]])
-    >>> from ndgrad.core.ops.stacking import put_along_axis
-    >>> put_along_axis(a, ndgrad.argmax(a, axis=1, keepdims=True), 0.0, axis=1)
+    >>> ndgrad.put_along_axis(a, ndgrad.argmax(a, axis=1, keepdims=True), 0.0, axis=1)
     >>> a
     tensor([[10.,  0., 20.],
             [ 0., 40., 50.]])
