@@ -67,6 +67,7 @@ from hypothesis import strategies as st
 import ndgrad
 import ndgrad.forward_ad as fwAD
 from ndgrad import func
+from ndgrad.core.ops import COMPOSITES
 from registry_harness import (Linearization, assert_close, cases, draw, entry, fd_directional,
                               random_like, require, tensor)
 from support import host
@@ -80,6 +81,21 @@ SMALL = {"max_side": 3, "max_dims": 2}
 FEW = settings(max_examples=4, phases=[Phase.explicit, Phase.reuse, Phase.generate],
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 FEWER = settings(FEW, max_examples=3)
+
+
+
+@pytest.fixture(autouse=True)
+def _composites_compose_on_the_cpu(request):
+    """A composite's compositions run on the CPU only, not on the emulated GPU: on a device
+    it runs its primitives, whose compositions this suite checks there; its own property
+    tests (values, vjp, second order, vmap) still run on every device. (Half of the
+    emulated device's cost, kept out of CI's budget.)"""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("device") == "emulated" and \
+            callspec.params.get("name") in COMPOSITES:
+        pytest.skip("a composite's compositions run on the CPU (its primitives' are checked "
+                    "on this device)")
+
 
 FD = {"rtol": 1e-4, "atol": 1e-6}       # against first-order central differences
 FD2 = {"rtol": 1e-3, "atol": 1e-5}      # against differences of a first-order derivative
