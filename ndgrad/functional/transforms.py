@@ -403,7 +403,11 @@ def _basis(like):
     for s, t in zip(shapes, like):
         n = _numel(s)
         part = TENSOR_F.reshape(identity[:, start:start + n], (total,) + s)
-        parts.append(part if t.dtype == dtype else TENSOR_F.astype(part, t.dtype))
+        if t.dtype != dtype:  # (a real input's rows of a complex identity: their real part)
+            if dtype.kind == "c" and t.dtype.kind != "c":
+                part = TENSOR_F.real(part)
+            part = TENSOR_F.astype(part, t.dtype)
+        parts.append(part)
         start += n
     return parts
 

@@ -12,6 +12,8 @@ UserWarning; those results are correct and the warning is not an error here.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -1222,3 +1224,14 @@ def test_jacrev_result_is_differentiable_for_an_outer_requires_grad_input():
     (g,) = autograd_grad(J.sum(), x)
     close_fd(g, fd_grad(lambda x: tanh_layer_jac(x).sum(), X))
     assert x.grad is None
+
+
+def test_jacobians_of_a_real_and_a_complex_input_together():
+    """The basis for a real input beside a complex one is the real part of the complex
+    identity's rows (once cast with a ComplexWarning)."""
+    a, b = np.array([1.0, 2.0]), np.array([1j, 2.0 - 1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Ja, Jb = jacfwd(lambda a, b: a * b, argnums=(0, 1))(T(a), T(b))
+    close(Ja, np.diag(b))
+    close(Jb, np.diag(a).astype(complex))
