@@ -322,14 +322,19 @@ def fallback_ops():
                   if op.batch_rule is None and default_rule(op) is None)
 
 
-def _warn_fallback(name, why):
+def _warn_fallback(name, why, declared=None):
+    """Warn once per op that vmap loops over it; ``declared``: the op's own reason
+    (``notes["vmap"]``), for an op that cannot have a rule (no report asked for then)."""
     _FALLBACK_SEEN.add(name)
     if name in _WARNED:
         return
     _WARNED.add(name)
-    warnings.warn(
-        f"vmap: {name} {why}, so it runs once per batch element (a Python loop), which is "
-        "slow. Please report this so a rule can be added.", UserWarning, stacklevel=4)
+    if declared:
+        message = f"vmap: {name} runs once per batch element (a Python loop): {declared}"
+    else:
+        message = (f"vmap: {name} {why}, so it runs once per batch element (a Python loop), "
+                   "which is slow. Please report this so a rule can be added.")
+    warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def _loop(level, op, phys, batched, extra, params):
@@ -400,7 +405,7 @@ def _batched_value(level, op, arrays, batched, extra, params):
             _warn_fallback(op.qualname, "got a batched tensor as a parameter (e.g. an index)")
             out = _loop(level, op, phys, batched, extra, params)
     elif rule is None:
-        _warn_fallback(op.qualname, "has no batching rule")
+        _warn_fallback(op.qualname, "has no batching rule", op.notes.get("vmap"))
         out = _loop(level, op, phys, batched, extra, params)
     else:
         out = rule(TENSOR_F, batched, *phys, *extra, **params)

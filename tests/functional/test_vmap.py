@@ -237,3 +237,15 @@ def test_grad_of_indexing_by_a_batched_index_under_vmap():
     close(g, want)
     J = vmap(jacrev(lambda x, i: x[i] * 2))(t(xv[:, 0]), t(iv))
     close(J, np.stack([2 * np.eye(3)[iv[b]] for b in range(2)]))
+
+
+def test_the_loop_warning_gives_an_ops_declared_reason(monkeypatch):
+    """An op that declares why it has no batching rule (``notes["vmap"]``) says so when vmap
+    loops over it, and does not ask for a report; the loop's values are the per-row ones."""
+    import sys
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+    x = np.array([[0.0, 1.0, 2.0, 0.0], [0.0, 3.0, 4.0, 0.0]])
+    with pytest.warns(UserWarning, match="trim_zeros runs once per batch element") as seen:
+        got = vmap(ndgrad.trim_zeros)(t(x))
+    assert "report" not in str(seen[0].message)
+    close(got, np.stack([np.trim_zeros(r) for r in x]))

@@ -36,7 +36,8 @@ from ..creation import asarray
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
 from .indexing import _along_axis_index
-from .registry import INDEXING, SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
+from .registry import (INDEXING, SHAPE, VARIADIC, Domain, defalias, defcomposite, defop,
+                       sample_numpy)
 from .shape import _as_int_tuple
 
 __all__ = ["place", "put", "putmask", "fill_diagonal", "put_along_axis", "INPLACE"]
@@ -935,7 +936,7 @@ def insert(F, arr, obj, values, axis=None):
 
 
 def _sample_delete(d):
-    import numpy as np  # a test-time sampler, not a formula
+    np = sample_numpy()
     shape = d.shape(min_dims=1, max_dims=3, max_side=3)
     axis = d.choice([None, d.axis(len(shape), none=False)])
     n = _numel(shape) if axis is None else shape[axis]
@@ -1051,8 +1052,8 @@ def _trim_axes(trim, axis, ndim):
 
 
 @defop(kind=INDEXING, domain=_ANY, method=False, sample=_sample_trim_zeros,
-       notes={"vmap": "the trimmed shape depends on the values, so vmap runs each batch "
-                      "element (their trimmed shapes must agree)"})
+       notes={"vmap": "the trimmed shape depends on the values, so there is no batching "
+                      "rule; the batch elements' trimmed shapes must agree"})
 def trim_zeros(B, filt, trim="fb", axis=None):
     """``filt`` without its leading ("f") and/or trailing ("b") zeros along ``axis`` (every
     axis when None: the smallest box holding every nonzero element), NumPy's ``trim_zeros``.
@@ -1352,7 +1353,7 @@ def _pw_affine(x, scale=2.0):
 
 
 def _sample_piecewise(d):
-    import numpy as np  # a test-time sampler, not a formula
+    np = sample_numpy()
     shape = d.shape(max_dims=2, max_side=3)
     n = d.integers(1, 2)
     conds = d.bool_array((n,) + shape)
@@ -1426,7 +1427,7 @@ def piecewise(F, x, condlist, funclist, *args, **kw):
 
 
 def _sample_partition(d):
-    import numpy as np  # a test-time sampler, not a formula
+    np = sample_numpy()
     shape = d.shape(min_dims=1, max_dims=2, max_side=4)
     x = d.array(shape)
     flat = np.sort(x.ravel())
