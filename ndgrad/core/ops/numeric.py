@@ -32,6 +32,7 @@ from .elementwise import _off_integer_quotients, _off_integers
 from .reductions import _sample_prod
 from .registry import (ELEMENTWISE, LINALG, REDUCTION, SHAPE, Domain, defalias, defcomposite,
                        sample_numpy)
+from .stacking import _no_out
 from .statistics import _non_nan, _qs, _sample_percentile, _sample_quantile, _to_last
 
 _ANY = Domain((-2.0, 2.0))
@@ -43,12 +44,6 @@ defalias("amin", "min")
 defalias("mod", "remainder")
 defalias("around", "round")
 defalias("conjugate", "conj")
-
-
-def _no_out(who, out):
-    if out is not None:
-        raise TypeError(f"{who}: out= is not supported (ndgrad functions return a new tensor); "
-                        "drop out= and use the returned tensor")
 
 
 def _dtype_of(x):

@@ -45,6 +45,8 @@ from .batching import is_batched
 from .dense_linalg import LinAlgError
 from .linalg import _eye
 from .registry import INDEXING, LINALG, SCAN, VARIADIC, Domain, defcomposite, sample_numpy
+from .special import _stop
+from .stacking import _along, _arr, _axis, _no_out
 
 _ANY = Domain((-2.0, 2.0))
 _ANYC = Domain((-2.0, 2.0), complex=True)
@@ -53,25 +55,10 @@ _RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}  # NumPy's same_kind casting or
 
 
 # ------------------------------------------------------------------------------- helpers
-def _arr(F, x):
-    """``x`` as an array of ``F``'s kind: Tensors and backend arrays as they are, numbers and
-    sequences converted (NumPy accepts lists for all of these functions)."""
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return x
-    if F is TENSOR_F:
-        return asarray(x)
-    return NUMPY.asarray(x)
-
 
 def _atleast_1d(F, x):
     x = _arr(F, x)
     return F.reshape(x, (1,)) if len(x.shape) == 0 else x
-
-
-def _stop(x):
-    """A constant copy of ``x``: no gradient or tangent flows through it (raw arrays are
-    constants already)."""
-    return x.detach() if hasattr(x, "detach") else x
 
 
 def _tolist(x):
@@ -94,24 +81,6 @@ def _conj(F, x):
 def _floating(F, x):
     """``x`` with integer and boolean dtypes made float64 (NumPy's ``x + 0.0``)."""
     return F.astype(x, float64) if x.dtype.kind in "biu" else x
-
-
-def _axis(who, axis, ndim, what="axis"):
-    if not -ndim <= axis < ndim:
-        raise NUMPY.exceptions.AxisError(f"{who}: {what} {axis} is out of bounds for an array "
-                                         f"of dimension {ndim}")
-    return axis % ndim
-
-
-def _no_out(who, out):
-    if out is not None:
-        raise TypeError(f"{who}: out= is not supported (results are new tensors); assign the "
-                        "result instead")
-
-
-def _along(x, axis, index):
-    """``x[..., index, ...]`` with ``index`` (a slice) at ``axis``."""
-    return x[(slice(None),) * axis + (index,)]
 
 
 def _count_le(F, edges, v):
@@ -407,11 +376,11 @@ def _gradient_along(F, f, ax, h, edge_order):
     nd = len(f.shape)
 
     def at(i):
-        return _along(f, ax, slice(i, i + 1) if i != -1 else slice(-1, None))
+        return f[_along(ax, slice(i, i + 1) if i != -1 else slice(-1, None))]
 
     uniform = _ndim(h) == 0
     if uniform:
-        inner = (_along(f, ax, slice(2, None)) - _along(f, ax, slice(None, -2))) / (2.0 * h)
+        inner = (f[_along(ax, slice(2, None))] - f[_along(ax, slice(None, -2))]) / (2.0 * h)
     else:
         # weights of the second-order formula on non-uniform steps h1 (before), h2 (after)
         h1, h2 = h[:-1], h[1:]
@@ -419,8 +388,8 @@ def _gradient_along(F, f, ax, h, edge_order):
         a = F.reshape(-h2 / (h1 * (h1 + h2)), shape)
         b = F.reshape((h2 - h1) / (h1 * h2), shape)
         c = F.reshape(h1 / (h2 * (h1 + h2)), shape)
-        inner = a * _along(f, ax, slice(None, -2)) + b * _along(f, ax, slice(1, -1)) + \
-            c * _along(f, ax, slice(2, None))
+        inner = a * f[_along(ax, slice(None, -2))] + b * f[_along(ax, slice(1, -1))] + \
+            c * f[_along(ax, slice(2, None))]
     if edge_order == 1:
         first = (at(1) - at(0)) / (h if uniform else h[0])
         last = (at(-1) - at(-2)) / (h if uniform else h[-1])

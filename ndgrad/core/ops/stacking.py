@@ -87,18 +87,21 @@ def _numel(shape):
     return math.prod(shape)
 
 
-def _axis(who, axis, ndim):
-    """``axis`` in ``[0, ndim)``, or a ValueError naming ``who``."""
+def _axis(who, axis, ndim, what="axis"):
+    """``axis`` in ``[0, ndim)``; NumPy's AxisError (a ValueError) naming ``who`` and the
+    parameter ``what`` otherwise."""
     try:
         axis = operator.index(axis)
     except TypeError:
-        raise TypeError(f"{who}: axis must be an integer, got {type(axis).__name__}") from None
+        raise TypeError(f"{who}: {what} must be an integer, got {type(axis).__name__}") from None
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{who}: axis {axis} is out of bounds for a {ndim}-D tensor")
+        raise NUMPY.exceptions.AxisError(f"{who}: {what} {axis} is out of bounds for a "
+                                         f"{ndim}-D tensor")
     return axis % ndim
 
 
 def _no_out(who, out):
+    """NumPy's ``out=``: only its default (None); ndgrad functions return new tensors."""
     if out is not None:
         raise TypeError(f"{who}: out= is not supported (ndgrad returns a new tensor, and an "
                         "in-place write would need its own derivative); drop out= and use "
