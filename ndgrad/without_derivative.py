@@ -248,27 +248,24 @@ def on_data(np_func, qualname):
     return impl
 
 
+# a Tensor's answer to each metadata question, from its shape and dtype alone
+_FROM_METADATA = {
+    "shape": lambda a: tuple(a.shape),
+    "ndim": lambda a: a.ndim,
+    "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    "iscomplexobj": lambda a: a.dtype.kind == "c",
+    "isrealobj": lambda a: a.dtype.kind != "c",
+    "isscalar": lambda a: False,  # (as NumPy's 0-d arrays)
+    "iterable": lambda a: a.ndim > 0,
+}
+
+
 def _metadata(name):
-    np_func = getattr(np, name)
+    np_func, answer = getattr(np, name), _FROM_METADATA[name]
 
     def impl(*args, **kwargs):
-        a = args[0] if args else None
-        if isinstance(a, Tensor):
-            if name == "shape":
-                return tuple(a.shape)
-            if name == "ndim":
-                return a.ndim
-            if name == "size":
-                axis = args[1] if len(args) > 1 else kwargs.get("axis")
-                return a.size if axis is None else a.shape[axis]
-            if name == "iscomplexobj":
-                return a.dtype.kind == "c"
-            if name == "isrealobj":
-                return a.dtype.kind != "c"
-            if name == "isscalar":
-                return False
-            if name == "iterable":
-                return a.ndim > 0
+        if args and isinstance(args[0], Tensor):
+            return answer(*args, **kwargs)
         return np_func(*args, **kwargs)
     return impl
 
