@@ -70,14 +70,11 @@ def _make_public(op, call):
             args, kw = norm(*args, **kw)
             return call(op, *args, **kw)
     elif op.pack:
-        names = _kwonly_names(op.forward)
-
-        def fn(arrays, *args, **kw):
+        def run(*arrays, **kw):
             if aliases and kw:
                 _rename(kw, aliases)
-            if args:
-                kw.update(zip(names, args))
             return call(op, *arrays, **kw)
+        fn = _packed(run, _kwonly_names(op.forward), op.qualname, iterables=True)
     elif aliases:
         def fn(*args, **kw):
             if kw:
@@ -138,28 +135,16 @@ def _argument_error(fn, args, kw, exc):
 def _make_composite_public(c, F):
     aliases = c.kwarg_aliases
     fn_ = c.fn
-
     name = c.qualname
-    if c.pack:
-        names = _kwonly_names(fn_)
 
-        def fn(arrays, *args, **kw):
-            if aliases and kw:
-                _rename(kw, aliases)
-            if args:
-                kw.update(zip(names, args))
-            try:
-                return fn_(F, *_sequence(arrays, name), **kw)
-            except DeviceMismatchError as exc:
-                raise DeviceMismatchError(name, *exc.devices) from None
-    else:
-        def fn(*args, **kw):
-            if aliases and kw:
-                _rename(kw, aliases)
-            try:
-                return fn_(F, *args, **kw)
-            except DeviceMismatchError as exc:  # raised by an op inside: name this function
-                raise DeviceMismatchError(name, *exc.devices) from None
+    def run(*args, **kw):
+        if aliases and kw:
+            _rename(kw, aliases)
+        try:
+            return fn_(F, *args, **kw)
+        except DeviceMismatchError as exc:  # raised by an op inside: name this function
+            raise DeviceMismatchError(name, *exc.devices) from None
+    fn = _packed(run, _kwonly_names(fn_), name) if c.pack else run
     fn.__name__ = fn.__qualname__ = c.name
     fn.__doc__ = c.__doc__
     fn.__module__ = "ndgrad"
@@ -167,15 +152,22 @@ def _make_composite_public(c, F):
     return fn
 
 
-def _sequence(arrays, name):
-    """The arrays a packing function takes as one sequence (a Tensor is a sequence of its
-    rows, as in NumPy)."""
-    if isinstance(arrays, (list, tuple)):
-        return arrays
-    if isinstance(arrays, Tensor) and arrays.ndim > 0:
-        return tuple(arrays)
-    raise TypeError(f"{name} takes a sequence of arrays (a list or a tuple); got "
-                    f"{type(arrays).__name__}")
+def _packed(run, names, name, iterables=False):
+    """The public form of a packing op or composite (``concat(arrays, axis)``):
+    ``fn(arrays, *params, **kw)`` is ``run(*arrays, **kw)``, its keyword-only parameters
+    ``names`` also given by position. ``arrays`` is a list, a tuple or a Tensor (the
+    sequence of its rows, as in NumPy); any iterable with ``iterables`` (the primitives
+    ``concat`` and ``stack`` always took generators)."""
+    def fn(arrays, *args, **kw):
+        if args:
+            kw.update(zip(names, args))
+        if type(arrays) not in (list, tuple):
+            if not (iterables or isinstance(arrays, Tensor) and arrays.ndim > 0):
+                raise TypeError(f"{name} takes a sequence of arrays (a list or a tuple); got "
+                                f"{type(arrays).__name__}")
+            arrays = tuple(arrays)
+        return run(*arrays, **kw)
+    return fn
 
 
 # ------------------------------------------------------------------ the Tensor namespace
