@@ -450,12 +450,6 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return _nd().reshape(a, shape)
 
 
-def _round(name):
-    def impl(a, decimals=0, out=None):
-        return _write_out(_nd().round(a, decimals), out, name)
-    return impl
-
-
 def _transpose(a, axes=None):
     return _nd().transpose(a, axes)
 
@@ -474,7 +468,7 @@ _ADAPTERS = {
     "min": _extremum("min", "min", "minimum"), "amin": _extremum("amin", "min", "minimum"),
     "sort": _sorting("sort", "sort"), "argsort": _sorting("argsort", "argsort"),
     "clip": _clip, "where": _where, "einsum": _einsum, "reshape": _reshape,
-    "round": _round("round"), "around": _round("around"),
+
     "transpose": _transpose,
 }
 
