@@ -25,11 +25,12 @@ from ..core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_g
 from ..core.graph import Node
 from ..core.tensor import Tensor
 from ..functional.vmap import autograd_grad as grad
+from . import graph
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
            "once_differentiable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled", "function"]
+           "is_anomaly_check_nan_enabled", "function", "graph"]
 
 # `from ndgrad.autograd.function import once_differentiable` works, as with torch.autograd.
 sys.modules.setdefault(__name__ + ".function", function)

@@ -168,6 +168,12 @@ class BackwardCFunction(FunctionCtx, Node):
                 out.append(entry.rebuild(self))
         return tuple(out)
 
+    def _saved_items(self):
+        """``(name, value)`` for each tensor saved by ``save_for_backward`` (``saved_0``,
+        ``saved_1``, ...), without a version check (see ``graph.OpNode._saved_items``)."""
+        return [(f"saved_{k}", e.value if type(e) is SavedValue else e.content)
+                for k, (e, _, _) in enumerate(self._fn_saved or ()) if e is not None]
+
     def saved_kinds(self):
         """What each saved tensor is: ("in", i), ("out", k) or ("mid", None)."""
         return [None if e is None else kind for e, _, kind in (self._fn_saved or ())]

@@ -35,6 +35,7 @@ attach.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import weakref
 
@@ -248,6 +249,10 @@ class Node:
     def release(self):
         """Drop the saved values (after a backward without retain_graph)."""
 
+    def _saved_items(self):
+        """``(name, value)`` for each value this node saved (none here)."""
+        return []
+
     def _hooks(self):
         h = self.hooks
         if h is None:
@@ -349,6 +354,23 @@ class OpNode(Node):
                 result.append(rule(F, g, out, *inputs, *extra, **params))
         return result
 
+    def _saved_items(self):
+        """``(name, value)`` for each value this node saved, without a version check: the
+        inputs under the names of the op's parameters, ``out`` for the output (its content),
+        then the op's other parameters. For introspection (``grad_fn._saved_x``), pictures
+        and memory reports."""
+        items = []
+        saved = self.saved
+        if saved is not None and saved is not FREED:
+            names = _input_names(self.op, len(saved))
+            items.extend((names[k], v.value if type(v) is SavedValue else v)
+                         for k, v in enumerate(saved) if v is not None)
+        out = self.saved_out
+        if out is not None and out is not FREED:
+            items.append(("out", out.content))
+        items.extend(self.params.items())
+        return items
+
     def _unpack(self):
         saved = self.saved
         if saved is None:
@@ -368,6 +390,19 @@ class OpNode(Node):
 
 
 _NONES = [(None,) * n for n in range(16)]
+
+
+def _input_names(op, n):
+    """The names of an op's ``n`` array inputs: its forward's parameters after the backend
+    (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op."""
+    names = []
+    for p in list(inspect.signature(op.forward).parameters.values())[1:]:  # (after B)
+        if p.kind is p.VAR_POSITIONAL:
+            names.extend(f"{p.name}_{k}" for k in range(n - len(names)))
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+    return (names + [f"input_{k}" for k in range(len(names), n)])[:n]
 
 
 def _raw(saved, strip, grad_on):
