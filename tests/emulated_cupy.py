@@ -786,6 +786,15 @@ def _signed(name, f, reference):
     return f if spec is None else _with_signature(f, name, spec, reference)
 
 
+class PinnedHostArray(np.ndarray):
+    """Host memory from ``cupyx.empty_pinned`` (a NumPy array, as in CuPy; a subclass only
+    so that tests can see the page-locked staging was used)."""
+
+
+def _empty_pinned(shape, dtype=float, order="C"):
+    return np.empty(shape, dtype, order).view(PinnedHostArray)
+
+
 def make_modules():
     """Fresh ``(cupy, cupyx)`` stand-ins."""
     main = {}
@@ -832,7 +841,7 @@ def make_modules():
     slinalg = {n: _on_device(getattr(scipy.linalg, n)) for n in SCIPY_LINALG}
     slinalg.update(expm=_expm, solve_triangular=_solve_triangular)
     slinalg = _module("cupyx.scipy.linalg", slinalg)
-    cupyx = _module("cupyx", {"scatter_add": scatter_add,
+    cupyx = _module("cupyx", {"scatter_add": scatter_add, "empty_pinned": _empty_pinned,
                               "scipy": types.SimpleNamespace(special=special, linalg=slinalg)})
     return cupy, cupyx
 

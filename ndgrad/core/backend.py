@@ -719,6 +719,16 @@ class CupyBackend(Backend):
     def to_numpy(self, array):
         return self._cp.asnumpy(array, order="A")  # keeps a Fortran order (CuPy's: "C")
 
+    def to_host(self, array, pinned=False):
+        """``array`` copied to host memory: page-locked memory (``cupyx.empty_pinned``, which
+        copies back to the device faster) when ``pinned``."""
+        empty_pinned = getattr(self._cpx, "empty_pinned", None) if pinned else None
+        if empty_pinned is None:
+            return self.to_numpy(array)
+        out = empty_pinned(array.shape, array.dtype)
+        array.get(out=out)
+        return out
+
     def scatter_add(self, target, index, values):
         """``numpy.add.at``. CuPy's atomic add (with an integer-array index) has no complex
         or small integer types: a complex target accumulates its real and imaginary parts

@@ -398,7 +398,7 @@ def _share_version(src, t, link):
     sm = src._meta
     if sm is not None and sm.inference:
         return  # inference tensors track no versions and have no history to rebase
-    t._version = src._counter()
+    t._vcounter = src._counter()
     base = sm.base if sm is not None else None
     if base is None:
         base = src

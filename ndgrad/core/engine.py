@@ -37,7 +37,7 @@ from .graph import (FREED, AccumulateGrad, OpNode, SavedOutput, SavedValue, fit_
                     leaf_accumulator)
 from .tensor import Tensor, _new, _wrap_raw
 
-__all__ = ["run_backward", "accumulate_into", "BackwardPass"]
+__all__ = ["run_backward", "accumulate_into", "BackwardPass", "current_pass", "queue_callback"]
 
 
 class BackwardPass:
@@ -45,7 +45,7 @@ class BackwardPass:
     saved values (Note [Formulas on arrays or on Tensors])."""
 
     __slots__ = ("grad_on", "strip", "retain_graph", "accumulate", "inputs", "capture",
-                 "results", "needed", "owned")
+                 "results", "needed", "owned", "callbacks")
 
     def __init__(self, retain_graph, create_graph, level, inputs, accumulate):
         self.grad_on = bool(create_graph)
@@ -60,6 +60,7 @@ class BackwardPass:
         self.results = None
         self.needed = None
         self.owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone
+        self.callbacks = []  # run when the pass ends (queue_callback)
 
     def read(self, node, grads):
         """``(F, inputs, out, grads)`` for the rules of ``node`` when a value they read must
@@ -96,10 +97,32 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumula
     p = BackwardPass(retain_graph, create_graph, _graph_level(roots), inputs, accumulate)
     prev = STATE.grad_enabled
     STATE.grad_enabled = p.grad_on
+    outer = STATE.backward_passes
+    STATE.backward_passes = outer + (p,)
     try:
-        return _run(roots, grads, p)
+        results = _run(roots, grads, p)
+        for fn in p.callbacks:  # (a callback may queue another: it runs too)
+            fn()
+        return results
     finally:
+        STATE.backward_passes = outer
         STATE.grad_enabled = prev
+
+
+def current_pass():
+    """The backward pass running in this thread (the innermost), or None."""
+    passes = STATE.backward_passes
+    return passes[-1] if passes else None
+
+
+def queue_callback(fn):
+    """Run ``fn()`` once the backward pass running in this thread has finished (after every
+    gradient of the pass is accumulated), as PyTorch's engine ``queue_callback``."""
+    p = current_pass()
+    if p is None:
+        raise RuntimeError("queue_callback can only be called while a backward pass runs "
+                           "(from a hook); there is none in this thread")
+    p.callbacks.append(fn)
 
 
 def _root_edge(t):

@@ -58,7 +58,8 @@ from .backend import is_differentiable_dtype
 from .dispatch import innermost_level
 from .inplace import check_inplace, rebase
 from .grad_mode import STATE
-from .graph import _FREED_MSG, Node, SavedOutput, SavedValue, edge_to, fit_gradient, new_seq
+from .graph import (_FREED_MSG, Node, PackedValue, SavedOutput, SavedValue, edge_to,
+                    fit_gradient, new_seq, save_output, save_value)
 from .hooks import NodeHooks
 from .tensor import Tensor, _new, is_live
 
@@ -161,7 +162,7 @@ class BackwardCFunction(FunctionCtx, Node):
         for k, (entry, which, _) in enumerate(saved):
             if entry is None:
                 out.append(None)
-            elif type(entry) is SavedValue:
+            elif type(entry) is SavedValue or type(entry) is PackedValue:
                 out.append(entry.unpack(self, f"saved tensor {k} ({which})"))
             else:  # an output: rebuilt around its content, with this node as its grad_fn
                 entry.check(self, f"saved tensor {k} ({which})")
@@ -171,7 +172,8 @@ class BackwardCFunction(FunctionCtx, Node):
     def _saved_items(self):
         """``(name, value)`` for each tensor saved by ``save_for_backward`` (``saved_0``,
         ``saved_1``, ...), without a version check (see ``graph.OpNode._saved_items``)."""
-        return [(f"saved_{k}", e.value if type(e) is SavedValue else e.content)
+        return [(f"saved_{k}", e.value if type(e) in (SavedValue, PackedValue) else
+                 e.content if type(e) is SavedOutput else e.packed)
                 for k, (e, _, _) in enumerate(self._fn_saved or ()) if e is not None]
 
     def saved_kinds(self):
@@ -436,7 +438,7 @@ def finish_node(node, outs):
 def _alias(t):
     """A new Tensor sharing ``t``'s data and version counter (an input returned as is)."""
     a = _new(t._data, False)
-    a._version = t._counter()
+    a._vcounter = t._counter()
     return a
 
 
@@ -519,14 +521,14 @@ def _save(cls, node, results, input_pos, out_pos, dirty, record_it):
         if k is not None and (tid not in input_pos or tid in dirty):
             r = results[k]  # an output (a dirty input is one too)
             if r._grad_fn is node:  # no reference cycle: its content and counter
-                saved.append((SavedOutput((r,), True, nr=k), f"output {k}", ("out", k)))
+                saved.append((save_output((r,), True, nr=k), f"output {k}", ("out", k)))
             else:
-                saved.append((SavedValue(r), f"output {k}", ("out", k)))
+                saved.append((save_value(r), f"output {k}", ("out", k)))
         elif tid in input_pos:
             i = input_pos[tid]
-            saved.append((SavedValue(t), f"input {i}", ("in", i)))
+            saved.append((save_value(t), f"input {i}", ("in", i)))
         else:
-            saved.append((SavedValue(t), "intermediate", ("mid", None)))
+            saved.append((save_value(t), "intermediate", ("mid", None)))
     node._fn_saved = saved
     node._fn_to_save = ()
 

@@ -20,6 +20,9 @@ class _State(threading.local):
 
     _grad = True
     inference = False
+    saved_hooks = ()  # (pack, unpack) pairs, innermost last (Note [Saved-tensor hooks])
+    saved_hooks_disabled = None  # the message to raise when hooks are set, or None
+    backward_passes = ()  # the engine's passes running in this thread, innermost last
 
     @property
     def grad_enabled(self):
@@ -43,6 +46,8 @@ class _State(threading.local):
 # change under a lock, whenever a thread's mode changes; they are read without one.
 GRAD_DISABLED_THREADS = [0]
 INFERENCE_BLOCKS = [0]
+# threads with saved-tensor hooks set, so that `record` reads the thread-local only then
+SAVED_HOOK_THREADS = [0]
 _LOCK = threading.Lock()
 STATE = _State()
 

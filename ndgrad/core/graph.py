@@ -44,10 +44,12 @@ import numpy as _np
 from . import anomaly
 from . import levels
 from .backend import _BACKEND_BY_TYPE, NUMPY, is_differentiable_dtype
+from .grad_mode import SAVED_HOOK_THREADS, STATE
 from .hooks import NodeHooks, add_hook
-from .tensor import Tensor, VersionCounter, _fresh, _meta
+from .tensor import Tensor, VersionCounter, _fresh, _meta, _new
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "SavedValue", "SavedOutput", "FREED", "record",
+__all__ = ["Node", "OpNode", "AccumulateGrad", "SavedValue", "SavedOutput", "PackedValue",
+           "PackedOutput", "save_value", "save_output", "FREED", "record", "expose_saved_names",
            "fit_gradient", "leaf_accumulator", "new_seq"]
 
 _seq = itertools.count()
@@ -131,7 +133,7 @@ def _raise_inference_save(name):
 # ------------------------------------------------------------------ saved values
 def _version_of(t):
     """``t``'s version now (0 for a tensor never modified in place)."""
-    c = t._version if type(t) is Tensor else t._counter()
+    c = t._vcounter if type(t) is Tensor else t._counter()
     return 0 if c is None else c.value
 
 
@@ -165,11 +167,11 @@ class SavedOutput:
     def __init__(self, outs, single, nr=0, diff=True):
         o = outs[0]
         if type(o) is Tensor:
-            c = o._version
+            c = o._vcounter
             if c is None:
-                c = o._version = VersionCounter()
+                c = o._vcounter = VersionCounter()
             for t in outs:
-                t._version = c  # fresh outputs of one op: one counter
+                t._vcounter = c  # fresh outputs of one op: one counter
         else:
             c = o._counter()
         self.counter = c
@@ -210,7 +212,7 @@ class SavedOutput:
             t._output_nr = nr
             t._requires_grad = True
         if type(t) is Tensor:
-            t._version = self.counter
+            t._vcounter = self.counter
         if meta is not None and meta.level_data:
             live = {lv: d for lv, d in meta.level_data.items() if lv.alive}
             if live:
@@ -219,6 +221,162 @@ class SavedOutput:
 
 
 _STACK = levels.STACK  # (a node keeps a saved output's transform data while levels exist)
+
+
+# Note [Saved-tensor hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Under ``ndgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`` (thread-local; the
+# innermost pair applies), every plain tensor a node saves, an op's or a custom Function's,
+# input or output, is handed to ``pack`` (with grad mode off) as it is saved, and the node
+# keeps only what ``pack`` returned (:class:`PackedValue`, :class:`PackedOutput`); when
+# backward needs it, ``unpack`` (with the pass's grad mode) turns that back into a tensor of
+# the same shape and dtype, which gets the saved tensor's place in the graph (its grad_fn,
+# or the leaf's accumulator), so higher order works. As in PyTorch, the hooks own the value:
+# an in-place change of the original after packing is not detected (``allow_mutation_on_
+# saved_tensors`` relies on that). A packed output that is the output tensor itself is kept
+# as its content (no cycle node -> output -> node). Values of transform levels are saved
+# as usual: the hooks see plain tensors only. `record` reads the thread-local only while
+# some thread has hooks set (``SAVED_HOOK_THREADS``).
+def _hooks_now():
+    """The innermost (pack, unpack) pair of this thread, or None."""
+    hooks = STATE.saved_hooks
+    return hooks[-1] if hooks else None
+
+
+def _hookable(t):
+    return type(t) is Tensor and not (t._meta is not None and t._meta.level_data)
+
+
+def _pack(pack, t):
+    prev = STATE.grad_enabled
+    STATE.grad_enabled = False
+    try:
+        return pack(t)
+    finally:
+        STATE.grad_enabled = prev
+
+
+def _unpacked(unpack, packed, shape, dtype, node, which):
+    """``unpack(packed)`` checked against the saved tensor's shape and dtype."""
+    t = unpack(packed)
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"the unpack hook of saved_tensors_hooks returned a {type(t).__name__} for "
+            f"{which} of {node.name()}; it must return a Tensor (the value pack_hook got)")
+    if tuple(t.shape) != shape or t.dtype != dtype:
+        raise RuntimeError(
+            f"the unpack hook of saved_tensors_hooks returned a tensor of shape "
+            f"{list(t.shape)} and dtype {t.dtype} for {which} of {node.name()}, which saved "
+            f"one of shape {list(shape)} and dtype {dtype}; unpack must give back the value "
+            "pack_hook got")
+    return t
+
+
+class PackedValue:
+    """A saved input (or intermediate) that went through a pack hook (Note [Saved-tensor
+    hooks]): what ``pack`` returned, the unpack hook, and the tensor's place in the graph."""
+
+    __slots__ = ("packed", "unpack_hook", "shape", "dtype", "grad_fn", "output_nr",
+                 "accumulator")
+
+    def __init__(self, t, hooks):
+        self.packed = _pack(hooks[0], t)
+        self.unpack_hook = hooks[1]
+        self.shape = tuple(t.shape)
+        self.dtype = t.dtype
+        self.grad_fn = t._grad_fn
+        self.output_nr = t._output_nr
+        # a leaf that requires grad: its accumulator (which holds the leaf, not its copy)
+        self.accumulator = leaf_accumulator(t) if t._requires_grad and t._grad_fn is None \
+            else None
+
+    @property
+    def value(self):
+        return self.packed
+
+    def unpack(self, node, which):
+        """The tensor, from the unpack hook, in the saved tensor's place in the graph."""
+        t = _unpacked(self.unpack_hook, self.packed, self.shape, self.dtype, node, which)
+        r = _new(t._data, False)
+        r._vcounter = t._counter()
+        if self.grad_fn is not None:
+            r._grad_fn = self.grad_fn
+            r._output_nr = self.output_nr
+            r._requires_grad = True
+        elif self.accumulator is not None:
+            r._requires_grad = True
+            _meta(r).accumulator = weakref.ref(self.accumulator)
+        return r
+
+
+class PackedOutput:
+    """A node's saved output(s) that went through a pack hook (Note [Saved-tensor hooks]).
+    Read through the engine's general path (``plain`` False), like a SavedOutput."""
+
+    __slots__ = ("packed", "unpack_hook", "metas", "nr", "diff", "single", "content",
+                 "counter", "version")
+    plain = False
+    level = None
+
+    def __init__(self, outs, single, hooks, nr=0, diff=True):
+        self.unpack_hook = hooks[1]
+        self.packed = tuple(_pack(hooks[0], t) for t in outs)
+        # an output packed as itself is kept as its content (no cycle)
+        self.packed = tuple((_SELF, t._data, t._counter()) if p is t else p
+                            for p, t in zip(self.packed, outs))
+        self.metas = tuple((tuple(t.shape), t.dtype) for t in outs)
+        self.nr = nr
+        self.diff = diff
+        self.single = single
+        self.content = None
+        self.counter = _NEVER_STALE
+        self.version = 0
+
+    def check(self, node, which="output 0"):
+        """(The hooks own the value: nothing to check.)"""
+
+    def rebuild(self, node):
+        outs = []
+        for k, (p, (shape, dtype)) in enumerate(zip(self.packed, self.metas)):
+            nr = self.nr if self.single else k
+            if type(p) is tuple and len(p) == 3 and p[0] is _SELF:
+                p = _new(p[1], False)
+                p._vcounter = self.packed[k][2]
+                p._grad_fn, p._output_nr, p._requires_grad = node, nr, self.diff
+            t = _unpacked(self.unpack_hook, p, shape, dtype, node, f"output {nr}")
+            r = _new(t._data, False)
+            r._vcounter = t._counter()
+            if self.diff:
+                r._grad_fn = node
+                r._output_nr = nr
+                r._requires_grad = True
+            outs.append(r)
+        return outs[0] if self.single else tuple(outs)
+
+
+_SELF = object()
+_NEVER_STALE = VersionCounter()
+_SAVED_TYPES = (SavedValue, PackedValue)
+
+
+def save_value(t):
+    """What a node keeps of tensor ``t``, an input or intermediate it saves: a SavedValue,
+    or a PackedValue under saved-tensor hooks (Note [Saved-tensor hooks])."""
+    if SAVED_HOOK_THREADS[0] and _hookable(t):
+        hooks = _hooks_now()
+        if hooks is not None:
+            return PackedValue(t, hooks)
+    return SavedValue(t)
+
+
+def save_output(outs, single, nr=0, diff=True):
+    """What a node keeps of its output(s) ``outs``: a SavedOutput, or a PackedOutput under
+    saved-tensor hooks."""
+    if SAVED_HOOK_THREADS[0] and all(_hookable(t) for t in outs):
+        hooks = _hooks_now()
+        if hooks is not None:
+            return PackedOutput(outs, single, hooks, nr, diff)
+    return SavedOutput(outs, single, nr, diff)
 
 
 # ------------------------------------------------------------------ nodes
@@ -232,7 +390,7 @@ class Node:
     registered or anomaly mode recorded a trace: the engine checks that one slot per node.
     """
 
-    __slots__ = ("edges", "seq", "hooks", "nout", "__weakref__")
+    __slots__ = ("edges", "seq", "hooks", "nout", "_metadata", "__weakref__")
 
     # A node of several outputs gets zeros for the outputs that received no gradient (a
     # custom Function decides for itself: ctx.set_materialize_grads).
@@ -252,6 +410,31 @@ class Node:
     def _saved_items(self):
         """``(name, value)`` for each value this node saved (none here)."""
         return []
+
+    @property
+    def metadata(self):
+        """A dict for the user's own notes about this node (made on first use)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
+
+    def _saved_by_name(self, key, raw):
+        """``grad_fn._saved_<key>`` (``raw``: ``_raw_saved_<key>``); see expose_saved_names."""
+        items = dict(self._saved_items())
+        if key not in items:
+            if self._is_freed():
+                raise RuntimeError(_FREED_MSG)
+            known = ", ".join(f"_saved_{k}" for k in items) or "none"
+            raise AttributeError(f"{self.name()} saved no value named {key!r} (it has: {known})")
+        return items[key] if raw else self._saved_value(key)
+
+    def _is_freed(self):
+        return False
+
+    def _saved_value(self, key):
+        return dict(self._saved_items())[key]
 
     def _hooks(self):
         h = self.hooks
@@ -363,13 +546,28 @@ class OpNode(Node):
         saved = self.saved
         if saved is not None and saved is not FREED:
             names = _input_names(self.op, len(saved))
-            items.extend((names[k], v.value if type(v) is SavedValue else v)
+            items.extend((names[k], v.value if type(v) in _SAVED_TYPES else v)
                          for k, v in enumerate(saved) if v is not None)
         out = self.saved_out
         if out is not None and out is not FREED:
-            items.append(("out", out.content))
+            items.append(("out", out.content if type(out) is SavedOutput else
+                          out.packed[0] if out.single else out.packed))
         items.extend(self.params.items())
         return items
+
+    def _is_freed(self):
+        return self.saved is FREED or self.saved_out is FREED
+
+    def _saved_value(self, key):
+        if key == "out":
+            out = self._checked_out()
+            return out.rebuild(self)
+        saved = self.saved
+        if saved is not None and saved is not FREED:
+            for name, v in zip(_input_names(self.op, len(saved)), saved):
+                if name == key:
+                    return v.unpack(self, f"input {name}") if type(v) in _SAVED_TYPES else v
+        return self.params[key]
 
     def _unpack(self):
         saved = self.saved
@@ -377,7 +575,7 @@ class OpNode(Node):
             return [None] * len(self.edges)
         if saved is FREED:
             raise RuntimeError(_FREED_MSG)
-        return [v.unpack(self, f"input {k}") if type(v) is SavedValue else v
+        return [v.unpack(self, f"input {k}") if type(v) in _SAVED_TYPES else v
                 for k, v in enumerate(saved)]
 
     def _checked_out(self):
@@ -390,6 +588,26 @@ class OpNode(Node):
 
 
 _NONES = [(None,) * n for n in range(16)]
+
+
+def expose_saved_names(ops):
+    """Give OpNode the properties ``_saved_<name>`` and ``_raw_saved_<name>`` for the input
+    and parameter names of ``ops``, and ``out`` (called once the registry is built): a saved
+    value by the name of its rule's parameter, as PyTorch's ``grad_fn._saved_self`` (an
+    input version-checked and unpacked, the output rebuilt); the raw one is what the node
+    keeps. (Properties, not ``__getattr__``: a class with ``__getattr__`` pays on every
+    attribute read, and the engine reads a node's attributes on its hot path.)"""
+    names = {"out"}
+    for op in ops:
+        names.update(_input_names(op, 16 if op.nin < 0 else op.nin))
+        names.update(p.name for p in list(inspect.signature(op.forward).parameters.values())[1:]
+                     if p.kind is not p.VAR_POSITIONAL and p.kind is not p.VAR_KEYWORD)
+    for name in sorted(names):
+        if not hasattr(OpNode, f"_saved_{name}"):
+            setattr(OpNode, f"_saved_{name}", property(
+                lambda self, key=name: self._saved_by_name(key, False)))
+            setattr(OpNode, f"_raw_saved_{name}", property(
+                lambda self, key=name: self._saved_by_name(key, True)))
 
 
 def _input_names(op, n):
@@ -416,11 +634,13 @@ def _raw(saved, strip, grad_on):
                 t = t._lower_for(strip)
                 if type(t) is not Tensor:
                     return None
-            c = t._version
+            c = t._vcounter
             if (t._meta is not None and t._meta.level_data) or (grad_on and t._requires_grad) \
                     or (c is not None and c.value != v.version):
                 return None
             v = t._data
+        elif type(v) is PackedValue:
+            return None  # (the general read unpacks it)
         inputs.append(v)
     return inputs
 
@@ -538,7 +758,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
                 m = a._meta
                 if m is not None and m.inference:
                     _raise_inference_save(op.name)
-                saved.append(SavedValue(a))
+                saved.append(save_value(a) if SAVED_HOOK_THREADS[0] else SavedValue(a))
             else:
                 saved.append(a)
         node.saved = saved
@@ -560,23 +780,23 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     if op.nout == 1:  # (a single output's node has no out_meta: only _materialize reads it)
         node.nout = 1
         t = outs[0]
-        if not save_out:
-            node.saved_out = None
-        elif type(t) is Tensor and not _STACK:
-            node.saved_out = _plain_output(t)
-        else:
-            node.saved_out = SavedOutput(outs, True)
         t._grad_fn = node
         t._output_nr = 0
         t._requires_grad = True
+        if not save_out:
+            node.saved_out = None
+        elif type(t) is Tensor and not _STACK and not SAVED_HOOK_THREADS[0]:
+            node.saved_out = _plain_output(t)
+        else:
+            node.saved_out = save_output(outs, True)
     else:
-        node.saved_out = SavedOutput(outs, False) if save_out else None
         node.nout = len(outs)
         node.out_meta = tuple((tuple(o.shape), o.dtype) for o in outs)
         for i, t in enumerate(outs):
             t._grad_fn = node
             t._output_nr = i
             t._requires_grad = True
+        node.saved_out = save_output(outs, False) if save_out else None
     return node
 
 
@@ -588,9 +808,9 @@ def _plain_output(t):
     """``SavedOutput((t,), True)`` for a plain Tensor while no transform level exists, built
     field by field (the hot path: 40% of the constructor's time)."""
     s = _SavedOutput_new(SavedOutput)
-    c = t._version
+    c = t._vcounter
     if c is None:
-        c = t._version = _VersionCounter_new(VersionCounter)
+        c = t._vcounter = _VersionCounter_new(VersionCounter)
         c.value = 0
     s.counter = c
     s.version = c.value

@@ -18,7 +18,7 @@ from .grad_mode import STATE, no_grad
 from .graph import FREED, OpNode
 from .tensor import Tensor
 
-__all__ = ["apply_inplace", "inplace", "check_inplace", "rebase"]
+__all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE"]
 
 
 def _write_back(view, new):
@@ -103,8 +103,15 @@ def apply_inplace(op, target, *args, **params):
     return inplace(op, target, args, params)
 
 
+# Functions called with a plain tensor just before an in-place write changes its memory
+# (``allow_mutation_on_saved_tensors`` keeps the old values of saved tensors through it).
+BEFORE_WRITE = []
+
+
 def _write_data(target, result):
     """The plain write: the data into ``target``'s memory, and a version bump."""
+    for fn in BEFORE_WRITE:
+        fn(target)
     target._data[...] = result._data
     m = target._meta
     if m is None or not m.inference:  # inference tensors track no versions

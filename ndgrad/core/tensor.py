@@ -70,7 +70,7 @@ def _new(data, requires_grad, cls=None):
     t._grad_fn = None
     t._output_nr = 0
     t._grad = None
-    t._version = None
+    t._vcounter = None
     t._meta = None
     return t
 
@@ -216,7 +216,7 @@ class Tensor:
     tensor([2., 4., 6.])
     """
 
-    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_version",
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vcounter",
                  "_meta", "__weakref__")
 
     # NumPy's ufuncs and functions run ndgrad's (ndgrad/numpy_protocols.py attaches
@@ -255,6 +255,16 @@ class Tensor:
     @property
     def size(self):
         return self._data.size
+
+    @property
+    def itemsize(self):
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """Bytes of the elements (``size * itemsize``), as NumPy's and PyTorch's."""
+        return self.size * self.dtype.itemsize
 
     def dim(self):
         """Number of dimensions (PyTorch spelling of ``ndim``)."""
@@ -412,7 +422,7 @@ class Tensor:
         False
         """
         t = _new(self._data, False)
-        t._version = self._counter()
+        t._vcounter = self._counter()
         return t
 
     def detach_(self):
@@ -425,11 +435,18 @@ class Tensor:
         return self
 
     # ------------------------------------------------------------------ what the graph calls
+    @property
+    def _version(self):
+        """How many times this tensor's memory was changed in place (shared with its views),
+        as PyTorch's ``t._version``."""
+        c = self._vcounter
+        return 0 if c is None else c.value
+
     def _counter(self):
         """The version counter (made on first use), shared with views and aliases."""
-        c = self._version
+        c = self._vcounter
         if c is None:
-            c = self._version = VersionCounter()
+            c = self._vcounter = VersionCounter()
         return c
 
     def _saved_content(self):

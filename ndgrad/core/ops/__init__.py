@@ -19,6 +19,7 @@ from .. import backend as _backend_mod
 from .. import creation as _creation
 from ..backend import NUMPY, Backend
 from ..dispatch import TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply
+from ..graph import expose_saved_names
 from ..inplace import apply_inplace
 from ..tensor import Tensor
 from . import registry
@@ -189,6 +190,7 @@ def _publish(obj, fn):
 
 for _op in REGISTRY.values():
     _publish(_op, _op.public_fn or _make_public(_op, apply))
+expose_saved_names(REGISTRY.values())  # grad_fn._saved_x, ...
 for _c in COMPOSITES.values():
     _publish(_c, _make_composite_public(_c, TENSOR_F))
 
