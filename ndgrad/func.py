@@ -20,6 +20,32 @@ from .functional.pytree import tree_flatten, tree_map, tree_unflatten
 from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
                                     linearize, vjp)
 from .functional.vmap import vmap
+from .utils.checkpoint import checkpointed as _checkpointed
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "vmap", "tree_flatten", "tree_unflatten", "tree_map"]
+           "vmap", "checkpoint", "tree_flatten", "tree_unflatten", "tree_map"]
+
+
+def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):
+    """``fun`` made to checkpoint itself (JAX's ``jax.checkpoint``, or ``remat``): called
+    with tensors that require grad, it keeps none of the values its operations save for
+    backward, and backward runs it again to get them
+    (:func:`ndgrad.utils.checkpoint.checkpoint`).
+
+    It composes with ``grad``, ``vjp``, ``jvp`` and ``vmap``, which give the same values as
+    without it; inside those transforms the values of the transform are saved as usual,
+    so the memory saving applies to ``.backward()`` and ``autograd.grad``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> f = ndgrad.func.checkpoint(lambda v: ndgrad.sin(v).sum())
+    >>> x = ndgrad.tensor([0.0, 1.0], requires_grad=True)
+    >>> f(x).backward()
+    >>> x.grad
+    tensor([1.        , 0.54030231])
+    >>> ndgrad.func.grad(f)(ndgrad.tensor([0.0, 1.0]))
+    tensor([1.        , 0.54030231])
+    """
+    return _checkpointed(fun, preserve_rng_state=preserve_rng_state,
+                         determinism_check=determinism_check)

@@ -759,16 +759,22 @@ def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
     return np.asarray(a, order=order)
 
 
+class _Generator:
+    """``cupy.random.Generator``'s stand-in: device arrays from a NumPy generator (a copy of
+    it continues from the same state, as a deep copy of CuPy's does)."""
+
+    def __init__(self, seed=None):
+        self._g = np.random.default_rng(seed)
+
+    def standard_normal(self, size=None, dtype=np.float64):
+        return _wrap(self._g.standard_normal(size, dtype=dtype), _CURRENT[0])
+
+    def random(self, size=None, dtype=np.float64):
+        return _wrap(self._g.random(size, dtype=dtype), _CURRENT[0])
+
+
 def _rng(seed=None):
-    g = np.random.default_rng(seed)
-
-    class Generator:
-        def standard_normal(self, size=None, dtype=np.float64):
-            return _wrap(g.standard_normal(size, dtype=dtype), _CURRENT[0])
-
-        def random(self, size=None, dtype=np.float64):
-            return _wrap(g.random(size, dtype=dtype), _CURRENT[0])
-    return Generator()
+    return _Generator(seed)
 
 
 def _module(name, attrs):

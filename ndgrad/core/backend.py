@@ -15,6 +15,7 @@ is where creation functions put tensors when no device is given.
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 
 import importlib
@@ -268,6 +269,24 @@ class Backend:
 
     def set_readonly(self, array):
         """Make writes to ``array`` raise, where the array library can (a cached constant)."""
+
+    def rng_state(self):
+        """A snapshot of this thread's random generator (``set_rng_state`` brings it back),
+        or None when this thread has drawn nothing from this backend yet."""
+        g = getattr(self._rng, "gen", None)
+        if g is None:
+            return None
+        try:
+            return copy.deepcopy(g)
+        except Exception as exc:  # noqa: BLE001 - the array library's generator refuses
+            raise RuntimeError(
+                f"the {self.name} random generator cannot be copied ({exc}), so its state "
+                "cannot be replayed; pass preserve_rng_state=False (random draws in the "
+                "recomputation then differ from the forward's)") from None
+
+    def set_rng_state(self, state):
+        """Make this thread's generator continue from snapshot ``state`` (a copy of it)."""
+        self._rng.gen = None if state is None else copy.deepcopy(state)
 
 
 _NO_CONTEXT = contextlib.nullcontext()
