@@ -29,8 +29,9 @@ shape and both versions. An output is saved as its content (the raw array, or a 
 inner value), its counter and the node's output number (:class:`SavedOutput`), never as the
 output Tensor, whose ``grad_fn`` is this Node (a reference cycle); unpacking rebuilds a
 Tensor with this Node as its ``grad_fn``, carrying the transform data the output had (a dual
-level's tangent: forward over reverse needs it). Saved values are where pack/unpack hooks
-attach.
+level's tangent: forward over reverse needs it). Under saved-tensor hooks the two are
+:class:`PackedValue` and :class:`PackedOutput` instead (Note [Saved-tensor hooks]); every
+node saves through ``save_value`` / ``save_output`` (``record`` inlines the plain case).
 """
 
 from __future__ import annotations
