@@ -13,5 +13,6 @@ True
 from __future__ import annotations
 
 from ..core.graph import Node
+from ._pictures import DotGraph, MemoryReport, memory_report, render, to_dot
 
-__all__ = ["Node"]
+__all__ = ["Node", "to_dot", "render", "memory_report", "DotGraph", "MemoryReport"]
