@@ -182,6 +182,29 @@ def test_show_saved_names_a_saved_leaf_and_sizes_large_arrays():
     assert nbytes(a) == 16384
 
 
+def test_saved_tuples_are_named_by_position_and_outputs_of_one_node_share_it():
+    x = ndgrad.ones((4, 3), requires_grad=True)
+    idx = np.array([0, 2])
+    a, b = ndgrad.split(x[idx, 1:], 2)
+    boxes, edges = parse(to_dot([a, b], show_saved=True).source)
+    ids = {k: v[0] for k, v in boxes.items()}
+    split = next(k for k, v in ids.items() if v == ["SplitBackward0"])
+    assert sorted((c, k) for k, c, _ in edges if c.startswith("out")) == \
+        [("out0", split), ("out1", split)]
+    # getitem keeps its index (an array and a slice): the array is drawn as index[0]
+    (index,) = [(ids[a_], label) for a_, c_, label in edges if a_.startswith("s")]
+    assert index == (["(2,) int64", f"{idx.nbytes} bytes"], "index[0]")
+    # several saved outputs: out[0], out[1]
+    w, v = ndgrad.linalg.eigh(x.T @ x)
+    boxes, edges = parse(to_dot([w, v], show_saved=True).source)
+    ids = {k: v_[0] for k, v_ in boxes.items()}
+    eigh = next(k for k, v_ in ids.items() if v_[0] == "LinalgEighBackward0")
+    assert sorted((label, ids[a_][0]) for a_, c_, label in edges
+                  if c_ == eigh and a_.startswith("s")) == \
+        [("out[0]", "(3,) float64"), ("out[1]", "(3, 3) float64")]
+    assert memory_report([w, v]).by_type["LinalgEighBackward0"] == (1, 3 * 8 + 9 * 8)
+
+
 def test_show_attrs_shows_non_array_parameters():
     x = ndgrad.ones((3, 4), requires_grad=True)
     y = ndgrad.mean(x, axis=1, keepdims=True).sum() + x.T.sum()

@@ -143,15 +143,17 @@ def _array_of(v):
     return None
 
 
-def _arrays_in(value, depth=0):
-    """The raw arrays ``value`` holds: itself, or those in a tuple or list (an index)."""
+def _arrays_in(value, where=""):
+    """``(where, array)`` for each raw array ``value`` holds: itself (``where`` is ``""``),
+    or those in a tuple or list (several outputs, an index), with their position
+    (``"[1]"``)."""
     if isinstance(value, Tensor) or _is_array(value):
         a = _array_of(value)
-        return [] if a is None else [a]
-    if isinstance(value, (tuple, list)) and depth < 4:
+        return [] if a is None else [(where, a)]
+    if isinstance(value, (tuple, list)) and where.count("[") < 4:
         found = []
-        for v in value:
-            found.extend(_arrays_in(v, depth + 1))
+        for k, v in enumerate(value):
+            found.extend(_arrays_in(v, f"{where}[{k}]"))
         return found
     return []
 
@@ -516,12 +518,12 @@ def to_dot(roots, params=None, show_saved=False, show_attrs=False):
                         arrays = _arrays_in(v)
                         if not arrays:
                             extra.append(f"{sname} = {_value_text(v)}")
-                        for a in arrays:
+                        for where, a in arrays:
                             key = _key(a)
                             box = saved_boxes.get(key)
                             if box is None:
                                 box = saved_boxes[key] = (len(saved_boxes), a)
-                            saved_edges.setdefault((box[0], k), []).append(sname)
+                            saved_edges.setdefault((box[0], k), []).append(sname + where)
                     if freed:
                         extra.append("saved values freed")
                         attrs = f", fillcolor={_q(_FREED_COLOR)}"
@@ -776,7 +778,7 @@ def memory_report(roots, top=10):
             saved, _, freed = _parts(node)
             freed_count += freed
             for _, v in saved:
-                for a in _arrays_in(v):
+                for _, a in _arrays_in(v):
                     key = _key(a)
                     if key not in seen:
                         seen.add(key)
