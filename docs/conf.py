@@ -7,6 +7,8 @@ docs/_build/doctest``. Nothing here reaches the network.
 
 from __future__ import annotations
 
+import runpy
+import shutil
 import sys
 from pathlib import Path
 
@@ -193,7 +195,37 @@ def remove_stale_stubs() -> None:
             stub.unlink()
 
 
+# -- The picture of a backward graph on graph_pictures.rst -------------------------------------
+GRAPH_EXAMPLE = HERE / "_static" / "graph_example.svg"  # (generated: gitignored)
+
+_NO_GRAPHVIZ_SVG = """\
+<svg xmlns="http://www.w3.org/2000/svg" width="560" height="70" viewBox="0 0 560 70">
+  <rect x="1" y="1" width="558" height="68" fill="#fff2cc" stroke="#999999"/>
+  <text x="280" y="30" font-family="sans-serif" font-size="14" text-anchor="middle">Graphviz
+  was not installed when this documentation was built:</text>
+  <text x="280" y="52" font-family="sans-serif" font-size="14" text-anchor="middle">no
+  picture of the graph here (apt install graphviz, then rebuild).</text>
+</svg>
+"""
+
+
+def write_graph_example() -> None:
+    """Draw the graph of ``graph_example.py`` (shown on graph_pictures.rst) into
+    ``_static/graph_example.svg`` with Graphviz's ``dot``; where ``dot`` is not installed,
+    write an SVG that says so instead, so that the build never warns about a missing image.
+    Rewritten only on change, as the ops page."""
+    if shutil.which("dot") is not None:
+        dot = runpy.run_path(str(HERE / "graph_example.py"))["dot"]
+        text = dot.pipe("svg").decode("utf-8")
+    else:
+        text = _NO_GRAPHVIZ_SVG
+    GRAPH_EXAMPLE.parent.mkdir(exist_ok=True)
+    if not GRAPH_EXAMPLE.exists() or GRAPH_EXAMPLE.read_text(encoding="utf-8") != text:
+        GRAPH_EXAMPLE.write_text(text, encoding="utf-8")
+
+
 # Run when Sphinx loads this file, before it discovers the sources and before autosummary
 # generates the stub pages, so a clean build sees the ops page like any other source.
 write_ops_page()
 remove_stale_stubs()
+write_graph_example()

@@ -1,7 +1,8 @@
 """``ndgrad.autograd.graph``: looking into and managing the backward graph, as
 ``torch.autograd.graph``: saved-tensor hooks (``saved_tensors_hooks``, ``save_on_cpu``,
 ``disable_saved_tensors_hooks``, ``allow_mutation_on_saved_tensors``), hooks over several
-tensors (``register_multi_grad_hook``), ``increment_version`` and the graph's ``Node``.
+tensors (``register_multi_grad_hook``), ``increment_version``, pictures of the graph and
+memory reports (``to_dot``, ``render``, ``memory_report``) and the graph's ``Node``.
 
 A node's saved values are reachable by the names of its rule's parameters:
 ``y.grad_fn._saved_x`` (the input ``x``, checked for in-place changes and unpacked),
@@ -33,10 +34,12 @@ from ..core.grad_mode import SAVED_HOOK_THREADS, STATE
 from ..core.graph import Node
 from ..core.hooks import RemovableHandle
 from ..core.tensor import Tensor, _new
+from ._pictures import DotGraph, MemoryReport, memory_report, render, to_dot
 
 __all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "allow_mutation_on_saved_tensors", "register_multi_grad_hook",
-           "increment_version"]
+           "increment_version", "to_dot", "render", "memory_report", "DotGraph",
+           "MemoryReport"]
 
 _LOCK = threading.Lock()
 
