@@ -613,7 +613,17 @@ def expose_saved_names(ops):
 
 def _input_names(op, n):
     """The names of an op's ``n`` array inputs: its forward's parameters after the backend
-    (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op."""
+    (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op (memoised)."""
+    names = _NAMES.get((op, n))
+    if names is None:
+        names = _NAMES[(op, n)] = _find_input_names(op, n)
+    return names
+
+
+_NAMES = {}
+
+
+def _find_input_names(op, n):
     names = []
     for p in list(inspect.signature(op.forward).parameters.values())[1:]:  # (after B)
         if p.kind is p.VAR_POSITIONAL:
