@@ -269,6 +269,17 @@ class Backend:
     def set_readonly(self, array):
         """Make writes to ``array`` raise, where the array library can (a cached constant)."""
 
+    # -- profiling (ndgrad.autograd.profiler; Note [Profiling] in core/grad_mode.py)
+    def record_event(self):
+        """A device event recorded now, in the order of the device's work, to time that work
+        (``elapsed_ms`` of two of them); None where there is no device clock (the CPU)."""
+        return None
+
+    def elapsed_ms(self, start, end):
+        """Device milliseconds between two events of :meth:`record_event`, once ``end`` has
+        happened (this waits for it)."""
+        raise NotImplementedError(f"the {self.name} backend has no device events")
+
 
 _NO_CONTEXT = contextlib.nullcontext()
 
@@ -718,6 +729,27 @@ class CupyBackend(Backend):
 
     def to_numpy(self, array):
         return self._cp.asnumpy(array, order="A")  # keeps a Fortran order (CuPy's: "C")
+
+    # -- profiling: CUDA events time device work; NVTX ranges name it for Nsight
+    def record_event(self):
+        """A ``cupy.cuda.Event`` recorded now on the current stream."""
+        event = self._cp.cuda.Event()
+        event.record()
+        return event
+
+    def elapsed_ms(self, start, end):
+        """Milliseconds between two recorded events (waits for ``end``)."""
+        end.synchronize()
+        return float(self._cp.cuda.get_elapsed_time(start, end))
+
+    def nvtx(self):
+        """CuPy's NVTX module (``RangePush``/``RangePop``), or None when this CuPy was built
+        without NVTX."""
+        try:
+            nvtx = _import(self._cp, "cuda.nvtx")
+        except ImportError:
+            return None
+        return nvtx if getattr(nvtx, "available", True) else None
 
     def scatter_add(self, target, index, values):
         """``numpy.add.at``. CuPy's atomic add (with an integer-array index) has no complex
