@@ -54,7 +54,7 @@ TENSOR_F = Namespace("ndgrad")
 # ------------------------------------------------------------------ the hot path
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
-    if _PROFILER[0] is not None:  # the profiler observes: it runs the op (Note [Profiling])
+    if _PROFILER[0]:  # the profiler observes: it runs the op (Note [Profiling])
         out = _PROFILER[0](op, args, params)
         if out is not RUN_HERE:
             return out
