@@ -97,7 +97,7 @@ class _Recorder:
         self.memory = False
         self.stack = False
         self.cuda = False
-        self.nvtx = None       # CuPy's NVTX module while an emit_nvtx block is open
+        self.nvtx = None       # the CUDA backend while an emit_nvtx block is open
         self.nvtx_shapes = False
 
     # -- the four kinds of event
@@ -165,8 +165,8 @@ class _Recorder:
         r.args = None
         nvtx = r.nvtx = self.nvtx
         if nvtx is not None:
-            nvtx.RangePush(name if not self.nvtx_shapes or kind == "range" else
-                           f"{name}, sizes = {r.shapes}")
+            nvtx.range_push(name if not self.nvtx_shapes or kind == "range" else
+                            f"{name}, sizes = {r.shapes}")
         r.device = None
         if self.cuda:
             B, data = _on_device(inputs)
@@ -188,7 +188,7 @@ class _Recorder:
         elif r in opened:  # (ranges closed out of order)
             opened.remove(r)
         if r.nvtx is not None:
-            r.nvtx.RangePop()
+            r.nvtx.range_pop()
         for s in r.sessions:
             if s._recording:
                 s._raw.append(r)
@@ -589,14 +589,14 @@ class emit_nvtx:
 
     Examples
     --------
-    >>> import ndgrad, warnings
+    In ``train.py``, run as ``nsys profile -o step python train.py`` on a GPU machine (what
+    it shows depends on the machine, so this example is not run):
+
+    >>> import ndgrad
     >>> from ndgrad.autograd import profiler
-    >>> with warnings.catch_warnings(record=True) as caught:  # doctest: +SKIP
-    ...     warnings.simplefilter("always")
-    ...     with profiler.emit_nvtx():
-    ...         y = ndgrad.ones(3) * 2.0
-    >>> print(caught[0].message)  # on a machine without CuPy  # doctest: +SKIP
-    emit_nvtx() emits no NVTX ranges here: ...
+    >>> x = ndgrad.ones(1000, device="cuda", requires_grad=True)  # doctest: +SKIP
+    >>> with profiler.emit_nvtx():  # doctest: +SKIP
+    ...     ndgrad.tanh(x * 2.0).sum().backward()
     """
 
     def __init__(self, enabled=True, record_shapes=False):
@@ -610,7 +610,7 @@ class emit_nvtx:
             return self
         if self._on:
             raise RuntimeError("this emit_nvtx block is already open")
-        nvtx, why = _nvtx_module()
+        nvtx, why = _nvtx_backend()
         if nvtx is None:
             warnings.warn(
                 f"emit_nvtx() does nothing here: {why} NVTX ranges name GPU work for NVIDIA's "
@@ -629,16 +629,15 @@ class emit_nvtx:
         return False
 
 
-def _nvtx_module():
-    """``(CuPy's nvtx module, None)``, or ``(None, why it is not available)``."""
+def _nvtx_backend():
+    """``(the CUDA backend, None)``, or ``(None, why it cannot emit NVTX ranges)``."""
     try:
         B = backend_for_device("cuda")
     except RuntimeError as exc:  # (it says why, and how to install CuPy)
         return None, str(exc)
-    nvtx = B.nvtx()
-    if nvtx is None:
+    if not B.has_nvtx():
         return None, "this CuPy was built without NVTX (cupy.cuda.nvtx.available is False)."
-    return nvtx, None
+    return B, None
 
 
 # ------------------------------------------------------------------ the results
@@ -698,6 +697,10 @@ class FunctionEvent(_Totals):
     id, name, thread : int, str, int
         Its number in the profile (from 1, in start order), its name, and the
         ``threading.get_ident()`` of the thread it ran in.
+    kind : str
+        ``"op"`` (an operation's forward call), ``"backward"`` (a node), ``"function"`` (a
+        custom Function's ``apply``) or ``"range"`` (a :class:`record_function`, also
+        ``is_user_annotation``).
     time_range : Interval
         Start and end, in µs since the profile began.
     cpu_time_total, self_cpu_time_total : float

@@ -742,14 +742,22 @@ class CupyBackend(Backend):
         end.synchronize()
         return float(self._cp.cuda.get_elapsed_time(start, end))
 
-    def nvtx(self):
-        """CuPy's NVTX module (``RangePush``/``RangePop``), or None when this CuPy was built
-        without NVTX."""
+    def has_nvtx(self):
+        """Whether this CuPy can emit NVTX ranges (it may be built without NVTX)."""
         try:
             nvtx = _import(self._cp, "cuda.nvtx")
         except ImportError:
-            return None
-        return nvtx if getattr(nvtx, "available", True) else None
+            return False
+        return bool(getattr(nvtx, "available", True))
+
+    def range_push(self, name):
+        """Open an NVTX range named ``name``: NVIDIA's Nsight tools show it over the work
+        done until the matching :meth:`range_pop`."""
+        self._cp.cuda.nvtx.RangePush(name)
+
+    def range_pop(self):
+        """Close the innermost NVTX range."""
+        self._cp.cuda.nvtx.RangePop()
 
     def scatter_add(self, target, index, values):
         """``numpy.add.at``. CuPy's atomic add (with an integer-array index) has no complex

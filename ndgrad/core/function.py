@@ -354,7 +354,7 @@ class Function:
             args, kwargs = _bind_all(cls, args, kwargs)
         elif kwargs:
             args, kwargs = _bind_ctx_form(cls, args, kwargs)
-        if PROFILER[0] is not None:  # timed under the Function's name (Note [Profiling])
+        if PROFILER[0]:  # timed under the Function's name (Note [Profiling])
             return PROFILER[0].function(cls, apply_function, args, kwargs)
         return apply_function(cls, args, kwargs)[0]
 
