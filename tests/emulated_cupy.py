@@ -48,12 +48,16 @@ Each item is a behaviour of real CuPy that made ndgrad fail on a GPU, or could:
   SciPy's values, as the GPU's are not bit-identical to SciPy's; a test that compares them
   bit for bit with SciPy fails here as it does on a GPU.
 * no floating-point warnings (CuPy does not report division by zero or invalid values).
+* timing and markers: ``cuda.Event``/``cuda.get_elapsed_time`` (an event never recorded, or
+  events of two devices, cannot be timed) and ``cuda.nvtx.RangePush``/``RangePop``, whose
+  calls are logged in ``NVTX_LOG`` for the profiler's tests.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import time
 import types
 
 import numpy as np
@@ -92,6 +96,52 @@ class Device:
 
     def __exit__(self, *exc):
         _CURRENT[0] = self._prev
+
+
+class Event:
+    """``cupy.cuda.Event()``: a point in the current device's work. ``record()`` places it
+    (here: reads the host clock, as the emulated device works synchronously); an event of
+    another device, or one never recorded, cannot be timed, as in CUDA."""
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.device_id = _CURRENT[0]
+        self.disable_timing = disable_timing
+        self._ns = None
+
+    def record(self, stream=None):
+        self._ns = time.perf_counter_ns()
+
+    def synchronize(self):
+        pass
+
+    @property
+    def done(self):
+        return True
+
+
+def get_elapsed_time(start_event, end_event):
+    """``cupy.cuda.get_elapsed_time``: milliseconds between two recorded events."""
+    for e in (start_event, end_event):
+        if e._ns is None or e.disable_timing:
+            raise RuntimeError("cudaErrorInvalidResourceHandle: invalid resource handle")
+    if start_event.device_id != end_event.device_id:
+        raise RuntimeError("cudaErrorInvalidResourceHandle: events of two devices")
+    return (end_event._ns - start_event._ns) / 1e6
+
+
+# NVTX ranges pushed and popped through `cupy.cuda.nvtx`, in order: ("push", message) and
+# ("pop", None); tests read it (and clear it) to check that ranges are balanced.
+NVTX_LOG = []
+
+
+def _range_push(message, id_color=-1):
+    if not isinstance(message, str):
+        raise TypeError(f"RangePush() argument 'message' must be str, not {type(message).__name__}")
+    NVTX_LOG.append(("push", message))
+
+
+def _range_pop():
+    NVTX_LOG.append(("pop", None))
 
 
 # ------------------------------------------------------------------------------ signatures
@@ -821,7 +871,10 @@ def make_modules():
         ndarray=ndarray, asnumpy=asnumpy,
         cuda=types.SimpleNamespace(
             Device=Device,
-            runtime=types.SimpleNamespace(getDeviceCount=lambda: DEVICE_COUNT)),
+            runtime=types.SimpleNamespace(getDeviceCount=lambda: DEVICE_COUNT),
+            Event=Event, get_elapsed_time=get_elapsed_time,
+            nvtx=types.SimpleNamespace(RangePush=_range_push, RangePop=_range_pop,
+                                       available=True)),
         random=types.SimpleNamespace(default_rng=_rng),
     )
     linalg = {n: _signed("linalg." + n, getattr(np.linalg, n), getattr(np.linalg, n))

@@ -1,5 +1,5 @@
 """The ``torch.autograd``-shaped facade: backward, grad, grad modes, custom Functions,
-anomaly detection, Variable.
+anomaly detection, Variable; the ``graph`` and ``profiler`` modules.
 
 Examples
 --------
@@ -25,12 +25,12 @@ from ..core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_g
 from ..core.graph import Node
 from ..core.tensor import Tensor
 from ..functional.vmap import autograd_grad as grad
-from . import graph
+from . import graph, profiler
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
            "once_differentiable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled", "function", "graph"]
+           "is_anomaly_check_nan_enabled", "function", "graph", "profiler"]
 
 # `from ndgrad.autograd.function import once_differentiable` works, as with torch.autograd.
 sys.modules.setdefault(__name__ + ".function", function)

@@ -288,6 +288,17 @@ class Backend:
         """Make this thread's generator continue from snapshot ``state`` (a copy of it)."""
         self._rng.gen = None if state is None else copy.deepcopy(state)
 
+    # -- profiling (ndgrad.autograd.profiler; Note [Profiling] in core/grad_mode.py)
+    def record_event(self):
+        """A device event recorded now, in the order of the device's work, to time that work
+        (``elapsed_ms`` of two of them); None where there is no device clock (the CPU)."""
+        return None
+
+    def elapsed_ms(self, start, end):
+        """Device milliseconds between two events of :meth:`record_event`, once ``end`` has
+        happened (this waits for it)."""
+        raise NotImplementedError(f"the {self.name} backend has no device events")
+
 
 _NO_CONTEXT = contextlib.nullcontext()
 
@@ -747,6 +758,35 @@ class CupyBackend(Backend):
         out = empty_pinned(array.shape, array.dtype)
         array.get(out=out)
         return out
+
+    # -- profiling: CUDA events time device work; NVTX ranges name it for Nsight
+    def record_event(self):
+        """A ``cupy.cuda.Event`` recorded now on the current stream."""
+        event = self._cp.cuda.Event()
+        event.record()
+        return event
+
+    def elapsed_ms(self, start, end):
+        """Milliseconds between two recorded events (waits for ``end``)."""
+        end.synchronize()
+        return float(self._cp.cuda.get_elapsed_time(start, end))
+
+    def has_nvtx(self):
+        """Whether this CuPy can emit NVTX ranges (it may be built without NVTX)."""
+        try:
+            nvtx = _import(self._cp, "cuda.nvtx")
+        except ImportError:
+            return False
+        return bool(getattr(nvtx, "available", True))
+
+    def range_push(self, name):
+        """Open an NVTX range named ``name``: NVIDIA's Nsight tools show it over the work
+        done until the matching :meth:`range_pop`."""
+        self._cp.cuda.nvtx.RangePush(name)
+
+    def range_pop(self):
+        """Close the innermost NVTX range."""
+        self._cp.cuda.nvtx.RangePop()
 
     def scatter_add(self, target, index, values):
         """``numpy.add.at``. CuPy's atomic add (with an integer-array index) has no complex

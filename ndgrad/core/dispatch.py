@@ -19,7 +19,7 @@ from weakref import ref as _weakref
 from . import levels as _levels
 from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES, Device
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
-from .grad_mode import INFERENCE_BLOCKS, STATE, enable_grad
+from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE, enable_grad
 from .graph import record
 from .tensor import Tensor, _mark_inference, _meta, _new
 
@@ -31,6 +31,7 @@ VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 _DIFF_DTYPES = DIFFERENTIABLE_DTYPES  # (Note [Differentiable dtypes] in core/backend.py)
 _WEAK_FLOATS = WEAK_FLOAT_DTYPES  # bfloat16 once seen: Python floats keep its dtype
 _VISIBLE = _levels.VISIBLE
+_PROFILER = PROFILER  # (Note [Profiling] in core/grad_mode.py)
 _NDARRAY = NUMPY.array_type
 
 
@@ -53,6 +54,10 @@ TENSOR_F = Namespace("ndgrad")
 # ------------------------------------------------------------------ the hot path
 def apply(op, *args, **params):
     """Run ``op`` on ``args`` (Tensors, arrays or Python scalars), recording it if needed."""
+    if _PROFILER[0]:  # the profiler observes: it runs the op (Note [Profiling])
+        out = _PROFILER[0](op, args, params)
+        if out is not RUN_HERE:
+            return out
     try:
         if _VISIBLE[0]:  # a transform level is visible (Note [Levels])
             claim = params  # (plain Tensors without level data, and no parameters: no level's)

@@ -31,7 +31,7 @@ from operator import attrgetter
 from . import anomaly
 from .backend import backend_of
 from .dispatch import TENSOR_F
-from .grad_mode import STATE
+from .grad_mode import PROFILER, STATE
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
 from .graph import (FREED, AccumulateGrad, OpNode, SavedOutput, SavedValue, fit_gradient,
                     leaf_accumulator)
@@ -187,8 +187,10 @@ def _run(roots, grads, p):
         # only run what leads to a requested input
         needed, whole = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
         p.needed = needed
-    # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off])
-    general = anomaly.ENABLED[0]
+    # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off]);
+    # so does profiling, which times each node there (Note [Profiling] in core/grad_mode.py)
+    profiler = PROFILER[0]
+    general = anomaly.ENABLED[0] or profiler is not None
     retain = p.retain_graph
     owned = p.owned
     pop = buffers.pop
@@ -201,7 +203,10 @@ def _run(roots, grads, p):
                 continue
             grads_in = node.backward(p, grads_out)  # the common case
         else:
-            grads_in = _general_node(node, grads_out, p)
+            if profiler is None:
+                grads_in = _general_node(node, grads_out, p)
+            else:
+                grads_in = profiler.node(_general_node, node, grads_out, p)
             if grads_in is None:
                 continue
         edges = node.edges
