@@ -195,7 +195,7 @@ def remove_stale_stubs() -> None:
             stub.unlink()
 
 
-# -- The picture of a backward graph on graph_pictures.rst -------------------------------------
+# -- The picture of a backward graph on profiling.rst -------------------------------------
 GRAPH_EXAMPLE = HERE / "_static" / "graph_example.svg"  # (generated: gitignored)
 
 _NO_GRAPHVIZ_SVG = """\
@@ -210,7 +210,7 @@ _NO_GRAPHVIZ_SVG = """\
 
 
 def write_graph_example() -> None:
-    """Draw the graph of ``graph_example.py`` (shown on graph_pictures.rst) into
+    """Draw the graph of ``graph_example.py`` (shown on profiling.rst) into
     ``_static/graph_example.svg`` with Graphviz's ``dot``; where ``dot`` is not installed,
     write an SVG that says so instead, so that the build never warns about a missing image.
     Rewritten only on change, as the ops page."""

@@ -1,4 +1,4 @@
-"""The example graph pictured on graph_pictures.rst: docs/conf.py runs this file and renders
+"""The example graph pictured on profiling.rst: docs/conf.py runs this file and renders
 ``dot`` to _static/graph_example.svg when the documentation is built."""
 
 import numpy as np
