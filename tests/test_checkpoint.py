@@ -200,3 +200,25 @@ def test_func_checkpoint_composes_with_the_transforms():
     xr = nd.tensor(X0.copy(), requires_grad=True)
     cf(xr).backward()
     np.testing.assert_allclose(_np(xr.grad), _np(nd.func.grad(f)(x)), rtol=1e-12)
+
+
+def test_nested_checkpoints_and_backward_inputs():
+    W = nd.tensor(W0.copy(), requires_grad=True)
+    inner = _block(W)
+
+    def outer(v):
+        return checkpoint(inner, nd.exp(v) * 0.5) * v
+
+    x = nd.tensor(X0.copy(), requires_grad=True)
+    checkpoint(outer, x).sum().backward(inputs=[W])
+    assert x.grad is None  # only W was asked for
+    r = nd.tensor(X0.copy(), requires_grad=True)
+    Wr = nd.tensor(W0.copy(), requires_grad=True)
+    (_block(Wr)(nd.exp(r) * 0.5) * r).sum().backward()
+    np.testing.assert_allclose(_np(W.grad), _np(Wr.grad), rtol=1e-12)
+    (gx,) = nd.autograd.grad(checkpoint(outer, x).sum(), x, create_graph=True)
+    (hx,) = nd.autograd.grad(gx.sum(), x)
+    (gr,) = nd.autograd.grad((_block(Wr)(nd.exp(r) * 0.5) * r).sum(), r, create_graph=True)
+    (hr,) = nd.autograd.grad(gr.sum(), r)
+    np.testing.assert_allclose(_np(gx), _np(r.grad), rtol=1e-12)
+    np.testing.assert_allclose(_np(hx), _np(hr), rtol=1e-12)
