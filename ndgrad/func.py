@@ -19,11 +19,13 @@ from __future__ import annotations
 from .functional.pytree import tree_flatten, tree_map, tree_unflatten
 from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
                                     linearize, vjp)
+from .functional.taylor import derivatives, jet
 from .functional.vmap import vmap
 from .utils.checkpoint import checkpointed as _checkpointed
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "vmap", "checkpoint", "tree_flatten", "tree_unflatten", "tree_map"]
+           "vmap", "checkpoint", "jet", "derivatives", "tree_flatten", "tree_unflatten",
+           "tree_map"]
 
 
 def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):

@@ -1213,6 +1213,7 @@ cross.defvjp(lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(_cj(F, x2), g,
 cross.defjvp_each(
     lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(t, x2, axis=axis),
     lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(x1, t, axis=axis))
+cross.deftaylor("multilinear")
 
 
 def _cross_batch(F, batched, x1, x2, axis=-1):

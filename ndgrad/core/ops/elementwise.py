@@ -25,6 +25,7 @@ import math
 from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import keeps_identity, scales_identity
+from . import series
 from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop, sample_numpy
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
@@ -128,6 +129,7 @@ multiply.defvjp(lambda F, g, out, x, y: g * F.conj(y),
                 lambda F, g, out, x, y: g * F.conj(x))
 multiply.defjvp_each(lambda F, t, out, x, y: t * y,
                      lambda F, t, out, x, y: x * t)
+multiply.deftaylor("multilinear")
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), (0.5, 2.0), complex=True),
@@ -150,6 +152,7 @@ divide.defvjp(lambda F, g, out, x, y: g / F.conj(y),
               lambda F, g, out, x, y: -g * F.conj(out / y))
 divide.defjvp_each(lambda F, t, out, x, y: t / y,
                    lambda F, t, out, x, y: -t * out / y)
+divide.deftaylor(series.RULES["divide"])
 
 
 @multiply.defidentity
@@ -296,6 +299,7 @@ def pow(B, x, y):
 
 pow.defvjp(_pow_vjp_x, _pow_vjp_y)
 pow.defjvp_from_vjp()
+pow.deftaylor(series.RULES["pow"])
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, inplace_method="square_")
@@ -313,6 +317,7 @@ def square(B, x):
 
 square.defvjp(lambda F, g, out, x: g * F.conj(2 * x))
 square.defjvp_from_vjp()
+square.deftaylor(series.RULES["square"])
 
 
 @defop(kind=ELEMENTWISE, domain=POSITIVE, inplace_method="sqrt_")
@@ -330,6 +335,7 @@ def sqrt(B, x):
 
 sqrt.defvjp(lambda F, g, out, x: g / F.conj(2 * out))
 sqrt.defjvp_from_vjp()
+sqrt.deftaylor(series.RULES["sqrt"])
 
 
 @defop(kind=ELEMENTWISE, domain=Domain((0.3, 2.0), complex=True), sample=_signed(0.3, 2.0),
@@ -348,6 +354,7 @@ def reciprocal(B, x):
 
 reciprocal.defvjp(lambda F, g, out, x: -g * F.conj(F.square(out)))
 reciprocal.defjvp_from_vjp()
+reciprocal.deftaylor(series.RULES["reciprocal"])
 
 
 # ------------------------------------------------------------------------- abs, sign, parts
@@ -526,6 +533,7 @@ def exp(B, x):
 
 exp.defvjp(lambda F, g, out, x: g * F.conj(out))
 exp.defjvp_from_vjp()
+exp.deftaylor(series.RULES["exp"])
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, inplace_method="expm1_")
@@ -560,6 +568,7 @@ def log(B, x):
 
 log.defvjp(lambda F, g, out, x: g / F.conj(x))
 log.defjvp_from_vjp()
+log.deftaylor(series.RULES["log"])
 
 
 @defop(kind=ELEMENTWISE, domain=Domain((-0.5, 2.0), complex=True), inplace_method="log1p_")
@@ -653,6 +662,7 @@ def sigmoid(B, x):
 
 sigmoid.defvjp(lambda F, g, out, x: g * F.conj(out * (1 - out)))
 sigmoid.defjvp_from_vjp()
+sigmoid.deftaylor(series.RULES["sigmoid"])
 
 
 # ------------------------------------------------------------------------- trigonometric
@@ -671,6 +681,7 @@ def sin(B, x):
 
 sin.defvjp(lambda F, g, out, x: g * F.conj(F.cos(x)))
 sin.defjvp_from_vjp()
+sin.deftaylor(series.RULES["sin"])
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, inplace_method="cos_")
@@ -688,6 +699,7 @@ def cos(B, x):
 
 cos.defvjp(lambda F, g, out, x: -g * F.conj(F.sin(x)))
 cos.defjvp_from_vjp()
+cos.deftaylor(series.RULES["cos"])
 
 
 @defop(kind=ELEMENTWISE, domain=Domain((-1.2, 1.2), complex=True), inplace_method="tan_")
@@ -846,6 +858,7 @@ def tanh(B, x):
 # (square, not out * out: NumPy squares a float32 array twice as fast as it multiplies it)
 tanh.defvjp(lambda F, g, out, x: g * F.conj(1 - F.square(out)))
 tanh.defjvp_from_vjp()
+tanh.deftaylor(series.RULES["tanh"])
 
 
 @defop(kind=ELEMENTWISE, domain=UNIT, inplace_method=["asinh_", "arcsinh_"])
@@ -1150,6 +1163,7 @@ where.defvjp(None,
              lambda F, g, out, condition, x, y: F.where(condition, g, 0.0),
              lambda F, g, out, condition, x, y: F.where(condition, 0.0, g))
 where.defjvp(_where_jvp)
+where.deftaylor("linear")  # (linear in x and y for a fixed condition)
 
 
 def _clip_args(x, min=None, max=None, *, a_min=None, a_max=None):

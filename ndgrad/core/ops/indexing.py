@@ -320,6 +320,7 @@ def getitem(B, x, index):
 getitem.defvjp(lambda F, g, out, x, index:
                F.index_add(F.zeros(x.shape, dtype=g.dtype, like=g), g, index=index))
 getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
+getitem.deftaylor("linear")
 # a basic index is a view: writing it back is index_put (Note [In-place on views])
 getitem.defscatter(lambda F, parent, child, index: F.index_put(parent, child, index=index))
 
@@ -392,6 +393,7 @@ def _index_add_jvp(F, tangents, out, x, values, index):
 
 
 index_add.defjvp(_index_add_jvp)
+index_add.deftaylor("linear")
 
 
 def _scatter_batch(op):
@@ -480,6 +482,7 @@ def _index_put_jvp(F, tangents, out, x, values, index):
 
 
 index_put.defjvp(_index_put_jvp)
+index_put.deftaylor("linear")
 _scatter_batch(index_put)
 
 
@@ -592,6 +595,7 @@ def _take_vjp(F, g, out, x, indices, axis=None):
 take.defvjp(_take_vjp, None)
 take.defjvp(lambda F, tangents, out, x, indices, axis=None:
             F.take(tangents[0], indices, axis=axis))
+take.deftaylor("linear")
 
 
 def _take_batch(F, batched, x, indices, axis=None):
@@ -686,6 +690,7 @@ def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
 take_along_axis.defvjp(_take_along_axis_vjp, None)
 take_along_axis.defjvp(lambda F, tangents, out, x, indices, axis=-1:
                        F.take_along_axis(tangents[0], indices, axis=axis))
+take_along_axis.deftaylor("linear")
 
 
 def _take_along_axis_batch(F, batched, x, indices, axis=-1):
@@ -771,6 +776,7 @@ def _sort_jvp(F, tangents, out, x, axis=-1, descending=False, stable=True):
 
 sort.defvjp(_sort_vjp)
 sort.defjvp(_sort_jvp)
+sort.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
 
 
 def _sort_batch(op):

@@ -108,6 +108,7 @@ def matmul(B, x, y):
 matmul.defvjp(_matmul_vjp_x, _matmul_vjp_y, saves=(("y", "x.shape"), ("x", "y.shape")))
 matmul.defjvp_each(lambda F, t, out, x, y: F.matmul(t, y),
                    lambda F, t, out, x, y: F.matmul(x, t))
+matmul.deftaylor("multilinear")
 
 
 def _matmul_batch(F, batched, x, y):
@@ -297,6 +298,7 @@ def tensordot(B, x, y, axes=2):
 tensordot.defvjp(_tensordot_vjp_x, _tensordot_vjp_y)
 tensordot.defjvp_each(lambda F, t, out, x, y, axes=2: F.tensordot(t, y, axes=axes),
                       lambda F, t, out, x, y, axes=2: F.tensordot(x, t, axes=axes))
+tensordot.deftaylor("multilinear")
 
 
 def _tensordot_batch(F, batched, x, y, axes=2):
@@ -372,6 +374,7 @@ vecdot.defvjp(
         F.expand_dims(g, _vecdot_axis(x1, x2, axis)) * x1)
 vecdot.defjvp_each(lambda F, t, out, x1, x2, axis=-1: F.vecdot(t, x2, axis=axis),
                    lambda F, t, out, x1, x2, axis=-1: F.vecdot(x1, t, axis=axis))
+vecdot.deftaylor("multilinear")
 
 
 def _vecdot_batch(F, batched, x1, x2, axis=-1):
@@ -417,6 +420,7 @@ outer.defvjp(lambda F, g, out, x, y: F.reshape(F.matmul(g, F.conj(_flat(F, y))),
              lambda F, g, out, x, y: F.reshape(F.matmul(F.conj(_flat(F, x)), g), y.shape))
 outer.defjvp_each(lambda F, t, out, x, y: F.outer(t, y),
                   lambda F, t, out, x, y: F.outer(x, t))
+outer.deftaylor("multilinear")
 
 
 def _outer_batch(F, batched, x, y):
@@ -599,6 +603,7 @@ def einsum(B, *operands, subscripts):
 
 einsum.defvjp_each(_einsum_vjp)
 einsum.defjvp(_einsum_jvp)
+einsum.deftaylor("multilinear")
 
 
 def _einsum_batch(F, batched, *operands, subscripts):

@@ -479,6 +479,7 @@ def max(B, x, axis=None, keepdims=False):
 
 max.defvjp(_minmax_vjp)
 max.defjvp(_minmax_jvp)
+max.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
@@ -510,6 +511,7 @@ def min(B, x, axis=None, keepdims=False):
 
 min.defvjp(_minmax_vjp)
 min.defjvp(_minmax_jvp)
+min.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
 
 
 # ----------------------------------------------------------------------------- arg / logic

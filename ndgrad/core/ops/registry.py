@@ -268,6 +268,8 @@ class Op:
         # forward mode, vmap, views
         "jvp", "batch_rule", "batch_params", "default_batch", "identity_batch", "scatter",
         "view_replay",
+        # Taylor mode (ndgrad.func.jet; Note [Taylor rules] in functional/taylor.py)
+        "taylor",
         # the public function: a hand-written one, or how to normalise the call's arguments
         "public", "public_fn", "normalize_args", "signature",
     )
@@ -301,6 +303,10 @@ class Op:
         self._meta_standins = False
         self._save_cache = {}      # save plans by "which inputs need grad"
         self.jvp = None
+        # how the op carries Taylor series: "linear" (each coefficient through the jvp),
+        # "bilinear" (Leibniz sums of the op), "elementwise" (the derivative's series), a
+        # rule rule(F, series, out, *inputs, **params), or None (nested jvps of the op)
+        self.taylor = None
         self.batch_rule = None     # vmap (core/ops/batching.py); kinds give defaults
         self.batch_params = False
         self.default_batch = _UNSET  # the rule the kind gives, made on first need
@@ -468,6 +474,18 @@ class Op:
         self.identity_batch = rule
         return rule
 
+    # -- Taylor mode
+    def deftaylor(self, rule):
+        """How the op carries truncated Taylor series (Note [Taylor rules] in
+        ndgrad/functional/taylor.py): "linear" for an op linear in its array inputs (also
+        piecewise: its Jacobian constant along any smooth path, as ``sort``), "bilinear" for
+        one linear in each input separately (``multiply``, ``matmul``), "elementwise", or a
+        rule ``rule(F, series, out, *inputs, **params)`` returning the output's derivative
+        coefficients ``[y1, ..., yK]`` from ``series`` (per input, its ``[x1, ..., xK]`` or
+        None)."""
+        self.taylor = rule
+        return self
+
     # -- jvp
     def defjvp(self, rule):
         """Joint rule ``rule(F, tangents, out, *inputs, **params)`` -> output tangent."""
@@ -499,6 +517,7 @@ class Op:
             return op.of(F)(*ts, *extra, **params) if not op.pack else \
                 op.of(F)(ts, *extra, **params)
         self.jvp = jvp
+        self.taylor = "linear"
         return self
 
     def defjvp_from_vjp(self):
@@ -521,6 +540,8 @@ class Op:
                 total = c if total is None else total + c
             return total
         self.jvp = jvp
+        if self.taylor is None:
+            self.taylor = "elementwise"
         return self
 
 

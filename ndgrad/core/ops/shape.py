@@ -33,6 +33,7 @@ def _linear_jvp(op):
     def jvp(F, tangents, out, x, *extra, **params):
         return fn(F)(tangents[0], *extra, **params)
     op.defjvp(jvp)
+    op.deftaylor("linear")
     return op
 
 
@@ -1114,6 +1115,7 @@ pad.defvjp(_pad_vjp)
 # constant_values is not differentiated: the tangent pads with zeros
 pad.defjvp(lambda F, tangents, out, x, pad_width, mode="constant", constant_values=0:
            F.pad(tangents[0], pad_width, mode=mode))
+pad.deftaylor("linear")
 pad.defbatch(lambda F, batched, x, pad_width, mode="constant", constant_values=0:
              F.pad(x, ((0, 0),) + _pad_widths(pad_width, x.ndim - 1), mode=mode,
                    constant_values=constant_values))
@@ -1251,6 +1253,7 @@ def astype(B, x, dtype):
 # the engine casts the cotangent to x's dtype (a real input keeps the real part)
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
+astype.deftaylor("linear")
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
 astype.defidentity(keeps_identity(lambda F, s, dtype: F.astype(s, dtype)))
 
@@ -1293,5 +1296,6 @@ to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device
                                                                        source=device))
 to_device.defjvp(lambda F, tangents, out, x, device, source=None:
                  F.to_device(tangents[0], device=device, source=source))
+to_device.deftaylor("linear")
 to_device.defbatch(lambda F, batched, x, device, source=None:
                    F.to_device(x, device=device, source=source))
