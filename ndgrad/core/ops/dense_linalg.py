@@ -49,6 +49,7 @@ from ..dispatch import apply
 from .batching import is_batched, logical_ndim, pad_to
 from .linalg import _eye
 from .reductions import unreduce
+from . import series
 from .registry import LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop, sample_numpy
 
 __all__ = ["LinAlgError", "SlogdetResult", "LstsqResult"]
@@ -271,6 +272,7 @@ def solve(B, a, b):
 
 solve.defvjp(_solve_vjp_a, _solve_vjp_b, saves=(("out", "a", "b.shape"), ("a", "b.shape")))
 solve.defjvp(_solve_jvp)
+solve.deftaylor(series.RULES["linalg.solve"])
 
 
 def _solve_batch(F, batched, a, b):
@@ -326,6 +328,7 @@ def inv(B, a):
 # d inv = -inv da inv
 inv.defvjp(lambda F, g, out, a: -F.matmul(_mH(F, out), F.matmul(g, _mH(F, out))))
 inv.defjvp(lambda F, tangents, out, a: -F.matmul(out, F.matmul(tangents[0], out)))
+inv.deftaylor(series.RULES["linalg.inv"])
 _batch_unary(inv)
 
 

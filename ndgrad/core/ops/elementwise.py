@@ -191,6 +191,7 @@ def floor_divide(B, x, y):
 floor_divide.defvjp(lambda F, g, out, x, y: F.zeros_like(g),
                     lambda F, g, out, x, y: F.zeros_like(g))
 floor_divide.defjvp(lambda F, tangents, out, x, y: F.zeros_like(out))
+floor_divide.deftaylor("linear")  # (piecewise constant)
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
@@ -941,6 +942,7 @@ def floor(B, x):
 
 floor.defvjp(_zero_vjp)
 floor.defjvp(_zero_jvp)
+floor.deftaylor("linear")  # (piecewise constant)
 
 
 @defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="ceil_")
@@ -958,6 +960,7 @@ def ceil(B, x):
 
 ceil.defvjp(_zero_vjp)
 ceil.defjvp(_zero_jvp)
+ceil.deftaylor("linear")  # (piecewise constant)
 
 
 @defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="trunc_")
@@ -975,6 +978,7 @@ def trunc(B, x):
 
 trunc.defvjp(_zero_vjp)
 trunc.defjvp(_zero_jvp)
+trunc.deftaylor("linear")  # (piecewise constant)
 
 
 def _round_sample(d):
@@ -1013,6 +1017,7 @@ def round(B, x, decimals=0):
 
 round.defvjp(lambda F, g, out, x, decimals=0: F.zeros_like(g))
 round.defjvp(_zero_jvp)
+round.deftaylor("linear")  # (piecewise constant)
 
 
 # ------------------------------------------------------------------------- two-input, non-smooth

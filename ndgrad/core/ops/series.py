@@ -1,6 +1,6 @@
-"""Taylor rules of the elementwise ops with a known recurrence (exp, log, sin, cos, tanh,
-sigmoid, sqrt, square, reciprocal, divide, pow by a constant), for ``ndgrad.func.jet``
-(Note [Taylor rules] in ndgrad/functional/taylor.py).
+"""Taylor rules of the ops with a known recurrence (exp, log, sin, cos, tanh, sigmoid, sqrt,
+square, reciprocal, divide, pow by a constant; linalg.inv and linalg.solve), for
+``ndgrad.func.jet`` (Note [Taylor rules] in ndgrad/functional/taylor.py).
 
 Series are lists of *derivative* coefficients, as in JAX's ``jet``: ``x = [x0, x1, ..., xK]``
 with ``xk`` the k-th derivative of the path ``x(t)`` at 0. A rule gets, per input, its
@@ -165,6 +165,37 @@ def _pow_rule(F, series, out, x, y):
     return ys[1:]
 
 
+def _solve_rule(F, series, out, a, b):
+    # A X = b  gives  A_0 X_k = b_k - sum_{j>=1} C(k, j) A_j X_{k-j}
+    sa, sb = series
+    K = len(sa if sa is not None else sb)
+    xs = [out]
+    vector = b.ndim == 1  # (solve's b: a vector when 1-D, else a matrix or a stack of them)
+    for k in range(1, K + 1):
+        rhs = sb[k - 1] if sb is not None else F.zeros_like(b)
+        if sa is not None:
+            for j in range(1, k + 1):
+                prev = xs[k - j]
+                prod = F.matmul(sa[j - 1], prev[..., None])[..., 0] if vector else \
+                    F.matmul(sa[j - 1], prev)
+                rhs = rhs - comb(k, j) * prod
+        xs.append(F.linalg.solve(a, rhs[..., None])[..., 0] if vector else
+                  F.linalg.solve(a, rhs))
+    return xs[1:]
+
+
+def _inv_rule(F, series, out, a):
+    # A Y = I  gives  Y_k = -Y_0 sum_{j>=1} C(k, j) A_j Y_{k-j}
+    s = series[0]
+    ys = [out]
+    for k in range(1, len(s) + 1):
+        total = comb(k, 1) * F.matmul(s[0], ys[k - 1])
+        for j in range(2, k + 1):
+            total = total + comb(k, j) * F.matmul(s[j - 1], ys[k - j])
+        ys.append(-F.matmul(out, total))
+    return ys[1:]
+
+
 RULES = {
     "tanh": ode_rule(_tanh_d),
     "exp": ode_rule(_exp_d),
@@ -177,4 +208,6 @@ RULES = {
     "reciprocal": _reciprocal_rule,
     "divide": _divide_rule,
     "pow": _pow_rule,
+    "linalg.solve": _solve_rule,
+    "linalg.inv": _inv_rule,
 }

@@ -1134,6 +1134,7 @@ def _trim_zeros_jvp(F, tangents, out, filt, trim="fb", axis=None):
 
 trim_zeros.defvjp(_trim_zeros_vjp)
 trim_zeros.defjvp(_trim_zeros_jvp)
+trim_zeros.deftaylor("linear")  # (a slice, fixed along a smooth path)
 
 
 def _sample_diagflat(d):
