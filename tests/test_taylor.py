@@ -205,3 +205,38 @@ def test_taylor_rules_on_every_device(name, data):
     """A few rules of each kind (recurrence, multilinear, fallback, elementwise, linear) on
     the device under test."""
     _check_rule(name, FLOAT, data)
+
+
+def test_in_place_operations_and_custom_functions_inside_jet():
+    x0 = np.array([0.3, 0.9])
+
+    def f(v):
+        y = v * 1.0
+        y.mul_(2.0)          # in place on a tensor carrying a series
+        y[0] = y[0] * 1.5
+        return nd.sin(y)
+
+    got = derivatives(f, nd.tensor(x0), 3)
+    scale = np.array([3.0, 2.0])
+    for k, g in enumerate(got):
+        np.testing.assert_allclose(_np(g), scale ** k * np.sin(scale * x0 + k * np.pi / 2),
+                                   rtol=1e-12, err_msg=f"order {k}")
+
+    class Cube(nd.autograd.Function):
+        @staticmethod
+        def forward(ctx, v):
+            ctx.save_for_forward(v)
+            return v ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("jet does not run backward")
+
+        @staticmethod
+        def jvp(ctx, t):
+            (v,) = ctx.saved_tensors
+            return 3 * v ** 2 * t
+
+    got = derivatives(lambda v: Cube.apply(v), nd.tensor(x0), 4)
+    for k, e in enumerate([x0 ** 3, 3 * x0 ** 2, 6 * x0, 6 + 0 * x0, 0 * x0]):
+        np.testing.assert_allclose(_np(got[k]), e, rtol=1e-12, atol=1e-12)
