@@ -548,7 +548,7 @@ def _basis(x):
 
 
 def _forward_laplacian(f, x, args, kwargs):
-    """One Forward Laplacian pass: ``(y, J_y, L_y)`` (Note [Forward Laplacian])."""
+    """One Forward Laplacian pass: ``(y, L_y)`` (Note [Forward Laplacian])."""
     d = x.numel()
     lv = _levels.push(_FL, _LaplacianInfo(d))
     try:
@@ -558,19 +558,15 @@ def _forward_laplacian(f, x, args, kwargs):
         y = f(xv, *args, **kwargs)
         _check_output(y, "laplacian")
         s = _data(y, lv)
-        with below(lv):
-            if s is None:
-                J, L = TENSOR_F.zeros((d,) + tuple(y.shape), dtype=y.dtype,
-                                      device=y.device), zeros_like(y)
-            else:
-                J, L = _dense(s[0]), (zeros_like(y) if s[1] is None else s[1])
+        with below(lv):  # (J_y is not needed: a scaled one is never multiplied out)
+            L = zeros_like(y) if s is None or s[1] is None else s[1]
     finally:
         _levels.pop(lv)
         for r in lv.info.holders:
             t = r()
             if t is not None and t._meta is not None and t._meta.level_data:
                 t._meta.level_data.pop(lv, None)
-    return y, J, L
+    return y, L
 
 
 # ------------------------------------------------------------------------------ the API
@@ -626,7 +622,7 @@ def laplacian(f, *, method="taylor"):
     def lap(x, *args, **kwargs):
         _check_point(x, "laplacian")
         if method == "taylor":
-            return _forward_laplacian(f, x, args, kwargs)[2]
+            return _forward_laplacian(f, x, args, kwargs)[1]
         y_shape = []
 
         def g(v):
@@ -648,7 +644,25 @@ def biharmonic(f, *, method="taylor"):
     It is ``laplacian(laplacian(f, method=method), method=method)``: with ``"taylor"``, a
     Forward Laplacian pass over a Forward Laplacian pass, which carries for each inner
     intermediate value a d x d block of second-order data (the inner gradient batch's
-    gradient batch): about d^2 forward tangents' cost.
+    gradient batch): about d^2 forward tangents' cost. (A direct order-4 collapsed Taylor
+    pass is not implemented; the composition is exact.)
+
+    Parameters
+    ----------
+    f : callable
+        ``x -> Tensor`` (scalar, or elementwise over the output as for :func:`laplacian`).
+    method : {"taylor", "hessian"}
+        The method of both Laplacians (:func:`laplacian`).
+
+    Returns
+    -------
+    callable
+        ``x -> Δ²f(x)``, with the shape of ``f``'s output.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``method``.
 
     Examples
     --------
@@ -670,6 +684,24 @@ def divergence(f):
     flattened order). Forward mode: d Jacobian-vector products along the basis directions
     in one vmapped pass (the cost of about d forward tangents), each keeping only its own
     diagonal entry.
+
+    Parameters
+    ----------
+    f : callable
+        ``x -> Tensor`` with as many elements as ``x``; extra arguments of the returned
+        function are passed to ``f``.
+
+    Returns
+    -------
+    callable
+        ``div(x, *args, **kwargs)``, a 0-d tensor.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a real floating Tensor, or ``f`` does not return a Tensor.
+    RuntimeError
+        ``f(x)`` does not have as many elements as ``x``.
 
     Examples
     --------
@@ -720,6 +752,23 @@ def hessian_diag(f):
     d order-2 Taylor passes (:func:`jet`), one per basis direction, in one vmapped pass:
     the second coefficient along ``e_i`` is ``d^2 f / dx_i^2``. The cost of about d
     second-order forward passes; no Hessian is formed.
+
+    Parameters
+    ----------
+    f : callable
+        ``x -> scalar Tensor``; extra arguments of the returned function are passed to it.
+
+    Returns
+    -------
+    callable
+        ``diag(x, *args, **kwargs)``, a tensor shaped like ``x``.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a real floating Tensor, or ``f`` does not return a Tensor.
+    RuntimeError
+        ``f`` does not return a scalar.
 
     Examples
     --------
@@ -778,6 +827,15 @@ def hessian_trace_estimate(f, x, num_samples, method="hutchinson", key=None):
     -------
     Tensor
         A 0-d tensor.
+
+    Raises
+    ------
+    ValueError
+        ``num_samples < 1`` (``< 3`` for Hutch++), or an unknown ``method``.
+    TypeError
+        ``num_samples`` or ``key`` of the wrong type, ``x`` not a real floating Tensor.
+    RuntimeError
+        ``f`` does not return a scalar.
 
     Examples
     --------

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
-from ndgrad.func import (biharmonic, divergence, grad, hessian, hessian_diag,
-                         hessian_trace_estimate, jacfwd, laplacian, vmap)
+from ndgrad.func import (biharmonic, derivatives, divergence, grad, hessian, hessian_diag,
+                         hessian_trace_estimate, jacfwd, jvp, laplacian, vmap)
 from support import close, host
 
 RNG_SEED = 1234
@@ -74,6 +74,34 @@ def test_laplacian_elementwise_over_the_output():
     X = nd.tensor([[0.3, -0.7], [1.1, 0.2]])
     g = lambda M: nd.tanh(M @ M) * M[0, 0]  # noqa: E731
     close(laplacian(g)(X), _trace_of_hessian(g, X), rtol=1e-10, atol=1e-12)
+
+
+def test_laplacian_of_constant_affine_and_scalar_input_functions_and_float32():
+    x = nd.tensor([0.3, -0.7, 1.1])
+    close(laplacian(lambda v: nd.tensor(3.0))(x), 0.0)
+    close(laplacian(lambda v: 2 * v.sum() + 1)(x), 0.0)
+    close(laplacian(lambda v: v)(x), [0.0, 0.0, 0.0])
+    s = nd.tensor(0.7)
+    close(laplacian(lambda t: nd.sin(t) * t)(s), -np.sin(0.7) * 0.7 + 2 * np.cos(0.7))
+    x32 = nd.tensor([0.3, -0.7, 1.1], dtype="float32")
+    got = laplacian(lambda v: nd.tanh(v * v[::-1]).sum())(x32)
+    assert got.dtype == np.float32
+    close(got, laplacian(lambda v: nd.tanh(v * v[::-1]).sum())(x), rtol=1e-5)
+
+
+@pytest.mark.cpu_only("compositions are device independent")
+def test_laplacian_composes_with_the_other_transforms():
+    f = lambda v: nd.tanh(v[0] * v[1]) * nd.exp(v[2]) + (v ** 3).sum()  # noqa: E731
+    x = nd.tensor([0.3, -0.7, 1.1])
+    e = nd.tensor([1.0, 0.5, -0.2])
+    ref = laplacian(f, method="hessian")
+    close(laplacian(grad(f))(x), grad(ref)(x), rtol=1e-10)        # ∇Δf both ways
+    close(jvp(laplacian(f), (x,), (e,))[1], jvp(ref, (x,), (e,))[1], rtol=1e-10)
+    close(hessian(laplacian(f))(x), hessian(ref)(x), rtol=1e-9, atol=1e-12)
+    g = lambda v: derivatives(lambda t: f(v * t), nd.tensor(1.0), 2)[2]  # noqa: E731
+    close(laplacian(g)(x), laplacian(g, method="hessian")(x), rtol=1e-10)
+    pts = nd.tensor(np.random.default_rng(RNG_SEED).standard_normal((2, 3, 3)))
+    close(vmap(vmap(laplacian(f)))(pts), vmap(vmap(ref))(pts), rtol=1e-10)
 
 
 class _Cube(nd.autograd.Function):
