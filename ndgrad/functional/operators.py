@@ -581,6 +581,8 @@ def laplacian(f, *, method="taylor"):
     Parameters
     ----------
     f : callable
+        ``x -> Tensor`` built of ndgrad operations (any of them: each carries the pass by
+        the Taylor kind it declares, Note [Forward Laplacian] in the module's source).
     method : {"taylor", "hessian"}
         ``"taylor"`` (default): the Forward Laplacian, ONE forward pass carrying every
         intermediate value's gradient (d first-order coefficients) and Laplacian (one
