@@ -1,8 +1,11 @@
 """``ndgrad.func``: composable transforms in the style of ``torch.func`` and JAX.
 
 ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``,
-``hessian`` (``ndgrad/functional/transforms.py``) and ``vmap``
-(``ndgrad/functional/vmap.py``). They nest in any order.
+``hessian`` (``ndgrad/functional/transforms.py``), ``vmap``
+(``ndgrad/functional/vmap.py``), Taylor mode's ``jet`` and ``derivatives``
+(``ndgrad/functional/taylor.py``) and the differential operators ``laplacian``,
+``divergence``, ``hessian_diag``, ``hessian_trace_estimate`` and ``biharmonic``
+(``ndgrad/functional/operators.py``). They nest in any order.
 
 Examples
 --------
@@ -19,13 +22,16 @@ from __future__ import annotations
 from .functional.pytree import tree_flatten, tree_map, tree_unflatten
 from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
                                     linearize, vjp)
+from .functional.operators import (biharmonic, divergence, hessian_diag,
+                                   hessian_trace_estimate, laplacian)
 from .functional.taylor import derivatives, jet
 from .functional.vmap import vmap
 from .utils.checkpoint import checkpointed as _checkpointed
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "vmap", "checkpoint", "jet", "derivatives", "tree_flatten", "tree_unflatten",
-           "tree_map"]
+           "vmap", "checkpoint", "jet", "derivatives", "laplacian", "divergence",
+           "hessian_diag", "hessian_trace_estimate", "biharmonic", "tree_flatten",
+           "tree_unflatten", "tree_map"]
 
 
 def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):
