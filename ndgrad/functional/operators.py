@@ -42,8 +42,8 @@ declares (Note [Taylor rules] in functional/taylor.py):
   ``y2 = A(x2) + Q(x1)`` with ``A`` linear and ``Q`` quadratic (the chain rule to second
   order), so ``sum_d y2(J_d, L/d) = A(L) + sum_d Q(J_d)``, which is the Laplacian of ``y``;
   splitting L equally lets one vmapped call serve, with ``L/d`` the same for every
-  direction (not batched). (A custom Function takes the directions one at a time: ``vmap``
-  of a custom Function's jvp with batched inputs is not supported.)
+  direction (not batched). (A custom Function takes the directions one at a time, a Python
+  loop: vmap would run it per direction anyway, having no batching rule for it.)
 
 ``add`` and ``subtract`` pass the batches through signed, without the zero tangent the
 generic linear rule makes for a constant input (a bias).
@@ -470,8 +470,8 @@ class _ForwardLaplacianInterpreter(_levels.Interpreter):
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its contribution from order-2
-        jets by nested forward mode (its ``jvp``), one direction at a time (a Python loop:
-        ``vmap`` of a custom Function's jvp with batched inputs is not supported)."""
+        jets by nested forward mode (its ``jvp``), one direction at a time (a Python loop, as
+        vmap's own for a Function without a batching rule)."""
         data = tuple(_data(a, lv) for a in args)
         with below(lv):
             outs, ctx = apply_function(cls, args, kwargs, needs)
