@@ -417,8 +417,8 @@ def derivatives(f, x, order, direction=None):
     --------
     >>> import ndgrad
     >>> from ndgrad.func import derivatives
-    >>> derivatives(ndgrad.sin, ndgrad.tensor(0.0), 4)
-    [tensor(0.), tensor(1.), tensor(-0.), tensor(-1.), tensor(0.)]
+    >>> [round(float(d), 6) for d in derivatives(ndgrad.sin, ndgrad.tensor(0.3), 4)]
+    [0.29552, 0.955336, -0.29552, -0.955336, 0.29552]
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"derivatives: x must be a Tensor, got {type(x).__name__}")
