@@ -399,10 +399,17 @@ class _ForwardAndJvp(Function):
                                   "inside vmap is not supported")
 
 
+_WITH_JVP = {}  # Function class -> its _ForwardAndJvp subclass (named as it: vmap's warning)
+
+
 def _with_jvp(cls, args, tangents, kwargs):
     zeros = [TENSOR_F.zeros_like(a) if t is None and isinstance(a, Tensor) else t
              for a, t in zip(args, tangents)]
-    r = _ForwardAndJvp.apply(cls, len(args), kwargs, *args, *zeros)
+    both = _WITH_JVP.get(cls)
+    if both is None:
+        both = _WITH_JVP[cls] = type(cls.__name__, (_ForwardAndJvp,),
+                                     {"__qualname__": cls.__qualname__})
+    r = both.apply(cls, len(args), kwargs, *args, *zeros)
     k = r[0]
     outs, tans = r[1:1 + k], r[1 + k:]
     if k == 1:
