@@ -493,9 +493,12 @@ class _CustomRootFunction(Function):
 
     @staticmethod
     def _check(ctx):
-        if ctx.failure is not None:
+        failure = ctx.failure
+        if isinstance(failure, BaseException):
+            raise type(failure)(*failure.args)
+        if failure is not None:
             raise RuntimeError(f"{ctx.call.name}: cannot differentiate the solution: "
-                               f"{ctx.failure}")
+                               f"{failure}")
 
     @staticmethod
     def backward(ctx, g, *_aux):
