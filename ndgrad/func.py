@@ -5,7 +5,9 @@
 (``ndgrad/functional/vmap.py``), Taylor mode's ``jet`` and ``derivatives``
 (``ndgrad/functional/taylor.py``) and the differential operators ``laplacian``,
 ``divergence``, ``hessian_diag``, ``hessian_trace_estimate`` and ``biharmonic``
-(``ndgrad/functional/operators.py``). They nest in any order.
+(``ndgrad/functional/operators.py``). They nest in any order. Custom derivative rules
+``custom_vjp``, ``custom_jvp`` and implicit differentiation ``custom_root``,
+``custom_fixed_point`` (``ndgrad/functional/custom.py``) compose with all of them.
 
 Examples
 --------
@@ -19,6 +21,7 @@ tensor([[2., 4.],
 
 from __future__ import annotations
 
+from .functional.custom import custom_fixed_point, custom_jvp, custom_root, custom_vjp
 from .functional.pytree import tree_flatten, tree_map, tree_unflatten
 from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
                                     linearize, vjp)
@@ -31,7 +34,8 @@ from .utils.checkpoint import checkpointed as _checkpointed
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "vmap", "checkpoint", "jet", "derivatives", "laplacian", "divergence",
            "hessian_diag", "hessian_trace_estimate", "biharmonic", "tree_flatten",
-           "tree_unflatten", "tree_map"]
+           "tree_unflatten", "tree_map", "custom_vjp", "custom_jvp", "custom_root",
+           "custom_fixed_point"]
 
 
 def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):

@@ -1,0 +1,354 @@
+"""``ndgrad.optimize``: SciPy's solvers (``scipy.optimize``) for functions written with ndgrad
+operations, their solutions differentiable with respect to the tensors in ``args``.
+
+This module owns ``minimize``, ``root``, ``root_scalar`` and ``fixed_point``, with SciPy's
+names, signatures and result types. ndgrad supplies the derivatives SciPy asks for (the
+gradient ``jac``, Hessian-vector products ``hessp``, the Jacobian of a root problem,
+``fprime``), SciPy runs its algorithm on host arrays, and the solution comes back as a
+Tensor differentiable with respect to every Tensor in ``args`` by the implicit function
+theorem (:func:`ndgrad.func.custom_root`, Note [Implicit differentiation] in
+``functional/custom.py``): no derivative goes through SciPy's iterations.
+
+* ``minimize``: through ``grad_x f(x, theta) = 0`` at the optimum, by conjugate gradients
+  on Hessian-vector products (no dense Hessian). With a bound active at the solution, or
+  with constraints, the derivative raises NotImplementedError (the optimality condition is
+  then the KKT system, not implemented).
+* ``root``: through ``fun(x, theta) = 0`` (GMRES on Jacobian-vector products);
+  ``root_scalar``: through ``f(x, theta) = 0``; ``fixed_point``: through ``x = func(x, theta)``.
+
+A solution SciPy reports as failed (``success=False``, an unconverged root) is returned as
+SciPy returns it, but differentiating it raises a RuntimeError quoting SciPy's message:
+never a silently wrong derivative. SciPy is imported on first use (``import ndgrad`` loads
+no SciPy); the solvers work on host memory, so tensors on a GPU are copied to the host and
+back at each evaluation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core.creation import asarray
+from .core.tensor import Tensor
+from .functional.custom import custom_fixed_point, custom_root
+from .functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
+
+__all__ = ["minimize", "root", "root_scalar", "fixed_point"]
+
+_HESSP_METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-constr")
+_HESS_METHODS = ("dogleg", "trust-exact")
+_JAC_ROOT_METHODS = ("hybr", "lm")
+
+
+def _host(t):
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _start(x0):
+    """``x0`` as a detached Tensor, and its shape, dtype and device."""
+    x = x0.detach() if isinstance(x0, Tensor) else asarray(np.asarray(x0, dtype=float))
+    if x.dtype.kind != "f":
+        x = x.astype("float64")
+    return x, tuple(x.shape), x.dtype, x.device
+
+
+def _tensor_like(a, shape, dtype, device):
+    return asarray(np.asarray(a, dtype=dtype).reshape(shape), device=device)
+
+
+def _failure(who):
+    def check(out):
+        res = out[1]
+        if getattr(res, "success", getattr(res, "converged", True)):
+            return getattr(res, "_ndgrad_error", None)
+        msg = getattr(res, "message", None) or getattr(res, "flag", "did not converge")
+        return (f"SciPy's {who} did not converge, so its solution does not satisfy the "
+                f"optimality condition the derivative comes from. SciPy's message: {msg}")
+    return check
+
+
+def _result(res, x):
+    out = type(res)(res)
+    out.x = x
+    return out
+
+
+def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
+             callback=None, constraints=()):
+    """Minimize a scalar function of one tensor (``scipy.optimize.minimize``), with the
+    gradient (and Hessian-vector products) by ndgrad; the minimizer is differentiable with
+    respect to the tensors in ``args``.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args) -> scalar Tensor``, written with ndgrad operations.
+    x0 : Tensor or array_like
+        The starting point (not differentiated); the solution has its shape.
+    args : tuple
+        Further arguments of ``fun``: tensors (differentiated: the solution depends on them)
+        and other values.
+    method, bounds, tol, options, callback, constraints
+        As for ``scipy.optimize.minimize``. ``jac`` is ndgrad's gradient; ``hessp``
+        (Hessian-vector products by forward-over-reverse) is given to the methods that take
+        it (Newton-CG, trust-ncg, trust-krylov, trust-constr), and the dense ``hess`` to
+        dogleg and trust-exact, which need it.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        SciPy's result, with ``x`` a Tensor of ``x0``'s shape: differentiable (``.backward()``,
+        ``func.grad``, ``jacrev``, ``jvp`` ...) with respect to the tensors in ``args`` by the
+        implicit function theorem on ``grad_x fun(x, *args) = 0`` (conjugate gradients on
+        Hessian-vector products). Differentiating it raises a RuntimeError when SciPy reports
+        a failure (quoting its message), and NotImplementedError with a bound active at the
+        solution or with constraints.
+
+    Examples
+    --------
+    Ridge regression: the derivative of the optimum with respect to the L2 weight matches
+    the closed form ``-(A'A + lam I)^-2 A'y``:
+
+    >>> import numpy as np
+    >>> import ndgrad
+    >>> from ndgrad.optimize import minimize
+    >>> A = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
+    >>> y = ndgrad.tensor([1.0, 0.0, 2.0])
+    >>> def loss(w, lam):
+    ...     r = A @ w - y
+    ...     return 0.5 * (r * r).sum() + 0.5 * lam * (w * w).sum()
+    >>> lam = ndgrad.tensor(0.5, requires_grad=True)
+    >>> res = minimize(loss, ndgrad.zeros(2), args=(lam,), method="BFGS", tol=1e-12)
+    >>> res.success
+    True
+    >>> res.x.sum().backward()
+    >>> H = A.numpy().T @ A.numpy() + 0.5 * np.eye(2)
+    >>> expected = -np.linalg.solve(H, np.linalg.solve(H, A.numpy().T @ y.numpy())).sum()
+    >>> bool(abs(lam.grad.item() - expected) < 1e-7)
+    True
+    """
+    import scipy.optimize as so
+    x0, shape, dtype, device = _start(x0)
+    args = tuple(args)
+    meth = method.lower() if isinstance(method, str) else method
+
+    def solver(x0, *theta):
+        def f(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            g, v = grad_and_value(lambda x: fun(x, *theta))(x)
+            return float(v.item()), _host(g).reshape(-1)
+
+        def hessp(xh, p):
+            x = _tensor_like(xh, shape, dtype, device)
+            v = _tensor_like(p, shape, dtype, device)
+            return _host(jvp(grad(lambda x: fun(x, *theta)), (x,), (v,))[1]).reshape(-1)
+
+        def hess(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            n = x.numel()
+            return _host(hessian(lambda x: fun(x, *theta))(x)).reshape(n, n)
+
+        kw = {}
+        if meth in _HESSP_METHODS:
+            kw["hessp"] = hessp
+        elif meth in _HESS_METHODS:
+            kw["hess"] = hess
+        if callback is not None:
+            kw["callback"] = callback
+        res = so.minimize(f, _host(x0).reshape(-1), jac=True, method=method, bounds=bounds,
+                          tol=tol, options=options, constraints=constraints, **kw)
+        res._ndgrad_error = _constrained(res, bounds, constraints)
+        return _tensor_like(res.x, shape, dtype, device), res
+
+    def optimality(x, *theta):
+        return grad(lambda x: fun(x, *theta))(x)
+    x, res = custom_root(optimality, has_aux=True, solve="cg",
+                         _failure=_failure("minimize"))(solver)(x0, *args)
+    return _result(res, x)
+
+
+def _constrained(res, bounds, constraints):
+    """The error differentiating ``res.x`` must raise (active bounds, constraints), or None."""
+    if constraints:
+        return NotImplementedError(
+            "ndgrad.optimize.minimize: differentiating a solution of a constrained problem "
+            "(constraints=...) is not implemented (its optimality condition is the KKT "
+            "system); only unconstrained optima and inactive bounds are differentiable")
+    if bounds is None:
+        return None
+    import scipy.optimize as so
+    x = np.asarray(res.x, dtype=float).reshape(-1)
+    if isinstance(bounds, so.Bounds):
+        lo, hi = np.broadcast_to(bounds.lb, x.shape), np.broadcast_to(bounds.ub, x.shape)
+    else:
+        pairs = list(bounds)
+        lo = np.array([-np.inf if b[0] is None else b[0] for b in pairs], dtype=float)
+        hi = np.array([np.inf if b[1] is None else b[1] for b in pairs], dtype=float)
+    scale = 1e-8 * (1 + np.abs(x))
+    active = (np.abs(x - lo) <= scale) | (np.abs(hi - x) <= scale)
+    if active.any():
+        return NotImplementedError(
+            f"ndgrad.optimize.minimize: the bounds are active at the solution (components "
+            f"{np.flatnonzero(active).tolist()}); differentiating a solution with active "
+            "bounds is not implemented (its optimality condition is not grad f = 0)")
+    return None
+
+
+def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None):
+    """Find a root of ``fun(x, *args)`` (``scipy.optimize.root``), with the Jacobian by
+    ndgrad; the root is differentiable with respect to the tensors in ``args``.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args) -> Tensor`` of ``x``'s shape, written with ndgrad operations.
+    x0 : Tensor or array_like
+    args : tuple
+    method, tol, callback, options
+        As for ``scipy.optimize.root``; the methods "hybr" and "lm" get ndgrad's Jacobian.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        With ``x`` a Tensor of ``x0``'s shape, differentiable by the implicit function theorem
+        on ``fun(x, *args) = 0`` (GMRES on Jacobian-vector products); differentiating an
+        unconverged root raises a RuntimeError quoting SciPy's message.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.optimize import root
+    >>> from ndgrad.func import grad
+    >>> f = lambda x, a: x ** 2 - a
+    >>> root(f, ndgrad.tensor([1.0]), args=(ndgrad.tensor([4.0]),)).x
+    tensor([2.])
+    >>> grad(lambda a: root(f, ndgrad.tensor([1.0]), args=(a,)).x.sum())(
+    ...     ndgrad.tensor([4.0]))                        # d sqrt(a) / da = 1 / (2 sqrt(a))
+    tensor([0.25])
+    """
+    import scipy.optimize as so
+    x0, shape, dtype, device = _start(x0)
+    args = tuple(args)
+    meth = method.lower() if isinstance(method, str) else method
+
+    def solver(x0, *theta):
+        def F(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            return _host(fun(x, *theta)).reshape(-1)
+
+        def J(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            n = x.numel()
+            return _host(jacrev(lambda x: fun(x, *theta))(x)).reshape(n, n)
+
+        kw = dict(jac=J) if meth in _JAC_ROOT_METHODS else {}
+        res = so.root(F, _host(x0).reshape(-1), method=method, tol=tol, callback=callback,
+                      options=options, **kw)
+        return _tensor_like(res.x, shape, dtype, device), res
+
+    x, res = custom_root(fun, has_aux=True, solve="gmres",
+                         _failure=_failure("root"))(solver)(x0, *args)
+    return _result(res, x)
+
+
+def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None, x0=None,
+                x1=None, xtol=None, rtol=None, maxiter=None, options=None):
+    """Find a root of a scalar function ``f(x, *args)`` (``scipy.optimize.root_scalar``),
+    with ``fprime``/``fprime2`` by ndgrad when a method needs them; the root is
+    differentiable with respect to the tensors in ``args`` (``dx/dtheta = -f_theta / f_x``).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args) -> 0-d Tensor`` for a 0-d tensor ``x``, written with ndgrad operations.
+    args, method, bracket, x0, x1, xtol, rtol, maxiter, options
+        As for ``scipy.optimize.root_scalar``. ``fprime`` and ``fprime2``: None (ndgrad's
+        derivatives are passed when the method is "newton" or "halley", or when only ``x0``
+        is given), or SciPy's.
+
+    Returns
+    -------
+    scipy.optimize.RootResults
+        With ``root`` a 0-d Tensor, differentiable with respect to the tensors in ``args``;
+        differentiating an unconverged root raises a RuntimeError quoting SciPy's flag.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.optimize import root_scalar
+    >>> from ndgrad.func import grad
+    >>> f = lambda x, a: x ** 3 - a
+    >>> sol = root_scalar(f, args=(ndgrad.tensor(8.0),), bracket=(0.0, 5.0), xtol=1e-14)
+    >>> sol.root
+    tensor(2.)
+    >>> grad(lambda a: root_scalar(f, args=(a,), bracket=(0.0, 5.0), xtol=1e-14).root)(
+    ...     ndgrad.tensor(8.0))                              # 1 / (3 x^2)
+    tensor(0.08333333)
+    """
+    import scipy.optimize as so
+    args = tuple(args)
+    meth = method.lower() if isinstance(method, str) else method
+    start = asarray(float(x0) if x0 is not None else 0.0)
+    device = start.device
+    dtype = start.dtype
+
+    def solver(_start, *theta):
+        def scalar(x):
+            return asarray(x, dtype=dtype, device=device)
+
+        def F(x):
+            return float(f(scalar(x), *theta).item())
+
+        def d1(x):
+            return float(grad(lambda x: f(x, *theta))(scalar(x)).item())
+
+        def d2(x):
+            return float(grad(grad(lambda x: f(x, *theta)))(scalar(x)).item())
+
+        kw = dict(fprime=fprime, fprime2=fprime2)
+        auto = meth in ("newton", "halley") or (meth is None and bracket is None and
+                                                x0 is not None and x1 is None)
+        if fprime is None and auto:
+            kw["fprime"] = d1
+        if fprime2 is None and meth == "halley":
+            kw["fprime2"] = d2
+        res = so.root_scalar(F, method=method, bracket=bracket, x0=x0, x1=x1, xtol=xtol,
+                             rtol=rtol, maxiter=maxiter, options=options, **kw)
+        return scalar(res.root), res
+
+    x, res = custom_root(f, has_aux=True, solve="dense",
+                         _failure=_failure("root_scalar"))(solver)(start, *args)
+    res.root = x
+    return res
+
+
+def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
+    """A fixed point ``x = func(x, *args)`` (``scipy.optimize.fixed_point``), differentiable
+    with respect to the tensors in ``args`` by the implicit function theorem on
+    ``func(x, *args) - x = 0`` (GMRES).
+
+    SciPy raises a RuntimeError when it does not converge; so does this function.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.optimize import fixed_point
+    >>> from ndgrad.func import grad
+    >>> T = lambda x, a: ndgrad.sqrt(a + x)               # x = (1 + sqrt(1 + 4a)) / 2
+    >>> fixed_point(T, ndgrad.tensor(1.0), args=(ndgrad.tensor(2.0),))
+    tensor(2.)
+    >>> grad(lambda a: fixed_point(T, ndgrad.tensor(1.0), args=(a,)))(ndgrad.tensor(2.0))
+    tensor(0.33333333)
+    """
+    import scipy.optimize as so
+    x0, shape, dtype, device = _start(x0)
+    args = tuple(args)
+
+    def solver(x0, *theta):
+        def T(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            return _host(func(x, *theta)).reshape(np.shape(xh))
+
+        x = so.fixed_point(T, _host(x0), xtol=xtol, maxiter=maxiter, method=method)
+        return _tensor_like(x, shape, dtype, device)
+
+    return custom_fixed_point(func, solve="gmres")(solver)(x0, *args)

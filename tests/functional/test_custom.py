@@ -1,0 +1,212 @@
+"""Custom derivative rules (ndgrad.func.custom_vjp, custom_jvp) and implicit differentiation
+(custom_root, custom_fixed_point) under every transform.
+
+A rule that is deliberately *different* from the true derivative (twice cos for sin) shows
+that each transform uses the rule, not autodiff of the body; the correct rule is checked
+against closed forms. Implicit derivatives are checked against closed forms (the cube root,
+the fixed point of x = cos(theta x)) and finite differences of re-solves.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+import ndgrad as nd
+from ndgrad.autograd import grad as autograd_grad
+from ndgrad.func import (custom_fixed_point, custom_jvp, custom_root, custom_vjp, grad,
+                         hessian, jacfwd, jacrev, jvp, vjp, vmap)
+from support import close, host
+
+X = np.array([0.3, -1.1, 2.0])
+
+pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
+
+
+def _sin_vjp(scale):
+    @custom_vjp
+    def f(x):
+        return nd.sin(x)
+    f.defvjp(lambda x: (nd.sin(x), nd.cos(x)), lambda c, g: (scale * c * g,))
+    return f
+
+
+def _sin_jvp(scale):
+    @custom_jvp
+    def f(x):
+        return nd.sin(x)
+
+    @f.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return nd.sin(x), scale * nd.cos(x) * t
+    return f
+
+
+# --------------------------------------------------------------------------- custom_vjp
+@pytest.mark.parametrize("make", [_sin_vjp, _sin_jvp], ids=["custom_vjp", "custom_jvp"])
+@pytest.mark.parametrize("scale", [1.0, 2.0], ids=["correct", "deliberately-2x"])
+def test_reverse_transforms_use_the_rule(make, scale):
+    f = make(scale)
+    x = nd.tensor(X)
+    d1, d2 = scale * np.cos(X), -scale * np.sin(X)   # the rule's first and second derivative
+    close(f(x), np.sin(X))
+    close(grad(lambda v: f(v).sum())(x), d1)
+    close(jacrev(f)(x), np.diag(d1))
+    out, vjp_fn = vjp(f, x)
+    close(vjp_fn(nd.ones(3))[0], d1)
+    xr = nd.tensor(X, requires_grad=True)
+    f(xr).sum().backward()
+    close(xr.grad, d1)
+    (g,) = autograd_grad(f(xr).sum(), xr, create_graph=True)
+    close(g, d1)
+    close(autograd_grad(g.sum(), xr)[0], d2)
+    close(grad(lambda v: grad(lambda w: f(w).sum())(v).sum())(x), d2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        close(vmap(f)(x), np.sin(X))
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0], ids=["correct", "deliberately-2x"])
+def test_custom_jvp_forward_transforms_use_the_rule(scale):
+    f = _sin_jvp(scale)
+    x = nd.tensor(X)
+    d1 = scale * np.cos(X)
+    out, t = jvp(f, (x,), (nd.ones(3),))
+    close(out, np.sin(X))
+    close(t, d1)
+    close(jacfwd(f)(x), np.diag(d1))
+    close(hessian(lambda v: f(v).sum())(x), np.diag(-scale * np.sin(X)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(x), d1)
+
+
+def test_custom_vjp_with_a_forward_rule_and_pytrees_and_nondiff_argnums():
+    def f(k, xs):
+        return {"p": xs[0] * xs[1] * k}
+    cf = custom_vjp(f, nondiff_argnums=(0,))
+
+    def fwd(k, xs):
+        return f(k, xs), (k, xs)
+
+    def bwd(k, res, g):
+        (_, (a, b)) = res
+        return ((g["p"] * b * k, g["p"] * a * k),)
+    cf.defvjp(fwd, bwd)
+    a, b = nd.tensor(2.0), nd.tensor(5.0)
+    ga, gb = grad(lambda a, b: cf(3.0, (a, b))["p"], argnums=(0, 1))(a, b)
+    close(ga, 15.0)
+    close(gb, 6.0)
+    with pytest.raises(TypeError, match="forward-mode autodiff"):
+        jvp(lambda a: cf(3.0, (a, b))["p"], (a,), (nd.tensor(1.0),))
+    cf.defjvp(lambda k, p, t: (f(k, p[0]), {"p": k * (t[0][0] * p[0][1] +
+                                                       p[0][0] * t[0][1])}))
+    close(jvp(lambda a: cf(3.0, (a, b))["p"], (a,), (nd.tensor(1.0),))[1], 15.0)
+
+
+def test_custom_vjp_errors():
+    @custom_vjp
+    def f(x):
+        return x
+    with pytest.raises(AttributeError, match="defvjp"):
+        f(nd.tensor(1.0))
+    f.defvjp(lambda x: (x, None), lambda r, g: g)  # not a tuple
+    with pytest.raises(TypeError, match="one cotangent per"):
+        grad(f)(nd.tensor(1.0))
+
+
+def test_custom_jvp_nondiff_argnums():
+    @functools.partial(custom_jvp, nondiff_argnums=(0,))
+    def power(n, x):
+        return x ** n
+
+    @power.defjvp
+    def _(n, primals, tangents):
+        return power(n, primals[0]), n * primals[0] ** (n - 1) * tangents[0]
+    x = nd.tensor(2.0)
+    close(grad(lambda v: power(3, v))(x), 12.0)
+    close(jvp(lambda v: power(3, v), (x,), (nd.tensor(1.0),))[1], 12.0)
+
+
+# --------------------------------------------------------------------------- custom_root
+def _cube_root(solve):
+    @custom_root(lambda x, th: x ** 3 - th, solve=solve)
+    def solver(x0, th):  # Newton's method on plain values
+        x = x0
+        for _ in range(60):
+            x = x - (x ** 3 - th) / (3 * x ** 2)
+        return x
+    return solver
+
+
+@pytest.mark.parametrize("solve", ["gmres", "cg", "dense"])
+def test_custom_root_cube_root(solve):
+    solver = _cube_root(solve)
+    th = nd.tensor([8.0, 27.0, 2.0])
+    x0 = nd.ones(3)
+    r = np.cbrt(host(th))
+    d1, d2 = 1 / (3 * r ** 2), -2 / 9 * host(th) ** (-5 / 3)
+    close(solver(x0, th), r)
+    close(grad(lambda t: solver(x0, t).sum())(th), d1, rtol=1e-9)
+    close(jacrev(lambda t: solver(x0, t))(th), np.diag(d1), rtol=1e-9, atol=1e-12)
+    close(jvp(lambda t: solver(x0, t), (th,), (nd.ones(3),))[1], d1, rtol=1e-9)
+    close(jacfwd(lambda t: solver(x0, t))(th), np.diag(d1), rtol=1e-9, atol=1e-12)
+    close(hessian(lambda t: solver(x0, t).sum())(th), np.diag(d2), rtol=1e-8, atol=1e-12)
+    thr = nd.tensor(host(th), requires_grad=True)
+    (g,) = autograd_grad(solver(x0, thr).sum(), thr, create_graph=True)
+    close(g, d1, rtol=1e-9)
+    close(autograd_grad(g.sum(), thr)[0], d2, rtol=1e-8)
+
+
+def test_custom_root_quadratic_minimiser():
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(4, 4))
+    A = nd.tensor(M @ M.T + 4 * np.eye(4))
+
+    def grad_f(x, b):  # the gradient of 1/2 x'Ax - b'x
+        return A @ x - b
+
+    @custom_root(grad_f, solve="cg")
+    def minimise(x0, b):
+        return nd.linalg.solve(A, b)
+    b = nd.tensor(rng.normal(size=4))
+    close(jacrev(lambda b: minimise(nd.zeros(4), b))(b), np.linalg.inv(host(A)), rtol=1e-8,
+          atol=1e-10)
+    g = grad(lambda b: minimise(nd.zeros(4), b).sum())(b)
+    close(g, np.linalg.solve(host(A), np.ones(4)), rtol=1e-8)
+
+
+def test_custom_fixed_point():
+    T = lambda x, th: nd.cos(th * x)  # noqa: E731
+
+    @custom_fixed_point(T)
+    def iterate(x0, th):
+        x = x0
+        for _ in range(300):
+            x = T(x, th)
+        return x
+    th = nd.tensor(0.8)
+    x = iterate(nd.tensor(0.5), th)
+    close(x, np.cos(0.8 * host(x)))
+    s = np.sin(0.8 * host(x))
+    expected = -host(x) * s / (1 + 0.8 * s)
+    close(grad(lambda t: iterate(nd.tensor(0.5), t))(th), expected, rtol=1e-9)
+    close(jvp(lambda t: iterate(nd.tensor(0.5), t), (th,), (nd.tensor(1.0),))[1], expected,
+          rtol=1e-9)
+
+
+def test_custom_root_failure_refuses_derivatives():
+    @custom_root(lambda x, th: x - th, has_aux=True, _failure=lambda out: out[1])
+    def solver(x0, th):
+        return th * 1.0, "Maximum number of iterations has been exceeded."
+    th = nd.tensor(1.0)
+    x, msg = solver(nd.tensor(0.0), th)
+    close(x, 1.0)
+    with pytest.raises(RuntimeError, match="Maximum number of iterations"):
+        grad(lambda t: solver(nd.tensor(0.0), t)[0])(th)
+    with pytest.raises(ValueError, match="solve must be"):
+        custom_root(lambda x: x, solve="lu")

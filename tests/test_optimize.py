@@ -1,0 +1,155 @@
+"""ndgrad.optimize: SciPy's solvers with ndgrad's derivatives, solutions differentiable in
+``args`` by the implicit function theorem.
+
+References: closed forms (the quadratic's minimiser, A^-1 b) and central finite differences
+of re-solves at tight tolerance; ndgrad.checks.gradcheck on a minimiser.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndgrad as nd
+from ndgrad import optimize
+from ndgrad.checks import gradcheck
+from ndgrad.func import grad, jacfwd, jacrev, jvp
+from support import close, host
+
+RNG = np.random.default_rng(7)
+M = RNG.normal(size=(3, 3))
+A_NP = M @ M.T + 3 * np.eye(3)
+B_NP = RNG.normal(size=3)
+
+
+def quadratic(x, b):
+    A = nd.tensor(A_NP)
+    return 0.5 * (x * (A @ x)).sum() - (b * x).sum()
+
+
+@pytest.mark.parametrize("method", ["BFGS", "Newton-CG", "trust-ncg", "trust-exact",
+                                    "L-BFGS-B"])
+def test_minimize_quadratic_minimiser_and_its_derivative(method):
+    b = nd.tensor(B_NP)
+    res = optimize.minimize(quadratic, nd.zeros(3), args=(b,), method=method, tol=1e-12)
+    assert res.success
+    close(res.x, np.linalg.solve(A_NP, B_NP), rtol=1e-6, atol=1e-8)
+    sol = lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,),  # noqa: E731
+                                      method=method, tol=1e-12).x
+    close(jacrev(sol)(b), np.linalg.inv(A_NP), rtol=1e-8, atol=1e-10)
+    close(jacfwd(sol)(b), np.linalg.inv(A_NP), rtol=1e-8, atol=1e-10)
+    br = nd.tensor(B_NP, requires_grad=True)
+    sol(br).sum().backward()
+    close(br.grad, np.linalg.solve(A_NP, np.ones(3)), rtol=1e-8)
+
+
+def _logistic_data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 3))
+    y = (X @ np.array([1.0, -2.0, 0.5]) + 0.5 * rng.normal(size=20) > 0).astype(float)
+    return X, y
+
+
+def _logistic_loss(w, lam, X, y):
+    z = X @ w
+    return (nd.logaddexp(0.0, z) - y * z).mean() + 0.5 * lam * (w * w).sum()
+
+
+def test_minimize_logistic_regression_derivative_in_the_l2_weight():
+    X, y = _logistic_data()
+    Xt, yt = nd.tensor(X), nd.tensor(y)
+
+    def w_star(lam):
+        return optimize.minimize(_logistic_loss, nd.zeros(3), args=(lam, Xt, yt),
+                                 method="trust-ncg", options=dict(gtol=1e-12)).x
+    lam = nd.tensor(0.1)
+    d = jacrev(w_star)(lam)
+    eps = 1e-5
+    fd = (host(w_star(nd.tensor(0.1 + eps))) - host(w_star(nd.tensor(0.1 - eps)))) / (2 * eps)
+    close(d, fd, rtol=1e-5, atol=1e-8)
+    close(jvp(w_star, (lam,), (nd.tensor(1.0),))[1], fd, rtol=1e-5, atol=1e-8)
+
+
+def test_minimize_gradcheck():
+    X, y = _logistic_data()
+    Xt = nd.tensor(X)
+
+    def f(lam, yy):
+        return optimize.minimize(_logistic_loss, nd.zeros(3), args=(lam, Xt, yy),
+                                 method="trust-ncg", options=dict(gtol=1e-12)).x
+    assert gradcheck(f, (nd.tensor(0.3, requires_grad=True),
+                         nd.tensor(y, requires_grad=True)), atol=1e-7, rtol=1e-6)
+
+
+def test_minimize_result_is_scipys():
+    import scipy.optimize as so
+    res = optimize.minimize(quadratic, np.zeros(3), args=(nd.tensor(B_NP),))
+    assert isinstance(res, so.OptimizeResult)
+    assert isinstance(res.x, nd.Tensor) and res.x.shape == (3,)
+    assert res.nit > 0 and res.jac.shape == (3,)
+
+
+def test_minimize_unconverged_refuses_to_differentiate():
+    b = nd.tensor(B_NP, requires_grad=True)
+    res = optimize.minimize(quadratic, nd.zeros(3), args=(b,), method="BFGS",
+                            options=dict(maxiter=1))
+    assert not res.success
+    with pytest.raises(RuntimeError, match="did not converge.*" + res.message[:20]):
+        res.x.sum().backward()
+
+
+def test_minimize_active_bounds_are_not_implemented():
+    b = nd.tensor(B_NP)
+    x = np.linalg.solve(A_NP, B_NP)
+    inactive = [(v - 1, v + 1) for v in x]
+    close(grad(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12,
+                                           bounds=inactive).x.sum())(b),
+          np.linalg.solve(A_NP, np.ones(3)), rtol=1e-7)
+    active = [(x[0] + 0.5, None), (None, None), (None, None)]
+    res = optimize.minimize(quadratic, nd.zeros(3) + x[0] + 1, args=(b,), bounds=active)
+    close(res.x[0], x[0] + 0.5)
+    with pytest.raises(NotImplementedError, match="bounds are active"):
+        grad(lambda b: optimize.minimize(quadratic, nd.zeros(3) + x[0] + 1, args=(b,),
+                                         bounds=active).x.sum())(b)
+
+
+def _system(x, a):
+    return nd.stack([x[0] ** 3 + x[1] - a[0], nd.sin(x[0]) + x[1] ** 2 - a[1]])
+
+
+def test_root_two_dimensional_system():
+    a = nd.tensor([2.0, 1.5])
+    x0 = nd.tensor([1.0, 1.0])
+    sol = lambda a: optimize.root(_system, x0, args=(a,), tol=1e-13).x  # noqa: E731
+    x = sol(a)
+    close(_system(x, a), np.zeros(2), atol=1e-10)
+    eps = 1e-6
+    fd = np.stack([(host(sol(a + nd.tensor(e))) - host(sol(a - nd.tensor(e)))) / (2 * eps)
+                   for e in eps * np.eye(2)], axis=1)
+    close(jacrev(sol)(a), fd, rtol=1e-6, atol=1e-8)
+    close(jacfwd(sol)(a), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_root_scalar_and_fixed_point():
+    f = lambda x, a: x ** 3 - a  # noqa: E731
+    for kw in (dict(bracket=(0.0, 5.0)), dict(x0=1.0), dict(x0=1.0, method="halley")):
+        sol = lambda a, kw=kw: optimize.root_scalar(f, args=(a,), xtol=1e-14,  # noqa: E731
+                                                    **kw).root
+        close(sol(nd.tensor(8.0)), 2.0)
+        close(grad(sol)(nd.tensor(8.0)), 1 / 12)
+    T = lambda x, th: nd.cos(th * x)  # noqa: E731
+    th = nd.tensor(0.8)
+    x = optimize.fixed_point(T, nd.tensor([0.5]), args=(th,), xtol=1e-14)
+    s = np.sin(0.8 * host(x))
+    close(jacrev(lambda t: optimize.fixed_point(T, nd.tensor([0.5]), args=(t,),
+                                                xtol=1e-14))(th),
+          -host(x) * s / (1 + 0.8 * s), rtol=1e-9)
+
+
+def test_root_unconverged_refuses_to_differentiate():
+    f = lambda x, a: x ** 2 + a  # noqa: E731  (no real root)
+    a = nd.tensor([1.0], requires_grad=True)
+    res = optimize.root(f, nd.tensor([1.0]), args=(a,))
+    assert not res.success
+    with pytest.raises(RuntimeError, match="SciPy's message"):
+        res.x.sum().backward()
