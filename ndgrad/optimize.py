@@ -1,7 +1,8 @@
 """``ndgrad.optimize``: SciPy's solvers (``scipy.optimize``) for functions written with ndgrad
 operations, their solutions differentiable with respect to the tensors in ``args``.
 
-This module owns ``minimize``, ``root``, ``root_scalar`` and ``fixed_point``, with SciPy's
+This module owns ``minimize``, ``root``, ``root_scalar``, ``fixed_point`` and
+``least_squares``, with SciPy's
 names, signatures and result types. ndgrad supplies the derivatives SciPy asks for (the
 gradient ``jac``, Hessian-vector products ``hessp``, the Jacobian of a root problem,
 ``fprime``), SciPy runs its algorithm on host arrays, and the solution comes back as a
@@ -15,6 +16,9 @@ theorem (:func:`ndgrad.func.custom_root`, Note [Implicit differentiation] in
   then the KKT system, not implemented).
 * ``root``: through ``fun(x, theta) = 0`` (GMRES on Jacobian-vector products);
   ``root_scalar``: through ``f(x, theta) = 0``; ``fixed_point``: through ``x = func(x, theta)``.
+* ``least_squares``: through ``grad_x C(x, theta) = 0`` for the cost ``C`` SciPy minimizes
+  (``½|r|²`` for the linear loss; its Jacobian ``JᵀJ + Σ r_i ∇²r_i``, exact, not
+  Gauss-Newton); active bounds raise NotImplementedError when differentiating.
 
 A solution SciPy reports as failed (``success=False``, an unconverged root) is returned as
 SciPy returns it, but differentiating it raises a RuntimeError quoting SciPy's message:
@@ -32,7 +36,7 @@ from .core.tensor import Tensor
 from .functional.custom import custom_fixed_point, custom_root
 from .functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
 
-__all__ = ["minimize", "root", "root_scalar", "fixed_point"]
+__all__ = ["minimize", "root", "root_scalar", "fixed_point", "least_squares"]
 
 _HESSP_METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-constr")
 _HESS_METHODS = ("dogleg", "trust-exact")
@@ -352,3 +356,126 @@ def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
         return _tensor_like(x, shape, dtype, device)
 
     return custom_fixed_point(func, solve="gmres")(solver)(x0, *args)
+
+
+def _rho(loss, z):
+    """SciPy's robust loss ``rho(z)`` of ``z = (r / f_scale)**2``, with ndgrad operations."""
+    import ndgrad
+    if loss == "linear":
+        return z
+    if loss == "soft_l1":
+        return 2.0 * (ndgrad.sqrt(1.0 + z) - 1.0)
+    if loss == "huber":
+        return ndgrad.where(z <= 1.0, z, 2.0 * ndgrad.sqrt(ndgrad.maximum(z, 1.0)) - 1.0)
+    if loss == "cauchy":
+        return ndgrad.log1p(z)
+    if loss == "arctan":
+        return ndgrad.arctan(z)
+    raise ValueError(f"ndgrad.optimize.least_squares: loss must be one of 'linear', "
+                     f"'soft_l1', 'huber', 'cauchy', 'arctan' (a callable loss has no "
+                     f"ndgrad derivative), got {loss!r}")
+
+
+def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf", ftol=1e-8,
+                  xtol=1e-8, gtol=1e-8, x_scale=1.0, loss="linear", f_scale=1.0,
+                  max_nfev=None, args=(), kwargs=None):
+    """Nonlinear least squares ``min_x C(x) = ½ Σ f_scale² rho((r_i / f_scale)²)`` for the
+    residuals ``r = fun(x, *args, **kwargs)`` (``scipy.optimize.least_squares``), with the
+    Jacobian by ndgrad; the solution is differentiable with respect to the tensors in
+    ``args``.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, *args, **kwargs) -> Tensor`` of residuals (any shape; flattened), written
+        with ndgrad operations.
+    x0 : Tensor or array_like
+        The starting point (not differentiated); the solution has its shape.
+    jac : "ndgrad" or SciPy's ``jac``
+        "ndgrad" (the default): the Jacobian of the residuals by ``jacrev``. Any other value
+        is passed to SciPy (e.g. "2-point"); the derivative of the solution is ndgrad's in
+        any case.
+    bounds, method, ftol, xtol, gtol, x_scale, f_scale, max_nfev
+        As for SciPy.
+    loss : {"linear", "soft_l1", "huber", "cauchy", "arctan"}
+        SciPy's named losses (a callable loss is not supported).
+    args : tuple
+        Further positional arguments of ``fun``: tensors (differentiated) and other values.
+    kwargs : dict, optional
+        Keyword arguments of ``fun`` (not differentiated).
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+        SciPy's result, with ``x`` a Tensor of ``x0``'s shape, differentiable with respect to
+        the tensors in ``args`` by the implicit function theorem on ``grad_x C(x, *args) = 0``,
+        whose Jacobian is the exact Hessian of the cost (``JᵀJ + Σ r_i ∇²r_i`` for the linear
+        loss; the dense Hessian for up to 50 unknowns, conjugate gradients on
+        Hessian-vector products above). Differentiating it raises a RuntimeError quoting
+        SciPy's message when SciPy reports a failure, and NotImplementedError when a bound
+        is active at the solution.
+
+    Examples
+    --------
+    An exponential decay ``a exp(-k t)`` fitted to data ``y``; the derivative of the fitted
+    parameters with respect to the data:
+
+    >>> import numpy as np
+    >>> import ndgrad
+    >>> from ndgrad.func import jacrev
+    >>> from ndgrad.optimize import least_squares
+    >>> t = ndgrad.tensor(np.linspace(0.0, 2.0, 6))
+    >>> def residuals(p, y):
+    ...     return p[0] * ndgrad.exp(-p[1] * t) - y
+    >>> y = 3.0 * ndgrad.exp(-1.5 * t)
+    >>> fit = lambda y: least_squares(residuals, [1.0, 1.0], args=(y,), xtol=1e-15,
+    ...                               ftol=1e-15, gtol=1e-15).x
+    >>> fit(y)
+    tensor([3. , 1.5])
+    >>> jacrev(fit)(y).shape                      # d(a, k) / dy
+    (2, 6)
+    """
+    import scipy.optimize as so
+    x0, shape, dtype, device = _start(x0)
+    args = tuple(args)
+    kwargs = dict(kwargs or {})
+    if callable(loss):
+        _rho("callable", None)
+
+    def residuals(x, theta):
+        return fun(x, *theta, **kwargs).reshape(-1)
+
+    def cost(x, *theta):
+        r = residuals(x, theta)
+        if loss == "linear":
+            return 0.5 * (r * r).sum()
+        z = (r / f_scale) ** 2
+        return 0.5 * f_scale ** 2 * _rho(loss, z).sum()
+
+    def solver(x0, *theta):
+        def F(xh):
+            return _host(residuals(_tensor_like(xh, shape, dtype, device), theta))
+
+        def J(xh):
+            x = _tensor_like(xh, shape, dtype, device)
+            Jx = jacrev(lambda x: residuals(x, theta))(x)
+            return _host(Jx).reshape(Jx.shape[0], -1)
+
+        res = so.least_squares(F, _host(x0).reshape(-1), jac=J if jac == "ndgrad" else jac,
+                               bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol,
+                               x_scale=x_scale, loss=loss, f_scale=f_scale,
+                               max_nfev=max_nfev)
+        active = np.flatnonzero(np.asarray(res.active_mask))
+        if active.size:
+            res._ndgrad_error = NotImplementedError(
+                f"ndgrad.optimize.least_squares: the bounds are active at the solution "
+                f"(components {active.tolist()}); differentiating a solution with active "
+                "bounds is not implemented (its optimality condition is not grad C = 0)")
+        return _tensor_like(res.x, shape, dtype, device), res
+
+    def optimality(x, *theta):
+        return grad(lambda x: cost(x, *theta))(x)
+    solve = "dense" if int(np.prod(shape, dtype=int)) <= 50 else "cg"
+    x, res = custom_root(optimality, has_aux=True, solve=solve,
+                         _failure=_failure("least_squares"))(solver)(x0, *args)
+    return _result(res, x)

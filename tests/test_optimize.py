@@ -13,7 +13,7 @@ import pytest
 import ndgrad as nd
 from ndgrad import optimize
 from ndgrad.checks import gradcheck
-from ndgrad.func import grad, jacfwd, jacrev, jvp
+from ndgrad.func import grad, hessian, jacfwd, jacrev, jvp
 from support import close, host
 
 RNG = np.random.default_rng(7)
@@ -152,4 +152,59 @@ def test_root_unconverged_refuses_to_differentiate():
     res = optimize.root(f, nd.tensor([1.0]), args=(a,))
     assert not res.success
     with pytest.raises(RuntimeError, match="SciPy's message"):
+        res.x.sum().backward()
+
+
+_T = np.linspace(0.0, 3.0, 12)
+_Y = 2.5 * np.exp(-1.3 * _T) + 0.3 + 0.05 * np.random.default_rng(5).normal(size=12)
+
+
+def _decay(p, y):
+    return p[0] * nd.exp(-p[1] * nd.tensor(_T)) + p[2] - y
+
+
+def _fit(y, **kw):
+    return optimize.least_squares(_decay, [1.0, 1.0, 0.0], args=(y,), xtol=1e-15,
+                                  ftol=1e-15, gtol=1e-15, **kw).x
+
+
+def _refit(y, loss):
+    """A re-solve polished by Newton steps on the cost (SciPy stops at |grad| ~ 1e-11,
+    too loose for finite differences): the finite-difference reference."""
+    rho = {"linear": lambda z: z, "soft_l1": lambda z: 2 * (nd.sqrt(1 + z) - 1)}[loss]
+
+    def cost(p):
+        return 0.5 * 0.01 * rho((_decay(p, y) / 0.1) ** 2).sum()
+    p = _fit(y, loss=loss, f_scale=0.1).detach()
+    for _ in range(3):
+        p = p - nd.linalg.solve(hessian(cost)(p), grad(cost)(p))
+    return host(p)
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1"])
+def test_least_squares_curve_fit_derivative_in_the_data(loss):
+    y = nd.tensor(_Y)
+    res = optimize.least_squares(_decay, [1.0, 1.0, 0.0], args=(y,), xtol=1e-15,
+                                 ftol=1e-15, gtol=1e-15, loss=loss, f_scale=0.1)
+    assert res.success and isinstance(res.x, nd.Tensor)
+    sol = lambda y: _fit(y, loss=loss, f_scale=0.1)  # noqa: E731
+    J = jacrev(sol)(y)
+    eps = 1e-6
+    fd = np.stack([(_refit(y + nd.tensor(e), loss) - _refit(y - nd.tensor(e), loss)) / (2 * eps)
+                   for e in eps * np.eye(12)], axis=1)
+    close(J, fd, rtol=1e-7, atol=1e-9)
+    v = nd.tensor(np.random.default_rng(1).normal(size=12))
+    close(jvp(sol, (y,), (v,))[1], fd @ host(v), rtol=1e-7, atol=1e-9)
+
+
+def test_least_squares_active_bounds_and_failure_refuse_to_differentiate():
+    y = nd.tensor(_Y, requires_grad=True)
+    res = optimize.least_squares(_decay, [1.0, 1.0, 0.0], args=(y,),
+                                 bounds=([0.0, 0.0, 0.0], [2.0, 10.0, 10.0]))
+    assert res.active_mask[0] != 0
+    with pytest.raises(NotImplementedError, match="bounds are active"):
+        res.x.sum().backward()
+    res = optimize.least_squares(_decay, [1.0, 1.0, 0.0], args=(y,), max_nfev=1)
+    assert not res.success
+    with pytest.raises(RuntimeError, match="SciPy's message: " + res.message[:20]):
         res.x.sum().backward()
