@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 
 import numpy as np
 
@@ -257,14 +258,20 @@ class _Closure:
         if not self.cells:
             return self.fn(v)
         it = iter(params)
-        try:
-            for cell, _value, leaves, spec in self.cells:
-                cell.cell_contents = tree_unflatten(
-                    spec, [next(it) if isinstance(x, Tensor) else x for x in leaves])
-            return self.fn(v)
-        finally:
-            for cell, value, _leaves, _spec in self.cells:
-                cell.cell_contents = value
+        # (one lock for every swap: two threads solving with one matvec do not see each
+        # other's values; a thread calling the matvec itself meanwhile still would)
+        with _CELLS:
+            try:
+                for cell, _value, leaves, spec in self.cells:
+                    cell.cell_contents = tree_unflatten(
+                        spec, [next(it) if isinstance(x, Tensor) else x for x in leaves])
+                return self.fn(v)
+            finally:
+                for cell, value, _leaves, _spec in self.cells:
+                    cell.cell_contents = value
+
+
+_CELLS = threading.RLock()
 
 
 def _run(name, A, b, opts):
