@@ -254,23 +254,26 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
     implicit = meth in _IMPLICIT
     state = {}
 
-    def scipy_solve(f, z0, jac, atol, **kw):
+    def scipy_solve(f, z0, jac, atol, times=t_eval_h, **kw):
         import scipy.integrate as si
         if implicit and "jac" not in options:
             kw["jac"] = jac
-        return si.solve_ivp(f, (t0, tf), z0, method=method, t_eval=t_eval_h, rtol=rtol,
+        return si.solve_ivp(f, (t0, tf), z0, method=method, t_eval=times, rtol=rtol,
                             atol=atol, **{**options, **kw})
 
     def forward_plain(y0, tensors):
         """The primal solve (dense output kept for the adjoint)."""
         res = scipy_solve(prob.f(tensors), _host(y0).reshape(-1), prob.jac_y(tensors),
-                          atol, dense_output=True)
+                          atol, dense_output=sensitivity == "adjoint" or
+                          bool(options.get("dense_output")))
         state["res"] = res
         return prob.y(res.y)
 
     def sensitivities(y0, tensors):
         """``(S, F)`` on host: S (m, n, n + p) and F = f(t_k, y_k) (n, m), cached by value."""
-        key = [_host(y0)] + [_host(t) for t in tensors]
+        # (at the primal's times: with t_eval None, SciPy's own steps)
+        times = t_eval_h if t_eval_h is not None else state["res"].t
+        key = [_host(y0), np.asarray(times)] + [_host(t) for t in tensors]
         cached = state.get("sens")
         if cached is not None and len(cached[0]) == len(key) and all(
                 a.shape == b.shape and np.array_equal(a, b) for a, b in zip(cached[0], key)):
@@ -295,7 +298,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
 
         S0 = np.concatenate([np.eye(n), np.zeros((n, p))], axis=1)
         z0 = np.concatenate([key[0].reshape(-1), S0.reshape(-1)])
-        res = scipy_solve(rhs, z0, jac, _atol_scalar(atol))
+        res = scipy_solve(rhs, z0, jac, _atol_scalar(atol), times=times)
         _check(res, "solve_ivp")
         m = res.t.shape[0]
         S = res.y[n:].T.reshape(m, n, q)
@@ -390,13 +393,14 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
     def bwd(residuals, g):
         y0, t_e, tensors = residuals
         use_adjoint = sensitivity == "adjoint"
-        outs = _apply_host_rule(
-            "solve_ivp",
-            lambda g, *_: host_cotangents(y0.detach(), None if t_e is None else
-                                          t_e.detach(),
-                                          tuple(t.detach() for t in tensors), g,
-                                          use_adjoint),
-            g, *(x for x in (y0, t_e, *tensors) if x is not None))
+        has_t = t_e is not None
+
+        def rule(g, y0, *rest):  # (the Function's inputs, lowered below any level)
+            t_e = rest[0] if has_t else None
+            return host_cotangents(y0, t_e, tuple(rest[1:] if has_t else rest), g,
+                                   use_adjoint)
+        outs = _apply_host_rule("solve_ivp", rule, g,
+                                *(x for x in (y0, t_e, *tensors) if x is not None))
         ct_y0, rest = outs[0], list(outs[1:])
         pos = {k: i for i, k in enumerate(prob.tensor_idx)}
         theta_pos = [pos[k] for k in prob.diff]
@@ -545,13 +549,18 @@ def quad(func, a, b, args=(), **options):
     def bwd(residuals, g):
         a, b, tensors = residuals
 
-        def host_rule(g, *_):
-            ends, grads = rules(a, b, tensors)
+        ka, kb = isinstance(a, Tensor), isinstance(b, Tensor)
+
+        def host_rule(g, *inputs):  # (the Function's inputs, lowered below any level)
+            it = iter(inputs)
+            a_, b_ = next(it) if ka else a, next(it) if kb else b
+            tensors_ = tuple(it)
+            ends, grads = rules(a_, b_, tensors_)
             gh = float(_host(g))
             out = [scalar(-gh * ends[0]), scalar(gh * ends[1])]
             pos = {k: i for i, k in enumerate(tensor_idx)}
             for k, gr in zip(diff, grads):
-                th = tensors[pos[k]]
+                th = tensors_[pos[k]]
                 out.append(asarray((gh * gr).astype(th.dtype), device=th.device))
             return out
         inputs = [x for x in (a, b, *tensors) if isinstance(x, Tensor)]
