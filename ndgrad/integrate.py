@@ -14,7 +14,7 @@ Note [ODE sensitivities]
 
 * Adjoint (reverse mode, ``sensitivity="adjoint"``): from the last ``t_k`` back to ``t0``,
   ``a' = -aᵀ ∂f/∂y`` and ``q' = -aᵀ ∂f/∂θ`` (vector-Jacobian products of ``f`` by
-  :func:`ndgrad.func.vjp`), with ``g_k`` added to ``a`` on passing ``t_k``; then
+  reverse-mode autodiff on plain tensors), with ``g_k`` added to ``a`` on passing ``t_k``; then
   ``dL/dy0 = a(t0)``, ``dL/dθ = q(t0)`` and ``dL/dt_k = g_k · f(t_k, y(t_k))``. The state
   ``y(t)`` the products need is the forward solve's dense output (SciPy's interpolant),
   not a backward re-integration of ``y``: integrating ``y`` backward is unstable for stiff,
