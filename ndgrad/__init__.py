@@ -2,7 +2,7 @@
 
 The public namespace: :class:`Tensor`, creation functions, every op, dtypes, grad modes, and
 the sub-namespaces ``autograd``, ``functional``, ``func``, ``forward_ad``, ``checks``,
-``linalg``, ``fft``, ``special``, ``optimize`` and ``sparse``.
+``linalg``, ``fft``, ``special``, ``optimize``, ``integrate`` and ``sparse``.
 
 Examples
 --------
@@ -30,7 +30,7 @@ from .core.tensor import Tensor
 from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from . import cuda, fft, linalg, special, utils  # noqa: E402
-from . import optimize  # noqa: E402  (imports SciPy on first use only)
+from . import integrate, optimize  # noqa: E402  (import SciPy on first use only)
 from . import sparse  # noqa: E402  (imports SciPy on first use only)
 from . import numpy_protocols as _numpy_protocols  # noqa: E402
 from . import array_api as _array_api  # noqa: E402
@@ -80,7 +80,7 @@ __all__ = sorted(
      "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda", "utils",
-     "optimize", "sparse"]
+     "optimize", "integrate", "sparse"]
     + list(_ops.PUBLIC) + list(_ops.numeric.CREATION) + list(_ops.stacking.INPLACE)
     + list(_ops.signal.PLAIN) + list(_without_derivative.FUNCTIONS)
 )
