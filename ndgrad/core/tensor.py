@@ -17,6 +17,7 @@ core/levels.py).
 from __future__ import annotations
 
 import warnings
+import weakref
 
 from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype, backend_of,
                       default_complex_dtype, get_default_dtype, is_differentiable_dtype,
@@ -24,7 +25,7 @@ from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype,
 from . import levels
 from .grad_mode import INFERENCE_BLOCKS, STATE
 
-__all__ = ["Tensor", "VersionCounter"]
+__all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_level_data"]
 
 
 class VersionCounter:
@@ -92,6 +93,41 @@ def _meta(t):
     if m is None:
         m = t._meta = _Meta()
     return m
+
+
+# ------------------------------------------------------------------ transform levels' data
+# A transform level that keeps data on plain tensors (forward mode's tangents, Taylor mode's
+# series, the Forward Laplacian's gradient batches) keeps it in ``_meta.level_data[level]``
+# through these three: ``holders`` (the level's own list) remembers the tensors weakly, so
+# that leaving the level drops its data from every one of them.
+def level_data(t, lv):
+    """``t``'s data for transform level ``lv``, or None (also for a non-Tensor)."""
+    if not isinstance(t, Tensor):
+        return None
+    m = t._meta
+    if m is None or not m.level_data:
+        return None
+    return m.level_data.get(lv)
+
+
+def set_level_data(t, lv, value, holders):
+    """Give ``t`` the data ``value`` for level ``lv``, remembering ``t`` in ``holders``."""
+    m = _meta(t)
+    if m.level_data is None:
+        m.level_data = {}
+    m.level_data[lv] = value
+    n = len(holders)
+    if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
+        holders[:] = [r for r in holders if r() is not None]
+    holders.append(weakref.ref(t))
+
+
+def drop_level_data(lv, holders):
+    """Remove level ``lv``'s data from every tensor in ``holders`` (the level is over)."""
+    for r in holders:
+        t = r()
+        if t is not None and t._meta is not None and t._meta.level_data:
+            t._meta.level_data.pop(lv, None)
 
 
 def _fresh(t):

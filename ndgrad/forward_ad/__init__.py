@@ -60,7 +60,7 @@ from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.inplace import apply_inplace
 from ..core.function import Function, apply_function
 from ..core.ops import REGISTRY
-from ..core.tensor import Tensor, _meta
+from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
@@ -139,12 +139,7 @@ def exit_dual_level(*, level=None):
     lv = _LEVELS[level]
     _levels.pop(lv)  # raises if a transform entered inside it is still active
     del _LEVELS[level]
-    for r in lv.info:
-        t = r()
-        if t is not None:
-            d = t._meta.level_data
-            if d:
-                d.pop(lv, None)
+    drop_level_data(lv, lv.info)
     _STACK.pop()
 
 
@@ -176,25 +171,11 @@ class dual_level:
 
 # ------------------------------------------------------------------------------ tangents
 def _tangent(a, lv):
-    if not isinstance(a, Tensor):
-        return None
-    m = a._meta
-    if m is None or not m.level_data:
-        return None
-    return m.level_data.get(lv)
+    return level_data(a, lv)
 
 
 def _set_tangent(t, lv, tangent):
-    m = _meta(t)
-    d = m.level_data
-    if d is None:
-        d = m.level_data = {}
-    d[lv] = tangent
-    holders = lv.info
-    n = len(holders)
-    if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
-        holders[:] = [r for r in holders if r() is not None]
-    holders.append(weakref.ref(t))
+    set_level_data(t, lv, tangent, lv.info)
 
 
 def _input_tangent(a, lv):

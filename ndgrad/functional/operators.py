@@ -68,7 +68,6 @@ unbatched constant, and stays unbatched until ``f`` mixes it with a batched valu
 from __future__ import annotations
 
 import functools
-import weakref
 
 import numpy as np
 
@@ -79,7 +78,7 @@ from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
-from ..core.tensor import Tensor, _meta
+from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 from .taylor import _coefficients, _nested, jet
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
@@ -103,24 +102,11 @@ class _LaplacianInfo:
 
 def _data(a, lv):
     """``(J, L)`` of ``a`` at level ``lv``, or None."""
-    if not isinstance(a, Tensor):
-        return None
-    m = a._meta
-    if m is None or not m.level_data:
-        return None
-    return m.level_data.get(lv)
+    return level_data(a, lv)
 
 
 def _set_data(t, lv, data):
-    m = _meta(t)
-    if m.level_data is None:
-        m.level_data = {}
-    m.level_data[lv] = data
-    holders = lv.info.holders
-    n = len(holders)
-    if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
-        holders[:] = [r for r in holders if r() is not None]
-    holders.append(weakref.ref(t))
+    set_level_data(t, lv, data, lv.info.holders)
 
 
 def _cast(c, out):
@@ -562,10 +548,7 @@ def _forward_laplacian(f, x, args, kwargs):
             L = zeros_like(y) if s is None or s[1] is None else s[1]
     finally:
         _levels.pop(lv)
-        for r in lv.info.holders:
-            t = r()
-            if t is not None and t._meta is not None and t._meta.level_data:
-                t._meta.level_data.pop(lv, None)
+        drop_level_data(lv, lv.info.holders)
     return y, L
 
 

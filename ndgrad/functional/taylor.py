@@ -34,7 +34,6 @@ the levels outside it: ``vmap`` of a jet, ``grad`` of a Taylor coefficient, jets
 
 from __future__ import annotations
 
-import weakref
 from itertools import product
 from math import comb, factorial
 
@@ -45,7 +44,7 @@ from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
-from ..core.tensor import Tensor, _meta
+from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp
 
@@ -65,24 +64,11 @@ class _JetInfo:
 
 
 def _series(a, lv):
-    if not isinstance(a, Tensor):
-        return None
-    m = a._meta
-    if m is None or not m.level_data:
-        return None
-    return m.level_data.get(lv)
+    return level_data(a, lv)
 
 
 def _set_series(t, lv, series):
-    m = _meta(t)
-    if m.level_data is None:
-        m.level_data = {}
-    m.level_data[lv] = series
-    holders = lv.info.holders
-    n = len(holders)
-    if n >= 64 and n & (n - 1) == 0:
-        holders[:] = [r for r in holders if r() is not None]
-    holders.append(weakref.ref(t))
+    set_level_data(t, lv, series, lv.info.holders)
 
 
 def _fit(c, out, who):
@@ -399,10 +385,7 @@ def jet(fun, primals, series):
             series_out.append(list(s) if s is not None else [zeros_like(o) for _ in range(K)])
     finally:
         _levels.pop(lv)
-        for r in lv.info.holders:
-            t = r()
-            if t is not None and t._meta is not None and t._meta.level_data:
-                t._meta.level_data.pop(lv, None)
+        drop_level_data(lv, lv.info.holders)
     return tree_unflatten(spec, primal_out), tree_unflatten(spec, series_out)
 
 
