@@ -79,36 +79,26 @@ def _quotient(F, a, b, K):
     return qs[1:]
 
 
-def _zeros(F, like, K):
-    z = F.zeros_like(like)
-    return [z] * (K + 1)
+def _full(F, x, s, K):
+    """Input x's series from order 0: ``[x, x1, ..., xK]``, zeros where it has none."""
+    return [x] + (list(s) if s is not None else [F.zeros_like(x)] * K)
 
 
 def _divide_rule(F, series, out, x, y):
     sx, sy = series
     K = len(sx if sx is not None else sy)
-    a = [x] + list(sx) if sx is not None else [x] + _zeros(F, x, K)[1:]
-    b = [y] + list(sy) if sy is not None else [y] + _zeros(F, y, K)[1:]
-    return _quotient(F, a, b, K)
+    return _quotient(F, _full(F, x, sx, K), _full(F, y, sy, K), K)
 
 
 def _reciprocal_rule(F, series, out, x):
     K = len(series[0])
-    one = F.ones_like(x)
-    return _quotient(F, [one] + [F.zeros_like(x)] * K, [x] + list(series[0]), K)
+    return _quotient(F, _full(F, F.ones_like(x), None, K), _full(F, x, series[0], K), K)
 
 
 def _log_rule(F, series, out, x):
-    # x y' = x'  gives  y_k = (x_k - sum_{1<=j<k} C(k-1, j) x_j y_{k-j}) / x_0
+    # y' = x' / x: y's series from order 1 is the quotient of x's from order 1 by x's
     xs = [x] + list(series[0])
-    K = len(series[0])
-    ys = [out]
-    for k in range(1, K + 1):
-        total = xs[k]
-        for j in range(1, k):
-            total = total - comb(k - 1, j) * xs[j] * ys[k - j]
-        ys.append(total / x)
-    return ys[1:]
+    return [xs[1] / x] + _quotient(F, xs[1:], xs[:-1], len(series[0]) - 1)
 
 
 def _sqrt_rule(F, series, out, x):
