@@ -190,7 +190,35 @@ def _run_jvp_rule(call, rule, inputs, tangents):
     return tuple(leaves)
 
 
-class custom_vjp:
+class _CustomRule:
+    """What ``custom_vjp`` and ``custom_jvp`` share: the wrapped ``fun``, its non-differentiable
+    arguments, and the call, which runs ``fun`` itself when nothing needs a derivative and
+    else the subclass's Function (``_function``) once its rule is set (``_missing``)."""
+
+    _kind = _function = _set_by = None
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = _nondiff(nondiff_argnums, self._kind)
+        self.fwd = self.bwd = self.jvp_rule = None
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{self.__name__}: a {self._kind} function takes positional "
+                            "arguments only (pass keyword values positionally)")
+        missing = self._missing()
+        if missing:
+            raise AttributeError(f"No {missing} defined for the {self._kind} function "
+                                 f"{self.__name__}: call {self._set_by} first")
+        call = _Call(self, args, self.nondiff_argnums)
+        if _primal_only(call.inputs):  # (inside fwd too: JAX's primal call)
+            return self.fun(*args)
+        outs = self._function.apply(call, *call.inputs)
+        return call.result(outs)
+
+
+class custom_vjp(_CustomRule):
     """A function with a reverse-mode rule of your own (``jax.custom_vjp``).
 
     Decorate ``fun`` and give the rule with ``fun.defvjp(fwd, bwd)``:
@@ -237,11 +265,10 @@ class custom_vjp:
     tensor(0.5)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = _nondiff(nondiff_argnums, "custom_vjp")
-        self.fwd = self.bwd = self.jvp_rule = None
+    _kind, _function, _set_by = "custom_vjp", _CustomVJPFunction, "defvjp(fwd, bwd)"
+
+    def _missing(self):
+        return "VJP" if self.fwd is None else None
 
     def defvjp(self, fwd, bwd):
         """Set the reverse-mode rule: ``fwd(*args) -> (out, residuals)`` and
@@ -255,18 +282,6 @@ class custom_vjp:
         self.jvp_rule = rule
         return rule
 
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{self.__name__}: a custom_vjp function takes positional "
-                            "arguments only (pass keyword values positionally)")
-        if self.fwd is None:
-            raise AttributeError(f"No VJP defined for the custom_vjp function {self.__name__}: "
-                                 "call defvjp(fwd, bwd) first")
-        call = _Call(self, args, self.nondiff_argnums)
-        if _primal_only(call.inputs):  # (inside fwd too: JAX's primal call)
-            return self.fun(*args)
-        outs = _CustomVJPFunction.apply(call, *call.inputs)
-        return call.result(outs)
 
 
 # ------------------------------------------------------------------------ custom_jvp
@@ -307,7 +322,7 @@ class _CustomJVPFunction(Function):
         return (None,) + tuple(out)
 
 
-class custom_jvp:
+class custom_jvp(_CustomRule):
     """A function with a forward-mode rule of your own (``jax.custom_jvp``).
 
     Decorate ``fun`` and give the rule with ``fun.defjvp(rule)``:
@@ -346,11 +361,10 @@ class custom_jvp:
     (tensor(2.), tensor(0.))
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = _nondiff(nondiff_argnums, "custom_jvp")
-        self.jvp_rule = None
+    _kind, _function, _set_by = "custom_jvp", _CustomJVPFunction, "defjvp(rule)"
+
+    def _missing(self):
+        return "JVP" if self.jvp_rule is None else None
 
     def defjvp(self, rule):
         """Set the rule ``rule(*nondiff_args, primals, tangents) -> (primal_out,
@@ -358,18 +372,6 @@ class custom_jvp:
         self.jvp_rule = rule
         return rule
 
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{self.__name__}: a custom_jvp function takes positional "
-                            "arguments only (pass keyword values positionally)")
-        if self.jvp_rule is None:
-            raise AttributeError(f"No JVP defined for the custom_jvp function {self.__name__}: "
-                                 "call defjvp(rule) first")
-        call = _Call(self, args, self.nondiff_argnums)
-        if _primal_only(call.inputs):
-            return self.fun(*args)
-        outs = _CustomJVPFunction.apply(call, *call.inputs)
-        return call.result(outs)
 
 
 # ------------------------------------------------------------------------ implicit differentiation
