@@ -210,3 +210,15 @@ def test_custom_root_failure_refuses_derivatives():
         grad(lambda t: solver(nd.tensor(0.0), t)[0])(th)
     with pytest.raises(ValueError, match="solve must be"):
         custom_root(lambda x: x, solve="lu")
+
+
+def test_calls_without_a_rule_or_with_keywords_are_refused():
+    f = custom_vjp(lambda x: x * 2.0)
+    g = custom_jvp(lambda x: x * 2.0)
+    x = nd.tensor([1.0], requires_grad=True)
+    with pytest.raises(AttributeError, match=r"No VJP defined .* call defvjp\(fwd, bwd\)"):
+        f(x)
+    with pytest.raises(AttributeError, match=r"No JVP defined .* call defjvp\(rule\)"):
+        g(x)
+    with pytest.raises(TypeError, match="custom_jvp function takes positional arguments"):
+        g(x=x)
