@@ -210,25 +210,35 @@ def _view_tangent(t, lv):
     return tangent
 
 
-def _fit(tangent, out, who):
-    """The rule's tangent as a Tensor of ``out``'s shape and dtype (broadcast, cast)."""
+def fit_to(value, shape, out, who, what, copy=False):
+    """A transform rule's ``value`` as a Tensor of ``shape`` and ``out``'s dtype: broadcast
+    (then a copy with its own memory when ``copy``), the real part for a real output, cast.
+    The forward-mode, Taylor-mode and Forward Laplacian levels fit their rules' results
+    with it; ``what`` names the result in the error (``"the forward-mode rule returned a
+    tangent"``)."""
     F = TENSOR_F
-    if not isinstance(tangent, Tensor):
-        B = out.backend
-        tangent = Tensor._from_saved(B.asarray(tangent), None)
-    if tuple(tangent.shape) != tuple(out.shape):
+    if not isinstance(value, Tensor):
+        value = Tensor._from_saved(out.backend.asarray(value), None)
+    if tuple(value.shape) != tuple(shape):
         try:
-            tangent = F.clone(F.broadcast_to(tangent, out.shape))  # writable, own memory
+            value = F.broadcast_to(value, shape)
         except ValueError:
             raise RuntimeError(
-                f"{who}: the forward-mode rule returned a tangent of shape "
-                f"{list(tangent.shape)} for an output of shape {list(out.shape)}; they must "
-                "match (or broadcast)") from None
-    if tangent.dtype != out.dtype:
-        if tangent.dtype.kind == "c" and out.dtype.kind != "c":
-            tangent = F.real(tangent)
-        tangent = F.astype(tangent, out.dtype)
-    return tangent
+                f"{who}: {what} of shape {list(value.shape)} for an output of shape "
+                f"{list(shape)}; they must match (or broadcast)") from None
+        if copy:
+            value = F.clone(value)
+    if value.dtype != out.dtype:
+        if value.dtype.kind == "c" and out.dtype.kind != "c":
+            value = F.real(value)
+        value = F.astype(value, out.dtype)
+    return value
+
+
+def _fit(tangent, out, who):
+    """The rule's tangent as a Tensor of ``out``'s shape and dtype, with its own memory."""
+    return fit_to(tangent, tuple(out.shape), out, who,
+                  "the forward-mode rule returned a tangent", copy=True)
 
 
 def _attach(out, tangent, lv, who):

@@ -79,6 +79,7 @@ from ..core.function import apply_function
 from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from ..forward_ad import fit_to
 from .taylor import _coefficients, _nested, jet
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
@@ -109,27 +110,9 @@ def _set_data(t, lv, data):
     set_level_data(t, lv, data, lv.info.holders)
 
 
-def _cast(c, out):
-    F = TENSOR_F
-    if c.dtype != out.dtype:
-        if c.dtype.kind == "c" and out.dtype.kind != "c":
-            c = F.real(c)
-        c = F.astype(c, out.dtype)
-    return c
-
-
 def _fit(c, shape, out, who, what):
     """``c`` as a Tensor of ``shape`` and ``out``'s dtype (broadcast, cast)."""
-    F = TENSOR_F
-    if not isinstance(c, Tensor):
-        c = F.asarray(c, device=out.device)
-    if tuple(c.shape) != shape:
-        try:
-            c = F.broadcast_to(c, shape)
-        except ValueError:
-            raise RuntimeError(f"{who}: the Forward Laplacian rule gave a {what} of shape "
-                               f"{list(c.shape)} where {list(shape)} was expected") from None
-    return _cast(c, out)
+    return fit_to(c, shape, out, who, f"the Forward Laplacian rule gave a {what}")
 
 
 class _Scaled:

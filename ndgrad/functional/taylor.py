@@ -45,6 +45,7 @@ from ..core.function import apply_function
 from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from ..forward_ad import fit_to
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp
 
@@ -71,30 +72,12 @@ def _set_series(t, lv, series):
     set_level_data(t, lv, series, lv.info.holders)
 
 
-def _fit(c, out, who):
-    """Coefficient ``c`` as a Tensor of ``out``'s shape and dtype."""
-    F = TENSOR_F
-    if not isinstance(c, Tensor):
-        c = F.asarray(c, device=out.device)
-    if tuple(c.shape) != tuple(out.shape):
-        try:
-            c = F.broadcast_to(c, out.shape)
-        except ValueError:
-            raise RuntimeError(f"{who}: its Taylor rule gave a coefficient of shape "
-                               f"{list(c.shape)} for an output of shape {list(out.shape)}"
-                               ) from None
-    if c.dtype != out.dtype:
-        if c.dtype.kind == "c" and out.dtype.kind != "c":
-            c = F.real(c)
-        c = F.astype(c, out.dtype)
-    return c
-
-
 def _attach(out, coeffs, lv, who):
     if coeffs is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
         return
     with below(lv):
-        coeffs = [_fit(c, out, who) for c in coeffs]
+        coeffs = [fit_to(c, tuple(out.shape), out, who, "its Taylor rule gave a coefficient")
+                  for c in coeffs]
     _set_series(out, lv, coeffs)
 
 
