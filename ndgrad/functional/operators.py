@@ -76,18 +76,16 @@ from ..core.backend import is_differentiable_dtype
 from ..core.creation import asarray, rand, zeros_like
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
-from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 from ..forward_ad import fit_to
-from .taylor import _coefficients, _nested, jet
+from .taylor import _coefficients, _nested, inplace_through_copy, jet
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
 
 __all__ = ["laplacian", "divergence", "hessian_diag", "hessian_trace_estimate", "biharmonic"]
 
 below = _levels.below
-_INDEX_PUT = REGISTRY["index_put"]
 _RESHAPE = REGISTRY["reshape"]
 _METHODS = ("taylor", "hessian")
 
@@ -418,24 +416,10 @@ class _ForwardLaplacianInterpreter(_levels.Interpreter):
         return out
 
     def process_inplace(self, lv, op, target, args, params):
-        """Out of place on a copy carrying ``(J, L)``, then written into the target, which
-        takes the result's."""
-        m = target._meta
-        if m is not None and m.base is not None and _data(target, lv) is not None:
-            raise NotImplementedError(
-                f"{op.name}: an in-place change of a view of a tensor that carries a gradient "
-                "batch (inside laplacian) is not supported; use the out-of-place operation")
-        new = apply(op, TENSOR_F.clone(target), *args, **params)
-        with below(lv):
-            apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
-        s = _data(new, lv)
-        if s is not None:
-            _set_data(target, lv, s)
-        elif _data(target, lv) is not None:
-            with below(lv):
-                _set_data(target, lv, (TENSOR_F.zeros_like(_dense(_data(target, lv)[0])),
-                                        None))
-        return target
+        return inplace_through_copy(
+            lv, op, target, args, params, lv.info.holders,
+            lambda d: (TENSOR_F.zeros_like(_dense(d[0])), None),
+            "a gradient batch (inside laplacian)")
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its contribution from order-2

@@ -239,23 +239,9 @@ class _JetInterpreter(_levels.Interpreter):
         return out
 
     def process_inplace(self, lv, op, target, args, params):
-        """Out of place on a copy carrying the series, then written into the target, whose
-        series becomes the result's."""
-        m = target._meta
-        if m is not None and m.base is not None and _series(target, lv) is not None:
-            raise NotImplementedError(
-                f"{op.name}: an in-place change of a view of a tensor that carries a Taylor "
-                "series (inside jet) is not supported; use the out-of-place operation")
-        new = apply(op, TENSOR_F.clone(target), *args, **params)
-        with below(lv):
-            apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
-        s = _series(new, lv)
-        if s is not None:
-            _set_series(target, lv, s)
-        elif _series(target, lv) is not None:
-            with below(lv):
-                _set_series(target, lv, [TENSOR_F.zeros_like(c) for c in _series(target, lv)])
-        return target
+        return inplace_through_copy(lv, op, target, args, params, lv.info.holders,
+                                    lambda s: [TENSOR_F.zeros_like(c) for c in s],
+                                    "a Taylor series (inside jet)")
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its series by nested forward
@@ -276,6 +262,30 @@ class _JetInterpreter(_levels.Interpreter):
 
 
 _JET = _JetInterpreter()
+
+
+def inplace_through_copy(lv, op, target, args, params, holders, zeros, what):
+    """An in-place op at a level that keeps data on plain tensors (a jet, the Forward
+    Laplacian): out of place on a copy carrying the data, then written into the target, which
+    takes the result's data (``zeros(old)`` when the result has none). An in-place change of
+    a view carrying ``what`` is refused."""
+    m = target._meta
+    if m is not None and m.base is not None and level_data(target, lv) is not None:
+        raise NotImplementedError(
+            f"{op.name}: an in-place change of a view of a tensor that carries {what} is not "
+            "supported; use the out-of-place operation")
+    new = apply(op, TENSOR_F.clone(target), *args, **params)
+    with below(lv):
+        apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
+    data = level_data(new, lv)
+    if data is not None:
+        set_level_data(target, lv, data, holders)
+    else:
+        old = level_data(target, lv)
+        if old is not None:
+            with below(lv):
+                set_level_data(target, lv, zeros(old), holders)
+    return target
 
 
 # ------------------------------------------------------------------------------ the API
