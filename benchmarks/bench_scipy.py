@@ -7,8 +7,9 @@ plus noise.
 
 O1  the gradient of a loss of the final state, ``sum(c * y(1))``, with respect to the 100
     rates and ``y0`` by ``ndgrad.integrate.solve_ivp``'s continuous adjoint (the forward
-    solve with dense output, then one backward solve of size 200), against the forward solve
-    alone (``ndgrad.integrate.solve_ivp``, nothing recorded).          target <= 4x
+    solve with dense output, one backward solve of size 100, and the rates' integral by a
+    vectorized quadrature), against the forward solve alone (``ndgrad.integrate.solve_ivp``,
+    nothing recorded).                                                   target <= 4x
 O2  the same with the loss observing 10 times (``t_eval`` 0.1, ..., 1.0): the backward solve
     restarts at each observation, where ``c_k`` jumps into the adjoint and excites its fast
     modes (a fresh stiff transient per interval).                           (reported)

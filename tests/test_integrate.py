@@ -212,3 +212,21 @@ def test_quad_closed_forms():
     close(lo.grad, -math.exp(-0.04), rtol=1e-12)
     inf = grad(lambda a: quad(_gauss, 0.0, math.inf, args=(a,))[0])(a)
     close(inf, -0.25 * math.sqrt(math.pi) * 1.3 ** -1.5, rtol=1e-8)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_adjoint_of_a_right_hand_side_that_cannot_be_vectorized():
+    # the adjoint's parameter quadrature vectorizes fun with vmap; float(t) cannot be, so
+    # it loops over the quadrature nodes instead, with the same result
+    def branching(t, y, k):
+        return -k * y if float(t) < 10.0 else -2.0 * k * y
+    T = [0.5, 2.0]
+    k0, y00 = 0.7, np.array([1.5, -0.5])
+
+    def loss(y0, k):
+        return (solve_ivp(branching, (0.0, 2.0), y0, t_eval=T, args=(k,), **TIGHT).y ** 2).sum()
+    gy0, gk = grad(loss, argnums=(0, 1))(nd.tensor(y00), nd.tensor(k0))
+    t = np.array(T)
+    y = y00[:, None] * np.exp(-k0 * t)
+    close(gk, (2 * y * (-t * y)).sum(), rtol=1e-8)
+    close(gy0, (2 * y * np.exp(-k0 * t)).sum(axis=1), rtol=1e-8)

@@ -4,10 +4,14 @@ the roots' cotangents, the results), as ``torch.autograd.backward`` / ``grad``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import backend_of, is_differentiable_dtype
 from .dispatch import TENSOR_F
 from .engine import run_backward
 from .tensor import Tensor, _fresh, _wrap_raw, is_live
+
+_NDARRAY = np.ndarray
 
 __all__ = ["backward", "grad", "make_grads", "check_inputs", "tensor_backward"]
 
@@ -49,6 +53,12 @@ def make_grads(outputs, grad_outputs, is_grads_batched=False):
     Tensors (they require grad, or are a transform's values)."""
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if type(g) is Tensor and g._meta is None and not g._requires_grad and \
+                type(g._data) is _NDARRAY and type(out._data) is _NDARRAY and \
+                g._data.shape == out._data.shape and g._data.dtype == out._data.dtype and \
+                not is_grads_batched:
+            result.append(g._data)  # the common case: a plain host array that fits
+            continue
         if g is None:
             if not out._requires_grad:
                 result.append(None)

@@ -78,6 +78,8 @@ class BackwardPass:
 # ------------------------------------------------------------------ the run
 def _graph_level(roots):
     """The transform level whose graph the roots' histories are in (None: plain tensors)."""
+    if len(roots) == 1:
+        return roots[0]._autograd_level()
     levels = {id(t._autograd_level()): t._autograd_level() for t in roots}
     if len(levels) > 1:
         raise RuntimeError(
