@@ -53,7 +53,8 @@ def make_grads(outputs, grad_outputs, is_grads_batched=False):
     Tensors (they require grad, or are a transform's values)."""
     result = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if type(g) is Tensor and g._meta is None and not g._requires_grad and \
+        if type(g) is Tensor and type(out) is Tensor and g._meta is None and \
+                not g._requires_grad and \
                 type(g._data) is _NDARRAY and type(out._data) is _NDARRAY and \
                 g._data.shape == out._data.shape and g._data.dtype == out._data.dtype and \
                 not is_grads_batched:
