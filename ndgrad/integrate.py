@@ -42,6 +42,7 @@ copied to the host and back at each evaluation.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -345,10 +346,10 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
         state["res"] = res
         return prob.y(res.y)
 
-    def sensitivities(y0, tensors):
+    def sensitivities(y0, tensors, res):
         """``(S, F)`` on host: S (m, n, n + p) and F = f(t_k, y_k) (n, m), cached by value."""
         # (at the primal's times: with t_eval None, SciPy's own steps)
-        times = t_eval_h if t_eval_h is not None else state["res"].t
+        times = t_eval_h if t_eval_h is not None else res.t
         key = [_host(y0), np.asarray(times)] + [_host(t) for t in tensors]
         cached = state.get("sens")
         if cached is not None and len(cached[0]) == len(key) and all(
@@ -396,8 +397,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
             off += k
         return out_y0, cts
 
-    def adjoint(y0, tensors, g):
-        res = state["res"]
+    def adjoint(y0, tensors, g, res):
         _check(res, "solve_ivp")
         n = y0.shape[0]
         theta = prob.theta(tensors)
@@ -452,11 +452,11 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
         q = _parameter_quadrature(prob, tensors, res.sol, pieces) if p else np.zeros(0)
         return np.concatenate([a, q]), t_ct
 
-    def host_cotangents(y0, t_e, tensors, g, use_adjoint):
+    def host_cotangents(y0, t_e, tensors, g, use_adjoint, res):
         if use_adjoint:
-            flat, t_ct = adjoint(y0, tensors, g)
+            flat, t_ct = adjoint(y0, tensors, g, res)
         else:
-            S, F = sensitivities(y0, tensors)
+            S, F = sensitivities(y0, tensors, res)
             gh = _host(g).reshape(y0.shape[0], -1)
             flat = np.einsum("knq,nk->q", S, gh)
             t_ct = (gh * F).sum(axis=0)
@@ -467,7 +467,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
                                device=t_e.device))
         return out
 
-    @custom_vjp
+    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
     def solve(y0, t_e, tensors):
         return forward_plain(y0, tensors)
 
@@ -476,17 +476,19 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
             y = forward_plain(y0.detach(), tuple(t.detach() for t in tensors))
         else:  # recomputed for a higher derivative: the values are those of the first call
             y = prob.y(state["res"].y)
-        return y, (y0, t_e, tensors)
+        # (SciPy's result travels with the residuals: under vmap every batch element has
+        # its own)
+        return y, (y0, t_e, tensors, state["res"])
 
     def bwd(residuals, g):
-        y0, t_e, tensors = residuals
+        y0, t_e, tensors, res = residuals
         use_adjoint = sensitivity == "adjoint"
         has_t = t_e is not None
 
         def rule(g, y0, *rest):  # (the Function's inputs, lowered below any level)
             t_e = rest[0] if has_t else None
             return host_cotangents(y0, t_e, tuple(rest[1:] if has_t else rest), g,
-                                   use_adjoint)
+                                   use_adjoint, res)
         outs = _apply_host_rule("solve_ivp", rule, g,
                                 *(x for x in (y0, t_e, *tensors) if x is not None))
         ct_y0, rest = outs[0], list(outs[1:])
@@ -503,7 +505,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
         dy0, dt, dtensors = tangents
         if not _plain([y0, t_e, *tensors]):
             raise NotImplementedError(_HIGHER.format("solve_ivp"))
-        S, F = sensitivities(y0, tensors)
+        S, F = sensitivities(y0, tensors, state["res"])
         pos = {k: i for i, k in enumerate(prob.tensor_idx)}
         dth = [dtensors[pos[k]].reshape(-1) for k in prob.diff]
         d = concatenate([dy0.reshape(-1)] + dth) if dth else dy0.reshape(-1)
@@ -595,7 +597,7 @@ def quad(func, a, b, args=(), **options):
         state["err"] = err
         return scalar(value)
 
-    @custom_vjp
+    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
     def q(a, b, tensors):
         return integrate(a, b, tensors)
 

@@ -15,13 +15,16 @@ import pytest
 
 import ndgrad as nd
 from ndgrad.checks import gradcheck
-from ndgrad.func import grad, jacfwd, jacrev, jvp
+from ndgrad.func import grad, jacfwd, jacrev, jvp, vmap
 from ndgrad.integrate import quad, solve_ivp
 from support import close, host
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 DEVICE_PATHS = "the device paths are covered by the decay, failure and quad tests"
 T_EVAL = [0.3, 1.0, 1.7, 2.5]
+
+
+pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
 
 
 def decay(t, y, k):
@@ -230,3 +233,28 @@ def test_adjoint_of_a_right_hand_side_that_cannot_be_vectorized():
     y = y00[:, None] * np.exp(-k0 * t)
     close(gk, (2 * y * (-t * y)).sum(), rtol=1e-8)
     close(gy0, (2 * y * np.exp(-k0 * t)).sum(axis=1), rtol=1e-8)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_under_vmap_in_both_orders():
+    # SciPy cannot batch: the solve and its adjoint run once per batch element, each with its
+    # own solution (a per-example gradient that used another element's would be wrong)
+    ks = np.array([0.5, 0.8, 1.2])
+
+    def y_end(k):
+        return solve_ivp(decay, (0.0, 2.0), nd.tensor([1.0]), t_eval=[2.0], args=(k,),
+                         **TIGHT).y.sum()
+    expected = -2.0 * np.exp(-2.0 * ks)                     # d/dk exp(-2k)
+    close(vmap(grad(y_end))(nd.tensor(ks)), expected, rtol=1e-8)
+    close(grad(lambda k: vmap(y_end)(k).sum())(nd.tensor(ks)), expected, rtol=1e-8)
+    close(vmap(lambda k: jvp(y_end, (k,), (nd.tensor(1.0),))[1])(nd.tensor(ks)), expected,
+          rtol=1e-8)
+    a = np.array([0.5, 1.3])
+
+    def gauss(a):
+        return quad(_gauss, 0.0, 1.0, args=(a,))[0]
+    eps = 1e-6
+    fd = [(quad(_gauss, 0.0, 1.0, args=(nd.tensor(v + eps),))[0].item()
+           - quad(_gauss, 0.0, 1.0, args=(nd.tensor(v - eps),))[0].item()) / (2 * eps)
+          for v in a]
+    close(vmap(grad(gauss))(nd.tensor(a)), fd, rtol=1e-7)

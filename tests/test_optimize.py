@@ -13,13 +13,16 @@ import pytest
 import ndgrad as nd
 from ndgrad import optimize
 from ndgrad.checks import gradcheck
-from ndgrad.func import grad, hessian, jacfwd, jacrev, jvp
+from ndgrad.func import grad, hessian, jacfwd, jacrev, jvp, vmap
 from support import close, host
 
 RNG = np.random.default_rng(7)
 M = RNG.normal(size=(3, 3))
 A_NP = M @ M.T + 3 * np.eye(3)
 B_NP = RNG.normal(size=3)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
 
 
 def quadratic(x, b):
@@ -208,3 +211,17 @@ def test_least_squares_active_bounds_and_failure_refuse_to_differentiate():
     assert not res.success
     with pytest.raises(RuntimeError, match="SciPy's message: " + res.message[:20]):
         res.x.sum().backward()
+
+
+def test_minimize_under_vmap_in_both_orders():
+    # one solve per batch element (SciPy cannot batch), each differentiated at its own
+    # solution: d x*(b) / d b = A^-1 for the quadratic, so grad of sum(x*) is A^-1 1
+    bs = nd.tensor(RNG.normal(size=(3, 3)))
+
+    def total(b):
+        return optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12).x.sum()
+    expected = np.tile(np.linalg.solve(A_NP, np.ones(3)), (3, 1))
+    close(vmap(grad(total))(bs), expected, rtol=1e-8)
+    close(grad(lambda b: vmap(total)(b).sum())(bs), expected, rtol=1e-8)
+    xs = vmap(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12).x)(bs)
+    close(xs, np.linalg.solve(A_NP, host(bs).T).T, rtol=1e-7, atol=1e-9)

@@ -61,7 +61,7 @@ from .grad_mode import PROFILER, STATE
 from .graph import (_FREED_MSG, Node, PackedValue, SavedOutput, SavedValue, edge_to,
                     fit_gradient, new_seq, save_output, save_value)
 from .hooks import NodeHooks
-from .tensor import Tensor, _new, is_live
+from .tensor import Tensor, _new, _wrap_raw, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "apply_function", "new_ctx", "wire", "finish_node"]
@@ -206,7 +206,7 @@ class BackwardCFunction(FunctionCtx, Node):
             elif isinstance(g, Tensor):
                 args.append(g._lower_for(strip) if type(g) is not Tensor else g)
             else:
-                args.append(_new(g, False))
+                args.append(_wrap_raw(g))  # (a rule may have made a NumPy scalar)
         result = _user_backward(cls)(self, *args)
         return self._check_grads(result, pass_)
 
@@ -275,6 +275,11 @@ class Function:
     Alternatively ``forward(*args)`` takes no ``ctx`` and a static
     ``setup_context(ctx, inputs, output)`` fills ``ctx`` afterwards.
 
+    Under ``vmap`` a Function runs once per batch element, unless the class sets
+    ``generate_vmap_rule = True`` (its rules are written with ndgrad operations, which vmap
+    batches): then it runs once on the batch (Note [Functions under vmap] in
+    functional/vmap.py).
+
     Examples
     --------
     >>> import ndgrad
@@ -299,6 +304,7 @@ class Function:
     """
 
     _backward_cls = BackwardCFunction
+    generate_vmap_rule = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

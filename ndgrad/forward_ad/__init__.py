@@ -340,12 +340,8 @@ class _DualInterpreter(_levels.Interpreter):
                 "output tangents (save what it needs with ctx.save_for_forward).")
         with below(lv):
             out, ctx = apply_function(cls, args, kwargs, needs)
-            if ctx is None:
-                # a level below ran the Function without one ctx (vmap's loop over the batch):
-                # run the forward and the jvp together, as one Function, per element
-                out, tangent = _with_jvp(cls, args, tangents, kwargs)
-            else:
-                tangent = _jvp_of(cls, ctx, tangents)
+            # (the ctx's own class: vmap's per-element ctx runs the jvp per element)
+            tangent = _jvp_of(ctx._forward_cls, ctx, tangents)
         outs = out if isinstance(out, tuple) else (out,)
         tans = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
         if len(tans) != len(outs):
@@ -366,46 +362,6 @@ def _jvp_of(cls, ctx, tangents):
         return cls.jvp(ctx, *tangents)
     finally:
         ctx._fn_in_jvp = False
-
-
-class _ForwardAndJvp(Function):
-    """A custom Function's forward and jvp as one Function (outputs, then tangents), for a
-    level below a dual level that runs Functions without one ctx: vmap runs it per batch
-    element, each element with its own ctx."""
-
-    @staticmethod
-    def forward(ctx, cls, n, kwargs, *values):
-        args, tangents = values[:n], values[n:]
-        out, inner = apply_function(cls, args, kwargs)
-        outs = out if isinstance(out, tuple) else (out,)
-        tans = _jvp_of(cls, inner, tangents)
-        tans = tans if isinstance(tans, (tuple, list)) else (tans,)
-        tans = tuple(TENSOR_F.zeros_like(o) if t is None and isinstance(o, Tensor) else t
-                     for o, t in zip(outs, tans))
-        return (len(outs),) + tuple(outs) + tans
-
-    @staticmethod
-    def backward(ctx, *grads):
-        raise NotImplementedError("reverse mode through a custom Function's forward-mode rule "
-                                  "inside vmap is not supported")
-
-
-_WITH_JVP = {}  # Function class -> its _ForwardAndJvp subclass (named as it: vmap's warning)
-
-
-def _with_jvp(cls, args, tangents, kwargs):
-    zeros = [TENSOR_F.zeros_like(a) if t is None and isinstance(a, Tensor) else t
-             for a, t in zip(args, tangents)]
-    both = _WITH_JVP.get(cls)
-    if both is None:
-        both = _WITH_JVP[cls] = type(cls.__name__, (_ForwardAndJvp,),
-                                     {"__qualname__": cls.__qualname__})
-    r = both.apply(cls, len(args), kwargs, *args, *zeros)
-    k = r[0]
-    outs, tans = r[1:1 + k], r[1 + k:]
-    if k == 1:
-        return outs[0], tans[0]
-    return tuple(outs), tuple(tans)
 
 
 # ------------------------------------------------------------------------------ public

@@ -10,7 +10,10 @@ subclass here), so it composes with the transforms exactly as Functions do (Note
 the bottom, on plain tensors with grad mode off; ``.backward()``, ``autograd.grad``,
 ``func.grad``/``vjp``/``jacrev`` run its ``backward`` (the user's ``bwd``, the transpose of the
 user's jvp rule, or the implicit-function-theorem solve); ``jvp``/``jacfwd`` run its ``jvp``;
-``vmap`` runs it once per batch element (a loop: Functions have no batching rule).
+``vmap`` runs ``fwd``/``bwd`` (``fun`` and the rule) once on the whole batch, as JAX
+batches them, so they must be written with ndgrad operations; with
+``vmap_method="sequential"`` it runs once per batch element instead (Note [Functions under
+vmap] in functional/vmap.py), for rules that call code vmap cannot batch (SciPy).
 
 The arguments are pytrees: their tensor leaves are the Function's inputs, every other leaf
 is passed through as a constant (and gets no cotangent). The output may be a pytree of
@@ -25,7 +28,9 @@ from the saved inputs with grad mode on, so the second derivative goes through `
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import innermost_level
@@ -143,7 +148,8 @@ class _CustomVJPFunction(Function):
     @staticmethod
     def forward(ctx, call, *inputs):
         fn = call.rule
-        out = fn.fwd(*call.all_args(inputs))
+        with _primal_calls(fn):
+            out = fn.fwd(*call.all_args(inputs))
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TypeError(f"{fn.__name__}: the fwd given to defvjp must return a pair "
                             f"(output, residuals), got {type(out).__name__}")
@@ -178,6 +184,10 @@ class _CustomVJPFunction(Function):
         return _run_jvp_rule(call, fn.jvp_rule, ctx.saved_tensors, tangents)
 
 
+class _VectorizedCustomVJP(_CustomVJPFunction):
+    generate_vmap_rule = True  # (Note [Functions under vmap] in functional/vmap.py)
+
+
 def _run_jvp_rule(call, rule, inputs, tangents):
     tangents = [_zeros_like(x) if t is None else t for x, t in zip(inputs, tangents)]
     primals = call.diff_args(inputs)
@@ -195,12 +205,16 @@ class _CustomRule:
     arguments, and the call, which runs ``fun`` itself when nothing needs a derivative and
     else the subclass's Function (``_function``) once its rule is set (``_missing``)."""
 
-    _kind = _function = _set_by = None
+    _kind = _functions = _set_by = None
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), *, vmap_method="vectorized"):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = _nondiff(nondiff_argnums, self._kind)
+        if vmap_method not in _VMAP_METHODS:
+            raise ValueError(f"{self._kind}: vmap_method must be one of {_VMAP_METHODS}, got "
+                             f"{vmap_method!r}")
+        self.vmap_method = vmap_method
         self.fwd = self.bwd = self.jvp_rule = None
 
     def __call__(self, *args, **kwargs):
@@ -212,10 +226,35 @@ class _CustomRule:
             raise AttributeError(f"No {missing} defined for the {self._kind} function "
                                  f"{self.__name__}: call {self._set_by} first")
         call = _Call(self, args, self.nondiff_argnums)
-        if _primal_only(call.inputs):  # (inside fwd too: JAX's primal call)
+        if self in _PRIMAL.rules or _primal_only(call.inputs):  # (JAX's primal call)
             return self.fun(*args)
-        outs = self._function.apply(call, *call.inputs)
+        function = self._functions[self.vmap_method == "vectorized"]
+        outs = function.apply(call, *call.inputs)
         return call.result(outs)
+
+
+_VMAP_METHODS = ("vectorized", "sequential")
+
+
+class _PrimalCalls(threading.local):
+    rules = frozenset()
+
+
+_PRIMAL = _PrimalCalls()
+
+
+@contextlib.contextmanager
+def _primal_calls(rule):
+    """While a rule's Function computes its output (``fwd``, or ``fun`` for custom_jvp), a
+    call of the same decorated function is a primal call: ``fun`` itself. (At the bottom of
+    the levels that is so anyway; under ``vmap`` with a vectorized rule the Function runs on
+    the batched values, where the call would otherwise apply the Function again.)"""
+    outer = _PRIMAL.rules
+    _PRIMAL.rules = outer | {rule}
+    try:
+        yield
+    finally:
+        _PRIMAL.rules = outer
 
 
 class custom_vjp(_CustomRule):
@@ -233,8 +272,8 @@ class custom_vjp(_CustomRule):
     transform (``.backward()``, ``autograd.grad``, ``func.grad``, ``vjp``, ``jacrev``, nested
     ones). Under forward mode (``jvp``, ``jacfwd``, ``hessian``) it raises a TypeError, as
     JAX does, unless a forward rule is given too with ``fun.defjvp(rule)`` (an ndgrad
-    extension, with :class:`custom_jvp`'s ``rule``). Under ``vmap`` it runs once per batch
-    element (Note [Custom rules on Functions]).
+    extension, with :class:`custom_jvp`'s ``rule``). Under ``vmap``, ``fwd`` and ``bwd`` run
+    on the whole batch (Note [Custom rules on Functions]).
 
     Parameters
     ----------
@@ -242,6 +281,11 @@ class custom_vjp(_CustomRule):
         The primal function of tensors (pytrees of them) and other values.
     nondiff_argnums : tuple of int
         Positional arguments that are not differentiated (passed first to ``bwd``).
+    vmap_method : {"vectorized", "sequential"}
+        How ``vmap`` runs the rule: on the batched values (the default: ``fwd`` and ``bwd``
+        must then be written with ndgrad operations), or once per batch element (for a rule
+        that calls code vmap cannot batch, such as SciPy on host arrays). A keyword-only
+        ndgrad extension, named as ``jax.pure_callback``'s option.
 
     Examples
     --------
@@ -265,7 +309,8 @@ class custom_vjp(_CustomRule):
     tensor(0.5)
     """
 
-    _kind, _function, _set_by = "custom_vjp", _CustomVJPFunction, "defvjp(fwd, bwd)"
+    _kind, _set_by = "custom_vjp", "defvjp(fwd, bwd)"
+    _functions = (_CustomVJPFunction, _VectorizedCustomVJP)
 
     def _missing(self):
         return "VJP" if self.fwd is None else None
@@ -291,7 +336,8 @@ class _CustomJVPFunction(Function):
         ctx.call = call
         ctx.save_for_backward(*inputs)
         ctx.save_for_forward(*inputs)
-        return call.outputs(call.rule.fun(*call.all_args(inputs)), "the function")
+        with _primal_calls(call.rule):
+            return call.outputs(call.rule.fun(*call.all_args(inputs)), "the function")
 
     @staticmethod
     def jvp(ctx, _call, *tangents):
@@ -322,6 +368,10 @@ class _CustomJVPFunction(Function):
         return (None,) + tuple(out)
 
 
+class _VectorizedCustomJVP(_CustomJVPFunction):
+    generate_vmap_rule = True
+
+
 class custom_jvp(_CustomRule):
     """A function with a forward-mode rule of your own (``jax.custom_jvp``).
 
@@ -334,13 +384,17 @@ class custom_jvp(_CustomRule):
     (``.backward()``, ``grad``, ``vjp``, ``jacrev``) transposes it: the cotangent is the vjp of
     ``t -> tangent_out(primals, t)``, computed by ``func.vjp`` of the rule, as JAX transposes
     it; so the rule must be written with ndgrad operations. The primal output is ``fun``'s
-    (the rule's ``primal_out`` is not used). Under ``vmap`` it runs once per batch element.
+    (the rule's ``primal_out`` is not used). Under ``vmap`` ``fun`` and the rule run on the
+    whole batch, or per batch element with ``vmap_method="sequential"`` (as for
+    :class:`custom_vjp`).
 
     Parameters
     ----------
     fun : callable
     nondiff_argnums : tuple of int
         Positional arguments that are not differentiated (passed first to ``rule``).
+    vmap_method : {"vectorized", "sequential"}
+        As for :class:`custom_vjp`.
 
     Examples
     --------
@@ -361,7 +415,8 @@ class custom_jvp(_CustomRule):
     (tensor(2.), tensor(0.))
     """
 
-    _kind, _function, _set_by = "custom_jvp", _CustomJVPFunction, "defjvp(rule)"
+    _kind, _set_by = "custom_jvp", "defjvp(rule)"
+    _functions = (_CustomJVPFunction, _VectorizedCustomJVP)
 
     def _missing(self):
         return "JVP" if self.jvp_rule is None else None

@@ -330,11 +330,6 @@ class _GradInterpreter(_levels.Interpreter):
         result = wrapped if isinstance(out, tuple) else wrapped[0]
         if not (STATE.grad_enabled and True in own):
             return result, ctx
-        if ctx is None:
-            raise NotImplementedError(
-                f"the custom Function {cls.__name__} ran once per batch element inside vmap; "
-                "differentiating it with ndgrad.func.grad inside that vmap is not supported. "
-                "Write the computation with ndgrad ops, or take the gradient outside vmap.")
         return result, _function_node(ctx, level, args, wrapped, own)
 
 

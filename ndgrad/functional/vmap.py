@@ -46,7 +46,8 @@ from ..core import levels as _levels
 from ..core.backend import backend_for_device, is_differentiable_dtype, is_floating
 from ..core.creation import asarray as _asarray
 from ..core.creation import sample as _sample
-from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.dispatch import TENSOR_F, VARIADIC, apply, innermost_level
+from ..core.function import Function, _run as _run_function, apply_function, new_ctx
 from ..core.inplace import apply_inplace, inplace
 from ..core.grad_mode import STATE
 from ..core.graph import record
@@ -441,30 +442,135 @@ def _apply_inplace_batched(level, op, target, args, params):
     return inplace(op, target, tuple(args), params, _write_batched)
 
 
+# Note [Functions under vmap]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A custom Function whose class sets ``generate_vmap_rule = True`` (PyTorch's flag: forward,
+# backward and jvp are written with ndgrad operations) runs once on the batched values, at
+# this level: its operations are batched like any others, and its ctx is the one ctx.
+# Any other Function runs once per batch element, below this level, and the elements'
+# ctxs are gathered into the ctx of a ``_PerElement`` Function, whose backward and jvp run
+# the Function's own per element on the slices of the batched gradients (tangents). Either
+# way the levels outside get one ctx, so ``vmap(grad(f))``, ``vmap(jvp(f))`` and
+# ``vmap(jacrev(f))`` of a Function work. When a level outside the vmap (or the plain
+# graph: ``.backward()`` through vmap) must record the Function, it runs per element even
+# with ``generate_vmap_rule``: below the vmap those levels record one node per element.
 def _apply_function_batched(level, cls, args, kwargs, needs):
-    if STATE.grad_enabled and (any(isinstance(a, Tensor) and a._requires_grad
-                                   for a in list(args) + list(kwargs.values()))
-                               or (needs is not None and any(needs))):
-        raise NotImplementedError(
-            f"vmap: the custom Function {cls.__name__} is used on a batched tensor inside a "
-            "gradient computation at the vmap level (e.g. vmap(grad(f))); this is not "
-            "supported. Write the computation with ndgrad ops, or compute the gradient "
-            "outside vmap.")
+    if cls.generate_vmap_rule and not _level_below(level, args, kwargs):
+        return _run_function(cls, args, kwargs, needs)
     _warn_fallback(f"the custom Function {cls.__name__}", "has no batching rule")
     size = level.info.size
-    outs = []
+    outs, ctxs = [], []
     with below(level):
         for b in range(size):
             args_b = [_slice_param(a, level, b) for a in args]
             kwargs_b = _slice_param(kwargs, level, b)
-            outs.append(cls.apply(*args_b, **kwargs_b))
-        if isinstance(outs[0], tuple):
-            out = tuple(_wrap(apply(_STACK_OP, *[o[k] for o in outs], axis=0), level)
-                        if isinstance(outs[0][k], Tensor) else outs[0][k]
-                        for k in range(len(outs[0])))
-        else:
-            out = _wrap(apply(_STACK_OP, *outs, axis=0), level)
-    return out, None
+            out_b, ctx_b = apply_function(cls, args_b, kwargs_b, needs)
+            outs.append(out_b)
+            ctxs.append(ctx_b)
+        out = _stack_results(outs, level)
+    ctx = new_ctx(_PerElement._backward_cls)
+    ctx.needs_input_grad = ctxs[0].needs_input_grad if ctxs else needs
+    ctx.per_element = (cls, level, ctxs)
+    return out, ctx
+
+
+def _level_below(level, args, kwargs):
+    """Whether the values one level down belong to a level (a grad or dual level outside
+    this vmap) or require grad in the plain graph: those must see the Function as one of
+    their primitives, so it runs per element below this level, where they record it."""
+    def physical(x):
+        if type(x) is BatchedTensor and x._level is level:
+            return [x._value]
+        if isinstance(x, (tuple, list)):
+            return [p for v in x for p in physical(v)]
+        if isinstance(x, dict):
+            return [p for v in x.values() for p in physical(v)]
+        return [x]
+    values = physical(list(args) + [kwargs])
+    if STATE.grad_enabled and any(isinstance(v, Tensor) and v._requires_grad for v in values):
+        return True
+    with below(level):
+        return innermost_level(values) is not None
+
+
+def _stack_results(results, level):
+    """One batched value per position of the elements' results (a tuple, or one value)."""
+    if isinstance(results[0], tuple):
+        return tuple(_stack_results([r[k] for r in results], level)
+                     for k in range(len(results[0])))
+    if not isinstance(results[0], Tensor):
+        return results[0]        # (a non-tensor output: the first element's)
+    if all(r is None for r in results):
+        return None
+    return _wrap(apply(_STACK_OP, *results, axis=0), level)
+
+
+class _PerElement(Function):
+    """The ctx of a Function that vmap ran once per batch element (Note [Functions under
+    vmap]): ``ctx.per_element`` is ``(cls, level, ctxs)``."""
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise RuntimeError("_PerElement is made by vmap, never applied")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _per_element(ctx, "backward", grads)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        return _per_element(ctx, "jvp", tangents)
+
+
+def _per_element(ctx, rule, values):
+    cls, level, ctxs = ctx.per_element
+    caller = getattr(ctx, "_level", None)  # (a grad level's node shares this ctx's fields)
+    if any(lv.depth > level.depth and lv is not caller and lv.interpreter is not _VMAP
+           for lv in _levels.visible_levels()):
+        # a derivative transform inside the vmap besides the caller's records this rule (a
+        # second derivative): the elements' ctxs hold values below the vmap, out of its reach
+        raise NotImplementedError(
+            f"vmap: a derivative of {cls.__name__}'s {rule} inside vmap (a second derivative, "
+            f"e.g. vmap(hessian(f))): vmap ran {cls.__name__} once per batch element, which "
+            "supports first derivatives only. Set generate_vmap_rule = True on the Function "
+            "(vmap_method='vectorized' for custom_vjp/custom_jvp) if its rules are written "
+            "with ndgrad operations, or take the second derivative outside vmap.")
+    inner = innermost_level(values)
+    if inner is not None and inner.depth > level.depth:
+        # values batched by a vmap inside this one (jacfwd's tangents): that vmap's elements
+        # first, each holding values of this level
+        with below(inner):
+            parts = [_per_element(ctx, rule, [_slice_param(v, inner, b) for v in values])
+                     for b in range(inner.info.size)]
+            if rule == "jvp" and not isinstance(parts[0], tuple):
+                return _stack_results(parts, inner)
+            return tuple(_stack_results([p[k] for p in parts], inner)
+                         for k in range(len(parts[0])))
+    results = []
+    with below(level):
+        for b, ctx_b in enumerate(ctxs):
+            values_b = [_slice_param(v, level, b) for v in values]
+            ctx_b._fn_in_jvp = rule == "jvp"
+            try:
+                r = getattr(cls, rule)(ctx_b, *values_b)
+            finally:
+                ctx_b._fn_in_jvp = False
+            results.append(r if isinstance(r, tuple) else (r,))
+        n = {len(r) for r in results}
+        if len(n) != 1:
+            raise RuntimeError(f"{cls.__name__}.{rule} returned different numbers of values "
+                               "for different batch elements")
+        out = []
+        for k in range(n.pop()):
+            col = [r[k] for r in results]
+            if all(c is None for c in col):
+                out.append(None)
+                continue
+            if any(c is None for c in col):  # (None for some elements: their zeros)
+                like = next(c for c in col if c is not None)
+                col = [TENSOR_F.zeros_like(like) if c is None else c for c in col]
+            out.append(_wrap(apply(_STACK_OP, *col, axis=0), level))
+    return tuple(out) if rule == "backward" or len(out) != 1 else out[0]
 
 
 # Note [Identity batches]

@@ -222,3 +222,109 @@ def test_calls_without_a_rule_or_with_keywords_are_refused():
         g(x)
     with pytest.raises(TypeError, match="custom_jvp function takes positional arguments"):
         g(x=x)
+
+
+# --------------------------------------------------------------------------- under vmap
+def _counted_sin_vjp(scale, vmap_method):
+    calls = {"fwd": 0, "bwd": 0}
+
+    def fwd(x):
+        calls["fwd"] += 1
+        return nd.sin(x), nd.cos(x)
+
+    def bwd(c, g):
+        calls["bwd"] += 1
+        return (scale * c * g,)
+    f = custom_vjp(nd.sin, vmap_method=vmap_method)
+    f.defvjp(fwd, bwd)
+    f.defjvp(lambda p, t: (nd.sin(p[0]), scale * nd.cos(p[0]) * t[0]))
+    return f, calls
+
+
+@pytest.mark.parametrize("vmap_method", ["vectorized", "sequential"])
+@pytest.mark.parametrize("scale", [1.0, 2.0], ids=["correct", "deliberately-2x"])
+def test_custom_vjp_under_vmap_in_every_composition(vmap_method, scale):
+    # the rule (not autodiff of sin) in every order of vmap and a derivative transform; a
+    # vectorized rule runs fwd and bwd once for the batch, a sequential one per element
+    f, calls = _counted_sin_vjp(scale, vmap_method)
+    xs = nd.tensor(X)
+    d1 = scale * np.cos(X)
+    per_call = 1 if vmap_method == "vectorized" else len(X)
+    close(vmap(grad(f))(xs), d1)
+    assert calls == {"fwd": per_call, "bwd": per_call}
+    close(grad(lambda v: vmap(f)(v).sum())(xs), d1)          # (a level outside the vmap:
+    close(vmap(jacrev(f))(xs[:, None]), d1[:, None, None])     #  per element, below it)
+    close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
+    close(vmap(lambda v: vjp(f, v)[1](nd.ones_like(v))[0])(xs), d1)
+    # second order through the rule: d²/dx² [f(x) x] = 2 f'(x) + x f''(x), f' the rule's
+    # scale * cos, whose own derivative (autodiff of bwd) is -scale * sin; per element,
+    # only first derivatives
+    second = vmap(grad(grad(lambda v: f(v) * v)))
+    if vmap_method == "vectorized":
+        close(second(xs), 2 * d1 - X * scale * np.sin(X))
+    else:
+        with pytest.raises(NotImplementedError, match="once per batch element, which "
+                                                      "supports first derivatives only"):
+            second(xs)
+
+
+def test_custom_jvp_under_vmap_in_every_composition():
+    f = _sin_jvp(2.0)                      # deliberately twice the derivative
+    xs = nd.tensor(X)
+    d1 = 2.0 * np.cos(X)
+    close(vmap(grad(f))(xs), d1)
+    close(grad(lambda v: vmap(f)(v).sum())(xs), d1)
+    close(vmap(jacfwd(f))(xs), d1)
+    close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
+
+
+def test_vmap_method_is_checked():
+    with pytest.raises(ValueError, match="vmap_method must be one of"):
+        custom_vjp(nd.sin, vmap_method="batched")
+
+
+class _Cube(nd.autograd.Function):
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        type(ctx)._forward_cls.calls += 1
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * t
+
+
+class _VectorizedCube(_Cube):
+    generate_vmap_rule = True
+    calls = 0
+
+
+@pytest.mark.parametrize("cls", [_Cube, _VectorizedCube], ids=["per-element", "generate_vmap_rule"])
+def test_functions_under_vmap_in_every_composition(cls):
+    xs = nd.tensor(X)
+    cls.calls = 0
+    close(vmap(grad(cls.apply))(xs), 3 * X ** 2)
+    assert cls.calls == (1 if cls.generate_vmap_rule else len(X))
+    close(grad(lambda v: vmap(cls.apply)(v).sum())(xs), 3 * X ** 2)
+    if cls.generate_vmap_rule:
+        close(vmap(grad(grad(cls.apply)))(xs), 6 * X)
+    else:
+        with pytest.raises(NotImplementedError, match="generate_vmap_rule = True"):
+            vmap(grad(grad(cls.apply)))(xs)
+    inner = grad(lambda w: vmap(cls.apply)(w).sum())      # (levels outside the vmap: any
+    close(grad(lambda v: inner(v).sum())(xs), 6 * X)        #  order, per element below it)
+    close(vmap(lambda v: jvp(cls.apply, (v,), (nd.ones_like(v),))[1])(xs), 3 * X ** 2)
+    close(vmap(jacrev(cls.apply))(xs[:, None]), 3 * X[:, None, None] ** 2)
+    xr = nd.tensor(X, requires_grad=True)                   # the plain graph, through vmap
+    (vmap(cls.apply)(xr) + xr).sum().backward()
+    close(xr.grad, 3 * X ** 2 + 1)

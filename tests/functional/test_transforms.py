@@ -564,7 +564,8 @@ def test_transforms_of_a_custom_function():
     close(jacfwd(Cube.apply)(T(X)), np.diag(3 * X ** 2))
     close(vmap(Cube.apply)(T(XS)), XS ** 3)        # a loop (no batching rule), with a warning
     close(grad(lambda xs: vmap(Cube.apply)(xs).sum())(T(XS)), 3 * XS ** 2)
-    # forward mode inside vmap: the Function's forward and jvp run together per element
+    # forward mode inside vmap: the jvp runs per element on the elements' ctxs (also for the
+    # tangents of a vmap inside this one: jacfwd's)
     close(vmap(lambda v: jvp(Cube.apply, (v,), (v,))[1])(T(XS)), 3 * XS ** 3)
     close(vmap(jacfwd(Cube.apply))(T(XS)), np.stack([np.diag(3 * r ** 2) for r in XS]))
 
