@@ -161,6 +161,13 @@ def test_result_is_scipys_and_t_eval_none():
     close(tangent, -res.t * np.exp(-0.8 * res.t)[None], rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_quad_gradcheck():
+    f = lambda a, b, lo: quad(_gauss, lo, b, args=(a,))[0]  # noqa: E731
+    assert gradcheck(f, (nd.tensor(1.3, requires_grad=True), nd.tensor(0.9, requires_grad=True),
+                         nd.tensor(0.1, requires_grad=True)), atol=1e-7, rtol=1e-6)
+
+
 def test_failed_integration_refuses_to_differentiate():
     y0 = nd.tensor([1.0], requires_grad=True)
     res = solve_ivp(lambda t, y: y * y, (0.0, 2.0), y0)         # blows up at t = 1

@@ -225,3 +225,49 @@ def test_minimize_under_vmap_in_both_orders():
     close(grad(lambda b: vmap(total)(b).sum())(bs), expected, rtol=1e-8)
     xs = vmap(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12).x)(bs)
     close(xs, np.linalg.solve(A_NP, host(bs).T).T, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.cpu_only("finite differences of many SciPy solves: the values, once")
+@pytest.mark.parametrize("which", ["root", "root_scalar", "fixed_point", "least_squares",
+                                   "custom_root", "custom_fixed_point"])
+def test_gradcheck_of_every_solver(which):
+    # first derivatives against central differences of re-solves at tight tolerance, and
+    # second derivatives (gradgradcheck) where the implicit rule is itself differentiable
+    from ndgrad.checks import gradgradcheck
+    from ndgrad.func import custom_fixed_point, custom_root
+    T = lambda x, th: nd.cos(th * x)  # noqa: E731
+    cube = lambda x, a: x ** 3 - a  # noqa: E731
+
+    def by_bisection(x0, a):
+        lo, hi = 0.0, float(a.detach().item()) + 1.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid ** 3 < float(a.detach().item()) else (lo, mid)
+        return nd.tensor([(lo + hi) / 2])
+
+    def by_iteration(x0, th):
+        x = x0.detach()
+        for _ in range(300):
+            x = T(x, th.detach())
+        return x
+    funcs = {
+        "root": (lambda a: optimize.root(_system, nd.tensor([1.0, 1.0]), args=(a,),
+                                         tol=1e-12).x, [2.0, 1.5]),
+        "root_scalar": (lambda a: optimize.root_scalar(cube, args=(a,), x0=1.0,
+                                                       xtol=1e-15).root, 8.0),
+        "fixed_point": (lambda th: optimize.fixed_point(T, nd.tensor([0.5]), args=(th,),
+                                                        xtol=1e-15), 0.8),
+        "least_squares": (_fit, _Y.tolist()),
+        "custom_root": (lambda a: custom_root(cube, solve="dense")(by_bisection)(
+            nd.tensor([1.0]), a), [8.0]),
+        "custom_fixed_point": (lambda th: custom_fixed_point(T)(by_iteration)(
+            nd.tensor([0.5]), th), [0.8]),
+    }
+    f, x0 = funcs[which]
+    x = nd.tensor(x0, requires_grad=True)
+    # (least squares: SciPy stops at |grad| ~ 1e-11, so a larger step keeps the differences
+    # of re-solves above that noise)
+    eps, atol = (1e-4, 2e-5) if which == "least_squares" else (1e-6, 1e-6)
+    assert gradcheck(f, (x,), eps=eps, atol=atol, rtol=1e-5)
+    if which in ("root", "custom_root", "custom_fixed_point"):
+        assert gradgradcheck(f, (x,), eps=1e-5, atol=1e-5, rtol=1e-4)

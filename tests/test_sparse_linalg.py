@@ -120,11 +120,17 @@ def test_matvec_closure_gradient_in_its_parameter():
     close(dt.grad, e[0], rtol=1e-8, atol=1e-10)
 
 
-def test_gradcheck_through_bicgstab():
-    A = nd.tensor(NONSYM, requires_grad=True)
+@pytest.mark.cpu_only("finite differences of many solves: the values, once")
+@pytest.mark.parametrize("solver, matrix", [(cg, SPD), (gmres, NONSYM), (bicgstab, NONSYM),
+                                            (minres, SYM_INDEF)],
+                         ids=["cg", "gmres", "bicgstab", "minres"])
+def test_gradcheck_and_gradgradcheck(solver, matrix):
+    from ndgrad.checks import gradgradcheck
+    A = nd.tensor(matrix, requires_grad=True)
     b = nd.tensor(B, requires_grad=True)
-    assert gradcheck(lambda A, b: bicgstab(A, b, rtol=1e-14)[0], (A, b), atol=1e-7,
-                     rtol=1e-6)
+    f = lambda A, b: solver(A, b, rtol=1e-14)[0]  # noqa: E731
+    assert gradcheck(f, (A, b), atol=1e-7, rtol=1e-6)
+    assert gradgradcheck(f, (A, b), atol=1e-6, rtol=1e-5)
 
 
 def test_second_derivative_through_the_adjoint_solve():
