@@ -192,6 +192,7 @@ floor_divide.defvjp(lambda F, g, out, x, y: F.zeros_like(g),
                     lambda F, g, out, x, y: F.zeros_like(g))
 floor_divide.defjvp(lambda F, tangents, out, x, y: F.zeros_like(out))
 floor_divide.deftaylor("linear")  # (piecewise constant)
+floor_divide.defsparsity("zero")
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
@@ -399,6 +400,7 @@ def sign(B, x):
 
 sign.defvjp(_sign_vjp)
 sign.defjvp(_sign_jvp)
+sign.defsparsity("zero")
 
 
 def _abs_jvp(F, tangents, out, x):
@@ -484,6 +486,7 @@ def imag(B, x):
 
 imag.defvjp(_imag_vjp)
 imag.defjvp_linear()
+imag.defsparsity("imag")  # (zero on a real input)
 # only a complex x gives a view (a real x's imaginary part is a new array of zeros)
 imag.defscatter(lambda F, parent, child: F.real(parent) + 1j * child)
 
@@ -943,6 +946,7 @@ def floor(B, x):
 floor.defvjp(_zero_vjp)
 floor.defjvp(_zero_jvp)
 floor.deftaylor("linear")  # (piecewise constant)
+floor.defsparsity("zero")
 
 
 @defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="ceil_")
@@ -961,6 +965,7 @@ def ceil(B, x):
 ceil.defvjp(_zero_vjp)
 ceil.defjvp(_zero_jvp)
 ceil.deftaylor("linear")  # (piecewise constant)
+ceil.defsparsity("zero")
 
 
 @defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="trunc_")
@@ -979,6 +984,7 @@ def trunc(B, x):
 trunc.defvjp(_zero_vjp)
 trunc.defjvp(_zero_jvp)
 trunc.deftaylor("linear")  # (piecewise constant)
+trunc.defsparsity("zero")
 
 
 def _round_sample(d):
@@ -1018,6 +1024,7 @@ def round(B, x, decimals=0):
 round.defvjp(lambda F, g, out, x, decimals=0: F.zeros_like(g))
 round.defjvp(_zero_jvp)
 round.deftaylor("linear")  # (piecewise constant)
+round.defsparsity("zero")
 
 
 # ------------------------------------------------------------------------- two-input, non-smooth
@@ -1043,6 +1050,7 @@ def maximum(B, x, y):
 maximum.defvjp(lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x < y, 0.0, g)),
                lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x > y, 0.0, g)))
 maximum.defjvp_from_vjp()
+maximum.defsparsity("extremum")  # (local: the larger input; both on a tie)
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), valid=_apart))
@@ -1063,6 +1071,7 @@ def minimum(B, x, y):
 minimum.defvjp(lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x > y, 0.0, g)),
                lambda F, g, out, x, y: F.where(x == y, g / 2, F.where(x < y, 0.0, g)))
 minimum.defjvp_from_vjp()
+minimum.defsparsity("extremum")
 
 
 def _hypot_denominator(F, out):
@@ -1122,6 +1131,7 @@ def copysign(B, x, y):
 copysign.defvjp(lambda F, g, out, x, y: g * (out / F.where(x == 0, 1.0, x)),
                 lambda F, g, out, x, y: F.zeros_like(g))
 copysign.defjvp_from_vjp()
+copysign.defsparsity("elementwise:0")  # (no derivative in y)
 
 
 # ------------------------------------------------------------------------- where, clip
@@ -1169,6 +1179,7 @@ where.defvjp(None,
              lambda F, g, out, condition, x, y: F.where(condition, 0.0, g))
 where.defjvp(_where_jvp)
 where.deftaylor("linear")  # (linear in x and y for a fixed condition)
+where.defsparsity("where")
 
 
 def _clip_args(x, min=None, max=None, *, a_min=None, a_max=None):
@@ -1257,6 +1268,7 @@ def clip(B, x, min=None, max=None):
 clip.defvjp(_clip_vjp_x, _clip_vjp_min, _clip_vjp_max)
 clip.defjvp_from_vjp()
 clip.defargs(_clip_args)
+clip.defsparsity("clip")
 
 
 # ------------------------------------------------------------------------- comparisons

@@ -777,6 +777,7 @@ def _sort_jvp(F, tangents, out, x, axis=-1, descending=False, stable=True):
 sort.defvjp(_sort_vjp)
 sort.defjvp(_sort_jvp)
 sort.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+sort.defsparsity("sort")  # (moves elements by value: along the axis, any to any)
 
 
 def _sort_batch(op):

@@ -109,6 +109,7 @@ matmul.defvjp(_matmul_vjp_x, _matmul_vjp_y, saves=(("y", "x.shape"), ("x", "y.sh
 matmul.defjvp_each(lambda F, t, out, x, y: F.matmul(t, y),
                    lambda F, t, out, x, y: F.matmul(x, t))
 matmul.deftaylor("multilinear")
+matmul.defsparsity("contraction")
 
 
 def _matmul_batch(F, batched, x, y):
@@ -421,6 +422,7 @@ outer.defvjp(lambda F, g, out, x, y: F.reshape(F.matmul(g, F.conj(_flat(F, y))),
 outer.defjvp_each(lambda F, t, out, x, y: F.outer(t, y),
                   lambda F, t, out, x, y: F.outer(x, t))
 outer.deftaylor("multilinear")
+outer.defsparsity("contraction")
 
 
 def _outer_batch(F, batched, x, y):

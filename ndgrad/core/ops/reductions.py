@@ -480,6 +480,7 @@ def max(B, x, axis=None, keepdims=False):
 max.defvjp(_minmax_vjp)
 max.defjvp(_minmax_jvp)
 max.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+max.defsparsity("extremum")
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
@@ -512,6 +513,7 @@ def min(B, x, axis=None, keepdims=False):
 min.defvjp(_minmax_vjp)
 min.defjvp(_minmax_jvp)
 min.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+min.defsparsity("extremum")
 
 
 # ----------------------------------------------------------------------------- arg / logic

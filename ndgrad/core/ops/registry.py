@@ -270,6 +270,8 @@ class Op:
         "view_replay",
         # Taylor mode (ndgrad.func.jet; Note [Taylor rules] in functional/taylor.py)
         "taylor",
+        # sparsity detection (Note [Sparsity propagation] in functional/sparsity.py)
+        "sparsity",
         # the public function: a hand-written one, or how to normalise the call's arguments
         "public", "public_fn", "normalize_args", "signature",
     )
@@ -307,6 +309,11 @@ class Op:
         # "bilinear" (Leibniz sums of the op), "elementwise" (the derivative's series), a
         # rule rule(F, series, out, *inputs, **params), or None (nested jvps of the op)
         self.taylor = None
+        # how output elements depend on input elements, for sparsity detection: None (the
+        # kind's default) or a rule name of functional/sparsity.py ("zero", "elementwise",
+        # "moves", "reduction", "scan", "contraction", "dense", "where", "extremum", "clip",
+        # "sort")
+        self.sparsity = None
         self.batch_rule = None     # vmap (core/ops/batching.py); kinds give defaults
         self.batch_params = False
         self.default_batch = _UNSET  # the rule the kind gives, made on first need
@@ -484,6 +491,13 @@ class Op:
         coefficients ``[y1, ..., yK]`` from ``series`` (per input, its ``[x1, ..., xK]`` or
         None)."""
         self.taylor = rule
+        return self
+
+    def defsparsity(self, rule):
+        """How the op's output elements depend on its input elements, for
+        ``ndgrad.func.jacobian_sparsity`` (Note [Sparsity propagation] in
+        functional/sparsity.py): a rule name there; the op's ``kind`` gives the default."""
+        self.sparsity = rule
         return self
 
     # -- jvp

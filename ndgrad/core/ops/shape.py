@@ -1226,6 +1226,7 @@ def clone(B, x):
 
 clone.defvjp(lambda F, g, out, x: g)
 clone.defjvp_linear()
+clone.defsparsity("elementwise")
 clone.defbatch(lambda F, batched, x: F.clone(x))
 clone.defidentity(keeps_identity(lambda F, s: s))
 
@@ -1254,6 +1255,7 @@ def astype(B, x, dtype):
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
 astype.deftaylor("linear")
+astype.defsparsity("elementwise")
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
 astype.defidentity(keeps_identity(lambda F, s, dtype: F.astype(s, dtype)))
 
@@ -1292,6 +1294,7 @@ def to_device(B, x, device, source=None):
 
 
 to_device.defargs(_to_device_args)
+to_device.defsparsity("elementwise")
 to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device=source,
                                                                        source=device))
 to_device.defjvp(lambda F, tangents, out, x, device, source=None:

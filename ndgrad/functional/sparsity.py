@@ -1,0 +1,649 @@
+"""Sparsity patterns of Jacobians and Hessians, found without computing a derivative:
+``jacobian_sparsity`` and ``hessian_sparsity`` (``ndgrad.func``).
+
+Note [Sparsity propagation]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``f`` runs at a transform level (Note [Levels] in core/levels.py) whose data on each tensor
+``t`` that depends on the input ``x`` is a boolean ``scipy.sparse`` matrix ``D_t`` of shape
+``(t.size, x.size)``: row ``k`` holds the input elements that element ``k`` of ``t`` (C order)
+depends on. ``x`` starts with the identity; every primitive maps its inputs' matrices to its
+outputs' by the rule its declaration names (``Op.defsparsity``; the op's ``kind`` gives the
+default); the pattern of ``f`` is ``D`` of its output. The values are computed too, at ``x``:
+shapes, control flow and the ``"local"`` rules use them. The rules:
+
+* ``elementwise`` (the default of elementwise ops): an output element depends on the
+  elements of the inputs at its position (broadcasting included), of the inputs with a
+  derivative (``"elementwise:0"``: the first only, as ``copysign``'s sign input);
+* ``zero``: on nothing (``floor``, ``sign``, comparisons, integer outputs);
+* ``moves`` (the default of shape and indexing ops): each output element is an input
+  element or a constant. Found by running the op's forward on element numbers: once with
+  ``id + 1`` and once with ``id + 1 + K`` per input (the other inputs zero); an output that
+  moves by ``K`` came from element ``id``, one that does not move is a constant, anything
+  else (a sum of elements, as ``index_add`` with repeated indices) depends on every element
+  of that input. An op whose output changes shape with the numbers (``trim_zeros``) is
+  treated as dense;
+* ``reduction`` (the default of reductions): on the elements reduced into it;
+  ``extremum``: the same under ``"global"``, the largest (smallest) under ``"local"``;
+* ``scan``: on the elements up to it along the axis;
+* ``contraction`` (``matmul``, ``outer``): ``C[i, j]`` on ``A[i, :]`` and ``B[:, j]``;
+* ``where``, ``extremum``, ``clip`` (elementwise): the union of the candidates under
+  ``"global"``, the selected one under ``"local"`` (both on a tie);
+* ``sort``: along the axis any to any (``"global"``), the sorting permutation (``"local"``);
+* ``dense`` (the default of dense linear algebra and FFTs): every output element on every
+  input element. A custom Function, or an op of no known kind, is dense too, with a warning
+  naming it.
+
+So the pattern contains every entry the Jacobian can have (at ``x`` for ``"local"``, at every
+point reached by the same control flow for ``"global"``), and equals the Jacobian's nonzeros
+for elementwise, shape and indexing computations. ``hessian_sparsity`` also gathers, for a
+scalar ``f``, the pairs of input elements that interact nonlinearly: an op linear in its
+inputs (``Op.taylor == "linear"``) adds none, a multilinear one (``multiply``, ``matmul``)
+the pairs across its inputs' dependencies, any other the pairs within each output element's
+dependencies (``D_outᵀ D_out``); the Hessian's pattern is their union.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..core import levels as _levels
+from ..core.backend import NUMPY, is_differentiable_dtype
+from ..core.dispatch import VARIADIC, apply
+from ..core.function import apply_function
+from ..core.ops import REGISTRY
+from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from .taylor import inplace_through_copy
+
+__all__ = ["jacobian_sparsity", "hessian_sparsity"]
+
+below = _levels.below
+_RESHAPE = REGISTRY["reshape"]
+_KINDS = ("global", "local")
+_DEFAULTS = {"elementwise": "elementwise", "comparison": "zero", "shape": "moves",
+             "indexing": "moves", "reduction": "reduction", "scan": "scan", "linalg": "dense"}
+_SHIFT = float(2 ** 40)  # (element numbers stay exact in float64 up to 2**53)
+
+
+def _sp():
+    import scipy.sparse as sp
+    return sp
+
+
+class _SparsityInfo:
+    __slots__ = ("n", "kind", "holders", "hessian", "warned")
+
+    def __init__(self, n, kind, hessian):
+        self.n = n
+        self.kind = kind
+        self.holders = []
+        self.hessian = None if not hessian else _sp().csr_array((n, n), dtype=bool)
+        self.warned = set()
+
+
+# ------------------------------------------------------------------------------ helpers
+def _empty(rows, n):
+    return _sp().csr_array((rows, n), dtype=bool)
+
+
+def _rows(D, index):
+    """Rows ``index`` of ``D`` (a flat integer array; -1 selects an empty row)."""
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    missing = index < 0
+    if not missing.any():
+        return D[index]
+    picked = D[np.where(missing, 0, index)].tocsr()
+    keep = _sp().diags_array((~missing).astype(np.int8), format="csr", dtype=np.int8)
+    return (keep @ picked).astype(bool)
+
+
+def _union(*Ds):
+    Ds = [D for D in Ds if D is not None]
+    if not Ds:
+        return None
+    out = Ds[0]
+    for D in Ds[1:]:
+        out = out + D
+    return out.astype(bool).tocsr()
+
+
+def _group(D, groups, size):
+    """Row ``g`` of the result: the union of ``D``'s rows ``k`` with ``groups[k] == g``."""
+    groups = np.asarray(groups, dtype=np.int64).reshape(-1)
+    R = _sp().csr_array((np.ones(groups.size, dtype=np.int8),
+                         (groups, np.arange(groups.size))), shape=(size, groups.size))
+    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+
+
+def _dense_rows(Ds, size, n):
+    """Every one of ``size`` rows depends on every element any of ``Ds`` depends on."""
+    cols = np.zeros(n, dtype=bool)
+    for D in Ds:
+        if D is not None and D.nnz:
+            cols[D.tocoo().col] = True
+    idx = np.flatnonzero(cols)
+    if not idx.size or not size:
+        return _empty(size, n)
+    indptr = np.arange(size + 1, dtype=np.int64) * idx.size
+    return _sp().csr_array((np.ones(size * idx.size, dtype=bool), np.tile(idx, size), indptr),
+                           shape=(size, n))
+
+
+def _broadcast_index(shape, out_shape):
+    """For each element of ``out_shape``, the element of ``shape`` broadcast to it."""
+    ids = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    return np.broadcast_to(ids, out_shape).reshape(-1)
+
+
+def _host(a):
+    return np.asarray(a.detach().cpu().numpy()) if isinstance(a, Tensor) else np.asarray(a)
+
+
+def _shape(a):
+    return tuple(a.shape) if isinstance(a, Tensor) else np.shape(a)
+
+
+def _norm_axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+
+
+# ------------------------------------------------------------------------------ the rules
+def _elementwise(op, data, out, args, params, n, lv, inputs=None):
+    shape = _shape(out)
+    size = int(np.prod(shape, dtype=np.int64))
+    Ds = []
+    for i, D in enumerate(data):
+        if D is None or (inputs is not None and i not in inputs):
+            continue
+        Ds.append(_rows(D, _broadcast_index(_shape(args[i]), shape)))
+    return _union(*Ds) if Ds else _empty(size, n)
+
+
+def _select(op, data, out, args, params, n, lv):
+    """``where``, ``maximum``/``minimum``, ``clip``: global, the union; local, the selected
+    candidate's (every tied candidate's)."""
+    if lv.info.kind == "global":
+        return _elementwise(op, data, out, args, params, n, lv)
+    shape = _shape(out)
+    size = int(np.prod(shape, dtype=np.int64))
+    name = op.name
+    if name == "where":
+        cond = np.broadcast_to(_host(args[0]).astype(bool), shape).reshape(-1)
+        picks = [(1, cond), (2, ~cond)]
+    elif name in ("maximum", "minimum"):
+        x = np.broadcast_to(_host(args[0]), shape).reshape(-1)
+        y = np.broadcast_to(_host(args[1]), shape).reshape(-1)
+        xwins = (x >= y) if name == "maximum" else (x <= y)
+        ywins = (y >= x) if name == "maximum" else (y <= x)
+        nan = np.isnan(x) | np.isnan(y)
+        picks = [(0, xwins | nan), (1, ywins | nan)]
+    else:  # clip(x, min, max): x inside the bounds, a bound outside them, both on a tie
+        x = np.broadcast_to(_host(args[0]), shape).reshape(-1)
+        inside = np.ones(size, dtype=bool)
+        picks = []
+        for i, side in ((1, 1), (2, -1)):
+            if len(args) > i and args[i] is not None:
+                bound = np.broadcast_to(_host(args[i]), shape).reshape(-1)
+                inside &= side * (x - bound) >= 0
+                picks.append((i, side * (x - bound) <= 0))
+        picks.insert(0, (0, inside))
+    Ds = []
+    for i, mask in picks:
+        if i >= len(data) or data[i] is None:
+            continue
+        idx = _broadcast_index(_shape(args[i]), shape)
+        Ds.append(_rows(data[i], np.where(mask, idx, -1)))
+    return _union(*Ds) if Ds else _empty(size, n)
+
+
+def _moves(op, data, out, args, params, n, lv):
+    """Each output element from one input element or a constant (Note [Sparsity
+    propagation]): the op's forward on element numbers."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    shapes = [_shape(o) for o in outs]
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    results = [[] for _ in outs]
+    raw = []
+    for a in args:
+        if isinstance(a, Tensor):
+            h = _host(a)
+            raw.append(np.zeros(h.shape, dtype=np.float64) if h.dtype.kind in "fc" else h)
+        else:
+            raw.append(a)
+    for i, D in enumerate(data):
+        if D is None:
+            continue
+        ids = np.arange(D.shape[0], dtype=np.float64).reshape(_shape(args[i])) + 1.0
+        runs = []
+        for shift in (0.0, _SHIFT):
+            values = list(raw)
+            values[i] = ids + shift
+            try:
+                r = op.forward(NUMPY, *values, **params)
+            except Exception:
+                r = None
+            runs.append(None if r is None else
+                        [np.asarray(v) for v in (r if isinstance(r, (tuple, list)) else (r,))])
+        ok = runs[0] is not None and runs[1] is not None and \
+            [v.shape for v in runs[0]] == [tuple(s) for s in shapes]
+        for k in range(len(outs)):
+            if not ok:
+                results[k].append(_dense_rows([D], sizes[k], n))
+                continue
+            a, b = runs[0][k].reshape(-1), runs[1][k].reshape(-1)
+            if np.iscomplexobj(a):
+                a, b = a.real, b.real
+            moved = (b - a == _SHIFT) & (a >= 1) & (a <= D.shape[0])
+            constant = a == b
+            src = np.where(moved, a - 1, -1).astype(np.int64)
+            part = _rows(D, src)
+            mixed = ~(moved | constant)
+            if mixed.any():
+                extra = _dense_rows([D], sizes[k], n)
+                keep = _sp().diags_array(mixed.astype(np.int8), format="csr", dtype=np.int8)
+                part = _union(part, (keep @ extra.astype(np.int8)).astype(bool))
+            results[k].append(part)
+    merged = [_union(*r) if r else _empty(s, n) for r, s in zip(results, sizes)]
+    return merged
+
+
+def _reduction(op, data, out, args, params, n, lv):
+    x = args[0]
+    shape = _shape(x)
+    ndim = len(shape)
+    axes = _norm_axes(params.get("axis"), ndim)
+    keep = [d for d in range(ndim) if d not in axes]
+    ids = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    moved = np.transpose(ids, keep + list(axes))
+    outer = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    groups = np.empty(ids.size, dtype=np.int64)
+    groups[moved.reshape(-1)] = np.repeat(np.arange(outer), ids.size // max(outer, 1))
+    D = data[0]
+    if op.sparsity == "extremum" and lv.info.kind == "local":
+        xs = _host(x)
+        xs = np.transpose(xs, keep + list(axes)).reshape(outer, -1)
+        best = xs.max(axis=1, keepdims=True) if op.name == "max" else \
+            xs.min(axis=1, keepdims=True)
+        chosen = (xs == best) | np.isnan(xs)
+        flat = moved.reshape(outer, -1)
+        src = np.full(ids.size, -1, dtype=np.int64)
+        src[flat[chosen]] = flat[chosen]
+        D = _rows(D, src)
+    return _group(D, groups, outer)
+
+
+def _scan(op, data, out, args, params, n, lv):
+    x = args[0]
+    shape = _shape(x)
+    D = data[0]
+    axis = params.get("axis")
+    if axis is None:
+        shape, axis = (int(np.prod(shape, dtype=np.int64)),), 0
+    axis %= len(shape)
+    ids = np.moveaxis(np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape), axis, -1)
+    lines = ids.reshape(-1, shape[axis])
+    initial = bool(params.get("include_initial"))
+    L = shape[axis]
+    rows, cols = [], []
+    # output position j of a line depends on the line's first j (+1) elements
+    out_len = L + initial
+    out_ids = np.moveaxis(np.arange(int(np.prod(_shape(out), dtype=np.int64)))
+                          .reshape(_shape(out)), axis, -1).reshape(-1, out_len)
+    for j in range(out_len):
+        upto = j if initial else j + 1
+        if upto == 0:
+            continue
+        r = np.repeat(out_ids[:, j], upto)
+        c = lines[:, :upto].reshape(-1)
+        rows.append(r)
+        cols.append(c)
+    size = out_ids.size
+    if not rows:
+        return _empty(size, n)
+    R = _sp().csr_array((np.ones(sum(len(r) for r in rows), dtype=np.int8),
+                         (np.concatenate(rows), np.concatenate(cols))),
+                        shape=(size, D.shape[0]))
+    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+
+
+def _contraction(op, data, out, args, params, n, lv):
+    """``matmul`` (NumPy's rules: 1-D operands promoted, batch dimensions broadcast) and
+    ``outer``: each output element on the elements of the row and column it contracts."""
+    if op.name == "outer":
+        a, b = _shape(args[0]), _shape(args[1])
+        na, nb = int(np.prod(a, dtype=np.int64)), int(np.prod(b, dtype=np.int64))
+        Ds = []
+        if data[0] is not None:
+            Ds.append(_rows(data[0], np.repeat(np.arange(na), nb)))
+        if data[1] is not None:
+            Ds.append(_rows(data[1], np.tile(np.arange(nb), na)))
+        return _union(*Ds) if Ds else _empty(na * nb, n)
+    sa, sb = _shape(args[0]), _shape(args[1])
+    ia = np.arange(int(np.prod(sa, dtype=np.int64))).reshape(sa)
+    ib = np.arange(int(np.prod(sb, dtype=np.int64))).reshape(sb)
+    a2 = ia[None, :] if ia.ndim == 1 else ia           # (..., m, k)
+    b2 = ib[:, None] if ib.ndim == 1 else ib           # (..., k, p)
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    A = np.broadcast_to(a2, batch + a2.shape[-2:])
+    B = np.broadcast_to(b2, batch + b2.shape[-2:])
+    m, k, p = A.shape[-2], A.shape[-1], B.shape[-1]
+    # for output (..., i, j) and each l: A[..., i, l] and B[..., l, j]
+    ra = np.broadcast_to(A[..., :, None, :], batch + (m, p, k)).reshape(-1, k)
+    rb = np.broadcast_to(np.swapaxes(B, -1, -2)[..., None, :, :],
+                         batch + (m, p, k)).reshape(-1, k)
+    size = ra.shape[0]
+    Ds = []
+    for D, r in ((data[0], ra), (data[1], rb)):
+        if D is not None:
+            Ds.append(_group_pairs(D, r, size))
+    return _union(*Ds) if Ds else _empty(size, n)
+
+
+def _group_pairs(D, members, size):
+    """Row ``g``: the union of ``D``'s rows ``members[g, :]``."""
+    k = members.shape[1]
+    R = _sp().csr_array((np.ones(members.size, dtype=np.int8),
+                         (np.repeat(np.arange(size), k), members.reshape(-1))),
+                        shape=(size, D.shape[0]))
+    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+
+
+def _sort(op, data, out, args, params, n, lv):
+    x = args[0]
+    shape = _shape(x)
+    axis = params.get("axis", -1)
+    if axis is None:            # (the flattened array)
+        shape, axis = (int(np.prod(shape, dtype=np.int64)),), 0
+        x = _host(x).reshape(shape)
+    axis %= len(shape)
+    if lv.info.kind == "global":
+        return _reduction_lines(data[0], shape, axis)
+    xs = _host(x).reshape(shape)
+    order = np.argsort(-xs if params.get("descending") else xs, axis=axis, kind="stable")
+    ids = np.arange(xs.size).reshape(shape)
+    return _rows(data[0], np.take_along_axis(ids, order, axis=axis))
+
+
+def _reduction_lines(D, shape, axis):
+    """Every element on every element of its line along ``axis``."""
+    ids = np.moveaxis(np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape), axis, -1)
+    lines = ids.reshape(-1, shape[axis])
+    L = shape[axis]
+    members = np.repeat(lines, L, axis=0)               # row of every element: its line
+    order = lines.reshape(-1)
+    out = np.empty_like(members)
+    out[order] = members
+    return _group_pairs(D, out, out.shape[0])
+
+
+def _dense(op, data, out, args, params, n, lv):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [_dense_rows(data, int(np.prod(_shape(o), dtype=np.int64)), n) for o in outs]
+
+
+def _imag(op, data, out, args, params, n, lv):
+    """``imag``: zero on a real input (its imaginary part is 0), elementwise on a complex."""
+    if np.dtype(args[0].dtype).kind != "c":
+        return _empty(int(np.prod(_shape(out), dtype=np.int64)), n)
+    return _elementwise(op, data, out, args, params, n, lv)
+
+
+_RULES = {"zero": None, "imag": _imag, "elementwise": _elementwise, "where": _select, "extremum": None, "clip": _select,
+          "moves": _moves, "reduction": _reduction, "scan": _scan,
+          "contraction": _contraction, "sort": _sort, "dense": _dense}
+
+
+def _rule_of(op):
+    rule = op.sparsity or _DEFAULTS.get(op.kind)
+    if rule is None:
+        return None, None
+    if rule.startswith("elementwise:"):
+        inputs = {int(i) for i in rule.split(":", 1)[1].split(",")}
+        return (lambda *a: _elementwise(*a, inputs=inputs)), rule
+    if rule == "extremum":
+        return (_reduction if op.kind == "reduction" else _select), rule
+    return _RULES[rule], rule
+
+
+# ------------------------------------------------------------------------------ Hessian pairs
+def _pairs(lv, op, rule, data, out_data, args):
+    """The nonlinear interactions ``op`` adds (Note [Sparsity propagation])."""
+    if op.taylor == "linear" or rule in ("zero", "moves", "where", "sort", "extremum",
+                                         "clip") or op.name == "abs":
+        return          # (linear, or piecewise linear: no second derivative)
+    add = None
+    moving = [i for i, D in enumerate(data) if D is not None]
+    if op.name in ("multiply", "matmul", "outer"):
+        if len(moving) < 2:
+            return      # (linear in the one input that moves)
+        add = _cross_pairs(op, data, args)
+    if add is None:
+        add = _sp().csr_array((lv.info.n, lv.info.n), dtype=bool)
+        for D in (out_data if isinstance(out_data, (tuple, list)) else (out_data,)):
+            if D is not None:
+                Di = D.astype(np.int8)
+                add = add + (Di.T @ Di).astype(bool)
+    lv.info.hessian = (lv.info.hessian + add + add.T).astype(bool).tocsr()
+
+
+def _cross_pairs(op, data, args):
+    """Pairs across the two inputs of a bilinear op: ``multiply`` per output element,
+    ``matmul`` per contracted index, ``outer`` every pair."""
+    Da, Db = data[0].astype(np.int8), data[1].astype(np.int8)
+    sa, sb = _shape(args[0]), _shape(args[1])
+    if op.name == "multiply":
+        out = np.broadcast_shapes(sa, sb)
+        Da = _rows(data[0], _broadcast_index(sa, out)).astype(np.int8)
+        Db = _rows(data[1], _broadcast_index(sb, out)).astype(np.int8)
+        return (Da.T @ Db).astype(bool)
+    if op.name == "outer":
+        ua = _group(Da, np.zeros(Da.shape[0], dtype=np.int64), 1).astype(np.int8)
+        ub = _group(Db, np.zeros(Db.shape[0], dtype=np.int64), 1).astype(np.int8)
+        return (ua.T @ ub).astype(bool)
+    ia = np.arange(Da.shape[0]).reshape(sa)
+    ib = np.arange(Db.shape[0]).reshape(sb)
+    a2 = ia[None, :] if ia.ndim == 1 else ia
+    b2 = ib[:, None] if ib.ndim == 1 else ib
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    A = np.broadcast_to(a2, batch + a2.shape[-2:])
+    B = np.broadcast_to(b2, batch + b2.shape[-2:])
+    k = A.shape[-1]
+    nb = int(np.prod(batch, dtype=np.int64))
+    # group A's elements by (batch, contracted index l), B's likewise
+    ga = np.broadcast_to((np.arange(nb).reshape(batch + (1, 1)) * k +
+                          np.arange(k).reshape(1, k) if batch else np.arange(k)[None, :]),
+                         A.shape)
+    gb = np.broadcast_to((np.arange(nb).reshape(batch + (1, 1)) * k +
+                          np.arange(k).reshape(k, 1) if batch else np.arange(k)[:, None]),
+                         B.shape)
+    Ua = _group_ids(Da, A.reshape(-1), ga.reshape(-1), nb * k)
+    Ub = _group_ids(Db, B.reshape(-1), gb.reshape(-1), nb * k)
+    return (Ua.astype(np.int8).T @ Ub.astype(np.int8)).astype(bool)
+
+
+def _group_ids(D, members, groups, size):
+    """Row ``g``: the union of ``D``'s rows ``members[t]`` over ``t`` with ``groups[t] == g``."""
+    R = _sp().csr_array((np.ones(members.size, dtype=np.int8), (groups, members)),
+                        shape=(size, D.shape[0]))
+    return (R @ D).astype(bool).tocsr()
+
+
+# ------------------------------------------------------------------------------ the level
+class _SparsityInterpreter(_levels.Interpreter):
+    """The dependency rules at a sparsity level (Note [Sparsity propagation])."""
+
+    name = "sparsity"
+    keeps_tensor_data = True
+
+    def process(self, lv, op, args, params):
+        nin = len(args) if op.nin == VARIADIC else op.nin
+        data = tuple(level_data(a, lv) for a in args[:nin])
+        with below(lv):
+            out = apply(op, *args, **params)
+        if all(D is None for D in data) or not op.differentiable:
+            return out
+        outs = out if op.nout != 1 else (out,)
+        rule, name = _rule_of(op)
+        if name == "zero":
+            return out
+        if rule is None:
+            rule, name = _dense, "dense"
+            if op.qualname not in lv.info.warned:
+                lv.info.warned.add(op.qualname)
+                warnings.warn(f"jacobian_sparsity: {op.qualname} declares no sparsity rule; "
+                              "its outputs are taken to depend on every element of its "
+                              "inputs", stacklevel=3)
+        res = rule(op, data, out, args, params, lv.info.n, lv)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        if lv.info.hessian is not None:
+            _pairs(lv, op, name, data, res, args)
+        for o, D in zip(outs, res):
+            if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) and D is not None:
+                set_level_data(o, lv, D, lv.info.holders)
+        return out
+
+    def process_inplace(self, lv, op, target, args, params):
+        return inplace_through_copy(lv, op, target, args, params, lv.info.holders,
+                                    lambda D: _empty(D.shape[0], D.shape[1]),
+                                    "a sparsity pattern (inside jacobian_sparsity)")
+
+    def process_function(self, lv, cls, args, kwargs, needs):
+        data = [level_data(a, lv) for a in args]
+        with below(lv):
+            outs, ctx = apply_function(cls, args, kwargs, needs)
+        if all(D is None for D in data):
+            return outs, ctx
+        if cls.__name__ not in lv.info.warned:
+            lv.info.warned.add(cls.__name__)
+            warnings.warn(f"jacobian_sparsity: the custom Function {cls.__name__} has no "
+                          "sparsity rule; its outputs are taken to depend on every element "
+                          "of its inputs", stacklevel=3)
+        seq = outs if isinstance(outs, tuple) else (outs,)
+        for o in seq:
+            if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype):
+                D = _dense_rows(data, o.numel(), lv.info.n)
+                set_level_data(o, lv, D, lv.info.holders)
+                if lv.info.hessian is not None:
+                    Di = D.astype(np.int8)
+                    lv.info.hessian = (lv.info.hessian + (Di.T @ Di).astype(bool)).tocsr()
+        return outs, ctx
+
+
+_SPARSITY = _SparsityInterpreter()
+
+
+def _trace(f, x, args, kind, hessian, who):
+    if not callable(f):
+        raise TypeError(f"{who}: expected a function, got {type(f).__name__}")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{who}: x must be a Tensor, got {type(x).__name__}")
+    if not is_differentiable_dtype(x.dtype):
+        raise TypeError(f"{who}: x must be a floating-point or complex Tensor, got dtype "
+                        f"{x.dtype}")
+    if kind not in _KINDS:
+        raise ValueError(f"{who}: kind must be one of {_KINDS}, got {kind!r}")
+    n = x.numel()
+    lv = _levels.push(_SPARSITY, _SparsityInfo(n, kind, hessian))
+    try:
+        with below(lv):  # a view of x carrying the identity
+            xv = apply(_RESHAPE, x, shape=tuple(x.shape))
+        set_level_data(xv, lv, _sp().identity(n, dtype=bool, format="csr"), lv.info.holders)
+        y = f(xv, *args)
+        if not isinstance(y, Tensor):
+            raise TypeError(f"{who}: f must return a Tensor, got {type(y).__name__}")
+        D = level_data(y, lv)
+        H = lv.info.hessian
+    finally:
+        _levels.pop(lv)
+        drop_level_data(lv, lv.info.holders)
+    m = y.numel()
+    D = _empty(m, n) if D is None else D
+    return _sp().csr_array(D, dtype=bool), H, y
+
+
+def jacobian_sparsity(f, x, *args, kind="global"):
+    """The sparsity pattern of the Jacobian of ``f`` at ``x``, found by propagating index
+    sets through the primitives, without computing any derivative.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args) -> Tensor``, written with ndgrad operations.
+    x : Tensor
+        The point (any shape: the Jacobian's columns are its elements in C order).
+    *args
+        Further arguments of ``f`` (constants: no column of the pattern).
+    kind : {"global", "local"}
+        "global": the entries the Jacobian can have anywhere the same control flow is taken
+        (``where``, ``maximum``, ``clip``, ``sort``, ``max`` keep every candidate); "local":
+        those it can have at ``x`` (only the selected candidate).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Booleans of shape ``(f(x).size, x.size)``: ``True`` where the Jacobian may be
+        nonzero. Every nonzero of the Jacobian is in it; for elementwise, shape and indexing
+        computations it is exactly the nonzeros (Note [Sparsity propagation]).
+
+    Examples
+    --------
+    A 1-D second difference: each residual depends on its neighbours, a tridiagonal pattern:
+
+    >>> import ndgrad
+    >>> from ndgrad.func import jacobian_sparsity
+    >>> def residual(u):
+    ...     padded = ndgrad.pad(u, 1)
+    ...     return padded[2:] - 2 * u + padded[:-2] + ndgrad.exp(u)
+    >>> P = jacobian_sparsity(residual, ndgrad.zeros(5))
+    >>> P.toarray().astype(int)
+    array([[1, 1, 0, 0, 0],
+           [1, 1, 1, 0, 0],
+           [0, 1, 1, 1, 0],
+           [0, 0, 1, 1, 1],
+           [0, 0, 0, 1, 1]])
+    """
+    D, _, _ = _trace(f, x, args, kind, False, "jacobian_sparsity")
+    return D
+
+
+def hessian_sparsity(f, x, *args, kind="global"):
+    """The sparsity pattern of the Hessian of a scalar ``f`` at ``x``: the pairs of input
+    elements that interact nonlinearly, found without computing a derivative (Note
+    [Sparsity propagation]).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x, *args) -> 0-d Tensor``, written with ndgrad operations.
+    x : Tensor
+    *args
+        Constants.
+    kind : {"global", "local"}
+        As for :func:`jacobian_sparsity`.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Symmetric booleans of shape ``(x.size, x.size)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import hessian_sparsity
+    >>> def energy(u):   # a chain: each term couples two neighbours
+    ...     return ((u[1:] - u[:-1]) ** 2).sum() + (u ** 4).sum()
+    >>> hessian_sparsity(energy, ndgrad.zeros(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    _, H, y = _trace(f, x, args, kind, True, "hessian_sparsity")
+    if y.numel() != 1:
+        raise ValueError(f"hessian_sparsity: f must return a scalar, got shape "
+                         f"{list(y.shape)}")
+    return _sp().csr_array(H, dtype=bool)

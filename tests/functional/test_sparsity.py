@@ -1,0 +1,236 @@
+"""Sparsity detection (ndgrad.func.jacobian_sparsity, hessian_sparsity) for every registered
+op and on structured problems.
+
+References: the nonzeros of dense Jacobians and Hessians computed by ``jacrev``/``hessian``
+(checked against finite differences by the registry suites), and closed-form patterns
+(tridiagonal, banded, block-diagonal, 2-D stencil, arrowhead). The detected pattern must
+contain every nonzero (for every op, at hypothesis-drawn points), and equal the nonzeros
+for elementwise, shape and indexing ops under ``kind="local"``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import ndgrad as nd
+from ndgrad.core.ops import REGISTRY
+from ndgrad.func import hessian, hessian_sparsity, jacobian_sparsity, jacrev
+from registry_harness import FLOAT, draw, entry, require
+from support import host
+
+pytestmark = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' "
+                                  "device paths are the registry suites'")
+
+FEW = settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate],
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SIZES = {"max_side": 4, "max_dims": 3}
+EXACT_KINDS = ("elementwise", "shape", "indexing")
+# value-dependent moves whose local pattern the element-number rule cannot see exactly
+NOT_EXACT = {"trim_zeros": "which elements are trimmed depends on the values",
+             "remainder": "d/dy = -floor(x / y) vanishes on open sets (|x| < |y|)"}
+
+
+def _dense_pattern(f, x):
+    J = host(jacrev(f)(x))
+    out_size = int(np.prod(J.shape[:J.ndim - x.ndim], dtype=np.int64)) if x.ndim else J.size
+    return J.reshape(out_size, x.numel()) != 0
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+@FEW
+@given(data=st.data())
+def test_pattern_contains_the_jacobian_nonzeros_of_every_op(name, data):
+    op = entry(name)
+    require(op, "vjp")
+    sample = draw(data, op, FLOAT, **SIZES)
+    if not sample.pos:
+        pytest.skip(f"{name}: no floating input")
+    f = sample.function(floating_outputs=True)
+    floats = [nd.tensor(a) for a in sample.floats]
+    exact = op.kind in EXACT_KINDS and name not in NOT_EXACT and op.sparsity != "dense"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(len(floats)):
+            for k in range(len(f(*floats))):
+                def fi(x, i=i, k=k):
+                    xs = list(floats)
+                    xs[i] = x
+                    return f(*xs)[k]
+                x = floats[i]
+                true = _dense_pattern(fi, x)
+                # (a nonzero that vanishes by coincidence at a simple drawn point, as
+                # d/dy kl_div(x, y) = 1 - x / y at x = y, is still a structural one)
+                nearby = x + nd.tensor(1e-3 * np.random.default_rng(0).uniform(
+                    0.5, 1.0, tuple(x.shape)))
+                generic = true | _dense_pattern(fi, nearby)
+                for kind in ("global", "local"):
+                    P = jacobian_sparsity(fi, x, kind=kind).toarray()
+                    assert P.shape == true.shape, (name, P.shape, true.shape)
+                    missing = true & ~P
+                    assert not missing.any(), (
+                        f"{name} ({kind}), input {i}, output {k}: the pattern misses "
+                        f"Jacobian nonzeros at {np.argwhere(missing)[:5].tolist()}")
+                    if exact and kind == "local":
+                        extra = P & ~generic
+                        assert not extra.any(), (
+                            f"{name}: the pattern of an {op.kind} op has entries the Jacobian "
+                            f"does not, at {np.argwhere(extra)[:5].tolist()}")
+
+
+# ------------------------------------------------------------------------------ structures
+def _tridiagonal(n):
+    return (np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 1)
+
+
+def bratu(u, lam=1.0):
+    padded = nd.pad(u, 1)
+    return padded[2:] - 2 * u + padded[:-2] + lam * nd.exp(u)
+
+
+def laplace_2d(u):              # u: (m, m), 5-point stencil with a nonlinear term
+    p = nd.pad(u, 1)
+    return (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4 * u) + u ** 3
+
+
+def _stencil(m):
+    idx = np.arange(m * m).reshape(m, m)
+    P = np.eye(m * m, dtype=bool)
+    for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        for i in range(m):
+            for j in range(m):
+                if 0 <= i + di < m and 0 <= j + dj < m:
+                    P[idx[i, j], idx[i + di, j + dj]] = True
+    return P
+
+
+def banded(u):                   # bandwidth 2: u[i] couples u[i-2 .. i+2]
+    p = nd.pad(u, 2)
+    return nd.sin(p[:-4] + 0.5 * p[4:]) + nd.exp(p[1:-3]) + p[3:-1] ** 3 + u
+
+
+def block_diagonal(u):           # 4 independent blocks of 3
+    blocks = u.reshape(4, 3)
+    return (blocks @ nd.ones((3, 3)) * nd.tanh(blocks)).reshape(-1)
+
+
+def arrowhead(u):                # every output depends on u[0]; u[0]'s on everything
+    head = (u ** 2).sum().reshape(1)
+    return nd.concat([head, u[1:] * u[0]])
+
+
+@pytest.mark.parametrize("f, n, expected", [
+    (bratu, 8, lambda n: _tridiagonal(n)),
+    (banded, 9, lambda n: np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 2),
+    (block_diagonal, 12, lambda n: np.kron(np.eye(4, dtype=bool), np.ones((3, 3), bool))),
+    (arrowhead, 6, lambda n: np.eye(n, dtype=bool) | (np.arange(n) == 0)[None, :]
+     | (np.arange(n) == 0)[:, None]),
+], ids=["tridiagonal", "banded", "block-diagonal", "arrowhead"])
+def test_structured_jacobian_patterns(f, n, expected):
+    x = nd.tensor(np.random.default_rng(0).uniform(0.5, 1.5, n))
+    P = jacobian_sparsity(f, x).toarray()
+    np.testing.assert_array_equal(P, expected(n))
+    np.testing.assert_array_equal(P, _dense_pattern(f, x))
+
+
+def test_two_dimensional_stencil_pattern():
+    m = 6
+    x = nd.tensor(np.random.default_rng(1).normal(size=(m, m)))
+    P = jacobian_sparsity(laplace_2d, x).toarray()
+    np.testing.assert_array_equal(P, _stencil(m))
+    np.testing.assert_array_equal(P, _dense_pattern(laplace_2d, x))
+
+
+def test_local_and_global_differ_where_values_choose():
+    x = nd.tensor([1.0, -2.0, 3.0, -4.0])
+    y = nd.tensor([0.0, 0.0, 5.0, 5.0])
+
+    def f(x):
+        return nd.maximum(x, x[::-1]) + nd.where(x > 0, x, 0.0) + nd.clip(x, -3.0, 2.0)
+    G = jacobian_sparsity(f, x, kind="global").toarray()
+    L = jacobian_sparsity(f, x, kind="local").toarray()
+    np.testing.assert_array_equal(L, _dense_pattern(f, x))
+    assert G.sum() > L.sum() and (L <= G).all()
+    # max over all: global every element, local the largest only
+    np.testing.assert_array_equal(jacobian_sparsity(lambda v: nd.max(v * y), x,
+                                                    kind="local").toarray(),
+                                  [[False, False, True, False]])  # (15 = 3 * 5)
+    assert jacobian_sparsity(lambda v: nd.max(v * y), x).toarray().all()
+
+
+def test_hessian_patterns():
+    n = 7
+    x = nd.tensor(np.random.default_rng(2).uniform(0.5, 1.5, n))
+
+    def chain(u):
+        return ((u[1:] - u[:-1]) ** 2).sum() + (u ** 4).sum()
+
+    def separable(u):
+        return (nd.exp(u) + 3 * u).sum()
+
+    def bilinear(u):
+        return (u[:3] @ u[3:6]) + u[6]
+
+    def arrow(u):
+        return u[0] * u.sum() + (u ** 2).sum()
+    for f in (chain, separable, bilinear, arrow):
+        H = hessian_sparsity(f, x).toarray()
+        true = host(hessian(f)(x)) != 0
+        assert not (true & ~H).any(), f.__name__
+        np.testing.assert_array_equal(H, H.T)
+    np.testing.assert_array_equal(hessian_sparsity(chain, x).toarray(), _tridiagonal(n))
+    np.testing.assert_array_equal(hessian_sparsity(separable, x).toarray(), np.eye(n, dtype=bool))
+    lin = hessian_sparsity(lambda u: (2 * u).sum() + u[0], x).toarray()
+    assert not lin.any()                          # linear: no second derivative
+    bil = hessian_sparsity(bilinear, x).toarray()
+    expected = np.zeros((n, n), bool)
+    expected[np.arange(3), np.arange(3, 6)] = expected[np.arange(3, 6), np.arange(3)] = True
+    np.testing.assert_array_equal(bil, expected)
+
+
+def test_a_function_without_a_rule_is_dense_with_a_warning():
+    class Double(nd.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+    x = nd.ones(3)
+    with pytest.warns(UserWarning, match="Double has no sparsity rule"):
+        P = jacobian_sparsity(lambda v: Double.apply(v) + v, x).toarray()
+    assert P.all()
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="x must be a Tensor"):
+        jacobian_sparsity(nd.sin, np.ones(3))
+    with pytest.raises(TypeError, match="floating-point"):
+        jacobian_sparsity(nd.sin, nd.arange(3))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        jacobian_sparsity(nd.sin, nd.ones(3), kind="exact")
+    with pytest.raises(ValueError, match="must return a scalar"):
+        hessian_sparsity(nd.sin, nd.ones(3))
+
+
+def test_a_wrong_rule_is_caught():
+    # a rule that drops a dependency (exp declared as having no derivative) or adds one (a
+    # shape op treated as dense) fails the checks the registry test makes
+    x = nd.tensor([0.1, 0.2, 0.3])
+    op, flip = REGISTRY["exp"], REGISTRY["flip"]
+    saved = op.sparsity, flip.sparsity
+    try:
+        op.sparsity = "zero"
+        missing = _dense_pattern(nd.exp, x) & ~jacobian_sparsity(nd.exp, x).toarray()
+        assert missing.all() and missing.sum() == 3
+        flip.sparsity = "dense"
+        extra = jacobian_sparsity(nd.flip, x).toarray() & ~_dense_pattern(nd.flip, x)
+        assert extra.sum() == 6
+    finally:
+        op.sparsity, flip.sparsity = saved
+    np.testing.assert_array_equal(jacobian_sparsity(nd.flip, x).toarray(), np.eye(3)[::-1] > 0)
