@@ -27,6 +27,8 @@ from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacre
                                     linearize, vjp)
 from .functional.operators import (biharmonic, divergence, hessian_diag,
                                    hessian_trace_estimate, laplacian)
+from .functional.sparse_derivatives import (coloring, sparse_hessian, sparse_jacfwd,
+                                            sparse_jacobian, sparse_jacrev)
 from .functional.sparsity import hessian_sparsity, jacobian_sparsity
 from .functional.taylor import derivatives, jet
 from .functional.vmap import vmap
@@ -36,7 +38,8 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
            "vmap", "checkpoint", "jet", "derivatives", "laplacian", "divergence",
            "hessian_diag", "hessian_trace_estimate", "biharmonic", "tree_flatten",
            "tree_unflatten", "tree_map", "custom_vjp", "custom_jvp", "custom_root",
-           "custom_fixed_point", "jacobian_sparsity", "hessian_sparsity"]
+           "custom_fixed_point", "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian",
+           "sparse_jacfwd", "sparse_jacrev", "sparse_hessian", "coloring"]
 
 
 def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):

@@ -234,3 +234,113 @@ def test_a_wrong_rule_is_caught():
     finally:
         op.sparsity, flip.sparsity = saved
     np.testing.assert_array_equal(jacobian_sparsity(nd.flip, x).toarray(), np.eye(3)[::-1] > 0)
+
+
+# ------------------------------------------------------------------------------ by coloring
+from ndgrad.func import (coloring, sparse_hessian, sparse_jacfwd, sparse_jacobian,  # noqa: E402
+                         sparse_jacrev)
+
+
+def _dense_jacobian(f, x):
+    J = host(jacrev(f)(x))
+    return J.reshape(-1, x.numel())
+
+
+@pytest.mark.parametrize("f, n", [(bratu, 30), (banded, 20), (block_diagonal, 12),
+                                  (arrowhead, 9)],
+                         ids=["tridiagonal", "banded", "block-diagonal", "arrowhead"])
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_sparse_jacobian_equals_the_dense_one(f, n, mode):
+    x = nd.tensor(np.random.default_rng(3).uniform(0.5, 1.5, n))
+    J = sparse_jacobian(f, x, mode=mode)
+    np.testing.assert_allclose(J.toarray(), _dense_jacobian(f, x), rtol=1e-13, atol=1e-14)
+    assert J.nnz == jacobian_sparsity(f, x).nnz
+
+
+def test_color_counts_and_reusable_functions():
+    x = nd.tensor(np.random.default_rng(4).uniform(0.5, 1.5, 50))
+    P = jacobian_sparsity(bratu, x)
+    jac = sparse_jacfwd(bratu, P)
+    assert jac.ncolors == 3 == coloring(P).ncolors
+    np.testing.assert_allclose(jac(x).toarray(), _dense_jacobian(bratu, x), rtol=1e-13)
+    x2 = x * 1.1                                   # the coloring is reused at another point
+    np.testing.assert_allclose(jac(x2).toarray(), _dense_jacobian(bratu, x2), rtol=1e-13)
+    rev = sparse_jacrev(bratu, P)
+    assert rev.ncolors == 3
+    np.testing.assert_allclose(rev(x2).toarray(), _dense_jacobian(bratu, x2), rtol=1e-13)
+    m = 12
+    u = nd.tensor(np.random.default_rng(5).normal(size=(m, m)))
+    S = jacobian_sparsity(laplace_2d, u)
+    assert coloring(S).ncolors == 5                  # the 5-point stencil
+    np.testing.assert_allclose(sparse_jacobian(laplace_2d, u, sparsity=S).toarray(),
+                               _dense_jacobian(laplace_2d, u), rtol=1e-12, atol=1e-13)
+    with pytest.raises(ValueError, match="the sparsity pattern has shape"):
+        sparse_jacobian(bratu, x, sparsity=P[:10])
+    with pytest.raises(ValueError, match="mode must be one of"):
+        sparse_jacobian(bratu, x, mode="both")
+    with pytest.raises(TypeError, match="pass the Jacobian's sparsity pattern"):
+        sparse_jacfwd(bratu, None)
+    with pytest.raises(TypeError, match="real floating-point"):
+        sparse_jacobian(bratu, nd.arange(3))
+
+
+@pytest.mark.parametrize("name", ["chain", "arrow", "stencil"])
+def test_sparse_hessian_equals_the_dense_one(name):
+    rng = np.random.default_rng(6)
+    if name == "stencil":
+        x = nd.tensor(rng.uniform(0.5, 1.5, (6, 6)))
+
+        def f(u):
+            return (laplace_2d(u) ** 2).sum()
+    elif name == "chain":
+        x = nd.tensor(rng.uniform(0.5, 1.5, 30))
+
+        def f(u):
+            return ((u[1:] - u[:-1]) ** 2).sum() + nd.exp(u).sum()
+    else:
+        x = nd.tensor(rng.uniform(0.5, 1.5, 20))
+
+        def f(u):
+            return u[0] * (u ** 2).sum() + nd.sin(u).sum()
+    H = sparse_hessian(f, x)
+    dense = host(hessian(f)(x)).reshape(x.numel(), x.numel())
+    np.testing.assert_allclose(H.toarray(), dense, rtol=1e-12, atol=1e-12)
+    if name == "arrow":
+        assert coloring(hessian_sparsity(f, x), kind="star").ncolors == 2
+
+
+def test_inside_scipy_solvers():
+    import scipy.integrate as si
+    import scipy.optimize as so
+    n = 40
+
+    def reaction_diffusion(t, u):
+        p = nd.pad(u, 1)
+        return 100.0 * (p[2:] - 2 * u + p[:-2]) + u * (1 - u)
+    u0 = np.sin(np.linspace(0, np.pi, n)) ** 2
+    P = jacobian_sparsity(lambda u: reaction_diffusion(0.0, u), nd.tensor(u0))
+    jac = sparse_jacfwd(lambda u: reaction_diffusion(0.0, u), P)
+    rhs = lambda t, u: host(reaction_diffusion(t, nd.tensor(u)))  # noqa: E731
+    ours = si.solve_ivp(rhs, (0, 0.5), u0, method="BDF", jac=lambda t, u: jac(nd.tensor(u)),
+                        rtol=1e-8, atol=1e-10)
+    theirs = si.solve_ivp(rhs, (0, 0.5), u0, method="BDF", jac_sparsity=P, rtol=1e-8,
+                          atol=1e-10)
+    assert ours.success and theirs.success and ours.njev >= 1
+    np.testing.assert_allclose(ours.y[:, -1], theirs.y[:, -1], rtol=1e-6, atol=1e-8)
+    # least squares: fit of a tridiagonal nonlinear system, the Jacobian exact and sparse
+    v_true = np.linspace(0.2, 1.0, n)
+    target = host(bratu(nd.tensor(v_true), 0.5))
+
+    def resid(v):
+        return bratu(v, 0.5) - nd.tensor(target)
+    Pr = jacobian_sparsity(resid, nd.ones(n))
+    jr = sparse_jacfwd(resid, Pr)
+    fun = lambda v: host(resid(nd.tensor(v)))  # noqa: E731
+    a = so.least_squares(fun, np.zeros(n), jac=lambda v: jr(nd.tensor(v)), xtol=1e-14,
+                         ftol=1e-14, gtol=1e-14)
+    b = so.least_squares(fun, np.zeros(n), jac_sparsity=Pr, xtol=1e-14, ftol=1e-14,
+                         gtol=1e-14)
+    assert a.success and b.success
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(a.x, v_true, rtol=1e-8)
+    assert a.njev >= 1 and np.abs(a.fun).max() < 1e-10
