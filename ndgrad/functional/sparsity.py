@@ -392,9 +392,9 @@ def _imag(op, data, out, args, params, n, lv):
     return _elementwise(op, data, out, args, params, n, lv)
 
 
-_RULES = {"zero": None, "imag": _imag, "elementwise": _elementwise, "where": _select, "extremum": None, "clip": _select,
-          "moves": _moves, "reduction": _reduction, "scan": _scan,
-          "contraction": _contraction, "sort": _sort, "dense": _dense}
+_RULES = {"zero": None, "imag": _imag, "elementwise": _elementwise, "where": _select,
+          "extremum": None, "clip": _select, "moves": _moves, "reduction": _reduction,
+          "scan": _scan, "contraction": _contraction, "sort": _sort, "dense": _dense}
 
 
 def _rule_of(op):
