@@ -109,6 +109,34 @@ class _Plan:
         else:
             self.mode = mode
         self.coloring = self.forward if self.mode == "forward" else self.reverse
+        # where each entry of the pattern is in the compressed products (computed once)
+        P = pattern.tocsr(copy=True)
+        P.eliminate_zeros()          # (stored False entries are not in the pattern)
+        P.sum_duplicates()
+        P.sort_indices()
+        self.indptr, self.indices = P.indptr, P.indices
+        rows = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
+        colors, c = self.coloring.colors, self.coloring.ncolors
+        self.take = rows * c + colors[self.indices] if self.mode == "forward" else \
+            colors[rows] * P.shape[1] + self.indices
+        self.pattern = P
+        self.seeds = {}
+
+    def seed(self, shape, dtype, device):
+        """The seed vectors ``(ncolors, *shape)`` on ``device`` (cached)."""
+        key = (tuple(shape), str(dtype), str(device))
+        S = self.seeds.get(key)
+        if S is None:
+            from ..core.creation import asarray
+            col = self.coloring
+            S = col.seed_matrix(dtype=np.dtype(dtype)).T.reshape((col.ncolors,) + tuple(shape))
+            S = self.seeds[key] = asarray(np.ascontiguousarray(S), device=device)
+        return S
+
+    def decompress(self, compressed, dtype):
+        import scipy.sparse as sp
+        values = np.asarray(compressed).reshape(-1)[self.take].astype(dtype, copy=False)
+        return sp.csr_array((values, self.indices, self.indptr), shape=self.pattern.shape)
 
     def __call__(self, f, x, args):
         m, n = self.pattern.shape
@@ -116,22 +144,21 @@ class _Plan:
         if col.ncolors == 0:
             import scipy.sparse as sp
             return sp.csr_array((m, n), dtype=np.dtype(x.dtype))
-        seeds = _seeds(col, n, x)
         if self.mode == "forward":
             def column(v):
                 return jvp(lambda x: f(x, *args), (x,), (v,))[1].reshape(-1)
+            seeds = self.seed(x.shape, x.dtype, x.device)
             compressed = _host(vmap(column)(seeds)).reshape(col.ncolors, m).T
+            dtype = compressed.dtype
         else:
             y, pullback = vjp(lambda x: f(x, *args), x)
             if y.numel() != m:
-                raise ValueError("sparse_jacrev: f(x) has a different size than the "
-                                 "pattern's rows")
-            from ..core.creation import asarray
-            S = col.seed_matrix(dtype=np.dtype(y.dtype)).T.reshape(
-                (col.ncolors,) + tuple(y.shape))
-            cot = asarray(np.ascontiguousarray(S), device=y.device)
+                raise ValueError(f"the function's output has {y.numel()} elements, but the "
+                                 f"sparsity pattern has {m} rows")
+            cot = self.seed(y.shape, y.dtype, y.device)
             compressed = _host(vmap(lambda c: pullback(c)[0].reshape(-1))(cot))
-        return col.decompress(compressed, self.pattern)
+            dtype = compressed.dtype
+        return self.decompress(compressed, dtype)
 
 
 def _mode(mode, who):

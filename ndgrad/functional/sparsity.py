@@ -102,6 +102,8 @@ def _union(*Ds):
     Ds = [D for D in Ds if D is not None]
     if not Ds:
         return None
+    if len(Ds) == 1:
+        return Ds[0]
     out = Ds[0]
     for D in Ds[1:]:
         out = out + D
@@ -159,7 +161,8 @@ def _elementwise(op, data, out, args, params, n, lv, inputs=None):
     for i, D in enumerate(data):
         if D is None or (inputs is not None and i not in inputs):
             continue
-        Ds.append(_rows(D, _broadcast_index(_shape(args[i]), shape)))
+        in_shape = _shape(args[i])
+        Ds.append(D if in_shape == shape else _rows(D, _broadcast_index(in_shape, shape)))
     return _union(*Ds) if Ds else _empty(size, n)
 
 
@@ -551,7 +554,9 @@ def _trace(f, x, args, kind, hessian, who):
     try:
         with below(lv):  # a view of x carrying the identity
             xv = apply(_RESHAPE, x, shape=tuple(x.shape))
-        set_level_data(xv, lv, _sp().identity(n, dtype=bool, format="csr"), lv.info.holders)
+        eye = _sp().csr_array((np.ones(n, dtype=bool), np.arange(n), np.arange(n + 1)),
+                              shape=(n, n))
+        set_level_data(xv, lv, eye, lv.info.holders)
         y = f(xv, *args)
         if not isinstance(y, Tensor):
             raise TypeError(f"{who}: f must return a Tensor, got {type(y).__name__}")
