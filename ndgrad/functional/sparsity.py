@@ -90,6 +90,8 @@ def _empty(rows, n):
 def _rows(D, index):
     """Rows ``index`` of ``D`` (a flat integer array; -1 selects an empty row)."""
     index = np.asarray(index, dtype=np.int64).reshape(-1)
+    if D.shape[0] == 0:
+        return _empty(index.size, D.shape[1])
     missing = index < 0
     if not missing.any():
         return D[index]
@@ -162,7 +164,16 @@ def _elementwise(op, data, out, args, params, n, lv, inputs=None):
         if D is None or (inputs is not None and i not in inputs):
             continue
         in_shape = _shape(args[i])
-        Ds.append(D if in_shape == shape else _rows(D, _broadcast_index(in_shape, shape)))
+        index = None if in_shape == shape else _broadcast_index(in_shape, shape)
+        if op.name == "multiply":
+            # d(a b)/da = b: none where the other factor is zero, if it is a constant (no
+            # data) or, under "local", at x
+            other = args[1 - i]
+            if data[1 - i] is None or lv.info.kind == "local":
+                zero = np.broadcast_to(_host(other) == 0, shape).reshape(-1)
+                if zero.any():
+                    index = np.where(zero, -1, np.arange(size) if index is None else index)
+        Ds.append(D if index is None else _rows(D, index))
     return _union(*Ds) if Ds else _empty(size, n)
 
 
