@@ -23,8 +23,9 @@ from ndgrad.func import hessian, hessian_sparsity, jacobian_sparsity, jacrev
 from registry_harness import FLOAT, draw, entry, require
 from support import host
 
-pytestmark = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' "
-                                  "device paths are the registry suites'")
+HOST = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' device "
+                            "paths are the registry suites' (test_on_the_default_device below "
+                            "runs on every device)")
 
 FEW = settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate],
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -50,6 +51,7 @@ def _dense_pattern(f, x):
     return J.reshape(out_size, x.numel()) != 0
 
 
+@HOST
 @pytest.mark.parametrize("name", sorted(REGISTRY) + sorted(COMPOSITES))
 @FEW
 @given(data=st.data())
@@ -133,6 +135,7 @@ def arrowhead(u):                # every output depends on u[0]; u[0]'s on every
     return nd.concat([head, u[1:] * u[0]])
 
 
+@HOST
 @pytest.mark.parametrize("f, n, expected", [
     (bratu, 8, lambda n: _tridiagonal(n)),
     (banded, 9, lambda n: np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 2),
@@ -147,6 +150,7 @@ def test_structured_jacobian_patterns(f, n, expected):
     np.testing.assert_array_equal(P, _dense_pattern(f, x))
 
 
+@HOST
 def test_two_dimensional_stencil_pattern():
     m = 6
     x = nd.tensor(np.random.default_rng(1).normal(size=(m, m)))
@@ -155,6 +159,7 @@ def test_two_dimensional_stencil_pattern():
     np.testing.assert_array_equal(P, _dense_pattern(laplace_2d, x))
 
 
+@HOST
 def test_local_and_global_differ_where_values_choose():
     x = nd.tensor([1.0, -2.0, 3.0, -4.0])
     y = nd.tensor([0.0, 0.0, 5.0, 5.0])
@@ -174,6 +179,7 @@ def test_local_and_global_differ_where_values_choose():
                                   [[False, False, True, True]])
 
 
+@HOST
 def test_hessian_patterns():
     n = 7
     x = nd.tensor(np.random.default_rng(2).uniform(0.5, 1.5, n))
@@ -204,6 +210,7 @@ def test_hessian_patterns():
     np.testing.assert_array_equal(bil, expected)
 
 
+@HOST
 def test_a_function_without_a_rule_is_dense_with_a_warning():
     class Double(nd.autograd.Function):
         @staticmethod
@@ -219,6 +226,7 @@ def test_a_function_without_a_rule_is_dense_with_a_warning():
     assert P.all()
 
 
+@HOST
 def test_errors():
     with pytest.raises(TypeError, match="x must be a Tensor"):
         jacobian_sparsity(nd.sin, np.ones(3))
@@ -230,6 +238,7 @@ def test_errors():
         hessian_sparsity(nd.sin, nd.ones(3))
 
 
+@HOST
 def test_a_wrong_rule_is_caught():
     # a rule that drops a dependency (exp declared as having no derivative) or adds one (a
     # shape op treated as dense) fails the checks the registry test makes
@@ -258,6 +267,7 @@ def _dense_jacobian(f, x):
     return J.reshape(-1, x.numel())
 
 
+@HOST
 @pytest.mark.parametrize("f, n", [(bratu, 30), (banded, 20), (block_diagonal, 12),
                                   (arrowhead, 9)],
                          ids=["tridiagonal", "banded", "block-diagonal", "arrowhead"])
@@ -269,6 +279,7 @@ def test_sparse_jacobian_equals_the_dense_one(f, n, mode):
     assert J.nnz == jacobian_sparsity(f, x).nnz
 
 
+@HOST
 def test_color_counts_and_reusable_functions():
     x = nd.tensor(np.random.default_rng(4).uniform(0.5, 1.5, 50))
     P = jacobian_sparsity(bratu, x)
@@ -296,6 +307,7 @@ def test_color_counts_and_reusable_functions():
         sparse_jacobian(bratu, nd.arange(3))
 
 
+@HOST
 @pytest.mark.parametrize("name", ["chain", "arrow", "stencil"])
 def test_sparse_hessian_equals_the_dense_one(name):
     rng = np.random.default_rng(6)
@@ -321,6 +333,7 @@ def test_sparse_hessian_equals_the_dense_one(name):
         assert coloring(hessian_sparsity(f, x), kind="star").ncolors == 2
 
 
+@HOST
 def test_inside_scipy_solvers():
     import scipy.integrate as si
     import scipy.optimize as so
@@ -356,3 +369,16 @@ def test_inside_scipy_solvers():
     np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(a.x, v_true, rtol=1e-8)
     assert a.njev >= 1 and np.abs(a.fun).max() < 1e-10
+
+
+def test_on_the_default_device():
+    # the products run where x is (the default device of this run), the pattern and the
+    # coloring on the host
+    x = nd.tensor(np.random.default_rng(8).uniform(0.5, 1.5, 30))
+    P = jacobian_sparsity(bratu, x)
+    np.testing.assert_array_equal(P.toarray(), _tridiagonal(30))
+    J = sparse_jacobian(bratu, x)
+    np.testing.assert_allclose(J.toarray(), _dense_jacobian(bratu, x), rtol=1e-13)
+    H = sparse_hessian(lambda u: (bratu(u) ** 2).sum(), x)
+    dense = host(hessian(lambda u: (bratu(u) ** 2).sum())(x))
+    np.testing.assert_allclose(H.toarray(), dense, rtol=1e-12, atol=1e-12)
