@@ -30,8 +30,9 @@ shapes, control flow and the ``"local"`` rules use them. The rules:
   ``"global"``, the selected one under ``"local"`` (both on a tie);
 * ``sort``: along the axis any to any (``"global"``), the sorting permutation (``"local"``);
 * ``dense`` (the default of dense linear algebra and FFTs): every output element on every
-  input element. A custom Function, or an op of no known kind, is dense too, with a warning
-  naming it.
+  input element; for the ``ndgrad.linalg`` functions of stacks of matrices, on the elements
+  of its own matrix of the stack. A custom Function, or an op of no known kind, is dense
+  too, with a warning naming it.
 
 So the pattern contains every entry the Jacobian can have (at ``x`` for ``"local"``, at every
 point reached by the same control flow for ``"global"``), and equals the Jacobian's nonzeros
@@ -395,8 +396,48 @@ def _reduction_lines(D, shape, axis):
 
 
 def _dense(op, data, out, args, params, n, lv):
+    """Every output element on every input element; for ``ndgrad.linalg``'s functions of
+    stacks of matrices, within each matrix of the stack (the batch dimensions)."""
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [_dense_rows(data, int(np.prod(_shape(o), dtype=np.int64)), n) for o in outs]
+    sizes = [int(np.prod(_shape(o), dtype=np.int64)) for o in outs]
+    batch = _matrix_batch(op, data, outs, args)
+    if batch is None:
+        return [_dense_rows(data, size, n) for size in sizes]
+    nb = int(np.prod(batch, dtype=np.int64))
+    per_batch = []                      # (nb, n): each batch's union over the inputs
+    for i, D in enumerate(data):
+        if D is None:
+            continue
+        shape = _shape(args[i])
+        if len(shape) < 2:              # a vector shared by every matrix of the stack
+            per_batch.append(_dense_rows([D], nb, n))
+            continue
+        core = int(np.prod(shape[-2:], dtype=np.int64))
+        own = np.arange(int(np.prod(shape[:-2], dtype=np.int64))).reshape(shape[:-2])
+        which = np.broadcast_to(own, batch).reshape(-1)      # batch b reads own[b]
+        groups = np.repeat(np.arange(own.size), core)
+        U = _group(D, groups, own.size)
+        per_batch.append(_rows(U, which))
+    U = _union(*per_batch)
+    return [_rows(U, np.repeat(np.arange(nb), size // nb if nb else 0)) for size in sizes]
+
+
+def _matrix_batch(op, data, outs, args):
+    """The batch shape of a linalg function of stacks of matrices, or None."""
+    if op.namespace != "linalg":
+        return None
+    shapes = [_shape(args[i]) for i, D in enumerate(data) if isinstance(args[i], Tensor)]
+    stacks = [s[:-2] for s in shapes if len(s) >= 2]
+    if not stacks:
+        return None
+    try:
+        batch = np.broadcast_shapes(*stacks)
+    except ValueError:
+        return None
+    if not batch or any(_shape(o)[:len(batch)] != batch for o in outs
+                        if isinstance(o, Tensor)):
+        return None
+    return batch
 
 
 def _imag(op, data, out, args, params, n, lv):

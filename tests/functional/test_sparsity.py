@@ -382,3 +382,15 @@ def test_on_the_default_device():
     H = sparse_hessian(lambda u: (bratu(u) ** 2).sum(), x)
     dense = host(hessian(lambda u: (bratu(u) ** 2).sum())(x))
     np.testing.assert_allclose(H.toarray(), dense, rtol=1e-12, atol=1e-12)
+
+
+@HOST
+def test_stacks_of_matrices_are_dense_per_matrix():
+    A = nd.tensor(np.random.default_rng(9).normal(size=(3, 2, 2)) + 3 * np.eye(2))
+    for f in (nd.linalg.inv, nd.linalg.det, lambda a: nd.linalg.solve(a, nd.ones((3, 2, 1)))):
+        P = jacobian_sparsity(f, A).toarray()
+        true = _dense_pattern(f, A)
+        rows_per_matrix = P.shape[0] // 3
+        block = np.kron(np.eye(3, dtype=bool), np.ones((rows_per_matrix, 4), bool))
+        np.testing.assert_array_equal(P, block)
+        assert not (true & ~P).any()

@@ -173,6 +173,7 @@ def matrix_transpose(B, x):
 
 matrix_transpose.defvjp(lambda F, g, out, x: F.matrix_transpose(g))
 matrix_transpose.defjvp_linear()
+matrix_transpose.defsparsity("moves")
 matrix_transpose.defscatter(lambda F, parent, child: F.matrix_transpose(child))
 
 
@@ -756,4 +757,5 @@ def diagonal(B, x, offset=0, axis1=0, axis2=1):
 
 diagonal.defvjp(_diagonal_vjp)
 diagonal.defjvp_linear()
+diagonal.defsparsity("moves")
 _diag_batch(diagonal)
