@@ -394,3 +394,15 @@ def test_stacks_of_matrices_are_dense_per_matrix():
         block = np.kron(np.eye(3, dtype=bool), np.ones((rows_per_matrix, 4), bool))
         np.testing.assert_array_equal(P, block)
         assert not (true & ~P).any()
+
+
+@HOST
+def test_transforms_inside_the_function():
+    # the pattern of a gradient is the Hessian's; vmap inside f keeps the pattern per element
+    chain = lambda u: ((u[1:] - u[:-1]) ** 2).sum() + (u ** 4).sum()  # noqa: E731
+    x = nd.tensor(np.linspace(0.1, 1.0, 7))
+    from ndgrad.func import grad, vmap
+    np.testing.assert_array_equal(jacobian_sparsity(grad(chain), x).toarray(), _tridiagonal(7))
+    np.testing.assert_allclose(sparse_jacobian(grad(chain), x).toarray(),
+                               host(hessian(chain)(x)), rtol=1e-13)
+    np.testing.assert_array_equal(jacobian_sparsity(vmap(nd.sin), x).toarray(), np.eye(7) > 0)
