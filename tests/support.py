@@ -46,3 +46,23 @@ def on_device(kwargs):
     return {k: nd.tensor(v, dtype=v.dtype)
             if isinstance(v, np.ndarray) and v.dtype.kind in "fc" else v
             for k, v in kwargs.items()}
+
+
+class Cube(nd.autograd.Function):
+    """x^3 with its own backward and jvp (a custom Function the transform tests share)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * g
+
+    @staticmethod
+    def jvp(ctx, t):
+        (x,) = ctx.saved_tensors
+        return 3 * x ** 2 * t

@@ -19,11 +19,10 @@ import pytest
 
 import ndgrad as nd
 import ndgrad.forward_ad as fwAD
-from ndgrad.autograd import Function
 from ndgrad.autograd import grad as autograd_grad
 from ndgrad.func import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp,
                          vmap)
-from support import close, val
+from support import Cube, close, val
 
 RNG = np.random.default_rng(20240611)
 N = 4
@@ -537,26 +536,6 @@ def test_identity_functions():
 
 
 # -- custom Functions
-class Cube(Function):
-    """x^3 with its own backward and jvp."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3 * x ** 2 * g
-
-    @staticmethod
-    def jvp(ctx, t):
-        (x,) = ctx.saved_tensors
-        return 3 * x ** 2 * t
-
-
 def test_transforms_of_a_custom_function():
     close(grad(lambda x: Cube.apply(x).sum())(T(X)), 3 * X ** 2)
     close(grad(grad(lambda x: Cube.apply(x)))(T(1.5)), 9.0)
