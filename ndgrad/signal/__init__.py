@@ -1,0 +1,929 @@
+"""``ndgrad.signal``: differentiable versions of :mod:`scipy.signal`'s convolutions, filters
+and spectral functions, with SciPy's names, signatures and values.
+
+* convolutions (N-D, differentiable in both inputs): ``convolve``, ``correlate``,
+  ``fftconvolve``, ``oaconvolve``, ``convolve2d``, ``correlate2d``;
+* IIR filters (differentiable in the coefficients, the signal and the initial state):
+  ``lfilter``, ``sosfilt``;
+* ``detrend``, ``stft``, ``welch``;
+* windows (constants): :mod:`ndgrad.signal.windows` and ``get_window``.
+
+Everything but the filters is written with ndgrad operations (pads, products, sums,
+:mod:`ndgrad.fft`), so it is differentiable in every transform (reverse and forward mode,
+any order, ``vmap``) without rules of its own; nothing here is registered.
+
+Note [Direct convolution]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+``method="direct"`` sums one shifted copy of the larger input per element of the smaller
+(``out = sum_k v[k] * a[i - k]``: slices and products only), so its cost and its graph grow
+with the smaller input's size; ``method="fft"`` pads both inputs to the full size and
+multiplies their (real, for real inputs) FFTs. Both give SciPy's values up to rounding.
+``method="auto"`` takes the FFT when the smaller input has more than
+``_DIRECT_MAX`` elements (SciPy times the two instead).
+
+Note [Derivative of lfilter]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+With ``a[0] = 1`` (``lfilter`` divides by it first, with ndgrad operations) the filter is
+``A y = B x + d``, where ``A`` and ``B`` are the lower-triangular Toeplitz matrices of ``a``
+and ``b`` (truncated convolutions) and ``d`` is ``zi`` followed by zeros (SciPy's initial
+state of the transposed direct form II enters the difference equation as this forcing).
+Reverse mode: ``v = A⁻ᵀ ȳ`` is the filter ``1/A`` run backwards in time on ``ȳ``; then
+``x̄ = Bᵀ v`` (``x̄[m] = sum_k b[k] v[m + k]``), ``z̄i = v[:K]``,
+``b̄[k] = sum_n v[n] x[n - k]`` and ``ā[k] = -sum_n v[n] y[n - k]``. Forward mode:
+``ẏ = A⁻¹(Ḃ x + B ẋ + ḋ - Ȧ y)``, three filters. The forward pass is SciPy's ``lfilter`` on
+host values inside a :class:`~ndgrad.func.custom_vjp` whose rules call the same function
+again, so the rules are differentiable too (second derivatives, ``jacfwd(jacrev(.))``).
+The final state ``zf`` is a linear function of the last ``K`` samples of ``x`` and ``y`` (and
+of ``zi`` when the signal is shorter than ``K``), computed with ndgrad operations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import ndgrad as _nd
+
+from ..core.tensor import Tensor
+from ..functional.custom import custom_vjp
+from . import windows
+from .windows import get_window
+
+__all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
+           "lfilter", "sosfilt", "detrend", "stft", "welch", "get_window", "windows"]
+
+_MODES = ("full", "same", "valid")
+_METHODS = ("auto", "direct", "fft")
+_DIRECT_MAX = 64  # (Note [Direct convolution])
+
+
+# ------------------------------------------------------------------------------- helpers
+def _tensor(x, who, what):
+    """``x`` as a floating or complex Tensor (integers and booleans become float64)."""
+    t = x if isinstance(x, Tensor) else _nd.asarray(x)
+    if t.dtype.kind not in "fc":
+        t = t.astype(_nd.float64)
+    return t
+
+
+def _is_complex(t):
+    return t.dtype.kind == "c"
+
+
+def _check_mode(mode, who):
+    if mode not in _MODES:
+        raise ValueError(f"{who}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+
+
+def _swap_needed(who, s1, s2, axes):
+    """SciPy's rule for mode 'valid': one input must be at least as large as the other along
+    every convolved axis; the inputs are swapped when the second is the larger."""
+    ok1 = all(s1[i] >= s2[i] for i in axes)
+    ok2 = all(s2[i] >= s1[i] for i in axes)
+    if not (ok1 or ok2):
+        raise ValueError(f"{who}: for mode 'valid' one input must be at least as large as the "
+                         f"other in every dimension, got shapes {tuple(s1)} and {tuple(s2)}")
+    return not ok1
+
+
+def _crop(full, in1_shape, in2_shape, mode, axes):
+    """The ``mode`` part of a full convolution along ``axes`` (SciPy's centering)."""
+    if mode == "full":
+        return full
+    idx = [slice(None)] * len(full.shape)
+    for ax in axes:
+        n, m = in1_shape[ax], in2_shape[ax]
+        if mode == "same":
+            start = (full.shape[ax] - n) // 2
+            idx[ax] = slice(start, start + n)
+        else:
+            lo, hi = min(n, m), max(n, m)
+            idx[ax] = slice(lo - 1, hi)
+    return full[tuple(idx)]
+
+
+def _shifted_sum(a, v, out_shape):
+    """``out[i] = sum_k v[k] a[i + m - 1 - k]`` for ``i < out_shape``: the convolution of
+    ``v`` with the part of ``a`` that the output needs (``a`` already padded or cropped)."""
+    m = v.shape
+    out = None
+    for k in np.ndindex(*m):
+        idx = tuple(slice(mi - 1 - ki, mi - 1 - ki + oi) for mi, ki, oi in zip(m, k, out_shape))
+        term = a[idx] * v[k]
+        out = term if out is None else out + term
+    return out
+
+
+def _direct_full(a, v):
+    """Full N-D convolution, looping over the smaller input's elements."""
+    if _size(v.shape) > _size(a.shape):
+        a, v = v, a
+    shape = tuple(n + m - 1 for n, m in zip(a.shape, v.shape))
+    padded = _nd.pad(a, [(m - 1, m - 1) for m in v.shape])
+    return _shifted_sum(padded, v, shape)
+
+
+def _fft_full(a, v, axes):
+    """Full convolution along ``axes`` by FFTs (the other axes broadcast)."""
+    shape = [max(n, m) for n, m in zip(a.shape, v.shape)]
+    for ax in axes:
+        shape[ax] = a.shape[ax] + v.shape[ax] - 1
+    s = [shape[ax] for ax in axes]
+    if _is_complex(a) or _is_complex(v):
+        return _nd.fft.ifftn(_nd.fft.fftn(a, s=s, axes=axes) * _nd.fft.fftn(v, s=s, axes=axes),
+                             s=s, axes=axes)
+    return _nd.fft.irfftn(_nd.fft.rfftn(a, s=s, axes=axes) * _nd.fft.rfftn(v, s=s, axes=axes),
+                          s=s, axes=axes)
+
+
+def _size(shape):
+    return math.prod(shape)
+
+
+def _same_ndim(in1, in2, who):
+    if len(in1.shape) != len(in2.shape):
+        raise ValueError(f"{who}: in1 and in2 should have the same dimensionality, got shapes "
+                         f"{tuple(in1.shape)} and {tuple(in2.shape)}")
+
+
+def _empty_result(in1, in2, who):
+    if _size(in1.shape) == 0 or _size(in2.shape) == 0:
+        raise ValueError(f"{who}: the inputs cannot be empty, got shapes {tuple(in1.shape)} "
+                         f"and {tuple(in2.shape)}")
+
+
+# ------------------------------------------------------------------------------- convolutions
+def convolve(in1, in2, mode="full", method="auto"):
+    """Convolve two N-dimensional tensors (``scipy.signal.convolve``); differentiable in both.
+
+    Parameters
+    ----------
+    in1, in2 : Tensor or array_like
+        Inputs with the same number of dimensions (integer inputs are computed in float64).
+    mode : {"full", "valid", "same"}
+        The full discrete convolution, only the part that does not rely on zero padding
+        (one input must then be at least as large as the other in every dimension), or the
+        part centered with the size of ``in1``.
+    method : {"auto", "direct", "fft"}
+        Sums of shifted copies, or FFTs (Note [Direct convolution]); the values agree up to
+        rounding.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> signal.convolve(ndgrad.tensor([1.0, 2.0, 3.0]), ndgrad.tensor([0.0, 1.0, 0.5]))
+    tensor([0. , 1. , 2.5, 4. , 1.5])
+    >>> signal.convolve(ndgrad.tensor([1.0, 2.0, 3.0]), ndgrad.tensor([0.0, 1.0, 0.5]),
+    ...                 mode="same", method="fft")
+    tensor([1. , 2.5, 4. ])
+    """
+    in1, in2 = _tensor(in1, "convolve", "in1"), _tensor(in2, "convolve", "in2")
+    _check_mode(mode, "convolve")
+    if method not in _METHODS:
+        raise ValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    if len(in1.shape) == 0 and len(in2.shape) == 0:
+        return in1 * in2
+    _same_ndim(in1, in2, "convolve")
+    _empty_result(in1, in2, "convolve")
+    axes = list(range(len(in1.shape)))
+    s1, s2 = tuple(in1.shape), tuple(in2.shape)
+    if mode == "valid" and _swap_needed("convolve", s1, s2, axes):
+        in1, in2 = in2, in1
+        s1, s2 = s2, s1
+    if method == "auto":
+        method = "fft" if min(_size(s1), _size(s2)) > _DIRECT_MAX else "direct"
+    if method == "fft":
+        return _crop(_fft_full(in1, in2, axes), s1, s2, mode, axes)
+    if mode == "valid":
+        return _shifted_sum(in1, in2, tuple(n - m + 1 for n, m in zip(s1, s2)))
+    if mode == "same" and _size(s2) <= _size(s1):  # pad in1 only as far as the output needs
+        starts = [(m - 1) // 2 for m in s2]
+        padded = _nd.pad(in1, [(m - 1 - st, st) for m, st in zip(s2, starts)])
+        return _shifted_sum(padded, in2, s1)
+    return _crop(_direct_full(in1, in2), s1, s2, mode, axes)
+
+
+def _reverse_conj(x):
+    x = _nd.flip(x)
+    return _nd.conj(x) if _is_complex(x) else x
+
+
+def correlate(in1, in2, mode="full", method="auto"):
+    """Cross-correlate two N-dimensional tensors (``scipy.signal.correlate``):
+    ``z[k] = sum_l in1[l] conj(in2[l - k])``, the convolution of ``in1`` with ``in2``
+    reversed and conjugated; differentiable in both.
+
+    Parameters
+    ----------
+    in1, in2 : Tensor or array_like
+        Inputs with the same number of dimensions.
+    mode : {"full", "valid", "same"}
+        As in :func:`convolve`.
+    method : {"auto", "direct", "fft"}
+        As in :func:`convolve`.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> signal.correlate(ndgrad.tensor([1.0, 2.0, 3.0]), ndgrad.tensor([0.0, 1.0, 0.5]))
+    tensor([0.5, 2. , 3.5, 3. , 0. ])
+    """
+    in1, in2 = _tensor(in1, "correlate", "in1"), _tensor(in2, "correlate", "in2")
+    _check_mode(mode, "correlate")
+    if method not in _METHODS:
+        raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    if len(in1.shape) == 0 and len(in2.shape) == 0:
+        return in1 * (_nd.conj(in2) if _is_complex(in2) else in2)
+    _same_ndim(in1, in2, "correlate")
+    return convolve(in1, _reverse_conj(in2), mode, method)
+
+
+def _fft_axes(in1, in2, axes, who):
+    nd = len(in1.shape)
+    if axes is None:
+        return list(range(nd))
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    out = []
+    for ax in axes:
+        if not -nd <= ax < nd:
+            raise ValueError(f"{who}: axis {ax} is out of range for {nd}-D inputs")
+        out.append(ax % nd)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{who}: axes must be unique, got {axes}")
+    for ax in range(nd):
+        if ax not in out and in1.shape[ax] != in2.shape[ax] and 1 not in (in1.shape[ax],
+                                                                          in2.shape[ax]):
+            raise ValueError(f"{who}: in1 and in2 must have equal sizes (or size 1) along the "
+                             f"axes that are not convolved, got shapes {tuple(in1.shape)} and "
+                             f"{tuple(in2.shape)} at axis {ax}")
+    return sorted(out)
+
+
+def fftconvolve(in1, in2, mode="full", axes=None):
+    """Convolve two N-dimensional tensors by FFTs (``scipy.signal.fftconvolve``), along
+    ``axes`` (default: all; the other axes broadcast); differentiable in both.
+
+    Parameters
+    ----------
+    in1, in2 : Tensor or array_like
+        Inputs with the same number of dimensions.
+    mode : {"full", "valid", "same"}
+        As in :func:`convolve`, along ``axes``.
+    axes : int or sequence of int, optional
+        The axes to convolve over.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> x = ndgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    >>> signal.fftconvolve(x, ndgrad.tensor([[1.0, -1.0]]), axes=1)
+    tensor([[ 1.,  1.,  1., -3.],
+            [ 4.,  1.,  1., -6.]])
+    """
+    in1, in2 = _tensor(in1, "fftconvolve", "in1"), _tensor(in2, "fftconvolve", "in2")
+    _check_mode(mode, "fftconvolve")
+    if len(in1.shape) == 0 and len(in2.shape) == 0:
+        return in1 * in2
+    _same_ndim(in1, in2, "fftconvolve")
+    _empty_result(in1, in2, "fftconvolve")
+    axes = _fft_axes(in1, in2, axes, "fftconvolve")
+    s1, s2 = tuple(in1.shape), tuple(in2.shape)
+    if mode == "valid" and _swap_needed("fftconvolve", s1, s2, axes):
+        in1, in2, s1, s2 = in2, in1, s2, s1
+    return _crop(_fft_full(in1, in2, axes), s1, s2, mode, axes)
+
+
+def oaconvolve(in1, in2, mode="full", axes=None):
+    """Convolve two N-dimensional tensors (``scipy.signal.oaconvolve``'s signature and values).
+
+    Computed by :func:`fftconvolve` (one FFT of the full size, not SciPy's overlap-add
+    blocks): the values are the same up to rounding, only the cost differs for a long
+    signal and a short kernel.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> signal.oaconvolve(ndgrad.tensor([1.0, 2.0, 3.0, 4.0]), ndgrad.tensor([1.0, 1.0]),
+    ...                   mode="valid")
+    tensor([3., 5., 7.])
+    """
+    return fftconvolve(in1, in2, mode, axes)
+
+
+_BOUNDARIES = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap",
+               "symm": "symmetric", "symmetric": "symmetric"}
+
+
+def _conv2d(in1, in2, mode, boundary, fillvalue, who, corr=False):
+    in1, in2 = _tensor(in1, who, "in1"), _tensor(in2, who, "in2")
+    if len(in1.shape) != 2 or len(in2.shape) != 2:
+        raise ValueError(f"{who}: inputs must both be 2-D arrays, got shapes "
+                         f"{tuple(in1.shape)} and {tuple(in2.shape)}")
+    _check_mode(mode, who)
+    if boundary not in _BOUNDARIES:
+        raise ValueError(f"{who}: boundary must be 'fill', 'wrap' or 'symm', got {boundary!r}")
+    if np.ndim(fillvalue) != 0:
+        raise ValueError(f"{who}: fillvalue must be a scalar, got shape {np.shape(fillvalue)}")
+    _empty_result(in1, in2, who)
+    s1, s2 = tuple(in1.shape), tuple(in2.shape)
+    swapped = mode == "valid" and _swap_needed(who, s1, s2, (0, 1))
+    if swapped:
+        in1, in2, s1, s2 = in2, in1, s2, s1
+    if mode == "valid":
+        return _shifted_sum(in1, in2, (s1[0] - s2[0] + 1, s1[1] - s2[1] + 1)), swapped
+    if mode == "full":
+        widths = [(m - 1, m - 1) for m in s2]
+        shape = tuple(n + m - 1 for n, m in zip(s1, s2))
+    else:
+        # SciPy centers 'same' at (m - 1) // 2 of the full output, and a correlation (the
+        # convolution with the reversed kernel) at m // 2
+        starts = [m // 2 if corr else (m - 1) // 2 for m in s2]
+        widths = [(m - 1 - st, st) for m, st in zip(s2, starts)]
+        shape = s1
+    pmode = _BOUNDARIES[boundary]
+    if pmode == "constant":
+        fill = complex(fillvalue) if isinstance(fillvalue, complex) else fillvalue
+        if fill != 0:  # SciPy: the fill value is converted to the result's type
+            fill = fill if _is_complex(in1) else (fill.real if isinstance(fill, complex)
+                                                 else fill)
+            padded = _nd.pad(in1, widths, mode="constant", constant_values=fill)
+        else:
+            padded = _nd.pad(in1, widths)
+    else:
+        for (lo, hi), n in zip(widths, s1):
+            if max(lo, hi) > n:
+                raise ValueError(f"{who}: boundary {boundary!r} needs in1 at least as large "
+                                 f"as in2 minus one in every dimension, got shapes {s1} and {s2}")
+        padded = _nd.pad(in1, widths, mode=pmode)
+    return _shifted_sum(padded, in2, shape), swapped
+
+
+def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """Convolve two 2-D tensors (``scipy.signal.convolve2d``), with the boundary condition
+    ``boundary`` for ``in1``; differentiable in both.
+
+    Parameters
+    ----------
+    in1, in2 : Tensor or array_like
+        2-D inputs.
+    mode : {"full", "valid", "same"}
+        As in :func:`convolve`.
+    boundary : {"fill", "wrap", "symm"}
+        Pad ``in1`` with ``fillvalue``, periodically, or by reflection (repeating the edge).
+    fillvalue : scalar
+        The pad value of ``boundary="fill"`` (a constant: not differentiated).
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> image = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> signal.convolve2d(image, ndgrad.tensor([[1.0, 1.0]]), mode="same", boundary="wrap")
+    tensor([[3., 3.],
+            [7., 7.]])
+    """
+    return _conv2d(in1, in2, mode, boundary, fillvalue, "convolve2d")[0]
+
+
+def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """Cross-correlate two 2-D tensors (``scipy.signal.correlate2d``); differentiable in both.
+
+    The convolution of ``in1`` with ``in2`` reversed along both axes and conjugated, with
+    :func:`convolve2d`'s ``mode``, ``boundary`` and ``fillvalue``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> image = ndgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    >>> signal.correlate2d(image, ndgrad.tensor([[1.0, -1.0]]), mode="valid")
+    tensor([[-1., -1.],
+            [-1., -1.]])
+    """
+    t1, t2 = _tensor(in1, "correlate2d", "in1"), _tensor(in2, "correlate2d", "in2")
+    if len(t1.shape) != 2 or len(t2.shape) != 2:
+        raise ValueError(f"correlate2d: inputs must both be 2-D arrays, got shapes "
+                         f"{tuple(t1.shape)} and {tuple(t2.shape)}")
+    _check_mode(mode, "correlate2d")
+    if mode == "valid" and _swap_needed("correlate2d", t1.shape, t2.shape, (0, 1)):
+        # SciPy: correlate in2 with in1 (conjugated), reversed
+        out = _conv2d(t2, _reverse_conj(t1), mode, boundary, fillvalue, "correlate2d")[0]
+        return _nd.flip(out)
+    return _conv2d(t1, _reverse_conj(t2), mode, boundary, fillvalue, "correlate2d", True)[0]
+
+
+# ------------------------------------------------------------------------------- filters
+def _host(t):
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _iir_value(b, a, x, zi):
+    from scipy.signal import lfilter as scipy_lfilter
+    y, _ = scipy_lfilter(_host(b), _host(a), _host(x), axis=-1, zi=_host(zi))
+    return _nd.asarray(np.asarray(y, dtype=x.dtype), device=x.device)
+
+
+def _iir_fun(b, a, x, zi):
+    """``y`` with ``A y = B x + d`` (``a[0] = 1``, ``x`` filtered along its last axis, ``zi``
+    of shape ``x.shape[:-1] + (K,)``): Note [Derivative of lfilter]."""
+    return _iir_value(b, a, x, zi)
+
+
+_iir = custom_vjp(_iir_fun, vmap_method="sequential")
+
+
+def _lag_sum(u, w, k):
+    """``sum_n u[..., n] w[..., n - k]`` over every axis (0 when ``k`` reaches past the end)."""
+    n = u.shape[-1]
+    if k >= n:
+        return _nd.zeros((), dtype=u.dtype, device=u.device)
+    return _nd.sum(u[..., k:] * w[..., :n - k])
+
+
+def _iir_fwd(b, a, x, zi):
+    y = _iir(b, a, x, zi)
+    return y, (b, a, x, y)
+
+
+def _iir_bwd(res, g):
+    b, a, x, y = res
+    n, k = x.shape[-1], b.shape[0] - 1
+    e0 = _nd.concatenate([_nd.ones(1, dtype=a.dtype, device=a.device),
+                          _nd.zeros(k, dtype=a.dtype, device=a.device)])
+    rest = tuple(g.shape[:-1])
+    v = _nd.flip(_iir(e0, a, _nd.flip(g, axis=-1), _nd.zeros(rest + (k,), dtype=g.dtype,
+                                                                device=g.device)), axis=-1)
+    xbar = None
+    for j in range(min(k + 1, n)):  # x̄[m] = sum_j b[j] v[m + j]
+        term = b[j] * (_nd.pad(v[..., j:], [(0, 0)] * len(rest) + [(0, j)]) if j else v)
+        xbar = term if xbar is None else xbar + term
+    zibar = v[..., :k] if n >= k else _nd.pad(v, [(0, 0)] * len(rest) + [(0, k - n)])
+    bbar = _nd.stack([_lag_sum(v, x, j) for j in range(k + 1)])
+    abar = -_nd.stack([_lag_sum(v, y, j) for j in range(k + 1)])
+    return bbar, abar, xbar, zibar
+
+
+def _iir_jvp(primals, tangents):
+    b, a, x, zi = primals
+    db, da, dx, dzi = tangents
+    y = _iir(b, a, x, zi)
+    zero = _nd.zeros_like(zi)
+    dy = _iir(b, a, dx, dzi) + _iir(db, a, x, zero) - _iir(da, a, y, zero)
+    return y, dy
+
+
+_iir.defvjp(_iir_fwd, _iir_bwd)
+_iir.defjvp(_iir_jvp)
+
+
+def _final_state(b, a, x, y, zi, k):
+    """``zf[i] = sum_{j=i+1}^{K} (b[j] x[N+i-j] - a[j] y[N+i-j]) + zi[i + N]`` (terms with a
+    negative time index, or ``i + N >= K``, left out): the state after the last sample."""
+    n = x.shape[-1]
+    lead = [(0, 0)] * (len(x.shape) - 1)
+    if n < k:  # the last K samples, zeros before the start
+        x = _nd.pad(x, lead + [(k - n, 0)])
+        y = _nd.pad(y, lead + [(k - n, 0)])
+    xl, yl = x[..., x.shape[-1] - k:], y[..., y.shape[-1] - k:]
+    i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    idx = np.where(j >= i, k + i - j, 0)  # M[i, j] = c[K + i - j] for j >= i
+    mask = _nd.asarray((j >= i).astype(np.float64), dtype=b.dtype, device=b.device)
+    mb, ma = b[idx] * mask, a[idx] * mask
+    zf = _nd.matmul(xl, _nd.matrix_transpose(mb)) - _nd.matmul(yl, _nd.matrix_transpose(ma))
+    if n < k:
+        zf = zf + _nd.pad(zi[..., n:], lead + [(0, n)])
+    return zf
+
+
+def _real_float(t, who, what):
+    if _is_complex(t):
+        raise TypeError(f"{who}: complex {what} is not supported (only real filters and "
+                        "signals); filter the real and imaginary parts separately")
+    return t
+
+
+def lfilter(b, a, x, axis=-1, zi=None):
+    """Filter ``x`` along ``axis`` with the IIR filter ``b(z) / a(z)``
+    (``scipy.signal.lfilter``):
+    ``a[0] y[n] = sum_k b[k] x[n - k] - sum_{k>=1} a[k] y[n - k]``.
+
+    Differentiable in ``b``, ``a``, ``x`` and ``zi``, exactly, in reverse and forward mode
+    and to any order (Note [Derivative of lfilter]: SciPy filters on the host; the derivatives
+    are filters again). Real inputs only. Under :func:`~ndgrad.func.vmap` SciPy runs once per
+    batch element.
+
+    Parameters
+    ----------
+    b, a : Tensor or array_like
+        1-D numerator and denominator coefficients; ``a[0]`` must be nonzero.
+    x : Tensor or array_like
+        The signal (N-D).
+    axis : int
+        The axis of ``x`` to filter along.
+    zi : Tensor or array_like, optional
+        Initial state (SciPy's transposed direct form II), of ``x``'s shape with
+        ``max(len(a), len(b)) - 1`` along ``axis``.
+
+    Returns
+    -------
+    y : Tensor
+        The output, of ``x``'s shape.
+    zf : Tensor
+        The final state (only when ``zi`` is given), differentiable too.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> from ndgrad.func import grad
+    >>> x = ndgrad.tensor([1.0, 0.0, 0.0, 0.0])
+    >>> signal.lfilter([1.0], [1.0, -0.5], x)  # impulse response 0.5**n
+    tensor([1.   , 0.5  , 0.25 , 0.125])
+    >>> grad(lambda a: signal.lfilter([1.0], a, x).sum())(ndgrad.tensor([1.0, -0.5]))
+    tensor([-3.25, -2.75])
+    """
+    b = _real_float(_tensor(b, "lfilter", "b"), "lfilter", "b")
+    a = _real_float(_tensor(a, "lfilter", "a"), "lfilter", "a")
+    x = _real_float(_tensor(x, "lfilter", "x"), "lfilter", "x")
+    if len(b.shape) != 1 or len(a.shape) != 1 or b.shape[0] == 0 or a.shape[0] == 0:
+        raise ValueError(f"lfilter: b and a must be non-empty 1-D arrays, got shapes "
+                         f"{tuple(b.shape)} and {tuple(a.shape)}")
+    nd = len(x.shape)
+    if nd == 0:
+        raise ValueError("lfilter: x must have at least one dimension")
+    if not -nd <= axis < nd:
+        raise ValueError(f"lfilter: axis {axis} is out of range for a {nd}-D signal")
+    k = max(a.shape[0], b.shape[0]) - 1
+    dtype = _nd.result_type(b, a, x) if zi is None else _nd.result_type(
+        b, a, x, _tensor(zi, "lfilter", "zi"))
+    b, a, x = b.astype(dtype), a.astype(dtype), x.astype(dtype)
+    if k + 1 > b.shape[0]:
+        b = _nd.concatenate([b, _nd.zeros(k + 1 - b.shape[0], dtype=dtype, device=b.device)])
+    if k + 1 > a.shape[0]:
+        a = _nd.concatenate([a, _nd.zeros(k + 1 - a.shape[0], dtype=dtype, device=a.device)])
+    # normalized: a[0] becomes the constant 1 (Note [Derivative of lfilter])
+    b = b / a[0]
+    a = _nd.concatenate([_nd.ones(1, dtype=dtype, device=a.device), a[1:] / a[0]])
+    xm = _nd.moveaxis(x, axis, -1)
+    shape_z = tuple(xm.shape[:-1]) + (k,)
+    if zi is None:
+        zim = _nd.zeros(shape_z, dtype=dtype, device=x.device)
+    else:
+        zi = _real_float(_tensor(zi, "lfilter", "zi"), "lfilter", "zi").astype(dtype)
+        if len(zi.shape) != nd:
+            raise ValueError(f"lfilter: zi must have {nd} dimensions (x's shape with {k} "
+                             f"along axis {axis}), got shape {tuple(zi.shape)}")
+        zim = _nd.moveaxis(zi, axis, -1)
+        if tuple(zim.shape) != shape_z:
+            try:
+                zim = _nd.broadcast_to(zim, shape_z)
+            except ValueError:
+                expected = list(x.shape)
+                expected[axis] = k
+                raise ValueError(f"lfilter: zi must have shape {tuple(expected)} (x's shape "
+                                 f"with max(len(a), len(b)) - 1 = {k} along axis {axis}), "
+                                 f"got {tuple(zi.shape)}") from None
+    if k == 0:
+        y = b[0] * xm
+    else:
+        y = _iir(b, a, xm, zim)
+    y_out = _nd.moveaxis(y, -1, axis)
+    if zi is None:
+        return y_out
+    zf = zim if k == 0 else _final_state(b, a, xm, y, zim, k)
+    return y_out, _nd.moveaxis(zf, -1, axis)
+
+
+def sosfilt(sos, x, axis=-1, zi=None):
+    """Filter ``x`` with a cascade of second-order sections (``scipy.signal.sosfilt``).
+
+    Each row of ``sos`` is ``[b0, b1, b2, a0, a1, a2]``; the sections are :func:`lfilter`
+    one after the other, so the output is differentiable in ``sos``, ``x`` and ``zi``.
+    SciPy requires ``a0 == 1``; here each section is divided by its ``a0`` (nonzero), so the
+    derivative in ``a0`` is that of the normalized filter.
+
+    Parameters
+    ----------
+    sos : Tensor or array_like
+        Shape ``(n_sections, 6)``.
+    x : Tensor or array_like
+        The signal.
+    axis : int
+        The axis of ``x`` to filter along.
+    zi : Tensor or array_like, optional
+        Initial states, shape ``(n_sections, ..., 2, ...)``: ``x``'s shape with 2 along
+        ``axis``, for each section.
+
+    Returns
+    -------
+    y : Tensor
+    zf : Tensor
+        The final states (only when ``zi`` is given).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> sos = ndgrad.tensor([[1.0, 0.0, 0.0, 1.0, -0.5, 0.0]])
+    >>> signal.sosfilt(sos, ndgrad.tensor([1.0, 0.0, 0.0]))
+    tensor([1.  , 0.5 , 0.25])
+    """
+    sos = _real_float(_tensor(sos, "sosfilt", "sos"), "sosfilt", "sos")
+    if len(sos.shape) != 2 or sos.shape[1] != 6 or sos.shape[0] == 0:
+        raise ValueError(f"sosfilt: sos must have shape (n_sections, 6), got "
+                         f"{tuple(sos.shape)}")
+    x = _tensor(x, "sosfilt", "x")
+    nsec = sos.shape[0]
+    if zi is not None:
+        zi = _tensor(zi, "sosfilt", "zi")
+        if len(zi.shape) < 1 or zi.shape[0] != nsec:
+            raise ValueError(f"sosfilt: zi must have shape (n_sections={nsec}, ...) with x's "
+                             f"shape and 2 along axis, got {tuple(zi.shape)}")
+    zfs = []
+    for s in range(nsec):
+        if zi is None:
+            x = lfilter(sos[s, :3], sos[s, 3:], x, axis)
+        else:
+            x, zf = lfilter(sos[s, :3], sos[s, 3:], x, axis, zi[s])
+            zfs.append(zf)
+    return x if zi is None else (x, _nd.stack(zfs))
+
+
+# ------------------------------------------------------------------------------- spectral
+def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
+    """Remove a constant or a (piecewise) linear least-squares fit along ``axis``
+    (``scipy.signal.detrend``); differentiable in ``data`` (a linear projection).
+
+    Parameters
+    ----------
+    data : Tensor or array_like
+    axis : int
+    type : {"linear", "constant"}
+        Subtract the least-squares line of each piece between the breakpoints ``bp``, or the
+        mean.
+    bp : int or sequence of int
+        Breakpoints of the linear fit (indices along ``axis``).
+    overwrite_data : bool
+        Accepted for SciPy's signature; a tensor is never overwritten.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> signal.detrend(ndgrad.tensor([1.0, 3.0, 5.0, 7.5]))
+    tensor([ 0.1 , -0.05, -0.2 ,  0.15])
+    """
+    data = _tensor(data, "detrend", "data")
+    if type in ("constant", "c"):
+        return data - _nd.mean(data, axis=axis, keepdims=True)
+    if type not in ("linear", "l"):
+        raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
+    nd = len(data.shape)
+    if not -nd <= axis < nd:
+        raise ValueError(f"detrend: axis {axis} is out of range for {nd}-D data")
+    n = data.shape[axis]
+    bp = np.sort(np.unique(np.concatenate(np.atleast_1d(0, np.asarray(bp), n)))).astype(int)
+    if np.any(bp > n) or np.any(bp < 0):
+        raise ValueError(f"detrend: breakpoints must be in [0, {n}] (the length of data along "
+                         f"axis {axis}), got {bp.tolist()}")
+    d = _nd.moveaxis(data, axis, -1)
+    pieces = []
+    for lo, hi in zip(bp[:-1], bp[1:]):
+        seg = d[..., lo:hi]
+        t = np.arange(hi - lo, dtype=np.float64)
+        t = t - t.mean()
+        tt = float((t * t).sum())
+        mean = _nd.mean(seg, axis=-1, keepdims=True)
+        fit = mean
+        if tt > 0:  # the least-squares line: mean + slope (t - mean t)
+            tc = _nd.asarray(t, device=seg.device).astype(seg.dtype)
+            slope = _nd.sum(seg * tc, axis=-1, keepdims=True) / tt
+            fit = mean + slope * tc
+        pieces.append(seg - fit)
+    return _nd.moveaxis(_nd.concatenate(pieces, axis=-1), -1, axis)
+
+
+def _window(window, nperseg, n, who, default_nperseg):
+    """SciPy's ``_triage_segments``: the window values and ``nperseg``."""
+    import warnings
+    if isinstance(window, (str, tuple)):
+        if nperseg is None:
+            nperseg = default_nperseg
+        if nperseg > n:
+            warnings.warn(f"nperseg = {nperseg:d} is greater than input length  = {n:d}, "
+                          f"using nperseg = {n:d}", stacklevel=3)
+            nperseg = n
+        from scipy.signal import get_window as scipy_get_window
+        win = np.asarray(scipy_get_window(window, nperseg))
+    else:
+        win = _host(window) if isinstance(window, Tensor) else np.asarray(window)
+        if win.ndim != 1:
+            raise ValueError(f"{who}: window must be 1-D, got shape {win.shape}")
+        if n < win.shape[-1]:
+            raise ValueError(f"{who}: window is longer than the input signal")
+        if nperseg is not None and nperseg != win.shape[0]:
+            raise ValueError(f"{who}: value specified for nperseg is different from length "
+                             "of window")
+        nperseg = win.shape[0]
+    if int(nperseg) < 1:
+        raise ValueError(f"{who}: nperseg must be a positive integer, got {nperseg}")
+    return win, int(nperseg)
+
+
+def _segment_ffts(x, win, nperseg, noverlap, nfft, detrend_type, onesided):
+    """The windowed FFT of every segment: ``(..., n_segments, n_freqs)``."""
+    step = nperseg - noverlap
+    nseg = (x.shape[-1] - nperseg) // step + 1
+    idx = np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]
+    seg = _nd.take(x, _nd.asarray(idx, device=x.device), axis=-1)
+    if detrend_type:
+        seg = detrend(seg, axis=-1, type=detrend_type)
+    w = _nd.asarray(win, device=x.device).astype(
+        _nd.float64 if x.dtype.kind == "c" or x.dtype == _nd.float64 else x.dtype)
+    seg = seg * w
+    return _nd.fft.rfft(seg, n=nfft) if onesided else _nd.fft.fft(seg, n=nfft)
+
+
+def _overlap_args(nperseg, noverlap, nfft, who):
+    if nfft is None:
+        nfft = nperseg
+    elif nfft < nperseg:
+        raise ValueError(f"{who}: nfft must be greater than or equal to nperseg")
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError(f"{who}: noverlap must be less than nperseg")
+    return int(nfft), noverlap
+
+
+def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=None,
+         detrend=False, return_onesided=True, boundary="zeros", padded=True, axis=-1,
+         scaling="spectrum"):
+    """Short-time Fourier transform (``scipy.signal.stft``, SciPy's defaults); the spectrum
+    ``Zxx`` is differentiable in ``x``.
+
+    Framing (slices), the window (a constant), :func:`ndgrad.fft.rfft` (``fft`` for complex
+    ``x`` or ``return_onesided=False``) and SciPy's scaling.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    fs : float
+    window : str, tuple or array_like
+    nperseg, noverlap, nfft : int
+    detrend : False, "constant" or "linear"
+        Detrend each segment first (a callable is not supported).
+    return_onesided : bool
+    boundary : {"zeros", "even", "odd", "constant", None}
+        Extend the signal by ``nperseg // 2`` samples at both ends first.
+    padded : bool
+        Zero-pad the end to a whole number of segments.
+    axis : int
+    scaling : {"spectrum", "psd"}
+
+    Returns
+    -------
+    f : ndarray
+        The frequencies (NumPy, constants).
+    t : ndarray
+        The segment times (NumPy).
+    Zxx : Tensor
+        ``(..., len(f), len(t))``, the segment axis last.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> f, t, Z = signal.stft(ndgrad.ones(8), nperseg=4)
+    >>> Z.shape  # 3 frequencies, 5 segments
+    (3, 5)
+    """
+    if scaling not in ("spectrum", "psd"):
+        raise ValueError(f"stft: scaling must be 'spectrum' or 'psd', got {scaling!r}")
+    if boundary not in ("zeros", "even", "odd", "constant", None):
+        raise ValueError(f"stft: boundary must be 'zeros', 'even', 'odd', 'constant' or None, "
+                         f"got {boundary!r}")
+    if callable(detrend):
+        raise TypeError("stft: a callable detrend is not supported; pass 'constant', 'linear' "
+                        "or False")
+    x = _tensor(x, "stft", "x")
+    xm = _nd.moveaxis(x, axis, -1)
+    win, nperseg = _window(window, nperseg, xm.shape[-1], "stft", 256)
+    nfft, noverlap = _overlap_args(nperseg, noverlap, nfft, "stft")
+    lead = [(0, 0)] * (len(xm.shape) - 1)
+    if boundary is not None:
+        ext = [(nperseg // 2, nperseg // 2)]
+        if boundary == "zeros":
+            xm = _nd.pad(xm, lead + ext)
+        elif boundary == "even":
+            xm = _nd.pad(xm, lead + ext, mode="reflect")
+        elif boundary == "constant":
+            xm = _nd.pad(xm, lead + ext, mode="edge")
+        else:  # odd: 2 x[0] - x[k], point symmetry about the ends
+            xm = 2 * _nd.pad(xm, lead + ext, mode="edge") - _nd.pad(xm, lead + ext,
+                                                                   mode="reflect")
+    if padded:
+        step = nperseg - noverlap
+        nadd = (-(xm.shape[-1] - nperseg) % step) % nperseg
+        xm = _nd.pad(xm, lead + [(0, nadd)])
+    onesided = return_onesided and not _is_complex(x)
+    if return_onesided and _is_complex(x):
+        import warnings
+        warnings.warn("Input data is complex, switching to return_onesided=False",
+                      stacklevel=2)
+    z = _segment_ffts(xm, win, nperseg, noverlap, nfft, detrend, onesided)
+    scale = 1.0 / win.sum() if scaling == "spectrum" else 1.0 / np.sqrt(fs * (win * win).sum())
+    z = z * scale
+    freqs = np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs)
+    time = np.arange(nperseg / 2, xm.shape[-1] - nperseg / 2 + 1, nperseg - noverlap) / fs
+    if boundary is not None:
+        time -= (nperseg / 2) / fs
+    # (..., segments, freqs): the frequencies go where the samples were, segments last
+    z = _nd.moveaxis(z, -1, axis if axis >= 0 else axis - 1)
+    return freqs, time, z
+
+
+def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+          detrend="constant", return_onesided=True, scaling="density", axis=-1,
+          average="mean"):
+    """Power spectral density by Welch's method (``scipy.signal.welch``, SciPy's defaults);
+    ``Pxx`` is differentiable in ``x``.
+
+    The mean over segments of the windowed, detrended periodograms (``|rfft|²`` with SciPy's
+    scaling, one-sided values doubled), built from :func:`stft`'s framing.
+
+    Parameters
+    ----------
+    x : Tensor or array_like
+    fs : float
+    window : str, tuple or array_like
+    nperseg, noverlap, nfft : int
+    detrend : "constant", "linear" or False
+    return_onesided : bool
+    scaling : {"density", "spectrum"}
+    axis : int
+    average : {"mean"}
+        Only the mean (SciPy's ``"median"`` is not implemented).
+
+    Returns
+    -------
+    f : ndarray
+        The frequencies (NumPy, constants).
+    Pxx : Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> f, p = signal.welch(ndgrad.tensor([1.0, -1.0] * 8), nperseg=4)
+    >>> p
+    tensor([0.        , 1.33333333, 2.66666667])
+    """
+    if scaling not in ("density", "spectrum"):
+        raise ValueError(f"welch: scaling must be 'density' or 'spectrum', got {scaling!r}")
+    if average != "mean":
+        raise NotImplementedError(f"welch: average={average!r} is not implemented; use "
+                                  "'mean'")
+    if callable(detrend):
+        raise TypeError("welch: a callable detrend is not supported; pass 'constant', "
+                        "'linear' or False")
+    x = _tensor(x, "welch", "x")
+    xm = _nd.moveaxis(x, axis, -1)
+    n = xm.shape[-1]
+    if n == 0:
+        raise ValueError("welch: x is empty along axis")
+    win, nperseg = _window(window, nperseg, n, "welch", 256)
+    nfft, noverlap = _overlap_args(nperseg, noverlap, nfft, "welch")
+    onesided = return_onesided and not _is_complex(x)
+    z = _segment_ffts(xm, win, nperseg, noverlap, nfft, detrend, onesided)
+    p = _nd.real(z * _nd.conj(z)) if _is_complex(z) else z * z
+    scale = 1.0 / (fs * (win * win).sum()) if scaling == "density" else 1.0 / win.sum() ** 2
+    p = _nd.mean(p, axis=-2) * scale
+    if onesided:  # every frequency but 0 (and Nyquist) stands for two
+        double = np.full(p.shape[-1], 2.0)
+        double[0] = 1.0
+        if nfft % 2 == 0:
+            double[-1] = 1.0
+        p = p * _nd.asarray(double, device=p.device).astype(p.dtype)
+    freqs = np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs)
+    return freqs, _nd.moveaxis(p, -1, axis)

@@ -1,0 +1,281 @@
+"""ndgrad.signal (SciPy's scipy.signal): values against SciPy for every mode, method and
+boundary; derivatives against finite differences with respect to every differentiable
+argument (both convolution inputs; lfilter's b, a, x and zi, reverse and forward mode, and
+second order); vmap against a loop. (tests/test_signal.py is NumPy's signal functions.)"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+
+import ndgrad
+from ndgrad import signal
+from ndgrad.checks import gradcheck, gradgradcheck
+from ndgrad.func import jacrev, vmap
+from support import close, host
+
+T = ndgrad.tensor
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _req(*arrays):
+    return tuple(T(a, requires_grad=True) for a in arrays)
+
+
+# ------------------------------------------------------------------------------- convolutions
+_SHAPES = [((7,), (3,)), ((3,), (6,)), ((4,), (4,)), ((5, 6), (2, 3)), ((2, 3), (4, 5)),
+           ((4, 3, 5), (2, 3, 2))]
+
+
+def test_convolve_and_correlate_match_scipy_for_every_mode_and_method():
+    rng = _rng(1)
+    for s1, s2 in _SHAPES:
+        for cplx in (False, True):
+            a, v = rng.normal(size=s1), rng.normal(size=s2)
+            if cplx:
+                a = a + 1j * rng.normal(size=s1)
+                v = v + 1j * rng.normal(size=s2)
+            for mode in ("full", "same", "valid"):
+                valid_ok = all(x >= y for x, y in zip(s1, s2)) or all(
+                    x <= y for x, y in zip(s1, s2))
+                if mode == "valid" and not valid_ok:
+                    continue
+                for method in ("direct", "fft", "auto"):
+                    for ours, theirs in ((signal.convolve, ss.convolve),
+                                         (signal.correlate, ss.correlate)):
+                        close(ours(T(a), T(v), mode, method), theirs(a, v, mode, method),
+                              atol=1e-12)
+
+
+def test_convolve_large_input_takes_fft_under_auto_and_agrees():
+    rng = _rng(2)
+    a, v = rng.normal(size=300), rng.normal(size=100)
+    close(signal.convolve(T(a), T(v)), ss.convolve(a, v), atol=1e-11)
+    close(signal.correlate(T(a), T(v), "same"), ss.correlate(a, v, "same"), atol=1e-11)
+
+
+def test_fftconvolve_axes_and_oaconvolve_match_scipy():
+    rng = _rng(3)
+    a, v = rng.normal(size=(3, 8, 2)), rng.normal(size=(1, 3, 2))
+    for mode in ("full", "same", "valid"):
+        for axes in (None, 1, (0, 1), [-2]):
+            ax = axes
+            close(signal.fftconvolve(T(a), T(v), mode, ax), ss.fftconvolve(a, v, mode, ax),
+                  atol=1e-12)
+            close(signal.oaconvolve(T(a), T(v), mode, ax), ss.oaconvolve(a, v, mode, ax),
+                  atol=1e-12)
+    with pytest.raises(ValueError, match="every dimension"):
+        signal.fftconvolve(T(np.ones((2, 3))), T(np.ones((3, 2))), "valid")
+
+
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+def test_convolve2d_and_correlate2d_match_scipy(boundary):
+    rng = _rng(4)
+    for s1, s2 in (((5, 6), (2, 3)), ((4, 4), (3, 3)), ((2, 3), (3, 4))):
+        a, v = rng.normal(size=s1), rng.normal(size=s2)
+        for mode in ("full", "same", "valid"):
+            for fill in (0, 1.5):
+                for ours, theirs in ((signal.convolve2d, ss.convolve2d),
+                                     (signal.correlate2d, ss.correlate2d)):
+                    close(ours(T(a), T(v), mode, boundary, fill),
+                          theirs(a, v, mode, boundary, fill), atol=1e-12)
+    a = rng.normal(size=(4, 5)) + 1j * rng.normal(size=(4, 5))
+    v = rng.normal(size=(2, 2)) + 1j * rng.normal(size=(2, 2))
+    close(signal.correlate2d(T(a), T(v), "same", boundary),
+          ss.correlate2d(a, v, "same", boundary), atol=1e-12)
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_convolution_gradients_in_both_inputs():
+    rng = _rng(5)
+    a, v = _req(rng.normal(size=(4, 3)), rng.normal(size=(2, 2)))
+    for method in ("direct", "fft"):
+        for mode in ("full", "same", "valid"):
+            gradcheck(lambda a, v, mode=mode, method=method:
+                      signal.convolve(a, v, mode, method), (a, v))
+        gradcheck(lambda a, v, method=method: signal.correlate(a, v, "same", method), (a, v))
+    (w,) = _req(rng.normal(size=(1, 2)))
+    gradcheck(lambda a, w: signal.fftconvolve(a, w, "same", axes=1), (a, w))
+    for boundary in ("fill", "wrap", "symm"):
+        gradcheck(lambda a, v, bd=boundary: signal.convolve2d(a, v, "same", bd), (a, v))
+        gradcheck(lambda a, v, bd=boundary: signal.correlate2d(a, v, "full", bd, 2.0), (a, v))
+    # the vjp of a convolution is a correlation: forward mode agrees too
+    gradcheck(lambda a, v: signal.convolve(a, v, "full", "direct"), (a, v),
+              check_forward_ad=True, check_backward_ad=False)
+    c, w = _req(rng.normal(size=5) + 1j * rng.normal(size=5), rng.normal(size=3) + 0j)
+    gradcheck(lambda c, w: signal.correlate(c, w, "same", "fft"), (c, w))
+
+
+def test_vmap_of_convolve_matches_a_loop():
+    rng = _rng(6)
+    xs, k = rng.normal(size=(4, 9)), rng.normal(size=3)
+    for method in ("direct", "fft"):
+        got = vmap(lambda x, method=method: signal.convolve(x, T(k), "same", method))(T(xs))
+        close(got, np.stack([ss.convolve(x, k, "same") for x in xs]), atol=1e-12)
+    # batched kernel and signal together
+    ks = rng.normal(size=(4, 3))
+    got = vmap(lambda x, k: signal.correlate(x, k, "valid"))(T(xs), T(ks))
+    close(got, np.stack([ss.correlate(x, k, "valid") for x, k in zip(xs, ks)]), atol=1e-12)
+
+
+def test_convolution_errors_name_the_problem():
+    with pytest.raises(ValueError, match="mode"):
+        signal.convolve(T([1.0]), T([1.0]), mode="middle")
+    with pytest.raises(ValueError, match="method"):
+        signal.convolve(T([1.0]), T([1.0]), method="slow")
+    with pytest.raises(ValueError, match="dimensionality"):
+        signal.convolve(T([1.0]), T([[1.0]]))
+    with pytest.raises(ValueError, match="at least as large"):
+        signal.convolve(T(np.ones((2, 3))), T(np.ones((3, 2))), "valid")
+    with pytest.raises(ValueError, match="2-D"):
+        signal.convolve2d(T([1.0]), T([1.0]))
+    with pytest.raises(ValueError, match="boundary"):
+        signal.convolve2d(T(np.ones((2, 2))), T(np.ones((2, 2))), boundary="mirror")
+
+
+# ------------------------------------------------------------------------------- lfilter
+_FILTERS = [([0.5, 0.2], [1.0, -0.6, 0.2]),       # len(a) > len(b)
+            ([0.3, 0.1, -0.2, 0.05], [2.0, 0.4]),  # len(b) > len(a), a[0] != 1
+            ([0.7], [1.0]),                       # K = 0
+            ([0.2, 0.3, 0.1], [1.0])]             # FIR
+
+
+def test_lfilter_matches_scipy_with_and_without_state():
+    rng = _rng(7)
+    for b, a in _FILTERS:
+        k = max(len(a), len(b)) - 1
+        for shape, axis in (((9,), -1), ((3, 8), 1), ((6, 2), 0), ((2,), 0)):
+            x = rng.normal(size=shape)
+            close(signal.lfilter(T(b), T(a), T(x), axis), ss.lfilter(b, a, x, axis))
+            zshape = list(shape)
+            zshape[axis] = k
+            zi = rng.normal(size=zshape)
+            y, zf = signal.lfilter(b, a, T(x), axis, T(zi))
+            ey, ezf = ss.lfilter(b, a, x, axis, zi)
+            close(y, ey)
+            close(zf, ezf)
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_lfilter_derivatives_in_b_a_x_and_zi():
+    rng = _rng(8)
+    for b, a in _FILTERS[:2]:
+        k = max(len(a), len(b)) - 1
+        for n in (6, 2):  # also shorter than the state (zf then carries zi)
+            bb, aa, x, zi = _req(np.array(b), np.array(a), rng.normal(size=(2, n)),
+                                 rng.normal(size=(2, k)))
+            gradcheck(lambda b, a, x, zi: signal.lfilter(b, a, x, -1, zi), (bb, aa, x, zi),
+                      check_forward_ad=True)
+        gradcheck(lambda b, a, x: signal.lfilter(b, a, x, 0), (bb, aa, x.detach().T.clone()
+                                                               .requires_grad_()),
+                  check_forward_ad=True)
+    bb, aa, x, zi = _req(np.array([0.5, 0.2]), np.array([1.0, -0.6, 0.2]),
+                         rng.normal(size=5), rng.normal(size=2))
+    gradgradcheck(lambda b, a, x, zi: signal.lfilter(b, a, x, -1, zi)[0], (bb, aa, x, zi))
+
+
+@pytest.mark.cpu_only("SciPy runs on the host; the values are checked on every device")
+def test_lfilter_under_vmap_and_jacrev():
+    rng = _rng(9)
+    b, a = np.array([0.3, 0.1, -0.2]), np.array([1.5, 0.4])
+    xs = rng.normal(size=(3, 7))
+    got = vmap(lambda x: signal.lfilter(T(b), T(a), x))(T(xs))
+    close(got, np.stack([ss.lfilter(b, a, x) for x in xs]))
+    # batched coefficients: one filter per batch element
+    as_ = np.array([[1.0, 0.3], [2.0, -0.5], [1.2, 0.1]])
+    got = vmap(lambda a, x: signal.lfilter(T(b), a, x))(T(as_), T(xs))
+    close(got, np.stack([ss.lfilter(b, a, x) for a, x in zip(as_, xs)]))
+    # the Jacobian in a by reverse mode against central differences of SciPy
+    x = xs[0]
+    jac = jacrev(lambda a: signal.lfilter(T(b), a, T(x)))(T(a))
+    eps, fd = 1e-6, np.empty((7, 2))
+    for j in range(2):
+        d = np.zeros(2)
+        d[j] = eps
+        fd[:, j] = (ss.lfilter(b, a + d, x) - ss.lfilter(b, a - d, x)) / (2 * eps)
+    close(jac, fd, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_sosfilt_values_and_derivatives():
+    rng = _rng(10)
+    sos = ss.butter(4, 0.2, output="sos")
+    x = rng.normal(size=(2, 12))
+    close(signal.sosfilt(T(sos), T(x)), ss.sosfilt(sos, x), rtol=1e-10, atol=1e-12)
+    zi = rng.normal(size=(2, 2, 2))
+    y, zf = signal.sosfilt(T(sos), T(x), -1, T(zi))
+    ey, ezf = ss.sosfilt(sos, x, -1, zi)
+    close(y, ey, rtol=1e-10, atol=1e-12)
+    close(zf, ezf, rtol=1e-10, atol=1e-12)
+    s, xx, z = _req(sos, x[:, :5], zi)
+    gradcheck(lambda s, x, z: signal.sosfilt(s, x, -1, z), (s, xx, z))
+
+
+def test_lfilter_errors_name_the_problem():
+    x = T(np.ones(4))
+    with pytest.raises(ValueError, match="zi must have shape"):
+        signal.lfilter(T([1.0, 2.0, 3.0]), T([1.0]), x, -1, T(np.zeros(3)))
+    with pytest.raises(ValueError, match="1-D"):
+        signal.lfilter(T([[1.0]]), T([1.0]), x)
+    with pytest.raises(TypeError, match="complex"):
+        signal.lfilter(T([1.0]), T([1.0, 0.5]), T(np.ones(3) + 1j))
+
+
+# ------------------------------------------------------------------------------- spectral
+def test_detrend_matches_scipy():
+    rng = _rng(11)
+    x = rng.normal(size=(3, 10))
+    for kw in ({}, {"type": "constant"}, {"bp": [4]}, {"bp": [3, 7], "axis": 1},
+               {"axis": 0}):
+        close(signal.detrend(T(x), **kw), ss.detrend(x, **kw))
+
+
+def test_stft_and_welch_match_scipy():
+    rng = _rng(12)
+    x = rng.normal(size=(2, 40))
+    for kw in ({"nperseg": 16}, {"nperseg": 10, "noverlap": 3, "nfft": 12},
+               {"nperseg": 8, "boundary": "even", "padded": False},
+               {"nperseg": 8, "boundary": "odd", "window": "hamming"},
+               {"nperseg": 8, "boundary": None, "detrend": "linear", "scaling": "psd",
+                "fs": 3.0}):
+        f, t, z = signal.stft(T(x), **kw)
+        ef, et, ez = ss.stft(x, **kw)
+        close(f, ef)
+        close(t, et)
+        close(z, ez, atol=1e-12)
+    f, t, z = signal.stft(T(x.T), nperseg=8, axis=0)
+    close(z, ss.stft(x.T, nperseg=8, axis=0)[2], atol=1e-12)
+    for kw in ({"nperseg": 16}, {"nperseg": 8, "noverlap": 2, "nfft": 11},
+               {"nperseg": 9, "detrend": "linear", "scaling": "spectrum", "fs": 2.0},
+               {"window": "hann", "nperseg": 12, "detrend": False}):
+        f, p = signal.welch(T(x), **kw)
+        ef, ep = ss.welch(x, **kw)
+        close(f, ef)
+        close(p, ep, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        close(signal.welch(T(x))[1], ss.welch(x)[1], atol=1e-12)  # nperseg 256 > 40
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_detrend_stft_welch_gradients():
+    rng = _rng(13)
+    (x,) = _req(rng.normal(size=(2, 12)))
+    gradcheck(lambda x: signal.detrend(x, bp=[5]), (x,))
+    gradcheck(lambda x: signal.stft(x, nperseg=6, boundary="odd")[2], (x,))
+    gradcheck(lambda x: signal.welch(x, nperseg=6, detrend="linear")[1], (x,))
+
+
+def test_windows_are_scipys():
+    for name, args in (("hann", (7,)), ("hamming", (6, False)), ("blackman", (5,)),
+                       ("kaiser", (8, 4.0)), ("tukey", (9, 0.3)), ("dpss", (10, 2.0))):
+        close(getattr(signal.windows, name)(*args), getattr(ss.windows, name)(*args))
+    close(signal.get_window(("kaiser", 3.0), 9), ss.get_window(("kaiser", 3.0), 9))
+    close(signal.get_window("hann", 8, fftbins=False), ss.get_window("hann", 8, False))
+    assert host(signal.windows.hann(4)).dtype == np.float64
