@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .core.creation import asarray
+from .core.creation import asarray, eye, zeros
 from .core.tensor import Tensor
 from .core.ops import PUBLIC as _P, NAMESPACED as _NS
 
@@ -1014,7 +1014,7 @@ class multivariate_normal_gen:
         cov = _t(cov)
         if mean is None:
             dim = 1 if cov.ndim == 0 else cov.shape[-1]
-            mean = _F.zeros(dim)
+            mean = zeros(dim, dtype=cov.dtype, device=cov.device)
         mean = _t(mean)
         if mean.ndim == 0:
             mean = _F.reshape(mean, (1,))
@@ -1023,7 +1023,7 @@ class multivariate_normal_gen:
                              f"{tuple(mean.shape)}")
         dim = mean.shape[0]
         if cov.ndim == 0:
-            cov = cov * _F.eye(dim)
+            cov = cov * eye(dim, dtype=cov.dtype, device=cov.device)
         elif cov.ndim == 1:
             cov = _F.diag(cov)
         if tuple(cov.shape) != (dim, dim):
