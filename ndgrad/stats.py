@@ -2,7 +2,8 @@
 
 This module owns the distribution objects (``norm``, ``multivariate_normal``, ``t``,
 ``cauchy``, ``laplace``, ``logistic``, ``expon``, ``gamma``, ``beta``, ``chi2``, ``lognorm``,
-``uniform``, ``poisson``, ``binom``, ``nbinom``, ``geom``, ``bernoulli``) and the functions
+``uniform``, ``vonmises``, ``gennorm``, ``weibull_min``, ``pareto``, ``truncnorm``, ``poisson``,
+``binom``, ``nbinom``, ``geom``, ``bernoulli``, ``dirichlet``) and the functions
 ``entropy``, ``zscore`` and ``logsumexp`` (re-exported from :mod:`ndgrad.special`).
 
 Each distribution is written with ndgrad operations (no registered primitive), in log space
@@ -16,8 +17,12 @@ interior point, so they contribute zero (not ``nan``) to a gradient.
 ``rvs`` draws with SciPy's (NumPy ``Generator``) sampler on the host and returns a Tensor that
 is *not* differentiable. Methods that would need a special function ndgrad lacks (``betainc``
 for the cdf of ``t``, ``beta``, ``binom`` and ``nbinom``; ``gammaincinv`` for the ppf of
-``gamma`` and ``chi2``) raise NotImplementedError naming it. SciPy is imported on first use
-only (by ``rvs`` and ``fit``-like helpers), never by ``import ndgrad``.
+``gamma``, ``chi2`` and ``gennorm``) raise NotImplementedError naming it. ``gammainc`` has
+no derivative in its first argument, so the cdfs of ``gamma``, ``chi2`` and ``gennorm`` are
+differentiable in ``x``, ``loc`` and ``scale`` but not in the shape. At a point ON the
+boundary of the support, the derivative is the formula's one-sided value (possibly infinite,
+or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is imported by ``rvs`` only,
+never by ``import ndgrad``.
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ logsumexp = _S.logsumexp
 
 __all__ = ["norm", "multivariate_normal", "t", "cauchy", "laplace", "logistic", "expon",
            "gamma", "beta", "chi2", "lognorm", "uniform", "poisson", "binom", "nbinom",
-           "geom", "bernoulli", "entropy", "zscore", "logsumexp", "rv_continuous",
+           "geom", "bernoulli", "dirichlet", "vonmises", "gennorm", "weibull_min", "pareto",
+           "truncnorm", "entropy", "zscore", "logsumexp", "rv_continuous",
            "rv_discrete", "rv_frozen"]
 
 _LOG2PI = math.log(2 * math.pi)
+_EULER = 0.5772156649015329
 _INF, _NAN = math.inf, math.nan
 
 
@@ -114,6 +121,10 @@ class _Dist:
 
     def _argcheck(self, *shapes):
         raise NotImplementedError
+
+    def _inner(self, *shapes):
+        """A point inside the standard support, used in place of points outside it."""
+        return self.inner
 
     def _need(self, method):
         fn = getattr(self, "_" + method, None)
@@ -187,7 +198,7 @@ class rv_continuous(_Dist):
         """The log of the probability density at ``x``: ``-inf`` outside the support."""
         valid, shapes, scale, y, lo, hi = self._prepare(x, args, kwds)
         inside = (y >= lo) & (y <= hi)
-        ys = _w(inside, y, self.inner)
+        ys = _w(inside, y, self._inner(*shapes))
         out = _w(inside, self._logpdf(ys, *shapes) - _F.log(scale), -_INF)
         return self._finish(out, valid, y)
 
@@ -199,7 +210,7 @@ class rv_continuous(_Dist):
         fn = self._need(method)
         valid, shapes, scale, y, lo, hi = self._prepare(x, args, kwds)
         lower, upper = y <= lo, y >= hi
-        ys = _w(lower | upper, self.inner, y)
+        ys = _w(lower | upper, self._inner(*shapes), y)
         out = _w(lower, below, _w(upper, above, fn(ys, *shapes)))
         return self._finish(out, valid, y)
 
@@ -269,7 +280,7 @@ class rv_discrete(_Dist):
         """The log of the probability mass at ``k``: ``-inf`` off the support's integers."""
         valid, shapes, y, lo, hi = self._prepare(k, args, kwds)
         inside = (y >= lo) & (y <= hi) & (y == _F.floor(y))
-        ys = _w(inside, y, self.inner)
+        ys = _w(inside, y, self._inner(*shapes))
         out = _w(inside, self._logpmf(ys, *shapes), -_INF)
         return rv_continuous._finish(out, valid, y)
 
@@ -282,7 +293,7 @@ class rv_discrete(_Dist):
         valid, shapes, y, lo, hi = self._prepare(k, args, kwds)
         y = _F.floor(y)
         lower, upper = y < lo, y >= hi
-        ys = _w(lower | upper, self.inner, y)
+        ys = _w(lower | upper, self._inner(*shapes), y)
         out = _w(lower, below, _w(upper, above, fn(ys, *shapes)))
         return rv_continuous._finish(out, valid, y)
 
@@ -804,6 +815,238 @@ class uniform_gen(rv_continuous):
         return 0.0
 
 
+class vonmises_gen(rv_continuous):
+    """The von Mises distribution, ``scipy.stats.vonmises(kappa)``: the periodic density
+    ``exp(kappa cos y) / (2 pi I0(kappa))`` on the whole line, written with
+    ``special.i0e`` (``log I0(kappa) = log i0e(kappa) + kappa``). The cdf and variance need
+    a series SciPy sums numerically (not implemented).
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.vonmises.logpdf(0.5, 2.0)
+    tensor(-0.90670548)
+    """
+
+    name, shapes, safe = "vonmises", ("kappa",), (1.0,)
+
+    def _argcheck(self, kappa):
+        return kappa > 0
+
+    def _logpdf(self, y, kappa):
+        return kappa * (_F.cos(y) - 1) - _F.log(2 * math.pi * _S.i0e(kappa))
+
+    def _mean(self, kappa):
+        return 0.0 * kappa
+
+    def _entropy(self, kappa):
+        return (-kappa * _S.i1e(kappa) / _S.i0e(kappa) + _F.log(2 * math.pi * _S.i0e(kappa))
+                + kappa)
+
+
+class gennorm_gen(rv_continuous):
+    """The generalized normal distribution, ``scipy.stats.gennorm(beta)``: ``pdf(y) = beta
+    exp(-|y|**beta) / (2 Gamma(1/beta))``. The cdf and sf are differentiable in ``x``, ``loc``
+    and ``scale`` (not in ``beta``: ``gammainc`` has no derivative in its first argument);
+    ppf/isf need ``gammaincinv``.
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.gennorm.logpdf(0.5, 1.5)
+    tensor(-0.94438574)
+    """
+
+    name, shapes, safe = "gennorm", ("beta",), (2.0,)
+    missing = {"ppf": "gammaincinv", "isf": "gammaincinv"}
+
+    def _argcheck(self, beta):
+        return beta > 0
+
+    def _logpdf(self, y, beta):
+        return _F.log(0.5 * beta) - _S.gammaln(1 / beta) - _F.abs(y) ** beta
+
+    def _cdf(self, y, beta):
+        return 0.5 + 0.5 * _F.sign(y) * _S.gammainc(1 / beta, _F.abs(y) ** beta)
+
+    def _sf(self, y, beta):
+        return self._cdf(-y, beta)
+
+    def _mean(self, beta):
+        return 0.0 * beta
+
+    def _var(self, beta):
+        return _F.exp(_S.gammaln(3 / beta) - _S.gammaln(1 / beta))
+
+    def _entropy(self, beta):
+        return 1 / beta - _F.log(0.5 * beta) + _S.gammaln(1 / beta)
+
+
+class weibull_min_gen(rv_continuous):
+    """The Weibull minimum distribution, ``scipy.stats.weibull_min(c)``: ``cdf(y) = 1 -
+    exp(-y**c)``, ``y >= 0``.
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.weibull_min.sf(1.0, 2.0)
+    tensor(0.36787944)
+    """
+
+    name, shapes, safe, inner = "weibull_min", ("c",), (1.0,), 1.0
+
+    def _argcheck(self, c):
+        return c > 0
+
+    def _support(self, c):
+        return 0.0, _INF
+
+    def _logpdf(self, y, c):
+        return _F.log(c) + _S.xlogy(c - 1, y) - y ** c
+
+    def _cdf(self, y, c):
+        return -_F.expm1(-(y ** c))
+
+    def _logcdf(self, y, c):
+        return _F.log(-_F.expm1(-(y ** c)))
+
+    def _sf(self, y, c):
+        return _F.exp(-(y ** c))
+
+    def _logsf(self, y, c):
+        return -(y ** c)
+
+    def _ppf(self, q, c):
+        return (-_F.log1p(-q)) ** (1 / c)
+
+    def _isf(self, q, c):
+        return (-_F.log(q)) ** (1 / c)
+
+    def _mean(self, c):
+        return _F.exp(_S.gammaln(1 + 1 / c))
+
+    def _var(self, c):
+        return _F.exp(_S.gammaln(1 + 2 / c)) - _F.exp(2 * _S.gammaln(1 + 1 / c))
+
+    def _entropy(self, c):
+        return _EULER * (1 - 1 / c) - _F.log(c) + 1
+
+
+class pareto_gen(rv_continuous):
+    """The Pareto distribution, ``scipy.stats.pareto(b)``: ``pdf(y) = b / y**(b+1)``,
+    ``y >= 1``.
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.pareto.cdf(2.0, 3.0)
+    tensor(0.875)
+    """
+
+    name, shapes, safe, inner = "pareto", ("b",), (1.0,), 2.0
+
+    def _argcheck(self, b):
+        return b > 0
+
+    def _support(self, b):
+        return 1.0, _INF
+
+    def _logpdf(self, y, b):
+        return _F.log(b) - (b + 1) * _F.log(y)
+
+    def _cdf(self, y, b):
+        return -_F.expm1(-b * _F.log(y))
+
+    def _sf(self, y, b):
+        return _F.exp(-b * _F.log(y))
+
+    def _logsf(self, y, b):
+        return -b * _F.log(y)
+
+    def _ppf(self, q, b):
+        return _F.exp(-_F.log1p(-q) / b)
+
+    def _isf(self, q, b):
+        return _F.exp(-_F.log(q) / b)
+
+    def _mean(self, b):
+        bs = _w(b > 1, b, 2.0)
+        return _w(b > 1, bs / (bs - 1), _INF)
+
+    def _var(self, b):
+        bs = _w(b > 2, b, 3.0)
+        return _w(b > 2, bs / ((bs - 1) ** 2 * (bs - 2)), _INF)
+
+    def _entropy(self, b):
+        return 1 + 1 / b - _F.log(b)
+
+
+def _xphi(v):
+    """``v * phi(v)``, 0 at infinite ``v``."""
+    fin = _F.isfinite(v)
+    vs = _w(fin, v, 0.0)
+    return _w(fin, vs * _F.exp(-0.5 * vs * vs - 0.5 * _LOG2PI), 0.0)
+
+
+class truncnorm_gen(rv_continuous):
+    """The truncated normal distribution, ``scipy.stats.truncnorm(a, b)``: the standard
+    normal restricted to ``[a, b]`` (standardized bounds, as SciPy's). Differentiable in
+    ``x``, ``a``, ``b``, ``loc`` and ``scale``; the normalizer ``ndtr(b) - ndtr(a)`` is
+    computed directly, so bounds far in one tail lose accuracy (SciPy works in log space
+    there).
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.truncnorm.pdf(0.5, -1.0, 2.0)
+    tensor(0.43008508)
+    """
+
+    name, shapes, safe = "truncnorm", ("a", "b"), (-1.0, 1.0)
+
+    def _argcheck(self, a, b):
+        return a < b
+
+    def _support(self, a, b):
+        return a, b
+
+    def _inner(self, a, b):
+        return _w(a > 0, a, _w(b < 0, b, 0.0))
+
+    def _z(self, a, b):
+        return _S.ndtr(b) - _S.ndtr(a)
+
+    def _logpdf(self, y, a, b):
+        return -0.5 * y * y - 0.5 * _LOG2PI - _F.log(self._z(a, b))
+
+    def _cdf(self, y, a, b):
+        return (_S.ndtr(y) - _S.ndtr(a)) / self._z(a, b)
+
+    def _sf(self, y, a, b):
+        return (_S.ndtr(b) - _S.ndtr(y)) / self._z(a, b)
+
+    def _ppf(self, q, a, b):
+        return _S.ndtri(_S.ndtr(a) + q * self._z(a, b))
+
+    def _isf(self, q, a, b):
+        return _S.ndtri(_S.ndtr(b) - q * self._z(a, b))
+
+    def _mean(self, a, b):
+        return (self._phi(a) - self._phi(b)) / self._z(a, b)
+
+    @staticmethod
+    def _phi(v):
+        return _F.exp(-0.5 * v * v - 0.5 * _LOG2PI)
+
+    def _var(self, a, b):
+        m = self._mean(a, b)
+        return 1 + (_xphi(a) - _xphi(b)) / self._z(a, b) - m * m
+
+    def _entropy(self, a, b):
+        z = self._z(a, b)
+        return 0.5 * (_LOG2PI + 1) + _F.log(z) + 0.5 * (_xphi(a) - _xphi(b)) / z
+
+
 # ------------------------------------------------------------------------- discrete families
 
 class poisson_gen(rv_discrete):
@@ -974,6 +1217,8 @@ norm, t, cauchy, laplace, logistic = norm_gen(), t_gen(), cauchy_gen(), laplace_
     logistic_gen()
 expon, gamma, beta, chi2 = expon_gen(), gamma_gen(), beta_gen(), chi2_gen()
 lognorm, uniform = lognorm_gen(), uniform_gen()
+vonmises, gennorm, weibull_min, pareto, truncnorm = vonmises_gen(), gennorm_gen(), \
+    weibull_min_gen(), pareto_gen(), truncnorm_gen()
 poisson, binom, nbinom, geom, bernoulli = poisson_gen(), binom_gen(), nbinom_gen(), \
     geom_gen(), bernoulli_gen()
 
@@ -1083,6 +1328,90 @@ class multivariate_normal_gen:
 
 
 multivariate_normal = multivariate_normal_gen()
+
+
+# ------------------------------------------------------------------------------- dirichlet
+
+class dirichlet_gen:
+    """The Dirichlet distribution, ``scipy.stats.dirichlet(alpha)``: ``logpdf`` and ``pdf``
+    differentiable in ``x`` and ``alpha``; ``mean``, ``var`` and ``entropy`` in ``alpha``.
+    As in SciPy, the components run along ``x``'s FIRST axis (``x.shape[0] == len(alpha)``,
+    or ``len(alpha) - 1`` with the last component ``1 - sum``), and each point must lie on
+    the simplex.
+
+    Examples
+    --------
+    >>> from ndgrad import stats
+    >>> stats.dirichlet.logpdf([0.2, 0.8], [2.0, 3.0])
+    tensor(0.42918163)
+    """
+
+    name = "dirichlet"
+
+    def __call__(self, alpha):
+        return rv_frozen(self, (alpha,), {})
+
+    def __repr__(self):
+        return "<ndgrad.stats.dirichlet>"
+
+    @staticmethod
+    def _alpha(alpha):
+        alpha = _t(alpha)
+        if alpha.ndim != 1 or bool(_host(alpha <= 0).any()):
+            raise ValueError("dirichlet: alpha must be a vector of positive numbers, got "
+                             f"{_host(alpha)}")
+        return alpha
+
+    def logpdf(self, x, alpha):
+        """The log density at ``x`` (components along axis 0)."""
+        alpha = self._alpha(alpha)
+        x = _t(x)
+        k = alpha.shape[0]
+        if x.ndim == 0 or x.shape[0] not in (k, k - 1):
+            raise ValueError(f"dirichlet: x's first axis must have length {k} or {k - 1} "
+                             f"(len(alpha)), got shape {tuple(x.shape)}")
+        if x.shape[0] == k - 1:
+            x = _F.concatenate([x, 1 - _F.sum(x, axis=0, keepdims=True)], axis=0)
+        xh = _host(x)
+        if (xh < 0).any() or (xh > 1).any() or not np.allclose(xh.sum(0), 1.0):
+            raise ValueError("dirichlet: each point x must lie on the simplex (components "
+                             "in [0, 1] summing to 1 along axis 0)")
+        a = _F.reshape(alpha, (k,) + (1,) * (x.ndim - 1))
+        return (_F.sum(_S.xlogy(a - 1, x), axis=0) + _S.gammaln(_F.sum(alpha))
+                - _F.sum(_S.gammaln(alpha)))
+
+    def pdf(self, x, alpha):
+        """The density at ``x``, ``exp(logpdf)``."""
+        return _F.exp(self.logpdf(x, alpha))
+
+    def mean(self, alpha):
+        """``alpha / sum(alpha)``."""
+        alpha = self._alpha(alpha)
+        return alpha / _F.sum(alpha)
+
+    def var(self, alpha):
+        """``alpha (a0 - alpha) / (a0**2 (a0 + 1))`` with ``a0 = sum(alpha)``."""
+        alpha = self._alpha(alpha)
+        a0 = _F.sum(alpha)
+        return alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1))
+
+    def entropy(self, alpha):
+        """``log B(alpha) + (a0 - K) psi(a0) - sum (alpha_j - 1) psi(alpha_j)``."""
+        alpha = self._alpha(alpha)
+        a0, k = _F.sum(alpha), alpha.shape[0]
+        logb = _F.sum(_S.gammaln(alpha)) - _S.gammaln(a0)
+        return logb + (a0 - k) * _S.digamma(a0) - _F.sum((alpha - 1) * _S.digamma(alpha))
+
+    def rvs(self, alpha, size=1, random_state=None):
+        """Draws with NumPy's ``Generator.dirichlet``, as a Tensor that is NOT
+        differentiable."""
+        alpha = self._alpha(alpha)
+        rng = (random_state if isinstance(random_state, np.random.Generator)
+               else np.random.default_rng(random_state))
+        return asarray(rng.dirichlet(_host(alpha), size=size), device=alpha.device)
+
+
+dirichlet = dirichlet_gen()
 
 
 # ------------------------------------------------------------------------------- functions
