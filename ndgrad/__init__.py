@@ -31,6 +31,7 @@ from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from . import cuda, fft, linalg, special, utils  # noqa: E402
 from . import integrate, optimize  # noqa: E402  (import SciPy on first use only)
+from . import stats  # noqa: E402  (imports SciPy on first use only)
 from . import sparse  # noqa: E402  (imports SciPy on first use only)
 from . import signal  # noqa: E402  (imports SciPy on first use only)
 from . import numpy_protocols as _numpy_protocols  # noqa: E402

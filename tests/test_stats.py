@@ -1,0 +1,333 @@
+"""ndgrad.stats: SciPy's distributions written with ndgrad operations.
+
+References: scipy.stats (values at interior points, the ends of the support, outside it and
+at invalid parameters), closed-form scores, and finite differences (ndgrad.checks.gradcheck)
+for the derivatives in x and in every shape, loc and scale parameter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+import ndgrad as nd
+from ndgrad import stats
+from ndgrad.checks import gradcheck
+from ndgrad.func import grad, jacrev, vmap
+from ndgrad.optimize import minimize
+from support import close, host
+
+HOST = "composed of ndgrad ops whose device paths the op suites cover; values on the CPU"
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+# name: (shape parameters, points covering the support's ends and outside it)
+CONTINUOUS = {
+    "norm": ((), [-np.inf, -3.0, 0.2, 1.5, np.inf]),
+    "t": ((2.5,), [-4.0, 0.0, 0.7, 3.0]),
+    "cauchy": ((), [-5.0, 0.0, 0.3, 2.0]),
+    "laplace": ((), [-3.0, -0.4, 0.0, 0.5, 4.0]),
+    "logistic": ((), [-30.0, -1.0, 0.0, 2.5, 40.0]),
+    "expon": ((), [-1.0, 0.0, 0.5, 3.0]),
+    "gamma": ((2.5,), [-1.0, 0.0, 0.7, 4.0]),
+    "beta": ((2.0, 3.5), [-0.1, 0.0, 0.3, 0.9, 1.0, 1.2]),
+    "chi2": ((3.0,), [-1.0, 0.0, 0.8, 5.0]),
+    "lognorm": ((0.6,), [-1.0, 0.0, 0.5, 1.0, 3.0]),
+    "uniform": ((), [-0.5, 0.0, 0.25, 1.0, 1.5]),
+    "vonmises": ((2.0,), [-4.0, -np.pi, 0.5, np.pi, 7.0]),
+    "gennorm": ((1.5,), [-3.0, -0.5, 0.0, 0.8, 2.0]),
+    "weibull_min": ((1.7,), [-1.0, 0.0, 0.5, 2.0]),
+    "pareto": ((2.5,), [0.5, 1.0, 1.5, 4.0]),
+    "truncnorm": ((-1.0, 2.0), [-1.5, -1.0, 0.3, 2.0, 2.5]),
+}
+DISCRETE = {
+    "poisson": ((2.5,), [-1.0, 0.0, 1.0, 2.5, 3.0, 9.0]),
+    "binom": ((5.0, 0.3), [-1.0, 0.0, 2.0, 2.5, 5.0, 6.0]),
+    "nbinom": ((3.5, 0.4), [-1.0, 0.0, 2.0, 2.5, 7.0]),
+    "geom": ((0.35,), [0.0, 1.0, 2.0, 2.5, 6.0]),
+    "bernoulli": ((0.3,), [-1.0, 0.0, 0.5, 1.0, 2.0]),
+}
+# methods that need a special function ndgrad lacks
+_CDFS = {"cdf", "logcdf", "sf", "logsf"}
+MISSING = {"t": _CDFS | {"ppf", "isf"}, "beta": _CDFS | {"ppf", "isf"},
+           "gamma": {"ppf", "isf"}, "chi2": {"ppf", "isf"}, "gennorm": {"ppf", "isf"},
+           "vonmises": _CDFS | {"ppf", "isf", "var", "std"},
+           "binom": _CDFS | {"entropy"}, "nbinom": _CDFS | {"entropy"},
+           "poisson": {"entropy"}, "geom": {"entropy"}}
+Q = [0.0, 1e-3, 0.3, 0.5, 0.9, 1.0, 1.5]
+
+
+def _implemented(name, method):
+    return method not in MISSING.get(name, set())
+
+
+@pytest.mark.parametrize("name", sorted(CONTINUOUS))
+def test_continuous_values_against_scipy(name):
+    shapes, xs = CONTINUOUS[name]
+    ours, ref = getattr(stats, name), getattr(ss, name)
+    x = np.array(xs)
+    kw = dict(loc=0.3, scale=1.7)
+    xx = x * 1.7 + 0.3
+    for method in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"):
+        if _implemented(name, method):
+            close(getattr(ours, method)(xx, *shapes, **kw),
+                  getattr(ref, method)(xx, *shapes, **kw), rtol=1e-10, atol=1e-14)
+    for method in ("ppf", "isf"):
+        if _implemented(name, method):
+            close(getattr(ours, method)(Q, *shapes, **kw), getattr(ref, method)(Q, *shapes, **kw),
+                  rtol=1e-10, atol=1e-14)
+    for method in ("mean", "var", "std", "entropy"):
+        if _implemented(name, method):
+            close(getattr(ours, method)(*shapes, **kw), getattr(ref, method)(*shapes, **kw),
+                  rtol=1e-10)
+    # invalid parameters give nan, like SciPy's
+    assert np.isnan(host(ours.logpdf(xx, *shapes, loc=0.3, scale=-1.0))).all()
+    assert np.isnan(host(ours.mean(*shapes, scale=0.0)))
+    if shapes:
+        bad = (3.0, 2.0) if name == "truncnorm" else (-1.0,) + shapes[1:]  # a > b; a < 0
+        assert np.isnan(host(ours.logpdf(xx, *bad))).all()
+        assert np.isnan(ref.logpdf(xx, *bad)).all()
+
+
+@pytest.mark.parametrize("name", sorted(DISCRETE))
+def test_discrete_values_against_scipy(name):
+    shapes, ks = DISCRETE[name]
+    ours, ref = getattr(stats, name), getattr(ss, name)
+    k = np.array(ks) + 1.0
+    for method in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
+        if _implemented(name, method):
+            close(getattr(ours, method)(k, *shapes, loc=1.0),
+                  getattr(ref, method)(k, *shapes, loc=1.0), rtol=1e-10, atol=1e-14)
+    for method in ("mean", "var", "std", "entropy"):
+        if _implemented(name, method):
+            close(getattr(ours, method)(*shapes, loc=1.0), getattr(ref, method)(*shapes, loc=1.0),
+                  rtol=1e-12)
+    bad = (-1.0,) if name == "poisson" else shapes[:-1] + (1.5,)  # p > 1, mu < 0
+    assert np.isnan(host(ours.logpmf(k, *bad))).all()
+    assert np.isnan(ref.logpmf(k, *bad)).all()
+
+
+@pytest.mark.cpu_only(HOST)
+def test_missing_special_functions_raise_naming_them():
+    cases = [(stats.t.cdf, (0.5, 3.0), "betainc"),
+             (stats.beta.ppf, (0.5, 2.0, 3.0), "betaincinv"),
+             (stats.gamma.ppf, (0.5, 2.0), "gammaincinv"),
+             (stats.binom.cdf, (1, 3, 0.5), "betainc"),
+             (stats.multivariate_normal.cdf, ([0.0, 0.0],), "multivariate normal integral")]
+    for fn, args, name in cases:
+        with pytest.raises(NotImplementedError, match=name):
+            fn(*args)
+    with pytest.raises(TypeError, match="shape parameter 'a'"):
+        stats.gamma.logpdf(1.0)
+    with pytest.raises(TypeError, match="unexpected parameter 'mu'"):
+        stats.norm.logpdf(1.0, mu=2.0)
+
+
+def _req(v):
+    return nd.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
+
+
+# name: (method, x points inside the support, shapes) for gradcheck in x, shapes, loc, scale
+GRADS = [("norm", "logpdf", [-1.0, 0.3, 2.0], ()), ("norm", "logcdf", [-8.0, 0.3, 2.0], ()),
+         ("norm", "isf", [0.1, 0.6], ()),
+         ("t", "logpdf", [-1.0, 0.3, 2.0], (2.5,)), ("cauchy", "cdf", [-1.0, 0.5], ()),
+         ("laplace", "logpdf", [-1.0, 2.0], ()), ("laplace", "logsf", [-1.0, 2.0], ()),
+         ("logistic", "logpdf", [-1.0, 2.0], ()), ("logistic", "ppf", [0.2, 0.7], ()),
+         ("expon", "logcdf", [0.5, 2.0], ()), ("gamma", "logpdf", [0.5, 2.0], (2.5,)),
+         ("beta", "logpdf", [0.2, 0.7], (2.0, 3.5)), ("chi2", "logpdf", [0.5, 2.0], (3.0,)),
+         ("lognorm", "logpdf", [0.5, 2.0], (0.6,)), ("lognorm", "sf", [0.5, 2.0], (0.6,)),
+         ("uniform", "cdf", [0.4, 0.9], ()), ("vonmises", "logpdf", [-2.0, 0.5], (2.0,)),
+         ("gennorm", "logpdf", [-1.0, 0.5], (1.5,)),
+         ("weibull_min", "logpdf", [0.5, 2.0], (1.7,)), ("weibull_min", "isf", [0.2, 0.7], (1.7,)),
+         ("pareto", "logpdf", [1.5, 3.0], (2.5,)), ("pareto", "cdf", [1.5, 3.0], (2.5,)),
+         ("truncnorm", "logpdf", [-0.5, 1.0], (-1.0, 2.0)),
+         ("truncnorm", "ppf", [0.2, 0.7], (-1.0, 2.0))]
+
+
+@pytest.mark.cpu_only(HOST)
+@pytest.mark.parametrize("name,method,xs,shapes", GRADS, ids=[f"{g[0]}-{g[1]}" for g in GRADS])
+def test_continuous_gradients_in_x_shapes_loc_scale(name, method, xs, shapes):
+    fn = getattr(getattr(stats, name), method)
+    inputs = (_req(xs), *(_req(s) for s in shapes), _req(0.1), _req(1.3))
+    if method in ("ppf", "isf"):  # q is not shifted: keep it in (0, 1)
+        def f(q, *rest):
+            return fn(q, *rest[:-2], loc=rest[-2], scale=rest[-1])
+    else:
+        def f(x, *rest):
+            return fn(x, *rest[:-2], loc=rest[-2], scale=rest[-1])
+    assert gradcheck(f, inputs)
+
+
+@pytest.mark.cpu_only(HOST)
+def test_gradients_of_cdfs_in_x_only_where_gammainc_has_no_shape_derivative():
+    # gamma's and chi2's cdf: differentiable in x, loc and scale (not in the shape)
+    a = 2.5
+    assert gradcheck(lambda x, loc, s: stats.gamma.cdf(x, a, loc=loc, scale=s),
+                     (_req([0.5, 2.0]), _req(0.1), _req(1.3)))
+    assert gradcheck(lambda x: stats.chi2.sf(x, 3.0), (_req([0.5, 2.0]),))
+    assert gradcheck(lambda x: stats.gennorm.cdf(x, 1.5), (_req([-0.5, 2.0]),))
+
+
+@pytest.mark.cpu_only(HOST)
+@pytest.mark.parametrize("name", sorted(DISCRETE))
+def test_discrete_gradients_in_parameters(name):
+    shapes, ks = DISCRETE[name]
+    k = np.array({"bernoulli": [0.0, 1.0], "geom": [1.0, 2.0, 4.0]}.get(name, [0.0, 1.0, 3.0]))
+    ours = getattr(stats, name)
+    fixed = shapes[:-1] if name == "binom" else ()  # binom's n is an integer count
+    free = shapes[len(fixed):]
+    assert gradcheck(lambda *p: ours.logpmf(k, *fixed, *p), tuple(_req(v) for v in free))
+    if _implemented(name, "cdf"):
+        assert gradcheck(lambda *p: ours.cdf(k, *fixed, *p), tuple(_req(v) for v in free))
+    assert gradcheck(lambda *p: ours.mean(*fixed, *p) + ours.var(*fixed, *p),
+                     tuple(_req(v) for v in free))
+
+
+@pytest.mark.cpu_only(HOST)
+def test_moments_and_entropies_are_differentiable():
+    assert gradcheck(lambda df, s: stats.t.entropy(df, scale=s) + stats.t.var(df, scale=s),
+                     (_req(3.5), _req(1.3)))
+    assert gradcheck(lambda a, b: stats.beta.entropy(a, b) + stats.beta.std(a, b),
+                     (_req(2.0), _req(3.5)))
+    assert gradcheck(lambda a: stats.gamma.entropy(a) + stats.lognorm.entropy(a), (_req(1.7),))
+    assert gradcheck(lambda c: stats.weibull_min.var(c) + stats.vonmises.entropy(c)
+                     + stats.pareto.var(c + 1) + stats.gennorm.entropy(c), (_req(1.7),))
+    assert gradcheck(lambda a, b: stats.truncnorm.var(a, b) + stats.truncnorm.entropy(a, b),
+                     (_req(-1.0), _req(2.0)))
+
+
+def test_dirichlet_against_scipy_and_finite_differences():
+    alpha = np.array([2.0, 3.0, 1.5])
+    x = np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])  # two points, components on axis 0
+    close(stats.dirichlet.logpdf(x, alpha), ss.dirichlet.logpdf(x, alpha), rtol=1e-12)
+    close(stats.dirichlet(alpha).pdf(x[:2, 0]), ss.dirichlet.pdf(x[:2, 0], alpha), rtol=1e-12)
+    for method in ("mean", "var", "entropy"):
+        close(getattr(stats.dirichlet, method)(alpha), getattr(ss.dirichlet, method)(alpha),
+              rtol=1e-12)
+    # x on the simplex: the free coordinates are the first K - 1
+    assert gradcheck(lambda x2, a: stats.dirichlet.logpdf(x2, a), (_req(x[:2]), _req(alpha)))
+    assert gradcheck(lambda a: stats.dirichlet.entropy(a) + stats.dirichlet.var(a).sum(),
+                     (_req(alpha),))
+    with pytest.raises(ValueError, match="simplex"):
+        stats.dirichlet.logpdf([0.5, 0.6, 0.2], alpha)
+
+
+def test_norm_scores_match_the_closed_form():
+    x = nd.tensor([-1.0, 0.5, 2.0])
+    loc, scale = nd.tensor(0.3, requires_grad=True), nd.tensor(1.5, requires_grad=True)
+    stats.norm(loc, scale).logpdf(x).sum().backward()
+    xn = np.array([-1.0, 0.5, 2.0])
+    close(loc.grad, ((xn - 0.3) / 1.5 ** 2).sum())
+    close(scale.grad, ((xn - 0.3) ** 2 / 1.5 ** 3 - 1 / 1.5).sum())
+    # d/dx logpdf = -(x - loc)/scale^2, through func.grad
+    close(grad(lambda x: stats.norm.logpdf(x, 0.3, 1.5).sum())(nd.tensor(xn)),
+          -(xn - 0.3) / 1.5 ** 2)
+
+
+@pytest.mark.cpu_only(HOST)
+def test_gradients_outside_the_support_are_zero_not_nan():
+    x = _req([-1.0, 0.5, 2.0])  # 2.0 is outside beta's support, -1.0 outside all
+    a = _req(2.5)
+    (stats.gamma.logpdf(x, a).exp().sum() + stats.beta.pdf(x, a, 2.0).sum()
+     + stats.lognorm.pdf(x, a).sum() + stats.expon.cdf(x).sum()).backward()
+    assert np.isfinite(host(x.grad)).all() and np.isfinite(host(a.grad))
+    assert host(x.grad)[0] == 0.0
+    close(host(x.grad)[1:], [ss.gamma.pdf(v, 2.5) * (1.5 / v - 1) for v in (0.5, 2.0)]
+          + np.array([ss.beta.pdf(0.5, 2.5, 2.0) * (1.5 / 0.5 - 1 / 0.5), 0.0])
+          + np.array([ss.lognorm.pdf(v, 2.5) * (-np.log(v) / 2.5 ** 2 - 1) / v for v in (0.5, 2.0)])
+          + ss.expon.pdf([0.5, 2.0]), rtol=1e-10)
+    p = _req(0.3)
+    stats.binom.logpmf(nd.tensor([-1.0, 2.5, 1.0]), 3, p).exp().sum().backward()
+    close(p.grad, ss.binom.pmf(1, 3, 0.3) * (1 / 0.3 - 2 / 0.7), rtol=1e-10)
+
+
+def test_broadcasting_frozen_and_vmap_over_parameters():
+    x = np.linspace(-1.0, 2.0, 3)[:, None]
+    loc, scale = np.array([0.0, 0.5]), np.array([[1.0], [2.0], [0.5]])
+    close(stats.t(3.0, loc, scale).logpdf(x), ss.t(3.0, loc, scale).logpdf(x), rtol=1e-12)
+    assert tuple(stats.norm.logpdf(x, loc).shape) == (3, 2)
+    # vmap over (df, scale) pairs against a Python loop
+    dfs, scales = nd.tensor([1.5, 3.0, 8.0]), nd.tensor([0.5, 1.0, 2.0])
+    xs = nd.tensor([-0.5, 0.4])
+
+    def ll(df, s):
+        return stats.t.logpdf(xs, df, scale=s).sum()
+    close(vmap(ll)(dfs, scales), [ll(d, s) for d, s in zip(dfs, scales)], rtol=1e-12)
+    g = vmap(grad(ll, argnums=(0, 1)))(dfs, scales)
+    loop = [grad(ll, argnums=(0, 1))(d, s) for d, s in zip(dfs, scales)]
+    close(g[0], [e[0] for e in loop])
+    close(g[1], [e[1] for e in loop])
+
+
+@pytest.mark.cpu_only(HOST)
+def test_multivariate_normal_against_scipy_and_finite_differences():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    cov = a @ a.T + np.eye(3)
+    mean = np.array([0.5, -1.0, 0.2])
+    x = rng.standard_normal((4, 3))
+    ref = ss.multivariate_normal(mean, cov)
+    close(stats.multivariate_normal.logpdf(x, mean, cov), ref.logpdf(x), rtol=1e-12)
+    close(stats.multivariate_normal(mean, cov).pdf(x[0]), ref.pdf(x[0]), rtol=1e-12)
+    close(stats.multivariate_normal.entropy(mean, cov), ref.entropy(), rtol=1e-12)
+    close(stats.multivariate_normal.logpdf([0.3, 1.0], 0.1, 2.0),
+          ss.multivariate_normal.logpdf([0.3, 1.0], 0.1, 2.0), rtol=1e-12)  # d = 1
+
+    def f(x, m, b):  # cov = b b' + I, symmetric positive definite for every b
+        return stats.multivariate_normal.logpdf(x, m, b @ b.T + nd.eye(3))
+    assert gradcheck(f, (_req(x[:2]), _req(mean), _req(a)))
+    # the score in the mean is cov^-1 (x - mean)
+    close(jacrev(lambda m: stats.multivariate_normal.logpdf(x[0], m, cov))(nd.tensor(mean)),
+          np.linalg.solve(cov, x[0] - mean), rtol=1e-10)
+    with pytest.raises(ValueError, match="cov must have shape"):
+        stats.multivariate_normal.logpdf(x, mean, np.eye(2))
+
+
+@pytest.mark.cpu_only(HOST)
+def test_entropy_zscore_and_logsumexp():
+    p, q = np.array([[0.2, 1.0], [0.5, 2.0], [0.3, 0.5]]), np.array([[0.3], [0.3], [0.4]])
+    close(stats.entropy(p), ss.entropy(p))
+    close(stats.entropy(p, q, base=2), ss.entropy(p, q, base=2))
+    close(stats.entropy(p, axis=1), ss.entropy(p, axis=1))
+    a = np.array([[1.0, 4.0], [2.0, 0.5], [7.0, 1.5]])
+    close(stats.zscore(a), ss.zscore(a))
+    close(stats.zscore(a, axis=1, ddof=1), ss.zscore(a, axis=1, ddof=1))
+    close(stats.zscore(a, axis=None), ss.zscore(a, axis=None))
+    assert stats.logsumexp is nd.special.logsumexp
+    assert gradcheck(lambda p, q: stats.entropy(p, q), (_req(p), _req(q)))
+    assert gradcheck(lambda a: stats.zscore(a, ddof=1), (_req(a),))
+
+
+@pytest.mark.cpu_only(HOST)
+def test_rvs_draw_with_numpys_generator():
+    d = stats.gamma(2.0, scale=_req(3.0)).rvs(size=5, random_state=1)
+    assert isinstance(d, nd.Tensor) and not d.requires_grad
+    close(d, ss.gamma(2.0, scale=3.0).rvs(size=5, random_state=np.random.default_rng(1)))
+    close(stats.poisson.rvs(2.0, size=3, random_state=2),
+          ss.poisson.rvs(2.0, size=3, random_state=np.random.default_rng(2)))
+    mvn = stats.multivariate_normal.rvs([0.0, 1.0], np.eye(2), size=4, random_state=3)
+    close(mvn, np.random.default_rng(3).multivariate_normal([0.0, 1.0], np.eye(2), size=4))
+
+
+@pytest.mark.cpu_only(HOST)
+def test_gamma_maximum_likelihood_fit_matches_scipy():
+    x = np.random.default_rng(0).gamma(3.0, 2.0, size=400)
+    xt = nd.tensor(x)
+
+    def nll(theta):  # log-parametrized: a = exp(theta[0]), scale = exp(theta[1])
+        return -stats.gamma.logpdf(xt, nd.exp(theta[0]), scale=nd.exp(theta[1])).sum()
+    res = minimize(nll, np.zeros(2), method="BFGS", tol=1e-12)
+    a_ref, _, scale_ref = ss.gamma.fit(x, floc=0)
+    close(nd.exp(res.x), [a_ref, scale_ref], rtol=1e-4)
+
+
+@pytest.mark.cpu_only(HOST)
+def test_second_order_and_forward_mode():
+    from ndgrad.checks import gradgradcheck
+
+    def f(x, df, s):
+        return stats.t.logpdf(x, df, loc=0.2, scale=s)
+    inputs = (_req([-0.5, 1.5]), _req(2.5), _req(1.3))
+    assert gradgradcheck(f, inputs)
+    assert gradcheck(lambda x, a: stats.gamma.logpdf(x, a, scale=2.0),
+                     (_req([0.5, 3.0]), _req(1.7)), check_forward_ad=True)
