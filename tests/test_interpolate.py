@@ -124,7 +124,8 @@ def test_cubic_spline_gradients_in_knots_values_and_points(bc):
             a, ndgrad.concatenate([b, b[:1]]), bc_type=bc)(c, nu=1), (x, y, q))
     else:
         y = t([0.0, 1.0, -1.0, 2.0, 0.5], True)
-        assert gradcheck(lambda a, b, c: I.CubicSpline(a, b, bc_type=bc)(c), (x, y, q))
+        assert gradcheck(lambda a, b, c: I.CubicSpline(a, b, bc_type=bc)(c), (x, y, q),
+                         check_forward_ad=True)  # reverse and forward mode
 
 
 @pytest.mark.cpu_only("finite differences of second order")

@@ -147,7 +147,8 @@ def test_gradients_in_image_weights_and_coordinates():
                      (img, m, off))
     assert gradcheck(lambda a, sh: ni.shift(a, sh, order=1, mode="reflect"), (img, s))
     for mode in ("constant", "reflect", "grid-wrap"):  # order 3: smooth in the coordinates
-        assert gradcheck(lambda a, cc, m=mode: ni.map_coordinates(a, cc, mode=m), (img, c))
+        assert gradcheck(lambda a, cc, m=mode: ni.map_coordinates(a, cc, mode=m), (img, c),
+                         check_forward_ad=True)
 
 
 def test_vmap_over_a_batch_of_images_matches_loop():
