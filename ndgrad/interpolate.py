@@ -6,7 +6,7 @@ values and in the sample positions (knots, grid points), in every transform (``g
 What it owns: :class:`interp1d` (``kind`` "linear", "nearest", "cubic"), :class:`PPoly`
 (piecewise polynomials, what SciPy's splines evaluate through), :class:`CubicSpline`,
 :func:`make_interp_spline` (``k`` 1 and 3, returned as a :class:`PPoly`),
-:class:`RegularGridInterpolator` and :func:`interpn` ("linear", "nearest").
+:class:`RegularGridInterpolator` and :func:`interpn` ("linear", "nearest", "cubic").
 
 Note [Interpolation derivatives]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -31,7 +31,7 @@ import itertools
 import numpy as np
 
 from .core.backend import float64, is_differentiable_dtype
-from .core.creation import asarray
+from .core.creation import arange as _arange, asarray
 from .core.tensor import Tensor
 from .core.ops import PUBLIC as _PUBLIC
 from . import linalg as _linalg
@@ -516,15 +516,16 @@ class RegularGridInterpolator:
 
     "linear" is differentiable in ``values``, in the query points ``xi`` and in the grid
     coordinates ``points``; "nearest" in ``values`` only. ``method="slinear"`` is accepted as
-    "linear" (the same function); the spline methods ("cubic", "quintic", "pchip") are not
-    implemented and raise NotImplementedError.
+    "linear" (the same function). "cubic" is the tensor product of not-a-knot cubic splines
+    (SciPy's, at least 4 points per dimension), differentiable in ``values``, ``xi`` and
+    ``points``; "quintic" and "pchip" are not implemented and raise NotImplementedError.
 
     Parameters
     ----------
     points : tuple of array_like
         The grid coordinates in each of the ``d`` dimensions, strictly monotonic.
     values : array_like, shape ``(n_1, ..., n_d, ...)``
-    method : {"linear", "nearest"}
+    method : {"linear", "nearest", "slinear", "cubic"}
     bounds_error : bool
         Raise ValueError for query points outside the grid (default True).
     fill_value : float or None
@@ -540,7 +541,7 @@ class RegularGridInterpolator:
     tensor([6.5])
     """
 
-    _METHODS = ("linear", "nearest", "slinear")
+    _METHODS = ("linear", "nearest", "slinear", "cubic")
 
     def __init__(self, points, values, method="linear", bounds_error=True,
                  fill_value=np.nan):
@@ -569,7 +570,7 @@ class RegularGridInterpolator:
     def _check_method(self, method):
         if method not in self._METHODS:
             raise NotImplementedError(f"RegularGridInterpolator: method={method!r} is not "
-                                      "supported; use 'linear' or 'nearest'.")
+                                      "supported; use 'linear', 'nearest' or 'cubic'.")
 
     def __call__(self, xi, method=None):
         """Values at ``xi`` (shape ``(..., d)``, or a tuple of ``d`` arrays that broadcast);
@@ -593,6 +594,9 @@ class RegularGridInterpolator:
             if g.shape[0] < 2:
                 raise ValueError(f"There are {g.shape[0]} points in dimension {d}, but "
                                  f"method {method} requires at least 2 points per dimension.")
+            if method == "cubic" and g.shape[0] < 4:
+                raise ValueError(f"There are {g.shape[0]} points in dimension {d}, but "
+                                 "method cubic requires at least 4 points per dimension.")
             c = pts[:, d]
             i = _interval(g, c)
             w.append((c - g[i]) / (g[i + 1] - g[i]))
@@ -604,6 +608,18 @@ class RegularGridInterpolator:
         if method == "nearest":
             near = tuple(F.where(wd.detach() <= 0.5, i, i + 1) for i, wd in zip(idx, w))
             out = self.values[near]
+        elif method == "cubic":
+            # tensor product of not-a-knot cubic splines, one dimension at a time: after
+            # dimension d the array is (points, n_{d+1}, ..., rest), each point's own spline
+            # in the next dimension evaluated at its own coordinate
+            out = CubicSpline(self.grid[0], self.values, axis=0)(pts[:, 0])
+            rows = _arange(pts.shape[0], device=dev)
+            for d in range(1, D):
+                cs = CubicSpline(self.grid[d], out, axis=1)
+                ci = cs.c[:, idx[d], rows]  # (4, points, ...)
+                td = (pts[:, d] - self.grid[d][idx[d]]).reshape((pts.shape[0],)
+                                                                + (1,) * (ci.ndim - 2))
+                out = ((ci[0] * td + ci[1]) * td + ci[2]) * td + ci[3]
         else:
             out = None
             for corner in itertools.product((0, 1), repeat=D):

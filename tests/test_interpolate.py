@@ -109,8 +109,23 @@ def test_regular_grid_matches_scipy(method):
     close(rgi(tuple(t(inside[:, d]) for d in range(3))), ref, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="out of bounds in dimension"):
         rgi(t(XI))
-    with pytest.raises(NotImplementedError, match="cubic"):
-        I.RegularGridInterpolator(tuple(t(a) for a in GRID), t(VALUES), method="cubic")
+    with pytest.raises(NotImplementedError, match="quintic"):
+        I.RegularGridInterpolator(tuple(t(a) for a in GRID), t(VALUES), method="quintic")
+
+
+def test_regular_grid_cubic_matches_scipy():
+    # SciPy's "cubic" solves its system iteratively (gcrotmk, about 1e-5); "cubic_legacy" is
+    # the same tensor-product not-a-knot spline by exact 1-D solves
+    g = (np.r_[0.0, np.sort(RNG.uniform(0, 1, 3)), 1.0], np.linspace(0.0, 1.0, 6), GRID[0])
+    v = np.random.default_rng(5).normal(size=(5, 6, 4, 2))
+    for fill in (None, np.nan):
+        ours = I.interpn(tuple(t(a) for a in g), t(v), t(XI), method="cubic",
+                         bounds_error=False, fill_value=fill)
+        ref = si.interpn(g, v, XI, method="cubic_legacy", bounds_error=False,
+                         fill_value=fill)
+        close(ours, ref, rtol=1e-10, atol=1e-12, equal_nan=True)
+    with pytest.raises(ValueError, match="at least 4 points"):
+        I.interpn(tuple(t(a) for a in GRID), t(VALUES), t(XI[:1] * 0), method="cubic")
 
 
 @pytest.mark.cpu_only("finite differences: the device does not change the derivative rules")
@@ -166,6 +181,10 @@ def test_interp1d_and_grid_gradients():
                                                   fill_value=None), (g0, g1, v, xi))
     assert gradcheck(lambda c: I.interpn((g0.detach(), g1.detach()), c, xi.detach()[:3],
                                          method="nearest"), (v,))
+    g0, g1 = t([0.0, 0.4, 0.6, 1.3], True), t([0.0, 0.5, 0.7, 1.2, 1.5], True)
+    v = t(np.random.default_rng(6).normal(size=(4, 5)), True)
+    assert gradcheck(lambda a, b, c, d: I.interpn((a, b), c, d, method="cubic"),
+                     (g0, g1, v, xi[:3]))
 
 
 def test_vmap_over_values_and_queries_matches_loop():
