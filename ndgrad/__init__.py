@@ -34,6 +34,7 @@ from . import integrate, optimize  # noqa: E402  (import SciPy on first use only
 from . import stats  # noqa: E402  (imports SciPy on first use only)
 from . import sparse  # noqa: E402  (imports SciPy on first use only)
 from . import signal  # noqa: E402  (imports SciPy on first use only)
+from . import interpolate, ndimage  # noqa: E402  (SciPy's interpolators and filters)
 from . import numpy_protocols as _numpy_protocols  # noqa: E402
 from . import array_api as _array_api  # noqa: E402
 from . import without_derivative as _without_derivative  # noqa: E402
