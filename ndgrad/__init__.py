@@ -38,6 +38,7 @@ from . import interpolate, ndimage  # noqa: E402  (SciPy's interpolators and fil
 from . import numpy_protocols as _numpy_protocols  # noqa: E402
 from . import array_api as _array_api  # noqa: E402
 from . import without_derivative as _without_derivative  # noqa: E402
+from ._index_tricks import c_, r_  # noqa: E402
 from .array_api import (__array_api_version__, __array_namespace_info__, can_cast,  # noqa: E402
                         count_nonzero, e, finfo, from_dlpack, iinfo, inf, isdtype, nan,
                         newaxis, nonzero, pi, result_type, searchsorted, unique_all,

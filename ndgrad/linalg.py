@@ -15,6 +15,7 @@ singular or non-positive-definite input.
 
 from __future__ import annotations
 
+from . import _linalg_scipy
 from .core import ops as _ops
 from .core.ops.decompositions import EighResult, EigResult, QRResult, SVDResult
 from .core.ops.dense_linalg import LinAlgError, LstsqResult, SlogdetResult
@@ -25,7 +26,9 @@ __test__ = _ops.doctests(_ops.NAMESPACED["linalg"])  # their examples, for --doc
 # array-API linalg names with the top-level semantics: the same functions
 _SHARED = ("matmul", "matrix_transpose", "outer", "tensordot", "vecdot")
 globals().update({_name: _ops.PUBLIC[_name] for _name in _SHARED})
+# scipy.linalg's functions, written with the ones above (plain functions: ndgrad/_linalg_scipy.py)
+globals().update({_name: getattr(_linalg_scipy, _name) for _name in _linalg_scipy.__all__})
 
-__all__ = sorted(set(_ops.NAMESPACED["linalg"]) | set(_SHARED)) + [
+__all__ = sorted(set(_ops.NAMESPACED["linalg"]) | set(_SHARED) | set(_linalg_scipy.__all__)) + [
     "LinAlgError", "EighResult", "EigResult", "QRResult", "SVDResult", "LstsqResult",
     "SlogdetResult"]

@@ -14,3 +14,110 @@ globals().update(_ops.NAMESPACED["special"])
 __test__ = _ops.doctests(_ops.NAMESPACED["special"])  # their examples, for --doctest-modules
 
 __all__ = sorted(_ops.NAMESPACED["special"])
+
+
+# ----------------------------------------------------------------------------------------
+# Functions written with the ones above (plain functions, not registered): differentiable in
+# every transform through the functions they call.
+
+_PUBLIC = _ops.PUBLIC
+
+jn = jv  # noqa: F821  (SciPy's integer-order names: the same functions)
+yn = yv  # noqa: F821
+
+
+
+def iv(v, z):
+    """Modified Bessel function of the first kind of real order ``v``, ``I_v(z)``.
+
+    ``ive(v, z) * exp(|z|)`` (real ``z``): differentiable in ``z``
+    (``I_v' = (I_(v-1) + I_(v+1)) / 2``), not in the order ``v``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> z = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.iv(0, z)
+    tensor([1.26606588, 2.2795853 ], grad_fn=<MultiplyBackward0>)
+    >>> ndgrad.special.iv(0, z).sum().backward()
+    >>> z.grad  # I_1
+    tensor([0.5651591 , 1.59063685])
+    """
+    return ive(v, z) * _PUBLIC["exp"](_PUBLIC["abs"](z))  # noqa: F821
+
+
+def kv(v, z):
+    """Modified Bessel function of the second kind of real order ``v``, ``K_v(z)``
+    (``z > 0``).
+
+    ``kve(v, z) * exp(-z)``: differentiable in ``z`` (``K_v' = -(K_(v-1) + K_(v+1)) / 2``),
+    not in the order ``v``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> z = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.special.kv(0, z)
+    tensor([0.42102444, 0.11389387], grad_fn=<MultiplyBackward0>)
+    >>> ndgrad.special.kv(0, z).sum().backward()
+    >>> z.grad  # -K_1
+    tensor([-0.60190723, -0.13986588])
+    """
+    return kve(v, z) * _PUBLIC["exp"](-z)  # noqa: F821
+
+
+def exp1(x):
+    """Exponential integral ``E_1(x) = integral_x^inf e^-t / t dt`` for real ``x > 0``
+    (``expn(1, x)``; ``NaN`` for ``x < 0``, as SciPy's real ``exp1``).
+
+    ``d/dx E_1(x) = -e^-x / x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([0.5, 2.0], requires_grad=True)
+    >>> ndgrad.special.exp1(x)
+    tensor([0.55977359, 0.04890051], grad_fn=<SpecialExpnBackward0>)
+    >>> ndgrad.special.exp1(x).sum().backward()
+    >>> x.grad
+    tensor([-1.21306132, -0.06766764])
+    """
+    return expn(1, x)  # noqa: F821
+
+
+def rgamma(x):
+    """Reciprocal of the gamma function, ``1 / gamma(x)`` (0 at the poles 0, -1, -2, ...).
+
+    ``d/dx (1 / gamma(x)) = -digamma(x) / gamma(x)``, through :func:`gamma`.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 3.0], requires_grad=True)
+    >>> ndgrad.special.rgamma(x)
+    tensor([1. , 0.5], grad_fn=<DivideBackward0>)
+    >>> ndgrad.special.rgamma(x).sum().backward()
+    >>> x.grad
+    tensor([ 0.57721566, -0.46139217])
+    """
+    return 1.0 / gamma(x)  # noqa: F821
+
+
+def gammasgn(x):
+    """Sign of the gamma function: 1 for ``x >= 0``; on ``(-k-1, -k)``, ``(-1)^(k+1)``;
+    NaN at the poles -1, -2, ... (as SciPy). Piecewise constant: its derivative is 0.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.gammasgn(ndgrad.tensor([2.5, -0.5, -1.5]))
+    tensor([ 1., -1.,  1.])
+    """
+    P = _PUBLIC
+    fl = P["floor"](x)
+    inner = 1.0 - 2.0 * P["remainder"](fl, 2.0)
+    pole = P["logical_and"](x < 0, x == fl)
+    return P["where"](x >= 0, 1.0, P["where"](pole, float("nan"), inner)).detach()
+
+
+__all__ = sorted(set(__all__) | {"jn", "yn", "iv", "kv", "exp1", "rgamma", "gammasgn"})

@@ -335,6 +335,10 @@ REFERENCES = {
     "special.zeta_derivative": _zeta_derivative,
     "special.sinc": np.sinc,  # SciPy has no special.sinc
     "special.logsumexp": _special_logsumexp,
+    # real input, real output (SciPy's is always complex)
+    "special.lambertw": lambda z, k=0, tol=1e-8: np.where(
+        scipy.special.lambertw(z, k, tol).imag == 0, scipy.special.lambertw(z, k, tol).real,
+        np.nan) if not np.iscomplexobj(z) else scipy.special.lambertw(z, k, tol),
     # ndgrad/core/ops/stacking.py
     # (packing functions take their arrays as one sequence; the sample spreads them)
     "concatenate": lambda *arrays, **kw: np.concatenate(arrays, **kw),

@@ -624,8 +624,39 @@ def _einsum_batch(F, batched, *operands, subscripts):
 einsum.defbatch(_einsum_batch)
 
 
+def _einsum_sublist(sub):
+    """NumPy's sublist ``[0, 1, ...]`` (integers 0-51, Ellipsis) as subscript letters."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 52:
+            out.append(letters[s])
+        else:
+            raise ValueError(f"einsum: a subscript in a sublist must be an integer in [0, 52) "
+                             f"or Ellipsis, got {s!r}")
+    return "".join(out)
+
+
+def _einsum_sublists(args):
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2][, [0, 2]])`` as
+    ``(subscripts, operands)``."""
+    operands, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(args) % 2:  # a trailing output sublist
+        out = operands.pop()
+    subscripts = ",".join(_einsum_sublist(s) for s in subs)
+    if out is not None:
+        subscripts += "->" + _einsum_sublist(out)
+    return subscripts, tuple(operands)
+
+
 def _einsum_public(*args, subscripts=None):
-    """``einsum(subscripts, *operands)`` (or ``einsum(*operands, subscripts=...)``)."""
+    """``einsum(subscripts, *operands)`` (or ``einsum(*operands, subscripts=...)``, or NumPy's
+    sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``)."""
+    if subscripts is None and len(args) >= 2 and isinstance(args[1], (list, tuple)):
+        subscripts, args = _einsum_sublists(args)
     if subscripts is None:
         if not args or not isinstance(args[0], str):
             raise TypeError("einsum() expects the subscripts string first: "
