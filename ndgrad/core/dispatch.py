@@ -84,6 +84,8 @@ def apply(op, *args, **params):
             elif isinstance(a, Tensor):
                 return _apply_general(op, args, params)
             else:  # an array or a Python scalar: its own backend (NumPy for scalars)
+                if type(a) in _SEQUENCES and _holds_tensor(a):
+                    return apply(op, stack_nested(a), **params)
                 out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
                 requires_grad = False
         elif n == nin == 2:
@@ -103,11 +105,15 @@ def apply(op, *args, **params):
                     return _apply_general(op, args, params)
                 else:
                     db = b
+                    if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
+                        return _apply_general(op, args, params)
                     if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
                         return apply(op, *same_device(op, args), **params)
                     if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
                         db = da.dtype.type(b)
             elif type(b) is Tensor and not isinstance(a, Tensor):
+                if type(a) in _SEQUENCES:
+                    return _apply_general(op, args, params)
                 da = a
                 db = b._data
                 B = _BACKEND_BY_TYPE[type(db)]
@@ -119,6 +125,8 @@ def apply(op, *args, **params):
             elif isinstance(a, Tensor) or isinstance(b, Tensor):
                 return _apply_general(op, args, params)
             else:
+                if type(a) in _SEQUENCES or type(b) in _SEQUENCES:
+                    return _apply_general(op, args, params)
                 da, db = a, b
                 B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
             out = op.forward(B, da, db, **params)
@@ -167,6 +175,38 @@ def _as_array(out):
     return NUMPY.asarray(out)
 
 
+# Note [Sequences of tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An array input given as a (nested) list or tuple holding tensors, ``ndgrad.sum([x, 2 * x])``,
+# is NumPy's array of it made differentiable (as JAX's ``jnp.array``): the elements stacked by
+# ndgrad's ``stack`` (numbers lifted to the tensors' device and dtype). A sequence of plain
+# numbers goes to the forward as NumPy would take it. Ops that take sequences (``concat``,
+# ``stack``) receive their arrays unpacked and never see one here.
+_SEQUENCES = (list, tuple)
+
+
+def _holds_tensor(seq):
+    return any(isinstance(e, Tensor) or (type(e) in _SEQUENCES and _holds_tensor(e))
+               for e in seq)
+
+
+def stack_nested(seq):
+    """The tensor NumPy's ``array(seq)`` would be, differentiable in the tensors in ``seq``
+    (Note [Sequences of tensors])."""
+    items = [stack_nested(e) if type(e) in _SEQUENCES and _holds_tensor(e) else e
+             for e in seq]
+    like = next(e for e in items if isinstance(e, Tensor))
+    lifted = [e if isinstance(e, Tensor) else TENSOR_F.zeros_like(like) + e for e in items]
+    return TENSOR_F.stack(lifted)
+
+
+def sequences_stacked(args, nin):
+    """``args`` with each of the first ``nin`` that is a sequence holding tensors stacked
+    (Note [Sequences of tensors])."""
+    return tuple(stack_nested(a) if k < nin and type(a) in _SEQUENCES and _holds_tensor(a)
+                 else a for k, a in enumerate(args))
+
+
 def _apply_general(op, args, params):
     nin = op.nin
     if nin == VARIADIC:
@@ -176,6 +216,8 @@ def _apply_general(op, args, params):
             raise TypeError(f"{op.name}() takes {nin} array argument(s), got {len(args)}")
         extra = args[nin:]
         args = args[:nin]
+        if any(type(a) in _SEQUENCES and _holds_tensor(a) for a in args):
+            return apply(op, *sequences_stacked(args, nin), *extra, **params)
     datas = []
     B = None
     requires_grad = False

@@ -18,7 +18,8 @@ import inspect
 from .. import backend as _backend_mod
 from .. import creation as _creation
 from ..backend import NUMPY, Backend
-from ..dispatch import TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply
+from ..dispatch import (TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply,
+                        sequences_stacked)
 from ..graph import expose_saved_names
 from ..inplace import apply_inplace
 from ..tensor import Tensor
@@ -138,9 +139,13 @@ def _make_composite_public(c, F):
     fn_ = c.fn
     name = c.qualname
 
+    nin = None if c.pack or c.nin == VARIADIC else c.nin
+
     def run(*args, **kw):
         if aliases and kw:
             _rename(kw, aliases)
+        if nin and any(type(a) in (list, tuple) for a in args[:nin]):
+            args = sequences_stacked(args, nin)
         try:
             return fn_(F, *args, **kw)
         except DeviceMismatchError as exc:  # raised by an op inside: name this function

@@ -24,8 +24,11 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from ..backend import Device, _placed, as_dtype, get_default_dtype
 from ..creation import _numpy_layout, asarray, eye
+from ..creation import linspace as _creation_linspace
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor, as_data, finish
 from .elementwise import _off_integer_quotients, _off_integers
@@ -1118,6 +1121,54 @@ def hanning(M, *, dtype=None, device=None, requires_grad=False):
                    lambda B, n, M: 0.5 + 0.5 * B.cos(math.pi * n / (M - 1)))
 
 
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None, requires_grad=False):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (NumPy's ``linspace``),
+    excluding ``stop`` unless ``endpoint``, along a new ``axis`` when ``start`` and ``stop``
+    are arrays (they broadcast).
+
+    Numbers give a new leaf (``device``, ``requires_grad``); tensor ``start`` and ``stop``
+    are differentiable (as in JAX), the result on their device. With ``retstep``, also the
+    spacing.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    >>> stop = ndgrad.tensor(2.0, requires_grad=True)
+    >>> ndgrad.linspace(0.0, stop, 3).sum().backward()   # d/dstop (0 + stop/2 + stop)
+    >>> stop.grad
+    tensor(1.5)
+    """
+    num = _num(num, "linspace")
+    if _first_tensor(start, stop) is None and np.ndim(start) == 0 and np.ndim(stop) == 0:
+        out = _creation_linspace(start, stop, num, endpoint=endpoint, dtype=dtype,
+                                 device=device, requires_grad=requires_grad)
+        if not retstep:
+            return out
+        div = num - 1 if endpoint else num
+        return out, (stop - start) / div if div > 0 else float("nan")
+    F = TENSOR_F
+    like = _first_tensor(start, stop)
+    start = start if isinstance(start, Tensor) or isinstance(start, numbers.Number) else \
+        asarray(start, device=device)
+    stop = stop if isinstance(stop, Tensor) or isinstance(stop, numbers.Number) else \
+        asarray(stop, device=device)
+    like = like if like is not None else _first_tensor(start, stop)
+    start, stop = _as_operand(F, start, like), _as_operand(F, stop, like)
+    nd = max(_ndim(start), _ndim(stop))
+    y = _linspace(F, _pad_dims(F, start, nd), _pad_dims(F, stop, nd), num, endpoint, like)
+    if axis != 0:
+        y = F.moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = F.astype(y, as_dtype(dtype))
+    if not retstep:
+        return y
+    div = num - 1 if endpoint else num
+    return y, ((stop - start) / div if div > 0 else (stop - start) * float("nan"))
+
+
 # The plain functions, for the package to export: name -> function.
-CREATION = {f.__name__: f for f in (real_if_close, array, identity, tri, indices,
+CREATION = {f.__name__: f for f in (real_if_close, array, identity, tri, indices, linspace,
                                      fromfunction, bartlett, blackman, hamming, hanning)}
