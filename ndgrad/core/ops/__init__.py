@@ -139,7 +139,8 @@ def _make_composite_public(c, F):
     fn_ = c.fn
     name = c.qualname
 
-    nin = None if c.pack or c.nin == VARIADIC else c.nin
+    # (shape and indexing composites, as block and select, take sequences of arrays as such)
+    nin = None if c.pack or c.nin == VARIADIC or c.kind in ("shape", "indexing") else c.nin
 
     def run(*args, **kw):
         if aliases and kw:
