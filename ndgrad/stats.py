@@ -15,11 +15,11 @@ shape out of range) give ``nan``, as SciPy's. Masked-out entries are computed at
 interior point, so they contribute zero (not ``nan``) to a gradient.
 
 ``rvs`` draws with SciPy's (NumPy ``Generator``) sampler on the host and returns a Tensor that
-is *not* differentiable. Methods that would need a special function ndgrad lacks (``betainc``
-for the cdf of ``t``, ``beta``, ``binom`` and ``nbinom``; ``gammaincinv`` for the ppf of
-``gamma``, ``chi2`` and ``gennorm``) raise NotImplementedError naming it. ``gammainc`` has
-no derivative in its first argument, so the cdfs of ``gamma``, ``chi2`` and ``gennorm`` are
-differentiable in ``x``, ``loc`` and ``scale`` but not in the shape. At a point ON the
+is *not* differentiable. Methods that would need a special function ndgrad lacks
+(``gammaincinv`` for the ppf of ``gamma``, ``chi2`` and ``gennorm``) raise
+NotImplementedError naming it. ``gammainc`` and ``betainc`` have no derivative in their shape
+arguments, so the cdfs of ``gamma``, ``chi2``, ``gennorm``, ``t``, ``beta``, ``binom`` and
+``nbinom`` are differentiable in ``x``, ``loc``, ``scale`` (and ``p``) but not in the shape. At a point ON the
 boundary of the support, the derivative is the formula's one-sided value (possibly infinite,
 or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is imported by ``rvs`` only,
 never by ``import ndgrad``.
@@ -397,8 +397,10 @@ class norm_gen(rv_continuous):
 
 
 class t_gen(rv_continuous):
-    """Student's t distribution, ``scipy.stats.t(df)``. The cdf, sf, ppf and isf need
-    ``betainc``/``betaincinv`` and raise NotImplementedError.
+    """Student's t distribution, ``scipy.stats.t(df)``. The cdf, sf, ppf and isf (by
+    ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc`` and
+    ``scale``, not in ``df`` (the special functions have no derivative in their shape
+    parameters: differentiating there raises NotImplementedError).
 
     Examples
     --------
@@ -408,11 +410,26 @@ class t_gen(rv_continuous):
     """
 
     name, shapes, safe = "t", ("df",), (1.0,)
-    missing = {m: "betainc" for m in ("cdf", "logcdf", "sf", "logsf")}
-    missing.update(ppf="betaincinv", isf="betaincinv")
 
     def _argcheck(self, df):
         return df > 0
+
+    def _cdf(self, y, df):
+        # P(T <= y) = I_x(df/2, 1/2) / 2 for y <= 0, x = df / (df + y^2); symmetric
+        half = 0.5 * _S.betainc(df / 2, 0.5, df / (df + y * y))
+        return _w(y > 0, 1 - half, half)
+
+    def _sf(self, y, df):
+        return self._cdf(-y, df)
+
+    def _ppf(self, q, df):
+        tail = _w(q < 0.5, q, 1 - q)                 # (the smaller tail, in (0, 1/2])
+        x = _S.betaincinv(df / 2, 0.5, 2 * tail)
+        y = _F.sqrt(df * (1 - x) / x)
+        return _w(q < 0.5, -y, y)
+
+    def _isf(self, q, df):
+        return -self._ppf(q, df)
 
     def _logpdf(self, y, df):
         return (_S.gammaln((df + 1) / 2) - _S.gammaln(df / 2) - 0.5 * _F.log(df * math.pi)
@@ -645,7 +662,8 @@ class gamma_gen(rv_continuous):
 
 class beta_gen(rv_continuous):
     """The beta distribution, ``scipy.stats.beta(a, b)`` on ``[0, 1]``. The cdf, sf, ppf and
-    isf need ``betainc``/``betaincinv`` and raise NotImplementedError.
+    isf (by ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc``
+    and ``scale``, not in ``a`` and ``b``.
 
     Examples
     --------
@@ -655,8 +673,18 @@ class beta_gen(rv_continuous):
     """
 
     name, shapes, safe, inner = "beta", ("a", "b"), (1.0, 1.0), 0.5
-    missing = {m: "betainc" for m in ("cdf", "logcdf", "sf", "logsf")}
-    missing.update(ppf="betaincinv", isf="betaincinv")
+
+    def _cdf(self, y, a, b):
+        return _S.betainc(a, b, y)
+
+    def _sf(self, y, a, b):
+        return _S.betainc(b, a, 1 - y)
+
+    def _ppf(self, q, a, b):
+        return _S.betaincinv(a, b, q)
+
+    def _isf(self, q, a, b):
+        return 1 - _S.betaincinv(b, a, q)
 
     def _argcheck(self, a, b):
         return (a > 0) & (b > 0)
@@ -1087,7 +1115,7 @@ def _is_int(v):
 
 class binom_gen(rv_discrete):
     """The binomial distribution, ``scipy.stats.binom(n, p)``: differentiable in ``p`` (``n``
-    is an integer count). The cdf and sf need ``betainc`` and raise NotImplementedError.
+    is an integer count). The cdf and sf (``special.betainc``) are differentiable in ``p``.
 
     Examples
     --------
@@ -1097,7 +1125,15 @@ class binom_gen(rv_discrete):
     """
 
     name, shapes, safe = "binom", ("n", "p"), (1.0, 0.5)
-    missing = {"cdf": "betainc", "sf": "betainc"}
+
+    def _cdf(self, k, n, p):
+        # P(X <= k) = I_{1-p}(n - k, k + 1) for 0 <= k < n (the support's end: 1)
+        ks = _w(k < n, k, n - 1)
+        return _w(k < n, _S.betainc(_w(k < n, n - ks, 1.0), ks + 1, 1 - p), 1.0)
+
+    def _sf(self, k, n, p):
+        ks = _w(k < n, k, n - 1)
+        return _w(k < n, _S.betainc(ks + 1, _w(k < n, n - ks, 1.0), p), 0.0)
 
     def _argcheck(self, n, p):
         return (n >= 0) & _is_int(n) & (p >= 0) & (p <= 1)
@@ -1118,7 +1154,8 @@ class binom_gen(rv_discrete):
 
 class nbinom_gen(rv_discrete):
     """The negative binomial distribution, ``scipy.stats.nbinom(n, p)`` (failures before the
-    ``n``-th success): differentiable in ``n`` and ``p``. The cdf and sf need ``betainc``.
+    ``n``-th success): differentiable in ``n`` and ``p``; the cdf and sf
+    (``special.betainc``) in ``p`` only.
 
     Examples
     --------
@@ -1128,7 +1165,12 @@ class nbinom_gen(rv_discrete):
     """
 
     name, shapes, safe = "nbinom", ("n", "p"), (1.0, 0.5)
-    missing = {"cdf": "betainc", "sf": "betainc"}
+
+    def _cdf(self, k, n, p):
+        return _S.betainc(n, k + 1, p)               # P(X <= k) = I_p(n, k + 1)
+
+    def _sf(self, k, n, p):
+        return _S.betainc(k + 1, n, 1 - p)
 
     def _argcheck(self, n, p):
         return (n > 0) & (p > 0) & (p <= 1)
