@@ -19,10 +19,10 @@ is *not* differentiable. Methods that would need a special function ndgrad lacks
 (``gammaincinv`` for the ppf of ``gamma``, ``chi2`` and ``gennorm``) raise
 NotImplementedError naming it. ``gammainc`` and ``betainc`` have no derivative in their shape
 arguments, so the cdfs of ``gamma``, ``chi2``, ``gennorm``, ``t``, ``beta``, ``binom`` and
-``nbinom`` are differentiable in ``x``, ``loc``, ``scale`` (and ``p``) but not in the shape. At a point ON the
-boundary of the support, the derivative is the formula's one-sided value (possibly infinite,
-or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is imported by ``rvs`` only,
-never by ``import ndgrad``.
+``nbinom`` are differentiable in ``x``, ``loc``, ``scale`` (and ``p``) but not in the shape.
+At a point ON the boundary of the support, the derivative is the formula's one-sided value
+(possibly infinite, or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is
+imported by ``rvs`` only, never by ``import ndgrad``.
 """
 
 from __future__ import annotations

@@ -105,11 +105,12 @@ def apply(op, *args, **params):
                     return _apply_general(op, args, params)
                 else:
                     db = b
-                    if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
-                        return _apply_general(op, args, params)
-                    if B is not NUMPY and type(b) is _NDARRAY:  # a NumPy array with a GPU tensor
-                        return apply(op, *same_device(op, args), **params)
-                    if _WEAK_FLOATS and type(b) is float and da.dtype in _WEAK_FLOATS:
+                    if type(b) is not float:  # (a Python float, the common case, first)
+                        if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
+                            return _apply_general(op, args, params)
+                        if B is not NUMPY and type(b) is _NDARRAY:  # NumPy array, GPU tensor
+                            return apply(op, *same_device(op, args), **params)
+                    elif _WEAK_FLOATS and da.dtype in _WEAK_FLOATS:
                         db = da.dtype.type(b)
             elif type(b) is Tensor and not isinstance(a, Tensor):
                 if type(a) in _SEQUENCES:
