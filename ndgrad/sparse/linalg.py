@@ -29,6 +29,10 @@ RuntimeError. A primal solution SciPy reports as unconverged (``info != 0``) is 
 with its ``info``, but differentiating it raises a RuntimeError: never a derivative of an
 unconverged solution. A matvec that depends on a tensor requiring grad which it does not
 capture in its closure (an object's attribute) is refused when called with grad mode on.
+While a derivative solve runs, the matvec's closure cells hold the values one level down
+(solves in several threads that share one matvec take turns, under a lock); another thread
+calling that same matvec directly in the meantime would see them, so do not share a matvec
+between a solve and other work running at the same time.
 
 SciPy runs on host memory: tensors on a GPU are copied to the host for the solve (and for
 each matvec of a function operator) and the solution is copied back.
