@@ -6,7 +6,7 @@ coordinates too, in every transform (``grad``, ``jvp``, ``vmap``, ...).
 What it owns: ``correlate1d``, ``convolve1d``, ``correlate``, ``convolve``,
 ``gaussian_filter1d``, ``gaussian_filter``, ``uniform_filter1d``, ``uniform_filter``, ``sobel``,
 ``laplace`` (filters), and ``map_coordinates``, ``shift``, ``zoom``, ``affine_transform``
-(interpolation of order 0, 1 and 3).
+(interpolation of order 0, 1, 2 and 3).
 
 Note [ndimage boundary modes]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -26,11 +26,15 @@ For ``order=1`` the value is linear in the coordinate between integer positions,
 ``order=0`` (``floor(c + 0.5)``) is differentiable in the input only. ``order=3`` (SciPy's
 default) interpolates with cubic B-splines whose coefficients solve, along each axis,
 ``(c[j-1] + 4 c[j] + c[j+1]) / 6 = input[j]`` with ``c`` extended by the mode (SciPy's
-``spline_filter``); ndgrad solves this as a dense ``n x n`` system per axis
+``spline_filter``); ``order=2`` likewise with quadratic B-splines,
+``(c[j-1] + 6 c[j] + c[j+1]) / 8 = input[j]``, the neighbours ``round(c) - 1 .. round(c) + 1``
+weighted ``(1/2 - t)² / 2``, ``3/4 - t²``, ``(1/2 + t)² / 2`` at ``t = c - round(c)``
+(continuously differentiable in ``c``). ndgrad solves the prefilter as a dense ``n x n``
+system per axis
 (:func:`ndgrad.linalg.solve`), exactly where SciPy's recursive filter starts the half-sample
 ("reflect") case approximately: there the two agree to about ``1e-6`` on short axes (SciPy's
 value does not quite pass through the samples). The order-3 value is twice continuously
-differentiable in the coordinates. Order 3 supports the modes "constant", "mirror",
+differentiable in the coordinates. Orders 2 and 3 support the modes "constant", "mirror",
 "reflect", "grid-mirror" and "grid-wrap" (SciPy pads "nearest" and "grid-constant" before
 filtering, and its legacy "wrap": not implemented, NotImplementedError).
 """
@@ -391,20 +395,20 @@ def _map_index(j, n, mode):
 def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0,
                     prefilter=True):
     """Interpolate ``input`` at ``coordinates`` (SciPy's ``ndimage.map_coordinates``) for
-    ``order`` 0 (nearest), 1 (linear) and 3 (cubic spline, SciPy's default); differentiable in
-    ``input`` and, for orders 1 and 3, in ``coordinates``.
+    ``order`` 0 (nearest), 1 (linear), 2 (quadratic spline) and 3 (cubic spline, SciPy's
+    default); differentiable in ``input`` and, for orders 1 to 3, in ``coordinates``.
 
-    Order 3 supports the modes "constant", "mirror", "reflect", "grid-mirror", "grid-wrap"
-    (Note [ndimage boundary modes]); ``prefilter=False`` takes ``input`` as the spline
-    coefficients. Orders 2, 4, 5, and order 3 in the other modes, raise NotImplementedError
-    rather than give other numbers than SciPy.
+    Orders 2 and 3 support the modes "constant", "mirror", "reflect", "grid-mirror",
+    "grid-wrap" (Note [ndimage boundary modes]); ``prefilter=False`` takes ``input`` as the
+    spline coefficients. Orders 4, 5, and orders 2 and 3 in the other modes, raise
+    NotImplementedError rather than give other numbers than SciPy.
 
     Parameters
     ----------
     input : array_like, shape ``(n_1, ..., n_d)``
     coordinates : array_like, shape ``(d, ...)``
         The sample points (in index units); the output has shape ``coordinates.shape[1:]``.
-    order : {0, 1, 3}
+    order : {0, 1, 2, 3}
     mode : {"constant", "grid-constant", "nearest", "reflect", "grid-mirror", "mirror",
         "wrap", "grid-wrap"}
         The extension beyond the edges (Note [ndimage boundary modes]).
@@ -420,14 +424,14 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
     """
     if output is not None:
         raise NotImplementedError("ndimage: `output` is not supported; use the return value.")
-    if order not in (0, 1, 3):
-        if order in (2, 4, 5):
+    if order not in (0, 1, 2, 3):
+        if order in (4, 5):
             raise NotImplementedError(f"ndimage: spline interpolation of order {order} is not "
-                                      "implemented; use order 0, 1 or 3.")
+                                      "implemented; use order 0, 1, 2 or 3.")
         raise RuntimeError("spline order not supported: `order` must be in 0..5.")
     _check_mode(mode)
-    if order == 3 and mode not in _SPLINE_MODES:
-        raise NotImplementedError(f"ndimage: order=3 is implemented for the modes "
+    if order >= 2 and mode not in _SPLINE_MODES:
+        raise NotImplementedError(f"ndimage: order={order} is implemented for the modes "
                                   f"{sorted(_SPLINE_MODES)}, not {mode!r}; use order=1 there.")
     x = _float(input)
     c = _float(coordinates, x.device)
@@ -445,14 +449,17 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
         elif mode == "wrap" and n > 1:  # SciPy's legacy wrap: period n - 1 outside [0, n-1]
             cd = F.where((cd < 0) | (cd > n - 1), F.remainder(cd, float(n - 1)), cd)
         coords.append(cd)
-    if order == 3:
+    if order >= 2:
         if prefilter:
-            x = _spline_coefficients(x, mode)
-        base = [F.floor(cd.detach()) for cd in coords]
-        weights = [_bspline3_weights(cd - b) for cd, b in zip(coords, base)]
+            x = _spline_coefficients(x, mode, order)
+        # neighbours floor(c) - 1 .. floor(c) + 2 (cubic), round(c) - 1 .. round(c) + 1
+        half = 0.0 if order == 3 else 0.5
+        base = [F.floor(cd.detach() + half) for cd in coords]
+        spline = _bspline3_weights if order == 3 else _bspline2_weights
+        weights = [spline(cd - b) for cd, b in zip(coords, base)]
         base = [b.astype("int64") for b in base]
         corners = []
-        for corner in itertools.product(range(4), repeat=x.ndim):
+        for corner in itertools.product(range(order + 1), repeat=x.ndim):
             weight = None
             for k, wd in zip(corner, weights):
                 weight = wd[k] if weight is None else weight * wd[k]
@@ -489,7 +496,7 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
     return out.reshape(out_shape)
 
 
-# order 3: the modes implemented, and how each extends the spline coefficients
+# orders 2 and 3: the modes implemented, and how each extends the spline coefficients
 _SPLINE_MODES = {"mirror": "mirror", "reflect": "reflect", "grid-mirror": "reflect",
                  "grid-wrap": "grid-wrap", "constant": "mirror"}
 
@@ -502,24 +509,32 @@ def _bspline3_weights(t):
             (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0, t3 / 6.0]
 
 
-def _spline_coefficients(x, mode):
-    """The cubic B-spline coefficients ``c`` of ``x`` (SciPy's ``spline_filter`` for order 3):
-    along each axis ``(c[j-1] + 4 c[j] + c[j+1]) / 6 = x[j]`` with ``c`` extended like the data
-    (whole-sample symmetric for "mirror" and "constant", half-sample for "reflect", periodic
-    for "grid-wrap"), solved as a dense system (linear in ``x``: differentiable)."""
+def _bspline2_weights(t):
+    """The quadratic B-spline's weights of the neighbours ``round(c) - 1 .. round(c) + 1`` at
+    ``t = c - round(c)`` (in ``[-1/2, 1/2]``)."""
+    return [(0.5 - t) ** 2 / 2.0, 0.75 - t * t, (0.5 + t) ** 2 / 2.0]
+
+
+def _spline_coefficients(x, mode, order=3):
+    """The B-spline coefficients ``c`` of ``x`` (SciPy's ``spline_filter`` for order 3 or 2):
+    along each axis ``(c[j-1] + 4 c[j] + c[j+1]) / 6 = x[j]`` (order 2:
+    ``(c[j-1] + 6 c[j] + c[j+1]) / 8``) with ``c`` extended like the data (whole-sample
+    symmetric for "mirror" and "constant", half-sample for "reflect", periodic for
+    "grid-wrap"), solved as a dense system (linear in ``x``: differentiable)."""
     from . import linalg
     kind = _SPLINE_MODES[mode]
+    side, total = (1.0, 6.0) if order == 3 else (1.0, 8.0)
     for d, n in enumerate(x.shape):
         if n < 2:
             continue
-        A = (4.0 * np.eye(n) + np.eye(n, k=1) + np.eye(n, k=-1)) / 6.0
+        A = ((total - 2 * side) * np.eye(n) + side * (np.eye(n, k=1) + np.eye(n, k=-1))) / total
         if kind == "mirror":
-            A[0, 1] = A[-1, -2] = 2.0 / 6.0
+            A[0, 1] = A[-1, -2] = 2.0 * side / total
         elif kind == "reflect":
-            A[0, 0] = A[-1, -1] = 5.0 / 6.0
+            A[0, 0] = A[-1, -1] = (total - side) / total
         else:  # periodic
-            A[0, -1] += 1.0 / 6.0
-            A[-1, 0] += 1.0 / 6.0
+            A[0, -1] += side / total
+            A[-1, 0] += side / total
         xm = F.moveaxis(x, d, 0)
         c = linalg.solve(_const(A, x), xm.reshape(n, -1)).reshape(xm.shape)
         x = F.moveaxis(c, 0, d)
@@ -532,8 +547,8 @@ def _grid(shape, like):
 
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
     """Shift an array (SciPy's ``ndimage.shift``): ``out[i] = input[i - shift]``, interpolated
-    with :func:`map_coordinates` (``order`` 0, 1 or 3). Differentiable in ``input`` and, for
-    orders 1 and 3, in ``shift``.
+    with :func:`map_coordinates` (``order`` 0 to 3). Differentiable in ``input`` and, for
+    orders 1 to 3, in ``shift``.
 
     Examples
     --------
@@ -553,7 +568,7 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
          grid_mode=False):
     """Zoom an array (SciPy's ``ndimage.zoom``): the output has ``round(n * zoom)`` samples
     along each axis, output sample ``i`` taken at ``i * (n - 1) / (n_out - 1)`` (with
-    ``grid_mode=True``: pixel centres, ``(i + 0.5) n / n_out - 0.5``). ``order`` 0, 1 or 3;
+    ``grid_mode=True``: pixel centres, ``(i + 0.5) n / n_out - 0.5``). ``order`` 0 to 3;
     differentiable in ``input``.
 
     Examples
@@ -587,7 +602,7 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     the input at ``matrix @ o + offset`` (the "pull" convention), interpolated with
     :func:`map_coordinates`. ``matrix`` may be ``(d, d)``, ``(d,)`` (diagonal), or a
     homogeneous ``(d + 1, d + 1)`` or ``(d, d + 1)`` matrix. Differentiable in ``input`` and,
-    for orders 1 and 3, in ``matrix`` and ``offset``.
+    for orders 1 to 3, in ``matrix`` and ``offset``.
 
     Examples
     --------

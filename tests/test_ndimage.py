@@ -90,6 +90,32 @@ def test_cubic_spline_interpolation_matches_scipy(mode):
           sn.map_coordinates(A, coords[:, :5], prefilter=False, mode=mode))
 
 
+def test_quadratic_spline_interpolation_matches_scipy():
+    a = t(A)
+    coords = np.random.default_rng(9).uniform(-3.0, 8.0, size=(2, 30))
+    long = np.random.default_rng(10).normal(size=40)
+    c1 = np.random.default_rng(11).uniform(-5.0, 45.0, size=(1, 25))
+    m = np.array([[0.9, 0.2], [-0.3, 1.1]])
+    for mode in ("constant", "mirror", "grid-wrap", "reflect", "grid-mirror"):
+        # SciPy's "reflect" prefilter starts approximately (3e-9 on short axes, as order 3)
+        tol = 1e-8 if mode in ("reflect", "grid-mirror") else 1e-12
+        close(ni.map_coordinates(a, t(coords), order=2, mode=mode, cval=0.3),
+              sn.map_coordinates(A, coords, order=2, mode=mode, cval=0.3), atol=tol)
+        close(ni.map_coordinates(t(long), t(c1), order=2, mode=mode, cval=0.3),
+              sn.map_coordinates(long, c1, order=2, mode=mode, cval=0.3))
+        close(ni.map_coordinates(a, t(coords[:, :6]), order=2, mode=mode, prefilter=False),
+              sn.map_coordinates(A, coords[:, :6], order=2, mode=mode, prefilter=False))
+        close(ni.shift(a, [0.3, -1.6], order=2, mode=mode),
+              sn.shift(A, [0.3, -1.6], order=2, mode=mode), atol=tol)
+        close(ni.zoom(a, 1.7, order=2, mode=mode), sn.zoom(A, 1.7, order=2, mode=mode),
+              atol=tol)
+        close(ni.affine_transform(a, t(m), offset=[0.5, -1.1], order=2, mode=mode),
+              sn.affine_transform(A, m, offset=[0.5, -1.1], order=2, mode=mode), atol=tol)
+    # the prefiltered spline passes through the samples
+    grid = np.indices(A.shape).reshape(2, -1).astype(float)
+    close(ni.map_coordinates(a, t(grid), order=2, mode="mirror"), A.ravel())
+
+
 def test_transform_variants_match_scipy():
     a = t(A)
     close(ni.zoom(a, 0.6, order=1, grid_mode=True, mode="grid-constant"),
@@ -110,8 +136,10 @@ def test_errors():
     a = t(A)
     with pytest.raises(NotImplementedError, match="order=1"):
         ni.map_coordinates(a, t(np.zeros((2, 3))), mode="nearest")  # order 3 in this mode
-    with pytest.raises(NotImplementedError, match="order 2"):
-        ni.shift(a, 0.5, order=2)
+    with pytest.raises(NotImplementedError, match="order 4"):
+        ni.shift(a, 0.5, order=4)
+    with pytest.raises(NotImplementedError, match="order=2"):
+        ni.zoom(a, 1.5, order=2, mode="nearest")
     with pytest.raises(RuntimeError, match="boundary mode"):
         ni.gaussian_filter(a, 1.0, mode="periodic")
     with pytest.raises(RuntimeError, match="rank"):
@@ -149,6 +177,13 @@ def test_gradients_in_image_weights_and_coordinates():
     for mode in ("constant", "reflect", "grid-wrap"):  # order 3: smooth in the coordinates
         assert gradcheck(lambda a, cc, m=mode: ni.map_coordinates(a, cc, mode=m), (img, c),
                          check_forward_ad=True)
+    # order 2: continuously differentiable (coordinates away from the half-integers, where
+    # the second derivative jumps)
+    c2 = t(np.floor(rng.uniform(-2.0, 6.0, (2, 7))) + rng.uniform(-0.4, 0.4, (2, 7)), True)
+    for mode in ("mirror", "grid-wrap"):
+        assert gradcheck(lambda a, cc, m=mode: ni.map_coordinates(a, cc, order=2, mode=m),
+                         (img, c2), check_forward_ad=True)
+    assert gradcheck(lambda a, sh: ni.shift(a, sh, order=2, mode="reflect"), (img, s))
 
 
 def test_vmap_over_a_batch_of_images_matches_loop():
@@ -157,7 +192,7 @@ def test_vmap_over_a_batch_of_images_matches_loop():
     out = vmap(lambda a: ni.gaussian_filter(a, [1.0, 0.5], mode="reflect"))(imgs)
     close(out, np.stack([sn.gaussian_filter(A_i, [1.0, 0.5]) for A_i in imgs.cpu().numpy()]))
     coords = t(rng.uniform(-1.0, 6.0, (3, 2, 4)))
-    for order in (1, 3):
+    for order in (1, 2, 3):
         out = vmap(lambda a, c, o=order: ni.map_coordinates(a, c, order=o, mode="mirror"))(
             imgs, coords)
         close(out, np.stack([sn.map_coordinates(a_i, c_i, order=order, mode="mirror")

@@ -279,3 +279,94 @@ def test_windows_are_scipys():
     close(signal.get_window(("kaiser", 3.0), 9), ss.get_window(("kaiser", 3.0), 9))
     close(signal.get_window("hann", 8, fftbins=False), ss.get_window("hann", 8, False))
     assert host(signal.windows.hann(4)).dtype == np.float64
+
+
+# ------------------------------------------------------------------------------- istft
+def test_istft_matches_scipy_and_inverts_stft():
+    rng = _rng(14)
+    x = rng.normal(size=(2, 40))
+    for kw in ({"nperseg": 16}, {"nperseg": 10, "noverlap": 3, "nfft": 12},
+               {"nperseg": 8, "noverlap": 6, "window": "hamming"},
+               {"nperseg": 9, "noverlap": 2, "scaling": "psd", "fs": 3.0}, {"nperseg": 7}):
+        z = ss.stft(x, **kw)[2]
+        t, y = signal.istft(T(z), **kw)
+        et, ey = ss.istft(z, **kw)
+        close(t, et)
+        close(y, ey, atol=1e-13)
+        # the round trip through ndgrad's stft gives the signal back
+        close(signal.istft(signal.stft(T(x), **kw)[2], **kw)[1][..., :40], x, atol=1e-13)
+    z = rng.normal(size=(3, 9, 6)) + 1j * rng.normal(size=(3, 9, 6))
+    for kw in ({"time_axis": 0, "freq_axis": 1}, {"time_axis": 1, "freq_axis": -1},
+               {"input_onesided": False, "boundary": False}, {"freq_axis": 0},
+               {"window": ss.get_window("hann", 16), "noverlap": 12}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # NOLA fails on some of these
+            t, y = signal.istft(T(z), **kw)
+            et, ey = ss.istft(z, **kw)
+        close(t, et)
+        close(y, ey, atol=1e-13)
+    with pytest.warns(UserWarning, match="NOLA"):
+        signal.istft(T(z[0]), window=np.r_[np.zeros(8), np.ones(8)], noverlap=0)
+    with pytest.raises(ValueError, match="noverlap"):
+        signal.istft(T(z[0]), noverlap=16)
+    with pytest.raises(ValueError, match="differ"):
+        signal.istft(T(z), time_axis=1, freq_axis=-2)
+    with pytest.raises(ValueError, match="length of nperseg"):
+        signal.istft(T(z[0]), window=np.ones(5))
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_istft_gradient_in_zxx_and_vmap():
+    rng = _rng(15)
+    (z,) = _req(rng.normal(size=(2, 5, 4)) + 1j * rng.normal(size=(2, 5, 4)))
+    gradcheck(lambda z: signal.istft(z, noverlap=5)[1], (z,))
+    gradcheck(lambda z: signal.istft(z, window="hamming", input_onesided=False, nperseg=5,
+                                     noverlap=2, boundary=False)[1], (z,),
+              check_forward_ad=True)
+    zs = rng.normal(size=(3, 9, 6)) + 1j * rng.normal(size=(3, 9, 6))
+    got = vmap(lambda z: signal.istft(z, nperseg=16, noverlap=10)[1])(T(zs))
+    close(got, np.stack([ss.istft(z, nperseg=16, noverlap=10)[1] for z in zs]), atol=1e-13)
+
+
+# ------------------------------------------------------------------------------- filtfilt
+def test_filtfilt_and_steady_states_match_scipy():
+    rng = _rng(16)
+    x = rng.normal(size=(3, 30))
+    b, a = [1.0, 2.0], [0.0, 2.0, 0.5]  # leading zeros of a are dropped
+    close(signal.lfilter_zi(T(b), T(a)), ss.lfilter_zi(b, a))
+    for b, a in _FILTERS[:2] + [_FILTERS[3]]:
+        close(signal.lfilter_zi(T(b), T(a)), ss.lfilter_zi(b, a))
+        for kw in ({}, {"padtype": "even"}, {"padtype": "constant", "padlen": 5},
+                   {"padtype": None}, {"padlen": 0}, {"axis": 0, "padlen": 2}):
+            close(signal.filtfilt(T(b), T(a), T(x), **kw), ss.filtfilt(b, a, x, **kw),
+                  atol=1e-13)
+    sos = ss.butter(4, 0.2, output="sos")
+    close(signal.sosfilt_zi(T(sos)), ss.sosfilt_zi(sos))
+    for kw in ({}, {"padtype": "even"}, {"padtype": None}, {"axis": 0, "padlen": 2}):
+        close(signal.sosfiltfilt(T(sos), T(x), **kw), ss.sosfiltfilt(sos, x, **kw),
+              rtol=1e-10, atol=1e-13)
+    with pytest.raises(ValueError, match="padlen"):
+        signal.filtfilt(T([1.0, 0.5]), T([1.0, 0.2]), T(np.ones(6)))
+    with pytest.raises(ValueError, match="padtype"):
+        signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), padtype="wrap")
+    with pytest.raises(NotImplementedError, match="gust"):
+        signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), method="gust")
+    with pytest.raises(ValueError, match="nonzero"):
+        signal.lfilter_zi(T([1.0]), T([0.0, 0.0]))
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_filtfilt_derivatives_in_b_a_x_and_vmap():
+    rng = _rng(17)
+    b, a = _req(np.array([0.5, 0.2]), np.array([1.2, -0.6, 0.2]))
+    gradcheck(signal.lfilter_zi, (b, a))
+    (x,) = _req(rng.normal(size=(2, 11)))
+    gradcheck(lambda b, a, x: signal.filtfilt(b, a, x), (b, a, x))
+    gradcheck(lambda b, a, x: signal.filtfilt(b, a, x, 0, "even", 1), (b, a, x))
+    (s,) = _req(ss.butter(2, 0.3, output="sos"))
+    gradcheck(lambda s: signal.sosfilt_zi(s), (s,))
+    gradcheck(lambda s, x: signal.sosfiltfilt(s, x, padlen=4), (s, x))
+    xs = rng.normal(size=(3, 20))
+    bb, aa = np.array([0.3, 0.1, -0.2]), np.array([1.5, 0.4])
+    got = vmap(lambda x: signal.filtfilt(T(bb), T(aa), x))(T(xs))
+    close(got, np.stack([ss.filtfilt(bb, aa, x) for x in xs]), atol=1e-13)

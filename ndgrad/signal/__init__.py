@@ -4,8 +4,9 @@ and spectral functions, with SciPy's names, signatures and values.
 * convolutions (N-D, differentiable in both inputs): ``convolve``, ``correlate``,
   ``fftconvolve``, ``oaconvolve``, ``convolve2d``, ``correlate2d``;
 * IIR filters (differentiable in the coefficients, the signal and the initial state):
-  ``lfilter``, ``sosfilt``;
-* ``detrend``, ``stft``, ``welch``;
+  ``lfilter``, ``sosfilt``, their steady states ``lfilter_zi``, ``sosfilt_zi``, and the
+  zero-phase ``filtfilt``, ``sosfiltfilt`` (forwards and backwards: compositions of these);
+* ``detrend``, ``stft``, ``istft``, ``welch``;
 * windows (constants): :mod:`ndgrad.signal.windows` and ``get_window``.
 
 Everything but the filters is written with ndgrad operations (pads, products, sums,
@@ -51,7 +52,8 @@ from . import windows
 from .windows import get_window
 
 __all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
-           "lfilter", "sosfilt", "detrend", "stft", "welch", "get_window", "windows"]
+           "lfilter", "lfilter_zi", "filtfilt", "sosfilt", "sosfilt_zi",
+           "sosfiltfilt", "detrend", "stft", "istft", "welch", "get_window", "windows"]
 
 _MODES = ("full", "same", "valid")
 _METHODS = ("auto", "direct", "fft")
@@ -670,6 +672,227 @@ def sosfilt(sos, x, axis=-1, zi=None):
     return x if zi is None else (x, _nd.stack(zfs))
 
 
+def lfilter_zi(b, a):
+    """The initial state of :func:`lfilter` for the steady state of the step response
+    (``scipy.signal.lfilter_zi``): ``zi = (I - Cᵀ)⁻¹ (b[1:] - a[1:] b[0])`` with ``C`` the
+    companion matrix of ``a`` (after dividing by ``a[0]``). Differentiable in ``b`` and ``a``
+    (a small linear solve, :func:`ndgrad.linalg.solve`).
+
+    Parameters
+    ----------
+    b, a : Tensor or array_like
+        1-D numerator and denominator coefficients (leading zeros of ``a`` are dropped, as
+        in SciPy).
+
+    Returns
+    -------
+    zi : Tensor
+        Shape ``(max(len(a), len(b)) - 1,)`` (empty for a filter without state, where SciPy
+        raises).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> zi = signal.lfilter_zi([1.0, 0.5], [1.0, -0.5])
+    >>> zi
+    tensor([2.])
+    >>> y, zf = signal.lfilter([1.0, 0.5], [1.0, -0.5], ndgrad.ones(3), zi=zi)
+    >>> y  # a unit step starts in its steady state (the gain at DC is 3)
+    tensor([3., 3., 3.])
+    """
+    b = _real_float(_tensor(b, "lfilter_zi", "b"), "lfilter_zi", "b")
+    a = _real_float(_tensor(a, "lfilter_zi", "a"), "lfilter_zi", "a")
+    if len(b.shape) == 0:
+        b = b.reshape(1)
+    if len(a.shape) == 0:
+        a = a.reshape(1)
+    if len(b.shape) != 1 or len(a.shape) != 1:
+        raise ValueError(f"lfilter_zi: b and a must be 1-D, got shapes {tuple(b.shape)} and "
+                         f"{tuple(a.shape)}")
+    ah = _host(a)
+    lead = 0
+    while lead < len(ah) - 1 and ah[lead] == 0.0:
+        lead += 1
+    if len(ah) == 0 or ah[lead] == 0.0:
+        raise ValueError("lfilter_zi: there must be at least one nonzero `a` coefficient")
+    a = a[lead:]
+    dtype = _nd.result_type(b, a)
+    b, a = b.astype(dtype) / a[0], a.astype(dtype) / a[0]
+    n = max(a.shape[0], b.shape[0])
+    if a.shape[0] < n:
+        a = _nd.concatenate([a, _nd.zeros(n - a.shape[0], dtype=dtype, device=a.device)])
+    if b.shape[0] < n:
+        b = _nd.concatenate([b, _nd.zeros(n - b.shape[0], dtype=dtype, device=b.device)])
+    if n == 1:
+        return _nd.zeros(0, dtype=dtype, device=b.device)
+    # I - Cᵀ: the identity minus ones above the diagonal, plus a[1:] in the first column
+    e0 = np.zeros(n - 1)
+    e0[0] = 1.0
+    fixed = _nd.asarray(np.eye(n - 1) - np.eye(n - 1, k=1), device=a.device).astype(dtype)
+    m = fixed + a[1:, None] * _nd.asarray(e0, device=a.device).astype(dtype)
+    return _nd.linalg.solve(m, b[1:] - a[1:] * b[0])
+
+
+def _pad_ext(x, edge, padtype):
+    """SciPy's ``odd_ext``/``even_ext``/``const_ext`` of ``edge`` samples at both ends of the
+    last axis."""
+    widths = [(0, 0)] * (len(x.shape) - 1) + [(edge, edge)]
+    if padtype == "even":
+        return _nd.pad(x, widths, mode="reflect")
+    if padtype == "constant":
+        return _nd.pad(x, widths, mode="edge")
+    return 2 * _nd.pad(x, widths, mode="edge") - _nd.pad(x, widths, mode="reflect")
+
+
+def _validate_pad(padtype, padlen, n, ntaps, who):
+    if padtype not in ("even", "odd", "constant", None):
+        raise ValueError(f"{who}: padtype must be 'even', 'odd', 'constant' or None, got "
+                         f"{padtype!r}")
+    edge = 0 if padtype is None else (3 * ntaps if padlen is None else int(padlen))
+    if n <= edge:
+        raise ValueError(f"{who}: the length of x along axis ({n}) must be greater than "
+                         f"padlen, which is {edge}; pass a smaller padlen or padtype=None")
+    return edge
+
+
+def _forward_backward(run, zi, xm, edge, padtype):
+    """SciPy's filtfilt "pad" method on the last axis of ``xm``: extend, filter forwards from
+    the steady state ``zi * x[0]``, backwards from ``zi * y[-1]``, crop. ``run(x, zi)``
+    filters along the last axis and returns ``(y, zf)``."""
+    ext = _pad_ext(xm, edge, padtype) if edge > 0 else xm
+    y, _ = run(ext, zi * ext[..., :1])
+    y, _ = run(_nd.flip(y, axis=-1), zi * y[..., -1:])
+    y = _nd.flip(y, axis=-1)
+    return y[..., edge:y.shape[-1] - edge] if edge > 0 else y
+
+
+def _filter_axis(x, axis, who):
+    x = _real_float(_tensor(x, who, "x"), who, "x")
+    nd = len(x.shape)
+    if nd == 0:
+        raise ValueError(f"{who}: x must have at least one dimension")
+    if not -nd <= axis < nd:
+        raise ValueError(f"{who}: axis {axis} is out of range for a {nd}-D signal")
+    return x, axis % nd
+
+
+def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+    """Zero-phase filtering: :func:`lfilter` forwards and then backwards
+    (``scipy.signal.filtfilt``, ``method="pad"``); differentiable in ``b``, ``a`` and ``x``.
+
+    The signal is extended by ``padlen`` samples at both ends (default
+    ``3 * max(len(a), len(b))``) with ``padtype``, and each pass starts from the steady state
+    :func:`lfilter_zi` scaled by the first sample it filters, as in SciPy.
+
+    Parameters
+    ----------
+    b, a : Tensor or array_like
+        1-D coefficients.
+    x : Tensor or array_like
+        The signal (real).
+    axis : int
+    padtype : {"odd", "even", "constant", None}
+        The extension (point symmetry, mirror symmetry, the edge value), or none.
+    padlen : int, optional
+        Samples added at each end; must be less than the signal's length.
+    method : {"pad"}
+        Gustafsson's method (``"gust"``) is not implemented.
+    irlen : None
+        Only used by ``"gust"``.
+
+    Returns
+    -------
+    Tensor
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> y = signal.filtfilt([0.5, 0.5], [1.0], ndgrad.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 5.0,
+    ...                                                        6.0, 7.0]), padlen=3)
+    >>> y  # a linear ramp goes through a zero-phase average unchanged
+    tensor([0., 1., 2., 3., 4., 5., 6., 7.])
+    """
+    if method != "pad":
+        raise NotImplementedError(f"filtfilt: method={method!r} is not implemented; use "
+                                  "method='pad'")
+    x, axis = _filter_axis(x, axis, "filtfilt")
+    b = _real_float(_tensor(b, "filtfilt", "b"), "filtfilt", "b")
+    a = _real_float(_tensor(a, "filtfilt", "a"), "filtfilt", "a")
+    if len(b.shape) != 1 or len(a.shape) != 1:
+        raise ValueError(f"filtfilt: b and a must be 1-D, got shapes {tuple(b.shape)} and "
+                         f"{tuple(a.shape)}")
+    edge = _validate_pad(padtype, padlen, x.shape[axis], max(a.shape[0], b.shape[0]),
+                         "filtfilt")
+    zi = lfilter_zi(b, a)
+    xm = _nd.moveaxis(x, axis, -1)
+    y = _forward_backward(lambda s, z: lfilter(b, a, s, -1, z), zi, xm, edge, padtype)
+    return _nd.moveaxis(y, -1, axis)
+
+
+def _check_sos(sos, who):
+    sos = _real_float(_tensor(sos, who, "sos"), who, "sos")
+    if len(sos.shape) != 2 or sos.shape[1] != 6 or sos.shape[0] == 0:
+        raise ValueError(f"{who}: sos must have shape (n_sections, 6), got {tuple(sos.shape)}")
+    return sos
+
+
+def sosfilt_zi(sos):
+    """The initial states of :func:`sosfilt` for the steady state of the step response
+    (``scipy.signal.sosfilt_zi``): each section's :func:`lfilter_zi` scaled by the DC gain of
+    the sections before it. Differentiable in ``sos``.
+
+    Returns
+    -------
+    zi : Tensor
+        Shape ``(n_sections, 2)``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> signal.sosfilt_zi(ndgrad.tensor([[1.0, 0.5, 0.0, 1.0, -0.5, 0.0]]))
+    tensor([[2., 0.]])
+    """
+    sos = _check_sos(sos, "sosfilt_zi")
+    rows, scale = [], None
+    for s in range(sos.shape[0]):
+        b, a = sos[s, :3], sos[s, 3:]
+        z = lfilter_zi(b, a)
+        rows.append(z if scale is None else scale * z)
+        gain = _nd.sum(b) / _nd.sum(a)  # the section's gain at z = 1
+        scale = gain if scale is None else scale * gain
+    return _nd.stack(rows)
+
+
+def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
+    """Zero-phase filtering with second-order sections (``scipy.signal.sosfiltfilt``):
+    :func:`sosfilt` forwards and backwards from the steady states :func:`sosfilt_zi`, with
+    :func:`filtfilt`'s extension (default ``padlen``: ``3 * (2 * n_sections + 1)``, less the
+    trailing zero coefficients, as SciPy); differentiable in ``sos`` and ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> sos = ndgrad.tensor([[0.5, 0.5, 0.0, 1.0, 0.0, 0.0]])
+    >>> signal.sosfiltfilt(sos, ndgrad.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]),
+    ...                    padlen=3)
+    tensor([0., 1., 2., 3., 4., 5., 6., 7.])
+    """
+    sos = _check_sos(sos, "sosfiltfilt")
+    x, axis = _filter_axis(x, axis, "sosfiltfilt")
+    sh = _host(sos)
+    ntaps = 2 * sos.shape[0] + 1 - min(int((sh[:, 2] == 0).sum()), int((sh[:, 5] == 0).sum()))
+    edge = _validate_pad(padtype, padlen, x.shape[axis], ntaps, "sosfiltfilt")
+    zi = sosfilt_zi(sos)  # (n_sections, 2): each section's state broadcasts over x
+    xm = _nd.moveaxis(x, axis, -1)
+    zi = zi.reshape((sos.shape[0],) + (1,) * (len(xm.shape) - 1) + (2,))
+    y = _forward_backward(lambda s, z: sosfilt(sos, s, -1, z), zi, xm, edge, padtype)
+    return _nd.moveaxis(y, -1, axis)
+
+
 # ------------------------------------------------------------------------------- spectral
 def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
     """Remove a constant or a (piecewise) linear least-squares fit along ``axis``
@@ -861,6 +1084,147 @@ def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=Non
     # (..., segments, freqs): the frequencies go where the samples were, segments last
     z = _nd.moveaxis(z, -1, axis if axis >= 0 else axis - 1)
     return freqs, time, z
+
+
+def _overlap_add(seg, nstep, length):
+    """``out[i * nstep + j] += seg[..., i, j]``, cropped to ``length``: segments ``m`` apart
+    (``m = ceil(nperseg / nstep)``) do not overlap, so each residue class ``g`` of segments is
+    zero-padded to ``m * nstep`` samples, laid end to end by a reshape and shifted by
+    ``g * nstep`` (``m`` pads and sums in all, a linear map: differentiable)."""
+    nseg, nperseg = seg.shape[-2], seg.shape[-1]
+    m = -(-nperseg // nstep)
+    span = m * nstep
+    lead = [(0, 0)] * (len(seg.shape) - 2)
+    parts = []
+    for g in range(min(m, nseg)):
+        s = seg[..., g::m, :]
+        c = s.shape[-2]
+        s = _nd.pad(s, lead + [(0, 0), (0, span - nperseg)])
+        parts.append((g * nstep, s.reshape(tuple(s.shape[:-2]) + (c * span,))))
+    total = max([length] + [off + p.shape[-1] for off, p in parts])
+    out = None
+    for off, p in parts:
+        p = _nd.pad(p, lead + [(off, total - off - p.shape[-1])])
+        out = p if out is None else out + p
+    return out[..., :length]
+
+
+def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
+          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2, scaling="spectrum"):
+    """Inverse short-time Fourier transform (``scipy.signal.istft``, SciPy's defaults): the
+    inverse of :func:`stft`; the signal is differentiable in ``Zxx``.
+
+    The inverse FFT of every segment (:func:`ndgrad.fft.irfft`, or ``ifft`` for a two-sided
+    ``Zxx``), SciPy's scaling, the window again, overlap-add, and division by the
+    overlap-added squared window (a constant) where it is above ``1e-10``. SciPy warns when
+    the window fails the NOLA condition (some sample gets no weight); so does this function.
+
+    Parameters
+    ----------
+    Zxx : Tensor or array_like
+        The STFT, at least 2-D (real input is taken as complex).
+    fs : float
+    window : str, tuple or array_like
+        The window of the forward transform (an array must have ``nperseg`` samples).
+    nperseg : int, optional
+        Samples per segment; default ``2 * (n_freqs - 1)`` (one-sided) or ``n_freqs``.
+    noverlap : int, optional
+        Default ``nperseg // 2``.
+    nfft : int, optional
+        The FFT length (at least ``nperseg``).
+    input_onesided : bool
+        ``Zxx`` holds the nonnegative frequencies of a real signal (``irfft``); otherwise all
+        frequencies (``ifft``, a complex signal).
+    boundary : bool
+        Remove the ``nperseg // 2`` samples :func:`stft` added at each end.
+    time_axis, freq_axis : int
+        The segment and frequency axes of ``Zxx`` (different).
+    scaling : {"spectrum", "psd"}
+
+    Returns
+    -------
+    t : ndarray
+        The sample times (NumPy; SciPy's ``arange(x.shape[0]) / fs``).
+    x : Tensor
+        The signal, along the axis where ``time_axis`` was.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import signal
+    >>> x = ndgrad.tensor([1.0, 2.0, 0.0, -1.0, 3.0, 1.0, 0.5, 2.0])
+    >>> f, t, Z = signal.stft(x, nperseg=4)
+    >>> signal.istft(Z, nperseg=4)[1]
+    tensor([ 1. ,  2. ,  0. , -1. ,  3. ,  1. ,  0.5,  2. ])
+    """
+    import warnings
+    if scaling not in ("spectrum", "psd"):
+        raise ValueError(f"istft: scaling must be 'spectrum' or 'psd', got {scaling!r}")
+    z = _tensor(Zxx, "istft", "Zxx")
+    if not _is_complex(z):
+        z = z.astype(_nd.complex64 if z.dtype == _nd.float32 else _nd.complex128)
+    nd = len(z.shape)
+    if nd < 2:
+        raise ValueError(f"istft: Zxx must be at least 2-D (frequencies and segments), got "
+                         f"shape {tuple(z.shape)}")
+    freq_axis, time_axis = int(freq_axis), int(time_axis)
+    for name, ax in (("freq_axis", freq_axis), ("time_axis", time_axis)):
+        if not -nd <= ax < nd:
+            raise ValueError(f"istft: {name} {ax} is out of range for {nd}-D Zxx")
+    fa, ta = freq_axis % nd, time_axis % nd
+    if fa == ta:
+        raise ValueError("istft: time_axis and freq_axis must differ, got "
+                         f"{time_axis} and {freq_axis}")
+    nseg, nfreq = z.shape[ta], z.shape[fa]
+    n_default = 2 * (nfreq - 1) if input_onesided else nfreq
+    nperseg = n_default if nperseg is None else int(nperseg)
+    if nperseg < 1:
+        raise ValueError(f"istft: nperseg must be a positive integer, got {nperseg} (from "
+                         f"{nfreq} frequencies); pass nperseg")
+    if nfft is None:
+        nfft = nperseg if input_onesided and nperseg == n_default + 1 else n_default
+    elif nfft < nperseg:
+        raise ValueError(f"istft: nfft must be at least nperseg, got {nfft} < {nperseg}")
+    nfft = int(nfft)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError(f"istft: noverlap must be less than nperseg, got {noverlap} >= "
+                         f"{nperseg}")
+    nstep = nperseg - noverlap
+    if isinstance(window, (str, tuple)):
+        from scipy.signal import get_window as scipy_get_window
+        win = np.asarray(scipy_get_window(window, nperseg))
+    else:
+        win = _host(window) if isinstance(window, Tensor) else np.asarray(window)
+        if win.ndim != 1:
+            raise ValueError(f"istft: window must be 1-D, got shape {win.shape}")
+        if win.shape[0] != nperseg:
+            raise ValueError(f"istft: window must have length of nperseg = {nperseg}, got "
+                             f"{win.shape[0]}")
+    # (..., freqs, segments) -> (..., segments, samples)
+    z = _nd.moveaxis(z, (fa, ta), (-1, -2))
+    seg = _nd.fft.irfft(z, n=nfft) if input_onesided else _nd.fft.ifft(z, n=nfft)
+    seg = seg[..., :nperseg]
+    scale = win.sum() if scaling == "spectrum" else np.sqrt(fs * (win * win).sum())
+    rdtype = _nd.float32 if z.dtype == _nd.complex64 else _nd.float64
+    w = _nd.asarray(win * scale, device=z.device).astype(rdtype)
+    length = nperseg + (nseg - 1) * nstep
+    x = _overlap_add(seg * w, nstep, length)
+    norm = np.zeros(length)
+    for i in range(nseg):
+        norm[i * nstep:i * nstep + nperseg] += win * win
+    if boundary:
+        x = x[..., nperseg // 2:-(nperseg // 2)]
+        norm = norm[nperseg // 2:-(nperseg // 2)]
+    if np.sum(norm > 1e-10) != len(norm):
+        warnings.warn("NOLA condition failed, STFT may not be invertible."
+                      + (" Possibly due to missing boundary" if not boundary else ""),
+                      stacklevel=2)
+    x = x / _nd.asarray(np.where(norm > 1e-10, norm, 1.0), device=z.device).astype(rdtype)
+    if len(x.shape) > 1 and ta != nd - 1:  # SciPy: the samples go where the segments were
+        x = _nd.moveaxis(x, -1, ta - 1 if fa < ta else ta)
+    time = np.arange(x.shape[0]) / float(fs)
+    return time, x
 
 
 def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=None,
