@@ -64,7 +64,7 @@ def test_public_names_are_the_scipy_names():
                 # special_more.py and the plain functions of ndgrad/special.py
                 "betainc", "betaincinv", "jv", "yv", "ive", "kve", "expn", "lambertw",
                 "ellipk", "ellipe", "hyp1f1", "hyp2f1", "jn", "yn", "iv", "kv", "exp1",
-                "rgamma", "gammasgn"}
+                "rgamma", "gammasgn", "spence", "owens_t"}
     assert set(S.__all__) == expected
     for name in expected - {"sinc", "zeta_derivative"}:
         assert hasattr(sp, name), name  # every name but sinc and zeta_derivative is SciPy's

@@ -504,3 +504,67 @@ hyp2f1.defvjp(_nd("hyp2f1", "a", "z"), _nd("hyp2f1", "b", "z"), _nd("hyp2f1", "c
               lambda F, g, out, a, b, c, z: g * F.conj(
                   a * b / c * F.special.hyp2f1(a + 1, b + 1, c + 1, z)))
 hyp2f1.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- dilogarithm
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.05, 3.0)))
+def spence(B, z):
+    """Spence's function (SciPy's convention), ``spence(z) = integral_1^z log(t) / (1 - t)
+    dt``, elementwise, for real ``z >= 0``.
+
+    ``d/dz spence(z) = log(z) / (1 - z)`` (``-1`` at ``z = 1``). Real only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> z = ndgrad.tensor([0.5, 2.0], requires_grad=True)
+    >>> ndgrad.special.spence(z)
+    tensor([ 0.58224053, -0.82246703], grad_fn=<SpecialSpenceBackward0>)
+    >>> ndgrad.special.spence(z).sum().backward()
+    >>> z.grad      # log(z) / (1 - z)
+    tensor([-1.38629436, -0.69314718])
+    """
+    _real_only("spence", z)
+    return B.special.spence(z)
+
+
+def _spence_dz(F, z):
+    one = z == 1
+    zs = F.where(one, 2.0, z)
+    return F.where(one, -1.0, F.log(zs) / (1 - zs))
+
+
+spence.defvjp(lambda F, g, out, z: g * _spence_dz(F, z))
+spence.defjvp_from_vjp()
+
+
+# ------------------------------------------------------------------------- Owen's T
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((-3.0, 3.0), (-3.0, 3.0)))
+def owens_t(B, h, a):
+    """Owen's T function, ``T(h, a) = 1/(2 pi) integral_0^a exp(-h^2 (1 + x^2) / 2) /
+    (1 + x^2) dx``, elementwise, differentiable in both arguments:
+    ``dT/da = exp(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2))`` and
+    ``dT/dh = -phi(h) erf(a h / sqrt(2)) / 2`` (``phi`` the standard normal density). Real
+    only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> h = ndgrad.tensor(0.5, requires_grad=True)
+    >>> a = ndgrad.tensor(2.0, requires_grad=True)
+    >>> ndgrad.special.owens_t(h, a)
+    tensor(0.1415806, grad_fn=<SpecialOwensTBackward0>)
+    >>> ndgrad.special.owens_t(h, a).backward()
+    >>> h.grad, a.grad
+    (tensor(-0.12017565), tensor(0.0170379))
+    """
+    _real_only("owens_t", h)
+    _real_only("owens_t", a)
+    return B.special.owens_t(h, a)
+
+
+owens_t.defvjp(
+    lambda F, g, out, h, a: g * (-F.exp(-0.5 * h * h) / math.sqrt(8 * math.pi)
+                                 * F.special.erf(a * h / math.sqrt(2.0))),
+    lambda F, g, out, h, a: g * F.exp(-0.5 * h * h * (1 + a * a)) / (2 * math.pi * (1 + a * a)))
+owens_t.defjvp_from_vjp()
