@@ -27,7 +27,8 @@ shapes, control flow and the ``"local"`` rules use them. The rules:
 * ``scan``: on the elements up to it along the axis;
 * ``contraction`` (``matmul``, ``outer``): ``C[i, j]`` on ``A[i, :]`` and ``B[:, j]``;
 * ``where``, ``extremum``, ``clip`` (elementwise): the union of the candidates under
-  ``"global"``, the selected one under ``"local"`` (both on a tie);
+  ``"global"``, the selected one under ``"local"`` (both on a tie); ``remainder``: under
+  ``"local"``, not on ``y`` where ``d/dy = -floor(x / y)`` is zero;
 * ``sort``: along the axis any to any (``"global"``), the sorting permutation (``"local"``);
 * ``dense`` (the default of dense linear algebra and FFTs): every output element on every
   input element; for the ``ndgrad.linalg`` functions of stacks of matrices, on the elements
@@ -440,6 +441,23 @@ def _matrix_batch(op, data, outs, args):
     return batch
 
 
+def _remainder(op, data, out, args, params, n, lv):
+    """``remainder(x, y)``: ``d/dx = 1``; ``d/dy = -floor(x / y)``, which is zero on open sets
+    (``0 <= x / y < 1``): under ``"local"``, no dependence on ``y`` there."""
+    if lv.info.kind == "global" or data[1] is None:
+        return _elementwise(op, data, out, args, params, n, lv)
+    shape = _shape(out)
+    size = int(np.prod(shape, dtype=np.int64))
+    x = np.broadcast_to(_host(args[0]), shape).reshape(-1)
+    y = np.broadcast_to(_host(args[1]), shape).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flat = np.floor(x / y) == 0
+    Ds = [] if data[0] is None else [_rows(data[0], _broadcast_index(_shape(args[0]), shape))]
+    idx = _broadcast_index(_shape(args[1]), shape)
+    Ds.append(_rows(data[1], np.where(flat, -1, idx)))
+    return _union(*Ds) if Ds else _empty(size, n)
+
+
 def _imag(op, data, out, args, params, n, lv):
     """``imag``: zero on a real input (its imaginary part is 0), elementwise on a complex."""
     if np.dtype(args[0].dtype).kind != "c":
@@ -447,9 +465,10 @@ def _imag(op, data, out, args, params, n, lv):
     return _elementwise(op, data, out, args, params, n, lv)
 
 
-_RULES = {"zero": None, "imag": _imag, "elementwise": _elementwise, "where": _select,
-          "extremum": None, "clip": _select, "moves": _moves, "reduction": _reduction,
-          "scan": _scan, "contraction": _contraction, "sort": _sort, "dense": _dense}
+_RULES = {"zero": None, "imag": _imag, "remainder": _remainder, "elementwise": _elementwise,
+          "where": _select, "extremum": None, "clip": _select, "moves": _moves,
+          "reduction": _reduction, "scan": _scan, "contraction": _contraction, "sort": _sort,
+          "dense": _dense}
 
 
 def _rule_of(op):

@@ -34,9 +34,6 @@ EXACT_KINDS = ("elementwise", "shape", "indexing")
 # value-dependent moves whose local pattern the element-number rule cannot see exactly
 NOT_EXACT = {
     "trim_zeros": "which elements are trimmed depends on the values",
-    "remainder": "d/dy = -floor(x / y) vanishes on open sets (|x| < |y|)",
-    "fmod": "d/dy = -trunc(x / y) vanishes on open sets (|x| < |y|)",
-    "divmod": "its remainder's d/dy = -floor(x / y) vanishes on open sets",
     "index_add": "an element that sums several (a repeated index) is taken to depend on "
                  "every element of the summed input",
     "histogram": "the bin edges depend on the smallest and largest samples only",

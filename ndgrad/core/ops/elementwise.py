@@ -216,6 +216,7 @@ def remainder(B, x, y):
 remainder.defvjp(lambda F, g, out, x, y: g,
                  lambda F, g, out, x, y: -g * F.floor_divide(x, y))
 remainder.defjvp_from_vjp()
+remainder.defsparsity("remainder")  # (d/dy = -floor(x / y): zero where |x| < |y|)
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, method=True, inplace_method=["neg_", "negative_"])
