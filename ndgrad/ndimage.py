@@ -46,10 +46,8 @@ import numbers
 
 import numpy as np
 
-from .core.backend import float64, is_differentiable_dtype
-from .core.creation import asarray
-from .core.tensor import Tensor
 from .core.ops import PUBLIC as _PUBLIC
+from .interpolate import _const, _float
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
 
@@ -57,20 +55,12 @@ __all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "gaussian_filte
            "gaussian_filter", "uniform_filter1d", "uniform_filter", "sobel", "laplace",
            "map_coordinates", "shift", "zoom", "affine_transform"]
 
+
 _PAD_MODE = {"reflect": "symmetric", "grid-mirror": "symmetric", "mirror": "reflect",
              "nearest": "edge", "wrap": "wrap", "grid-wrap": "wrap", "constant": "constant",
              "grid-constant": "constant"}
 
 
-def _float(a, device=None):
-    t = asarray(a) if device is None or isinstance(a, Tensor) else asarray(a, device=device)
-    if not is_differentiable_dtype(t.dtype):
-        t = t.astype(float64)
-    return t
-
-
-def _const(a, like):
-    return asarray(np.asarray(a, dtype=like.dtype), device=like.device)
 
 
 def _seq(value, n, name):

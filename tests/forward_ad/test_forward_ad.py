@@ -15,7 +15,7 @@ import ndgrad as nd
 import ndgrad.forward_ad as fwAD
 from ndgrad.autograd import Function, grad
 from ndgrad.core import levels
-from support import close
+from support import Cube, close
 
 
 def tangent_levels(t):
@@ -360,24 +360,6 @@ def test_inplace_with_reverse_mode_history():
 
 
 # --------------------------------------------------------------------------- custom Function
-class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 3 * x ** 2
-
-    @staticmethod
-    def jvp(ctx, t):
-        (x,) = ctx.saved_tensors
-        return t * 3 * x ** 2
-
-
 def test_custom_function_jvp():
     with fwAD.dual_level():
         x = fwAD.make_dual(nd.tensor([1.0, 2.0]), nd.tensor([1.0, 0.5]))

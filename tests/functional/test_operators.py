@@ -10,7 +10,7 @@ import pytest
 import ndgrad as nd
 from ndgrad.func import (biharmonic, derivatives, divergence, grad, hessian, hessian_diag,
                          hessian_trace_estimate, jacfwd, jvp, laplacian, vmap)
-from support import close, host
+from support import Cube, close, host
 
 RNG_SEED = 1234
 
@@ -104,24 +104,6 @@ def test_laplacian_composes_with_the_other_transforms():
     close(vmap(vmap(laplacian(f)))(pts), vmap(vmap(ref))(pts), rtol=1e-10)
 
 
-class _Cube(nd.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * g
-
-    @staticmethod
-    def jvp(ctx, t):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * t
-
-
 _M = np.array([[0.5, -1.0, 0.2], [0.3, 0.8, -0.6], [1.1, 0.1, 0.4]])
 # One function per way an op carries the pass (Note [Forward Laplacian]).
 _FUNCTIONS = {
@@ -142,7 +124,7 @@ _FUNCTIONS = {
     + nd.maximum(x, x ** 3).sum(),
     "complex intermediates": lambda x: nd.real(nd.exp(1j * x) * x).sum(),
     "in place": lambda x: (lambda y: (y.mul_(2), y.exp_(), y.sum())[-1])(x * 1),
-    "custom Function": lambda x: _Cube.apply(x).sum() * x[0],
+    "custom Function": lambda x: Cube.apply(x).sum() * x[0],
     "vmap inside": lambda x: vmap(lambda r: (r ** 3).sum() * r[0])(nd.stack([x, x ** 2])).sum(),
 }
 
