@@ -53,7 +53,7 @@ from .core.function import Function
 from .core.ops import PUBLIC as _PUBLIC
 from .autograd import grad as autograd_grad
 from .core.grad_mode import enable_grad, no_grad
-from .core.tensor import Tensor
+from .core.tensor import Tensor, host_array as _host
 from .functional.custom import custom_vjp
 from .functional.pytree import tree_flatten, tree_unflatten
 from .functional.transforms import jacfwd, vjp
@@ -67,10 +67,6 @@ _SENSITIVITIES = ("adjoint", "forward")
 _IMPLICIT = ("BDF", "Radau", "LSODA")
 _HIGHER = ("second derivatives through ndgrad.integrate.{} are not implemented (its "
            "backward and forward rules solve the sensitivity equations on host arrays)")
-
-
-def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
 
 
 def _plain(values):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core.creation import asarray
-from .core.tensor import Tensor
+from .core.tensor import Tensor, host_array as _host
 from .functional.custom import custom_fixed_point, custom_root
 from .functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
 
@@ -41,10 +41,6 @@ __all__ = ["minimize", "root", "root_scalar", "fixed_point", "least_squares"]
 _HESSP_METHODS = ("newton-cg", "trust-ncg", "trust-krylov", "trust-constr")
 _HESS_METHODS = ("dogleg", "trust-exact")
 _JAC_ROOT_METHODS = ("hybr", "lm")
-
-
-def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
 
 
 def _start(x0):

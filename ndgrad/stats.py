@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .core.creation import asarray, eye, zeros
-from .core.tensor import Tensor
+from .core.tensor import Tensor, host_array as _host
 from .core.ops import PUBLIC as _P, NAMESPACED as _NS
 
 _F = type("F", (), {})()  # attribute access to ndgrad's functions without importing ndgrad
@@ -63,10 +63,6 @@ def _t(v):
 
 def _w(cond, a, b):
     return _F.where(cond, a, b)
-
-
-def _host(v):
-    return np.asarray(v.detach().cpu().numpy()) if isinstance(v, Tensor) else np.asarray(v)
 
 
 # ----------------------------------------------------------------------------- base classes

@@ -19,13 +19,16 @@ from __future__ import annotations
 import warnings
 import weakref
 
+import numpy as _np
+
 from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype, backend_of,
                       default_complex_dtype, get_default_dtype, is_differentiable_dtype,
                       is_floating)
 from . import levels
 from .grad_mode import INFERENCE_BLOCKS, STATE
 
-__all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_level_data"]
+__all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_level_data",
+           "host_array"]
 
 
 class VersionCounter:
@@ -120,6 +123,14 @@ def set_level_data(t, lv, value, holders):
     if n >= 64 and n & (n - 1) == 0:  # prune dead references at powers of two
         holders[:] = [r for r in holders if r() is not None]
     holders.append(weakref.ref(t))
+
+
+def host_array(x):
+    """``x`` (a Tensor on any device, an array or a number) as a NumPy array on the host,
+    detached: what code handing values to SciPy reads."""
+    if isinstance(x, Tensor):
+        x = x.detach().cpu().numpy()
+    return _np.asarray(x)
 
 
 def drop_level_data(lv, holders):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, host_array as _host
 from .sparsity import hessian_sparsity, jacobian_sparsity
 from .transforms import grad, jvp, vjp
 from .vmap import vmap
@@ -83,10 +83,6 @@ def _seeds(col, n, x):
     from ..core.creation import asarray
     S = col.seed_matrix(dtype=np.dtype(x.dtype)).T.reshape((col.ncolors,) + tuple(x.shape))
     return asarray(np.ascontiguousarray(S), device=x.device)
-
-
-def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
 
 
 class _Plan:

@@ -55,7 +55,8 @@ from ..core.backend import NUMPY, is_differentiable_dtype
 from ..core.dispatch import VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
-from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from ..core.tensor import (Tensor, drop_level_data, host_array as _host, level_data,
+                           set_level_data)
 from .taylor import inplace_through_copy
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity"]
@@ -140,10 +141,6 @@ def _broadcast_index(shape, out_shape):
     """For each element of ``out_shape``, the element of ``shape`` broadcast to it."""
     ids = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
     return np.broadcast_to(ids, out_shape).reshape(-1)
-
-
-def _host(a):
-    return np.asarray(a.detach().cpu().numpy()) if isinstance(a, Tensor) else np.asarray(a)
 
 
 def _shape(a):

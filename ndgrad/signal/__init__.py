@@ -46,7 +46,7 @@ import numpy as np
 
 import ndgrad as _nd
 
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, host_array as _host
 from ..functional.custom import custom_vjp
 from . import windows
 from .windows import get_window
@@ -436,10 +436,6 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
 
 
 # ------------------------------------------------------------------------------- filters
-def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
-
-
 def _iir_value(b, a, x, zi):
     from scipy.signal import lfilter as scipy_lfilter
     y, _ = scipy_lfilter(_host(b), _host(a), _host(x), axis=-1, zi=_host(zi))

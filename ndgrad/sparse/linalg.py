@@ -49,17 +49,13 @@ import numpy as np
 from ..core.creation import asarray, zeros
 from ..core.grad_mode import STATE, no_grad
 from ..core.levels import visible_levels
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, host_array as _host
 from ..core.function import Function
 from ..functional.pytree import tree_flatten, tree_unflatten
 
 __all__ = ["cg", "gmres", "minres", "bicgstab"]
 
 _NOT_FOR_DERIVATIVES = ("x0", "callback", "callback_type", "show", "check")
-
-
-def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
 
 
 class _Problem:
