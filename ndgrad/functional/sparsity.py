@@ -115,12 +115,37 @@ def _union(*Ds):
     return out.astype(bool).tocsr()
 
 
+def _gather(D, into, rows, size):
+    """Row ``g`` of the result (``size`` rows): the union of ``D``'s rows ``rows[t]`` over the
+    ``t`` with ``into[t] == g`` (a 0/1 aggregation matrix times ``D``)."""
+    into = np.asarray(into, dtype=np.int64).reshape(-1)
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    R = _sp().csr_array((np.ones(rows.size, dtype=np.int8), (into, rows)),
+                        shape=(size, D.shape[0]))
+    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+
+
 def _group(D, groups, size):
     """Row ``g`` of the result: the union of ``D``'s rows ``k`` with ``groups[k] == g``."""
-    groups = np.asarray(groups, dtype=np.int64).reshape(-1)
-    R = _sp().csr_array((np.ones(groups.size, dtype=np.int8),
-                         (groups, np.arange(groups.size))), shape=(size, groups.size))
-    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+    return _gather(D, groups, np.arange(D.shape[0]), size)
+
+
+def _group_pairs(D, members, size):
+    """Row ``g``: the union of ``D``'s rows ``members[g, :]``."""
+    return _gather(D, np.repeat(np.arange(size), members.shape[1]), members, size)
+
+
+def _matmul_operands(sa, sb):
+    """Element numbers of ``matmul``'s operands of shapes ``sa`` and ``sb`` (NumPy's rules:
+    1-D operands promoted, batch dimensions broadcast): ``(A (..., m, k), B (..., k, p),
+    batch)``."""
+    ia = np.arange(int(np.prod(sa, dtype=np.int64))).reshape(sa)
+    ib = np.arange(int(np.prod(sb, dtype=np.int64))).reshape(sb)
+    a2 = ia[None, :] if ia.ndim == 1 else ia
+    b2 = ib[:, None] if ib.ndim == 1 else ib
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    return (np.broadcast_to(a2, batch + a2.shape[-2:]),
+            np.broadcast_to(b2, batch + b2.shape[-2:]), batch)
 
 
 def _dense_rows(Ds, size, n):
@@ -317,10 +342,7 @@ def _scan(op, data, out, args, params, n, lv):
     size = out_ids.size
     if not rows:
         return _empty(size, n)
-    R = _sp().csr_array((np.ones(sum(len(r) for r in rows), dtype=np.int8),
-                         (np.concatenate(rows), np.concatenate(cols))),
-                        shape=(size, D.shape[0]))
-    return (R @ D.astype(np.int8)).astype(bool).tocsr()
+    return _gather(D, np.concatenate(rows), np.concatenate(cols), size)
 
 
 def _contraction(op, data, out, args, params, n, lv):
@@ -335,14 +357,7 @@ def _contraction(op, data, out, args, params, n, lv):
         if data[1] is not None:
             Ds.append(_rows(data[1], np.tile(np.arange(nb), na)))
         return _union(*Ds) if Ds else _empty(na * nb, n)
-    sa, sb = _shape(args[0]), _shape(args[1])
-    ia = np.arange(int(np.prod(sa, dtype=np.int64))).reshape(sa)
-    ib = np.arange(int(np.prod(sb, dtype=np.int64))).reshape(sb)
-    a2 = ia[None, :] if ia.ndim == 1 else ia           # (..., m, k)
-    b2 = ib[:, None] if ib.ndim == 1 else ib           # (..., k, p)
-    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    A = np.broadcast_to(a2, batch + a2.shape[-2:])
-    B = np.broadcast_to(b2, batch + b2.shape[-2:])
+    A, B, batch = _matmul_operands(_shape(args[0]), _shape(args[1]))
     m, k, p = A.shape[-2], A.shape[-1], B.shape[-1]
     # for output (..., i, j) and each l: A[..., i, l] and B[..., l, j]
     ra = np.broadcast_to(A[..., :, None, :], batch + (m, p, k)).reshape(-1, k)
@@ -354,15 +369,6 @@ def _contraction(op, data, out, args, params, n, lv):
         if D is not None:
             Ds.append(_group_pairs(D, r, size))
     return _union(*Ds) if Ds else _empty(size, n)
-
-
-def _group_pairs(D, members, size):
-    """Row ``g``: the union of ``D``'s rows ``members[g, :]``."""
-    k = members.shape[1]
-    R = _sp().csr_array((np.ones(members.size, dtype=np.int8),
-                         (np.repeat(np.arange(size), k), members.reshape(-1))),
-                        shape=(size, D.shape[0]))
-    return (R @ D.astype(np.int8)).astype(bool).tocsr()
 
 
 def _sort(op, data, out, args, params, n, lv):
@@ -515,13 +521,7 @@ def _cross_pairs(op, data, args):
         ua = _group(Da, np.zeros(Da.shape[0], dtype=np.int64), 1).astype(np.int8)
         ub = _group(Db, np.zeros(Db.shape[0], dtype=np.int64), 1).astype(np.int8)
         return (ua.T @ ub).astype(bool)
-    ia = np.arange(Da.shape[0]).reshape(sa)
-    ib = np.arange(Db.shape[0]).reshape(sb)
-    a2 = ia[None, :] if ia.ndim == 1 else ia
-    b2 = ib[:, None] if ib.ndim == 1 else ib
-    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    A = np.broadcast_to(a2, batch + a2.shape[-2:])
-    B = np.broadcast_to(b2, batch + b2.shape[-2:])
+    A, B, batch = _matmul_operands(sa, sb)
     k = A.shape[-1]
     nb = int(np.prod(batch, dtype=np.int64))
     # group A's elements by (batch, contracted index l), B's likewise
@@ -531,16 +531,9 @@ def _cross_pairs(op, data, args):
     gb = np.broadcast_to((np.arange(nb).reshape(batch + (1, 1)) * k +
                           np.arange(k).reshape(k, 1) if batch else np.arange(k)[:, None]),
                          B.shape)
-    Ua = _group_ids(Da, A.reshape(-1), ga.reshape(-1), nb * k)
-    Ub = _group_ids(Db, B.reshape(-1), gb.reshape(-1), nb * k)
+    Ua = _gather(Da, ga, A, nb * k)
+    Ub = _gather(Db, gb, B, nb * k)
     return (Ua.astype(np.int8).T @ Ub.astype(np.int8)).astype(bool)
-
-
-def _group_ids(D, members, groups, size):
-    """Row ``g``: the union of ``D``'s rows ``members[t]`` over ``t`` with ``groups[t] == g``."""
-    R = _sp().csr_array((np.ones(members.size, dtype=np.int8), (groups, members)),
-                        shape=(size, D.shape[0]))
-    return (R @ D).astype(bool).tocsr()
 
 
 # ------------------------------------------------------------------------------ the level
