@@ -182,9 +182,14 @@ class Coloring:
         >>> np.array_equal(c.decompress(compressed, J != 0).toarray(), J)
         True
         """
+        return self.recovery(pattern)(compressed)
+
+    def recovery(self, pattern):
+        """:meth:`decompress` for one pattern, with its index work done once: a function
+        ``compressed -> scipy.sparse.csr_array`` (for repeated recoveries, as
+        ``ndgrad.func.sparse_jacfwd``'s)."""
         csr = _boolean_csr(pattern, "decompress")
         m, n = csr.shape
-        compressed = np.asarray(compressed)
         expected = {"column": ((m, self.ncolors), n),
                     "row": ((self.ncolors, n), m),
                     "star": ((n, self.ncolors), n)}
@@ -192,22 +197,25 @@ class Coloring:
         if self.colors.size != ncolored:
             raise ValueError(f"decompress: a {self.kind} coloring of {self.colors.size} "
                              f"does not fit a pattern of shape {csr.shape}")
-        if compressed.shape != shape:
-            raise ValueError(f"decompress: compressed must have shape {shape} for a "
-                             f"{self.kind} coloring of a {m} x {n} pattern, got "
-                             f"{compressed.shape}")
         if self.kind == "star" and m != n:
             raise ValueError(f"decompress: a star coloring needs a square pattern, got "
                              f"{csr.shape}")
-        rows = _row_of_each_entry(csr)
-        cols = csr.indices
-        if self.kind == "column":
-            values = compressed[rows, self.colors[cols]]
-        elif self.kind == "row":
-            values = compressed[self.colors[rows], cols]
-        else:
-            values = _star_values(compressed, rows, cols, self.colors, self.ncolors)
-        return sp.csr_array((values, cols.copy(), csr.indptr.copy()), shape=csr.shape)
+        rows, cols = _row_of_each_entry(csr), csr.indices
+        # (column and row colorings: each entry's place in the flattened products)
+        take = rows * self.ncolors + self.colors[cols] if self.kind == "column" else \
+            self.colors[rows] * n + cols if self.kind == "row" else None
+        colors, ncolors, kind = self.colors, self.ncolors, self.kind
+
+        def recover(compressed):
+            compressed = np.asarray(compressed)
+            if compressed.shape != shape:
+                raise ValueError(f"decompress: compressed must have shape {shape} for a "
+                                 f"{kind} coloring of a {m} x {n} pattern, got "
+                                 f"{compressed.shape}")
+            values = compressed.reshape(-1)[take] if take is not None else \
+                _star_values(compressed, rows, cols, colors, ncolors)
+            return sp.csr_array((values, cols.copy(), csr.indptr.copy()), shape=csr.shape)
+        return recover
 
 
 def _star_values(compressed, rows, cols, colors, ncolors):

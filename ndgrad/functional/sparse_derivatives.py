@@ -78,11 +78,11 @@ def _pattern(sparsity, m, n, who):
     return P
 
 
-def _seeds(col, n, x):
-    """The seed vectors of a coloring, ``(c, *x.shape)``, on ``x``'s device."""
+def _seeds(col, shape, dtype, device):
+    """The seed vectors of a coloring, ``(ncolors, *shape)``, on ``device``."""
     from ..core.creation import asarray
-    S = col.seed_matrix(dtype=np.dtype(x.dtype)).T.reshape((col.ncolors,) + tuple(x.shape))
-    return asarray(np.ascontiguousarray(S), device=x.device)
+    S = col.seed_matrix(dtype=np.dtype(dtype)).T.reshape((col.ncolors,) + tuple(shape))
+    return asarray(np.ascontiguousarray(S), device=device)
 
 
 class _Plan:
@@ -105,34 +105,15 @@ class _Plan:
         else:
             self.mode = mode
         self.coloring = self.forward if self.mode == "forward" else self.reverse
-        # where each entry of the pattern is in the compressed products (computed once)
-        P = pattern.tocsr(copy=True)
-        P.eliminate_zeros()          # (stored False entries are not in the pattern)
-        P.sum_duplicates()
-        P.sort_indices()
-        self.indptr, self.indices = P.indptr, P.indices
-        rows = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
-        colors, c = self.coloring.colors, self.coloring.ncolors
-        self.take = rows * c + colors[self.indices] if self.mode == "forward" else \
-            colors[rows] * P.shape[1] + self.indices
-        self.pattern = P
+        self.recover = self.coloring.recovery(pattern)  # (the index work, once)
         self.seeds = {}
 
     def seed(self, shape, dtype, device):
         """The seed vectors ``(ncolors, *shape)`` on ``device`` (cached)."""
         key = (tuple(shape), str(dtype), str(device))
-        S = self.seeds.get(key)
-        if S is None:
-            from ..core.creation import asarray
-            col = self.coloring
-            S = col.seed_matrix(dtype=np.dtype(dtype)).T.reshape((col.ncolors,) + tuple(shape))
-            S = self.seeds[key] = asarray(np.ascontiguousarray(S), device=device)
-        return S
-
-    def decompress(self, compressed, dtype):
-        import scipy.sparse as sp
-        values = np.asarray(compressed).reshape(-1)[self.take].astype(dtype, copy=False)
-        return sp.csr_array((values, self.indices, self.indptr), shape=self.pattern.shape)
+        if key not in self.seeds:
+            self.seeds[key] = _seeds(self.coloring, shape, dtype, device)
+        return self.seeds[key]
 
     def __call__(self, f, x, args):
         m, n = self.pattern.shape
@@ -145,7 +126,6 @@ class _Plan:
                 return jvp(lambda x: f(x, *args), (x,), (v,))[1].reshape(-1)
             seeds = self.seed(x.shape, x.dtype, x.device)
             compressed = _host(vmap(column)(seeds)).reshape(col.ncolors, m).T
-            dtype = compressed.dtype
         else:
             y, pullback = vjp(lambda x: f(x, *args), x)
             if y.numel() != m:
@@ -153,8 +133,7 @@ class _Plan:
                                  f"sparsity pattern has {m} rows")
             cot = self.seed(y.shape, y.dtype, y.device)
             compressed = _host(vmap(lambda c: pullback(c)[0].reshape(-1))(cot))
-            dtype = compressed.dtype
-        return self.decompress(compressed, dtype)
+        return self.recover(compressed)
 
 
 def _mode(mode, who):
@@ -316,7 +295,7 @@ def sparse_hessian(f, x, *args, sparsity=None, coloring="greedy"):
         col = _coloring.star_coloring(P, order=_order(coloring))
     if col.ncolors == 0:
         return sp.csr_array((n, n), dtype=np.dtype(x.dtype))
-    seeds = _seeds(col, n, x)
+    seeds = _seeds(col, x.shape, x.dtype, x.device)
     g = grad(lambda x: f(x, *args))
 
     def hvp(v):
