@@ -478,15 +478,9 @@ def _level_below(level, args, kwargs):
     """Whether the values one level down belong to a level (a grad or dual level outside
     this vmap) or require grad in the plain graph: those must see the Function as one of
     their primitives, so it runs per element below this level, where they record it."""
-    def physical(x):
-        if type(x) is BatchedTensor and x._level is level:
-            return [x._value]
-        if isinstance(x, (tuple, list)):
-            return [p for v in x for p in physical(v)]
-        if isinstance(x, dict):
-            return [p for v in x.values() for p in physical(v)]
-        return [x]
-    values = physical(list(args) + [kwargs])
+    leaves, _ = tree_flatten((list(args), kwargs))
+    values = [x._value if type(x) is BatchedTensor and x._level is level else x
+              for x in leaves]
     if STATE.grad_enabled and any(isinstance(v, Tensor) and v._requires_grad for v in values):
         return True
     with below(level):
