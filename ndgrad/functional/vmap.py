@@ -492,10 +492,11 @@ def _stack_results(results, level):
     if isinstance(results[0], tuple):
         return tuple(_stack_results([r[k] for r in results], level)
                      for k in range(len(results[0])))
-    if not isinstance(results[0], Tensor):
-        return results[0]        # (a non-tensor output: the first element's)
-    if all(r is None for r in results):
-        return None
+    like = next((r for r in results if r is not None), None)
+    if not isinstance(like, Tensor):
+        return results[0]        # (a non-tensor output, or None: the first element's)
+    if any(r is None for r in results):  # (a rule's None for some elements: their zeros)
+        results = [TENSOR_F.zeros_like(like) if r is None else r for r in results]
     return _wrap(apply(_STACK_OP, *results, axis=0), level)
 
 
@@ -536,10 +537,7 @@ def _per_element(ctx, rule, values):
         with below(inner):
             parts = [_per_element(ctx, rule, [_slice_param(v, inner, b) for v in values])
                      for b in range(inner.info.size)]
-            if rule == "jvp" and not isinstance(parts[0], tuple):
-                return _stack_results(parts, inner)
-            return tuple(_stack_results([p[k] for p in parts], inner)
-                         for k in range(len(parts[0])))
+            return _stack_results(parts, inner)
     results = []
     with below(level):
         for b, ctx_b in enumerate(ctxs):
@@ -554,17 +552,8 @@ def _per_element(ctx, rule, values):
         if len(n) != 1:
             raise RuntimeError(f"{cls.__name__}.{rule} returned different numbers of values "
                                "for different batch elements")
-        out = []
-        for k in range(n.pop()):
-            col = [r[k] for r in results]
-            if all(c is None for c in col):
-                out.append(None)
-                continue
-            if any(c is None for c in col):  # (None for some elements: their zeros)
-                like = next(c for c in col if c is not None)
-                col = [TENSOR_F.zeros_like(like) if c is None else c for c in col]
-            out.append(_wrap(apply(_STACK_OP, *col, axis=0), level))
-    return tuple(out) if rule == "backward" or len(out) != 1 else out[0]
+        out = _stack_results(results, level)
+    return out if rule == "backward" or len(out) != 1 else out[0]
 
 
 # Note [Identity batches]
