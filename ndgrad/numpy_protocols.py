@@ -45,7 +45,7 @@ import numpy as np
 
 from .core.tensor import Tensor
 from .without_derivative import FUNCTIONS as _WITHOUT_DERIVATIVE
-from .without_derivative import on_data, unwrap, wrap_arrays
+from .without_derivative import backend_of_args, on_data, unwrap, wrap_arrays
 
 __all__ = ["install"]
 
@@ -125,6 +125,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             _unsupported(name, key, value)
     if fn is None:
         if _constants(inputs, {}):  # nothing to differentiate: the ufunc itself, on the data
+            B = backend_of_args(inputs, {})
+            if B is not None and B.name != "numpy":  # the device library's ufunc (or a host run)
+                ufunc = getattr(B.special if library == "scipy.special" else B, short)
             return _write_out(wrap_arrays(getattr(ufunc, method)(
                 *unwrap(inputs, f"numpy.{name}"), **({"dtype": dtype} if dtype else {}), **kwargs)),
                 out, name)

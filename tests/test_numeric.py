@@ -112,18 +112,21 @@ def test_spacing():
     close(grad_of(nd.spacing, x[:7])[0], np.zeros(7))
 
 
-def test_frexp_edges():
+def test_frexp_edges(device):
     tiny = np.nextafter(0.0, 1.0)
     x = np.array([8.0, -0.375, 0.0, -0.0, INF, -INF, NAN, tiny, -tiny, 2.0 ** -1022,
                   np.finfo(np.float64).max, np.nextafter(2.0, 0.0), np.nextafter(0.5, 1.0),
                   1.0, 3.0])
     m, e = nd.frexp(nd.tensor(x))
     rm, re = np.frexp(x)
-    close(m, rm, rtol=0, atol=0)
+    # exact on the CPU; CUDA's pow(2, k) is within 2 ulp for large |k| (docs/devices.rst)
+    close(m, rm, rtol=0 if device == "cpu" else 5e-16, atol=0)
     np.testing.assert_array_equal(host(e), re)
     assert e.dtype == np.int32 and m.dtype == np.float64
-    m32, e32 = nd.frexp(nd.tensor([3.0, -1e-40], dtype=nd.float32))
-    rm32, re32 = np.frexp(np.array([3.0, -1e-40], dtype=np.float32))
+    tiny32 = -1e-40 if device == "cpu" else -1e-30  # (CuPy's float32 kernels flush
+    # subnormals to zero: docs/devices.rst)
+    m32, e32 = nd.frexp(nd.tensor([3.0, tiny32], dtype=nd.float32))
+    rm32, re32 = np.frexp(np.array([3.0, tiny32], dtype=np.float32))
     assert m32.dtype == np.float32
     close(m32, rm32, rtol=0, atol=0)
     np.testing.assert_array_equal(host(e32), re32)

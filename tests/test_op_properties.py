@@ -146,9 +146,9 @@ def _run_jvp_rule(op, sample, tangents):
     ins = list(sample.arrays)
     out = op.forward(NUMPY, *ins, *sample.extra, **sample.kwargs)
     if op.nout == 1:
-        out = np.asarray(out)
+        out = host(out)  # (to_device's forward leaves the host)
     got = op.jvp(NUMPY.F, tuple(full), out, *ins, *sample.extra, **sample.kwargs)
-    return got if isinstance(got, (tuple, list)) else (got,)
+    return tuple(host(g) for g in (got if isinstance(got, (tuple, list)) else (got,)))
 
 
 def _fd_jvp_raw(op, sample, tangents):
@@ -158,7 +158,7 @@ def _fd_jvp_raw(op, sample, tangents):
         for p, x in zip(sample.pos, floats):
             full[p] = x
         r = op.forward(NUMPY, *full, *sample.extra, **sample.kwargs)
-        return tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        return tuple(host(e) for e in (r if isinstance(r, (tuple, list)) else (r,)))
     return fd_directional(forward, sample.floats, tangents)
 
 

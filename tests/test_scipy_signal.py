@@ -333,7 +333,7 @@ def test_filtfilt_and_steady_states_match_scipy():
     rng = _rng(16)
     x = rng.normal(size=(3, 30))
     b, a = [1.0, 2.0], [0.0, 2.0, 0.5]  # leading zeros of a are dropped
-    close(signal.lfilter_zi(T(b), T(a)), ss.lfilter_zi(b, a))
+    close(signal.lfilter_zi(T(b), T(a)), ss.lfilter_zi(b, a[1:]))  # (SciPy 1.18 refuses a[0] = 0)
     for b, a in _FILTERS[:2] + [_FILTERS[3]]:
         close(signal.lfilter_zi(T(b), T(a)), ss.lfilter_zi(b, a))
         for kw in ({}, {"padtype": "even"}, {"padtype": "constant", "padlen": 5},

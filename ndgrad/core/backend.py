@@ -259,6 +259,11 @@ class Backend:
         allocate on ``device``."""
         return _NO_CONTEXT
 
+    def assign(self, out, index, values):
+        """``out[index] = values``; where ``index`` repeats a position, the last value
+        written there stays (NumPy's order)."""
+        out[index] = values
+
     def scatter_add(self, target, index, values):  # pragma: no cover - interface
         """``target[index] += values`` with repeated indices accumulating, in place."""
         raise NotImplementedError
@@ -448,6 +453,7 @@ _CUDA = {"backend": None}
 #   on the CPU).
 # * layout: host data is copied C-ordered and copied back C-ordered unless asked otherwise.
 _NOVALUE = object()
+_FFT_ND = ("fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2")
 _ATOMIC_ADD = {np.dtype(t) for t in ("int32", "int64", "float16", "float32", "float64",
                                      "uint32", "uint64")}
 
@@ -506,7 +512,9 @@ class CupyBackend(Backend):
                                  vector_norm=self._vector_norm, solve=self._solve,
                                  cholesky=self._cholesky, pinv=self._pinv,
                                  matrix_rank=self._matrix_rank, cross=self._cross)
-        self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft")
+        self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft",
+                              rfft=self._rfft_1d(False), irfft=self._rfft_1d(True),
+                              **{name: self._fft_nd(name) for name in _FFT_ND})
         self.special = _Namespace(self, lambda: _import(cupyx, "scipy.special"),
                                   SCIPY_SPECIAL, "special", zeta=self._zeta,
                                   polygamma=self._polygamma)
@@ -590,6 +598,133 @@ class CupyBackend(Backend):
         if isinstance(axes, (list, tuple)):
             axes = tuple(tuple(ax) if isinstance(ax, (list, tuple)) else ax for ax in axes)
         return self._cp.tensordot(a, b, axes)
+
+    def remainder(self, x1, x2, out=None):
+        """``numpy.remainder``: CuPy's float remainder loses all precision when the quotient
+        is huge (``remainder(1e300, 7.0)`` is not 1). C's ``fmod`` is exact; the sign of the
+        divisor is then given as NumPy does."""
+        cp = self._cp
+        r = cp.remainder(x1, x2) if out is None else cp.remainder(x1, x2, out=out)
+        if r.dtype.kind != "f":
+            return r
+        m = cp.fmod(x1, x2)
+        fix = (m != 0) & ((m < 0) != (cp.asarray(x2) < 0))
+        r[...] = cp.where(fix, m + x2, m)
+        return r
+
+    mod = remainder
+
+    def lexsort(self, keys, axis=-1):
+        """``numpy.lexsort``: CuPy's takes the keys as one array, not a sequence of them."""
+        cp = self._cp
+        if not isinstance(keys, cp.ndarray):
+            keys = cp.stack([cp.asarray(k) for k in keys])
+        return cp.lexsort(keys) if axis in (-1, keys.ndim - 2) else \
+            cp.moveaxis(cp.lexsort(cp.moveaxis(keys, axis % (keys.ndim - 1) + 1, -1)), -1, axis)
+
+    def allclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """``numpy.allclose``: a Python bool (CuPy's is a 0-d array)."""
+        return bool(self._cp.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def array_equal(self, a1, a2, equal_nan=False):
+        """``numpy.array_equal``: a Python bool (CuPy's is a 0-d array)."""
+        return bool(self._cp.array_equal(a1, a2, equal_nan=equal_nan))
+
+    def array_equiv(self, a1, a2):
+        """``numpy.array_equiv``: a Python bool; CuPy has none."""
+        cp = self._cp
+        a1, a2 = cp.asarray(a1), cp.asarray(a2)
+        try:
+            a1, a2 = cp.broadcast_arrays(a1, a2)
+        except ValueError:
+            return False
+        return bool(cp.all(a1 == a2))
+
+    def assign(self, out, index, values):
+        """``out[index] = values`` where a repeated position keeps the *last* value written
+        (NumPy's order). CuPy's scatter writes repeated positions in no defined order, so
+        the overwritten writes are dropped first."""
+        cp = self._cp
+        parts = index if isinstance(index, tuple) else (index,)
+        if not any(isinstance(p, cp.ndarray) and p.dtype.kind in "iu" and p.size > 1
+                   for p in parts):
+            out[index] = values
+            return
+        pos = cp.arange(out.size).reshape(out.shape)[index]
+        flat = pos.reshape(-1)
+        _, first_from_end = cp.unique(flat[::-1], return_index=True)
+        if first_from_end.size == flat.size:
+            out[index] = values
+            return
+        keep = flat.size - 1 - first_from_end
+        v = cp.broadcast_to(cp.asarray(values, dtype=out.dtype), pos.shape).reshape(-1)
+        out[cp.unravel_index(flat[keep], out.shape)] = v[keep]
+
+    def _rfft_1d(self, inverse):
+        """``numpy.fft.rfft`` / ``irfft``: cuFFT's real transforms of length 1 are wrong (an
+        ``irfft`` with ``n=1`` is not the first coefficient's real part); a length-1
+        transform is that first entry, under every ``norm``."""
+        cp = self._cp
+        native = cp.fft.irfft if inverse else cp.fft.rfft
+
+        def transform(a, n=None, axis=-1, norm=None, **kwargs):
+            if (n if n is not None else (None if inverse else a.shape[axis])) != 1 or kwargs:
+                return native(a, n=n, axis=axis, norm=norm, **kwargs)
+            first = cp.take(a, cp.arange(min(1, a.shape[axis])), axis=axis)
+            if first.shape[axis] == 0:
+                shape = list(a.shape)
+                shape[axis] = 1
+                first = cp.zeros(shape, dtype=a.dtype)
+            if inverse:
+                return first.real.astype(_inexact(first.real.dtype))
+            return first.astype(np.result_type(_inexact(first.dtype), np.complex64))
+
+        transform.__name__ = "irfft" if inverse else "rfft"
+        return transform
+
+    def _fft_nd(self, name):
+        """``numpy.fft.<name>`` for n-dimensional transforms: CuPy's pairs ``s`` with the
+        wrong axes when ``axes`` are not in increasing order (``rfftn(x, s=(1, 2), axes=(1,
+        0))`` has the wrong shape), and cuFFT's real transforms of length 1 are wrong. Those
+        cases run as NumPy defines them, one axis at a time (the real axis last for
+        ``rfftn``, first for ``irfftn``)."""
+        cp_fft = self._cp.fft
+        native = getattr(cp_fft, name)
+        real = name.lstrip("i").startswith("r")
+        inverse = name.startswith("i")
+        two = name.endswith("2")
+
+        def transform(a, s=None, axes=(-2, -1) if two else None, norm=None, **kwargs):
+            if kwargs or (axes is None and s is None):
+                return native(a, s=s, axes=axes, norm=norm, **kwargs)
+            nd = a.ndim
+            axes = list(range(nd - len(s), nd)) if axes is None else [ax % nd for ax in axes]
+            s = [None] * len(axes) if s is None else [None if n == -1 else n for n in s]
+            n_real = None
+            if real and axes:
+                n_real = s[-1] if s[-1] is not None else \
+                    (2 * (a.shape[axes[-1]] - 1) if inverse else a.shape[axes[-1]])
+            if n_real != 1 and all(i < j for i, j in zip(axes, axes[1:])):
+                if all(n is None for n in s):
+                    return native(a, axes=tuple(axes), norm=norm)
+                full = [a.shape[ax] if n is None else n for ax, n in zip(axes, s)]
+                if real:
+                    full[-1] = n_real
+                return native(a, s=tuple(full), axes=tuple(axes), norm=norm)
+            one = self.fft.ifft if inverse else self.fft.fft
+            if real and inverse:  # complex inverse on all but the last axis, then irfft
+                for ax, n in zip(axes[:-1], s[:-1]):
+                    a = one(a, n=n, axis=ax, norm=norm)
+                return self.fft.irfft(a, n=n_real, axis=axes[-1], norm=norm)
+            if real:  # rfft on the last axis, then the complex transform on the others
+                a = self.fft.rfft(a, n=s[-1], axis=axes[-1], norm=norm)
+                axes, s = axes[:-1], s[:-1]
+            for ax, n in zip(reversed(axes), reversed(s)):
+                a = one(a, n=n, axis=ax, norm=norm)
+            return a
+
+        transform.__name__ = name
+        return transform
 
     def _solve(self, a, b):
         """``numpy.linalg.solve``: CuPy's does not broadcast the batch dimensions of a stack
@@ -819,6 +954,24 @@ class CupyBackend(Backend):
 
     def manual_seed(self, seed):
         self._rng.gen = self._cp.random.default_rng(seed)
+
+    def rng_state(self):
+        """A snapshot of this thread's generator: CuPy's cannot be copied (it holds a lock),
+        so the snapshot is the generator and a copy of its bit generator's device state."""
+        g = getattr(self._rng, "gen", None)
+        if g is None:
+            return None
+        state = getattr(getattr(g, "bit_generator", None), "_state", None)
+        if not isinstance(state, self._cp.ndarray):
+            return super().rng_state()  # (a stand-in or another CuPy: copied, or a clear error)
+        return g, state.copy()
+
+    def set_rng_state(self, state):
+        if not (isinstance(state, tuple) and len(state) == 2):
+            return super().set_rng_state(state)
+        g, saved = state
+        g.bit_generator._state[...] = saved  # (the snapshot stays valid: it is copied in)
+        self._rng.gen = g
 
 
 def _import(module, dotted):

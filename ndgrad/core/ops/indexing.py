@@ -466,7 +466,7 @@ def index_put(B, x, values, index):
     tensor([0., 1., 1.])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    out[on_device(B, index)] = values
+    B.assign(out, on_device(B, index), values)
     return out
 
 

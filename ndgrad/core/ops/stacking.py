@@ -35,6 +35,7 @@ from ..backend import NUMPY
 from ..creation import asarray
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
+from .batching import is_batched
 from .indexing import _along_axis_index
 from .registry import (INDEXING, SHAPE, VARIADIC, Domain, defalias, defcomposite, defop,
                        sample_numpy)
@@ -1298,6 +1299,8 @@ def choose(F, a, choices, out=None, mode="raise"):
     if tuple(idx.shape) != shape:
         idx = F.broadcast_to(idx, shape)
     try:
+        if mode == "raise" and not is_batched(idx) and bool(F.any(F.greater_equal(idx, n))):
+            raise IndexError  # (checked here: CuPy's take_along_axis does not check bounds)
         out = F.take_along_axis(stacked, F.reshape(idx, (1,) + shape), axis=0)
     except IndexError:
         raise ValueError(f"choose: invalid entry in choice array (an index outside [0, {n}); "
