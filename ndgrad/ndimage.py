@@ -57,6 +57,7 @@ import numbers
 import numpy as np
 
 from .core.ops import PUBLIC as _PUBLIC
+from .core.tensor import Tensor
 from .interpolate import _const, _float
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
@@ -75,8 +76,14 @@ _PAD_MODE = {"reflect": "symmetric", "grid-mirror": "symmetric", "mirror": "refl
 
 
 def _seq(value, n, name):
-    """``value`` repeated for ``n`` axes, or checked to have ``n`` entries."""
-    if isinstance(value, (str, numbers.Number)) or np.ndim(value) == 0:
+    """``value`` repeated for ``n`` axes, or checked to have ``n`` entries (a 1-D Tensor gives
+    its entries, as Tensors)."""
+    if isinstance(value, Tensor):
+        if value.ndim == 0:
+            return [value] * n
+        value = [value[i] for i in range(value.shape[0])] if value.ndim == 1 else [None]
+    elif isinstance(value, (str, numbers.Number)) or (
+            not isinstance(value, (list, tuple)) and np.ndim(value) == 0):
         return [value] * n
     value = list(value)
     if len(value) != n:
@@ -240,11 +247,48 @@ def _gaussian_kernel1d(sigma, order, radius):
     return q * phi_x
 
 
+def _gaussian_kernel1d_tensor(sigma, order, radius, like):
+    """:func:`_gaussian_kernel1d` with ``sigma`` a scalar Tensor, written with ndgrad operations
+    (differentiable in ``sigma``): the normalized ``exp(-x² / (2 sigma²))`` times the
+    polynomial ``p`` with ``d^order/dx^order exp(-x² / (2 sigma²)) = p(x) exp(...)``, whose
+    coefficients follow ``q'[k] = (k + 1) q[k + 1] - q[k - 1] / sigma²`` (SciPy's recursion)."""
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    x = _const(np.arange(-radius, radius + 1, dtype=float), like)
+    sigma2 = sigma * sigma
+    phi = F.exp(-0.5 * x * x / sigma2)
+    phi = phi / F.sum(phi)
+    if order == 0:
+        return phi
+    q = [1.0] + [0.0] * order
+    for _ in range(order):
+        q = [((k + 1) * q[k + 1] if k < order else 0.0) - (q[k - 1] / sigma2 if k else 0.0)
+             for k in range(order + 1)]
+    poly = None
+    for k, qk in enumerate(q):
+        term = qk * x ** k
+        poly = term if poly is None else poly + term
+    return poly * phi
+
+
+def _sigma_value(sigma):
+    """The host value of ``sigma`` (a number or a scalar Tensor): it fixes the radius."""
+    if isinstance(sigma, Tensor):
+        if sigma.ndim != 0:
+            raise ValueError(f"sigma must be a scalar per axis, got a Tensor of shape "
+                             f"{tuple(sigma.shape)}.")
+        return float(sigma.detach())
+    return float(sigma)
+
+
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None):
     """One-dimensional Gaussian filter (SciPy's ``ndimage.gaussian_filter1d``): correlation with
     the sampled Gaussian (``order`` > 0: its derivative) of radius
-    ``int(truncate * sigma + 0.5)``. Differentiable in ``input`` (``sigma`` is a constant).
+    ``int(truncate * sigma + 0.5)`` (or ``radius``). Differentiable in ``input`` and, when
+    ``sigma`` is a (scalar) Tensor, in ``sigma``: the kernel weights are functions of
+    ``sigma`` while the radius, an integer, is not (the result jumps where the radius
+    changes).
 
     Examples
     --------
@@ -252,12 +296,21 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     >>> from ndgrad import ndimage
     >>> ndimage.gaussian_filter1d(ndgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0)
     tensor([1.42704095, 2.06782203, 3.        , 3.93217797, 4.57295905])
+    >>> s = ndgrad.tensor(1.0, requires_grad=True)
+    >>> ndimage.gaussian_filter1d(ndgrad.tensor([0.0, 0.0, 1.0, 0.0, 0.0]), s)[2].backward()
+    >>> s.grad  # a wider Gaussian has a lower peak
+    tensor(-0.39891475)
     """
-    sigma = float(sigma)
-    lw = int(truncate * sigma + 0.5) if radius is None else int(radius)
+    sv = _sigma_value(sigma)
+    lw = int(truncate * sv + 0.5) if radius is None else int(radius)
     if lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
-    weights = _gaussian_kernel1d(sigma, int(order), lw)[::-1].copy()
+    if isinstance(sigma, Tensor):
+        x = _float(input)
+        weights = F.flip(_gaussian_kernel1d_tensor(_float(sigma, x.device).astype(x.dtype),
+                                                   int(order), lw, x))
+        return correlate1d(x, weights, axis, output, mode, cval, 0)
+    weights = _gaussian_kernel1d(sv, int(order), lw)[::-1].copy()
     return correlate1d(input, weights, axis, output, mode, cval, 0)
 
 
@@ -265,7 +318,9 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
                     truncate=4.0, *, radius=None, axes=None):
     """Multidimensional Gaussian filter (SciPy's ``ndimage.gaussian_filter``): a
     :func:`gaussian_filter1d` along each axis (``sigma``, ``order``, ``mode``, ``radius`` may be
-    per-axis sequences; axes with ``sigma`` 0 are skipped). Differentiable in ``input``.
+    per-axis sequences; axes with ``sigma`` 0 are skipped). Differentiable in ``input`` and in
+    ``sigma`` where it is a Tensor (a scalar, a 1-D Tensor with one entry per axis, or a
+    sequence of scalar Tensors; see :func:`gaussian_filter1d`).
 
     Examples
     --------
@@ -284,7 +339,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     if output is not None:
         raise NotImplementedError("ndimage: `output` is not supported; use the return value.")
     for ax, s, o, m, r in zip(axes, sigmas, orders, modes, radii):
-        if s > 1e-15:
+        if _sigma_value(s) > 1e-15:
             x = gaussian_filter1d(x, s, ax, o, None, m, cval, truncate, radius=r)
     return x
 

@@ -128,6 +128,10 @@ def test_errors():
         ni.spline_filter(a, mode="periodic")
     with pytest.raises(RuntimeError, match="boundary mode"):
         ni.gaussian_filter(a, 1.0, mode="periodic")
+    with pytest.raises(RuntimeError, match="sequence argument `sigma`"):
+        ni.gaussian_filter(a, t([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="scalar per axis"):
+        ni.gaussian_filter1d(a, t([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="rank"):
         ni.correlate(a, t(W[0]))
     with pytest.raises(RuntimeError, match="first axis"):
@@ -224,3 +228,55 @@ def test_spline_order_4_jacrev_matches_jacfwd_and_differences():
                     - sn.shift(img.cpu().numpy(), s0 - eps * e, order=4, mode="reflect"))
                    / (2 * eps) for e in np.eye(2)], axis=-1)
     close(jr, fd, atol=1e-7, rtol=1e-6)
+
+
+def _fd_sigma(f, sigma, eps=1e-6):
+    """Central differences of the host function ``f`` in each entry of ``sigma``."""
+    sigma = np.atleast_1d(np.asarray(sigma, dtype=float))
+    return np.array([(f(sigma + eps * e) - f(sigma - eps * e)) / (2 * eps)
+                     for e in np.eye(sigma.size)])
+
+
+def test_gaussian_sigma_derivatives_match_scipy_differences():
+    w = np.random.default_rng(14).normal(size=A.shape)  # a random functional of the output
+    cases = [  # (ndgrad sigma maker, SciPy keyword arguments); no radius change within eps
+        (dict(order=[1, 0], mode="reflect"), [0.9, 1.7]),
+        (dict(order=2, mode="constant", cval=0.3), [1.3]),
+        (dict(order=[0, 3], mode="wrap", radius=[2, 3]), [0.8, 1.1]),
+    ]
+    for kw, s0 in cases:
+        def ref(s, kw=kw):
+            return float((sn.gaussian_filter(A, s if len(s) > 1 else s[0], **kw) * w).sum())
+        sig = t(s0 if len(s0) > 1 else s0[0], True)
+        out = ni.gaussian_filter(t(A), sig, **kw)
+        close(out, sn.gaussian_filter(A, s0 if len(s0) > 1 else s0[0], **kw))
+        (out * t(w)).sum().backward()
+        close(sig.grad, _fd_sigma(ref, s0).reshape(sig.shape), rtol=1e-7, atol=1e-8)
+    # a per-axis sequence of scalar tensors, and gaussian_filter1d
+    s1, s2 = t(0.7, True), t(2.2, True)
+    (ni.gaussian_filter(t(A), [s1, s2]) * t(w)).sum().backward()
+    close([s1.grad, s2.grad],
+          _fd_sigma(lambda s: float((sn.gaussian_filter(A, s) * w).sum()), [0.7, 2.2]),
+          rtol=1e-7, atol=1e-8)
+    s3 = t(1.1, True)
+    (ni.gaussian_filter1d(t(A), s3, axis=0, order=1, truncate=3.0) * t(w)).sum().backward()
+    close(s3.grad, _fd_sigma(lambda s: float((sn.gaussian_filter1d(
+        A, s[0], axis=0, order=1, truncate=3.0) * w).sum()), [1.1])[0], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.cpu_only("finite differences: the device does not change the derivative rules")
+def test_gaussian_sigma_gradcheck_and_compositions():
+    rng = np.random.default_rng(15)
+    img = t(rng.normal(size=(4, 5)), True)
+    assert gradcheck(lambda a, s: ni.gaussian_filter1d(a, s, order=2, mode="mirror"),
+                     (img, t(0.9, True)), check_forward_ad=True)
+    assert gradcheck(lambda a, s: ni.gaussian_filter(a, s, order=[1, 0], mode="nearest"),
+                     (img, t([0.8, 1.3], True)), check_forward_ad=True)
+    assert gradgradcheck(lambda s: ni.gaussian_filter(img.detach(), s), (t([0.8, 1.3], True),))
+    # jacrev against jacfwd in the per-axis sigma; vmap over images against a loop
+    s0 = t([0.8, 1.3])
+    close(jacrev(lambda s: ni.gaussian_filter(img.detach(), s, order=[0, 1]))(s0),
+          jacfwd(lambda s: ni.gaussian_filter(img.detach(), s, order=[0, 1]))(s0))
+    imgs = rng.normal(size=(3, 4, 5))
+    out = vmap(lambda a: ni.gaussian_filter(a, s0, mode="wrap"))(t(imgs))
+    close(out, np.stack([sn.gaussian_filter(a, [0.8, 1.3], mode="wrap") for a in imgs]))
