@@ -1,7 +1,8 @@
 """``ndgrad.ndimage``: filters and geometric transforms of SciPy's ``scipy.ndimage``, written
 with ndgrad operations, so their results are differentiable in the image (and the filter
-weights of ``correlate``/``convolve``), and the interpolating transforms in the sample
-coordinates too, in every transform (``grad``, ``jvp``, ``vmap``, ...).
+weights of ``correlate``/``convolve``, the ``sigma`` of the Gaussian filters), and the
+interpolating transforms in the sample coordinates too, in every transform (``grad``, ``jvp``,
+``vmap``, ...).
 
 What it owns: ``correlate1d``, ``convolve1d``, ``correlate``, ``convolve``,
 ``gaussian_filter1d``, ``gaussian_filter``, ``uniform_filter1d``, ``uniform_filter``, ``sobel``,
