@@ -1,12 +1,14 @@
 """``ndgrad.ndimage``: filters and geometric transforms of SciPy's ``scipy.ndimage``, written
 with ndgrad operations, so their results are differentiable in the image (and the filter
-weights of ``correlate``/``convolve``), and the interpolating transforms in the sample
-coordinates too, in every transform (``grad``, ``jvp``, ``vmap``, ...).
+weights of ``correlate``/``convolve``, the ``sigma`` of the Gaussian filters), and the
+interpolating transforms in the sample coordinates too, in every transform (``grad``, ``jvp``,
+``vmap``, ...).
 
 What it owns: ``correlate1d``, ``convolve1d``, ``correlate``, ``convolve``,
 ``gaussian_filter1d``, ``gaussian_filter``, ``uniform_filter1d``, ``uniform_filter``, ``sobel``,
 ``laplace`` (filters), and ``map_coordinates``, ``shift``, ``zoom``, ``affine_transform``
-(interpolation of order 0, 1, 2 and 3).
+(B-spline interpolation of order 0 to 5), ``spline_filter1d``, ``spline_filter`` (the spline
+prefilter).
 
 Note [ndimage boundary modes]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -16,44 +18,55 @@ half-sample symmetric extension) is NumPy's "symmetric", "mirror" (``d c b | a b
 is NumPy's "reflect", "nearest" is "edge", "wrap" and "constant" (with ``cval``) keep their
 names; "grid-mirror", "grid-constant" and "grid-wrap" are "reflect", "constant" and "wrap".
 
-The interpolating transforms map each neighbour's integer index into the input by the mode
-(reflect: period ``2n``; mirror: period ``2n - 2``; nearest: clamp; grid-wrap: period ``n``;
-grid-constant: ``cval`` outside) and interpolate; "constant" gives ``cval`` for any sample
-point outside ``[0, n - 1]`` in some dimension, and SciPy's "wrap" wraps the coordinate with
-period ``n - 1`` (SciPy's documented legacy behaviour; "grid-wrap" is the periodic one).
-For ``order=1`` the value is linear in the coordinate between integer positions, so
-``d/dcoordinate`` is the difference of the neighbours (the floor is a constant index);
-``order=0`` (``floor(c + 0.5)``) is differentiable in the input only. ``order=3`` (SciPy's
-default) interpolates with cubic B-splines whose coefficients solve, along each axis,
-``(c[j-1] + 4 c[j] + c[j+1]) / 6 = input[j]`` with ``c`` extended by the mode (SciPy's
-``spline_filter``); ``order=2`` likewise with quadratic B-splines,
-``(c[j-1] + 6 c[j] + c[j+1]) / 8 = input[j]``, the neighbours ``round(c) - 1 .. round(c) + 1``
-weighted ``(1/2 - t)² / 2``, ``3/4 - t²``, ``(1/2 + t)² / 2`` at ``t = c - round(c)``
-(continuously differentiable in ``c``). ndgrad solves the prefilter as a dense ``n x n``
-system per axis
-(:func:`ndgrad.linalg.solve`), exactly where SciPy's recursive filter starts the half-sample
-("reflect") case approximately: there the two agree to about ``1e-6`` on short axes (SciPy's
-value does not quite pass through the samples). The order-3 value is twice continuously
-differentiable in the coordinates. Orders 2 and 3 support the modes "constant", "mirror",
-"reflect", "grid-mirror" and "grid-wrap" (SciPy pads "nearest" and "grid-constant" before
-filtering, and its legacy "wrap": not implemented, NotImplementedError).
+The interpolating transforms take, for a sample point ``c`` and a B-spline of ``order``, the
+neighbours ``start .. start + order`` with ``start = floor(c) - order // 2`` (odd orders) or
+``round(c) - order // 2`` (even orders), weighted by the B-spline's polynomial pieces at the
+fraction ``c - floor(c)`` (or ``c - round(c)``). Each neighbour's integer index is mapped into
+the input as SciPy extends the coefficients: reflect / grid-mirror (period ``2n``), mirror
+(period ``2n - 2``; also for "constant" and "wrap"), nearest (clamp), grid-wrap (period
+``n``), grid-constant (``cval`` outside). "constant" gives ``cval`` for any sample point
+outside ``[0, n - 1]`` in some dimension, and SciPy's "wrap" wraps the coordinate with period
+``n - 1`` (SciPy's documented legacy behaviour; "grid-wrap" is the periodic one). The weights
+are polynomials in ``c`` (the floor is a constant index), so ``d/dcoordinate`` comes from
+them: order 1 is continuous, order ``k`` is ``k - 1`` times continuously differentiable in the
+coordinates; ``order=0`` (``floor(c + 0.5)``) is differentiable in the input only.
+
+Note [ndimage spline prefilter]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+For ``order`` 2 to 5 with ``prefilter=True`` the input is first replaced by its B-spline
+coefficients (``spline_filter``): SciPy runs, along each axis, a recursive filter with
+``order // 2`` poles (Unser, Aldroubi & Eden 1991), each a causal and an anticausal pass whose
+first value is initialized by the boundary mode: whole-sample symmetric ("mirror",
+"constant", "wrap", "grid-constant"), half-sample symmetric ("reflect", "grid-mirror",
+"nearest") or periodic ("grid-wrap"). The filter is linear, so ndgrad builds its ``n x n``
+matrix once per (length, order, mode) by running SciPy's recursion on the columns of the
+identity (NumPy, cached) and applies it with :func:`ndgrad.matmul`: the values are SciPy's up
+to rounding, and the derivative in the input is the exact adjoint (the transposed matrix).
+SciPy's half-sample initialization reads, in its last term, the first value it is updating;
+ndgrad keeps that, so on short axes the "reflect" spline misses the samples by what SciPy's
+does (about ``1e-6`` for order 3 on 5 samples). For "nearest" and "grid-constant" SciPy pads
+the input with 12 samples (edge values, ``cval``) before filtering and interpolates in the
+padded coefficients; ndgrad does the same.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import numbers
 
 import numpy as np
 
 from .core.ops import PUBLIC as _PUBLIC
+from .core.tensor import Tensor
 from .interpolate import _const, _float
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
 
 __all__ = ["correlate1d", "convolve1d", "correlate", "convolve", "gaussian_filter1d",
            "gaussian_filter", "uniform_filter1d", "uniform_filter", "sobel", "laplace",
-           "map_coordinates", "shift", "zoom", "affine_transform"]
+           "map_coordinates", "shift", "zoom", "affine_transform", "spline_filter1d",
+           "spline_filter"]
 
 
 _PAD_MODE = {"reflect": "symmetric", "grid-mirror": "symmetric", "mirror": "reflect",
@@ -64,8 +77,14 @@ _PAD_MODE = {"reflect": "symmetric", "grid-mirror": "symmetric", "mirror": "refl
 
 
 def _seq(value, n, name):
-    """``value`` repeated for ``n`` axes, or checked to have ``n`` entries."""
-    if isinstance(value, (str, numbers.Number)) or np.ndim(value) == 0:
+    """``value`` repeated for ``n`` axes, or checked to have ``n`` entries (a 1-D Tensor gives
+    its entries, as Tensors)."""
+    if isinstance(value, Tensor):
+        if value.ndim == 0:
+            return [value] * n
+        value = [value[i] for i in range(value.shape[0])] if value.ndim == 1 else [None]
+    elif isinstance(value, (str, numbers.Number)) or (
+            not isinstance(value, (list, tuple)) and np.ndim(value) == 0):
         return [value] * n
     value = list(value)
     if len(value) != n:
@@ -229,11 +248,48 @@ def _gaussian_kernel1d(sigma, order, radius):
     return q * phi_x
 
 
+def _gaussian_kernel1d_tensor(sigma, order, radius, like):
+    """:func:`_gaussian_kernel1d` with ``sigma`` a scalar Tensor, written with ndgrad operations
+    (differentiable in ``sigma``): the normalized ``exp(-x² / (2 sigma²))`` times the
+    polynomial ``p`` with ``d^order/dx^order exp(-x² / (2 sigma²)) = p(x) exp(...)``, whose
+    coefficients follow ``q'[k] = (k + 1) q[k + 1] - q[k - 1] / sigma²`` (SciPy's recursion)."""
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    x = _const(np.arange(-radius, radius + 1, dtype=float), like)
+    sigma2 = sigma * sigma
+    phi = F.exp(-0.5 * x * x / sigma2)
+    phi = phi / F.sum(phi)
+    if order == 0:
+        return phi
+    q = [1.0] + [0.0] * order
+    for _ in range(order):
+        q = [((k + 1) * q[k + 1] if k < order else 0.0) - (q[k - 1] / sigma2 if k else 0.0)
+             for k in range(order + 1)]
+    poly = None
+    for k, qk in enumerate(q):
+        term = qk * x ** k
+        poly = term if poly is None else poly + term
+    return poly * phi
+
+
+def _sigma_value(sigma):
+    """The host value of ``sigma`` (a number or a scalar Tensor): it fixes the radius."""
+    if isinstance(sigma, Tensor):
+        if sigma.ndim != 0:
+            raise ValueError(f"sigma must be a scalar per axis, got a Tensor of shape "
+                             f"{tuple(sigma.shape)}.")
+        return float(sigma.detach())
+    return float(sigma)
+
+
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None):
     """One-dimensional Gaussian filter (SciPy's ``ndimage.gaussian_filter1d``): correlation with
     the sampled Gaussian (``order`` > 0: its derivative) of radius
-    ``int(truncate * sigma + 0.5)``. Differentiable in ``input`` (``sigma`` is a constant).
+    ``int(truncate * sigma + 0.5)`` (or ``radius``). Differentiable in ``input`` and, when
+    ``sigma`` is a (scalar) Tensor, in ``sigma``: the kernel weights are functions of
+    ``sigma`` while the radius, an integer, is not (the result jumps where the radius
+    changes).
 
     Examples
     --------
@@ -241,12 +297,21 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     >>> from ndgrad import ndimage
     >>> ndimage.gaussian_filter1d(ndgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0)
     tensor([1.42704095, 2.06782203, 3.        , 3.93217797, 4.57295905])
+    >>> s = ndgrad.tensor(1.0, requires_grad=True)
+    >>> ndimage.gaussian_filter1d(ndgrad.tensor([0.0, 0.0, 1.0, 0.0, 0.0]), s)[2].backward()
+    >>> s.grad  # a wider Gaussian has a lower peak
+    tensor(-0.39891475)
     """
-    sigma = float(sigma)
-    lw = int(truncate * sigma + 0.5) if radius is None else int(radius)
+    sv = _sigma_value(sigma)
+    lw = int(truncate * sv + 0.5) if radius is None else int(radius)
     if lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
-    weights = _gaussian_kernel1d(sigma, int(order), lw)[::-1].copy()
+    if isinstance(sigma, Tensor):
+        x = _float(input)
+        weights = F.flip(_gaussian_kernel1d_tensor(_float(sigma, x.device).astype(x.dtype),
+                                                   int(order), lw, x))
+        return correlate1d(x, weights, axis, output, mode, cval, 0)
+    weights = _gaussian_kernel1d(sv, int(order), lw)[::-1].copy()
     return correlate1d(input, weights, axis, output, mode, cval, 0)
 
 
@@ -254,7 +319,9 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
                     truncate=4.0, *, radius=None, axes=None):
     """Multidimensional Gaussian filter (SciPy's ``ndimage.gaussian_filter``): a
     :func:`gaussian_filter1d` along each axis (``sigma``, ``order``, ``mode``, ``radius`` may be
-    per-axis sequences; axes with ``sigma`` 0 are skipped). Differentiable in ``input``.
+    per-axis sequences; axes with ``sigma`` 0 are skipped). Differentiable in ``input`` and in
+    ``sigma`` where it is a Tensor (a scalar, a 1-D Tensor with one entry per axis, or a
+    sequence of scalar Tensors; see :func:`gaussian_filter1d`).
 
     Examples
     --------
@@ -273,7 +340,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     if output is not None:
         raise NotImplementedError("ndimage: `output` is not supported; use the return value.")
     for ax, s, o, m, r in zip(axes, sigmas, orders, modes, radii):
-        if s > 1e-15:
+        if _sigma_value(s) > 1e-15:
             x = gaussian_filter1d(x, s, ax, o, None, m, cval, truncate, radius=r)
     return x
 
@@ -384,25 +451,27 @@ def _map_index(j, n, mode):
 
 def map_coordinates(input, coordinates, output=None, order=3, mode="constant", cval=0.0,
                     prefilter=True):
-    """Interpolate ``input`` at ``coordinates`` (SciPy's ``ndimage.map_coordinates``) for
-    ``order`` 0 (nearest), 1 (linear), 2 (quadratic spline) and 3 (cubic spline, SciPy's
-    default); differentiable in ``input`` and, for orders 1 to 3, in ``coordinates``.
+    """Interpolate ``input`` at ``coordinates`` (SciPy's ``ndimage.map_coordinates``) with
+    B-splines of ``order`` 0 (nearest) to 5 (3, cubic, is SciPy's default); differentiable in
+    ``input`` and, for orders 1 to 5, in ``coordinates``.
 
-    Orders 2 and 3 support the modes "constant", "mirror", "reflect", "grid-mirror",
-    "grid-wrap" (Note [ndimage boundary modes]); ``prefilter=False`` takes ``input`` as the
-    spline coefficients. Orders 4, 5, and orders 2 and 3 in the other modes, raise
-    NotImplementedError rather than give other numbers than SciPy.
+    Every mode of SciPy is supported for every order (Note [ndimage boundary modes], Note
+    [ndimage spline prefilter]); ``prefilter=False`` takes ``input`` as the spline
+    coefficients.
 
     Parameters
     ----------
     input : array_like, shape ``(n_1, ..., n_d)``
     coordinates : array_like, shape ``(d, ...)``
         The sample points (in index units); the output has shape ``coordinates.shape[1:]``.
-    order : {0, 1, 2, 3}
+    order : {0, 1, 2, 3, 4, 5}
     mode : {"constant", "grid-constant", "nearest", "reflect", "grid-mirror", "mirror",
         "wrap", "grid-wrap"}
         The extension beyond the edges (Note [ndimage boundary modes]).
     cval : float
+    prefilter : bool
+        For ``order`` > 1: whether ``input`` holds samples (filtered by :func:`spline_filter`
+        first) or spline coefficients.
 
     Examples
     --------
@@ -414,15 +483,8 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
     """
     if output is not None:
         raise NotImplementedError("ndimage: `output` is not supported; use the return value.")
-    if order not in (0, 1, 2, 3):
-        if order in (4, 5):
-            raise NotImplementedError(f"ndimage: spline interpolation of order {order} is not "
-                                      "implemented; use order 0, 1, 2 or 3.")
-        raise RuntimeError("spline order not supported: `order` must be in 0..5.")
+    _check_order(order, 0)
     _check_mode(mode)
-    if order >= 2 and mode not in _SPLINE_MODES:
-        raise NotImplementedError(f"ndimage: order={order} is implemented for the modes "
-                                  f"{sorted(_SPLINE_MODES)}, not {mode!r}; use order=1 there.")
     x = _float(input)
     c = _float(coordinates, x.device)
     if c.ndim < 1 or c.shape[0] != x.ndim:
@@ -430,6 +492,13 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
                            f"input's rank {x.ndim}, got shape {c.shape}.")
     out_shape = tuple(c.shape[1:])
     c = c.reshape(x.ndim, -1)
+    npad = 0
+    if order >= 2 and prefilter:
+        if mode in ("nearest", "grid-constant"):  # SciPy pads 12 samples, then filters
+            npad = _PREPAD
+            kw = {"constant_values": cval} if mode == "grid-constant" else {}
+            x = F.pad(x, [(npad, npad)] * x.ndim, mode=_PAD_MODE[mode], **kw)
+        x = _spline_filter(x, order, mode, range(x.ndim))
     coords, outside = [], None
     for d in range(x.ndim):
         cd, n = c[d], x.shape[d]
@@ -438,41 +507,30 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
             outside = o if outside is None else outside | o
         elif mode == "wrap" and n > 1:  # SciPy's legacy wrap: period n - 1 outside [0, n-1]
             cd = F.where((cd < 0) | (cd > n - 1), F.remainder(cd, float(n - 1)), cd)
-        coords.append(cd)
-    if order >= 2:
-        if prefilter:
-            x = _spline_coefficients(x, mode, order)
-        # neighbours floor(c) - 1 .. floor(c) + 2 (cubic), round(c) - 1 .. round(c) + 1
-        half = 0.0 if order == 3 else 0.5
+        coords.append(cd + npad if npad else cd)
+    if order == 0:
+        corners = [(tuple(F.floor(cd.detach() + 0.5).astype("int64") for cd in coords), None)]
+    else:
+        # the neighbours start .. start + order of each coordinate, start = floor(c) - order // 2
+        # (odd orders) or round(c) - order // 2 (even orders); d weight / d c from the
+        # polynomial pieces (the floor is a constant index)
+        half = 0.0 if order & 1 else 0.5
         base = [F.floor(cd.detach() + half) for cd in coords]
-        spline = _bspline3_weights if order == 3 else _bspline2_weights
-        weights = [spline(cd - b) for cd, b in zip(coords, base)]
-        base = [b.astype("int64") for b in base]
+        weights = [_bspline_weights(order, cd - b) for cd, b in zip(coords, base)]
+        base = [b.astype("int64") - order // 2 for b in base]
         corners = []
         for corner in itertools.product(range(order + 1), repeat=x.ndim):
             weight = None
             for k, wd in zip(corner, weights):
                 weight = wd[k] if weight is None else weight * wd[k]
-            corners.append((tuple(b + (k - 1) for b, k in zip(base, corner)), weight))
-        mode = _SPLINE_MODES[mode]  # how the coefficients extend beyond the edges
-    elif order == 0:
-        corners = [(tuple(F.floor(cd.detach() + 0.5).astype("int64") for cd in coords), None)]
-    else:
-        base = [F.floor(cd.detach()) for cd in coords]
-        frac = [cd - b for cd, b in zip(coords, base)]  # d frac / d coordinate = 1
-        base = [b.astype("int64") for b in base]
-        corners = []
-        for corner in itertools.product((0, 1), repeat=x.ndim):
-            weight = None
-            for bit, f in zip(corner, frac):
-                w = f if bit else 1.0 - f
-                weight = w if weight is None else weight * w
-            corners.append((tuple(b + bit for b, bit in zip(base, corner)), weight))
+            corners.append((tuple(b + k for b, k in zip(base, corner)), weight))
+    # how the coefficients extend beyond the edges (SciPy's spline boundary mode)
+    index_mode = "mirror" if mode in ("constant", "wrap") else mode
     out = None
     for idx, weight in corners:
         mapped, mask = [], None
         for d, j in enumerate(idx):
-            jm, o = _map_index(j, x.shape[d], mode)
+            jm, o = _map_index(j, x.shape[d], index_mode)
             mapped.append(jm)
             if o is not None:
                 mask = o if mask is None else mask | o
@@ -486,49 +544,153 @@ def map_coordinates(input, coordinates, output=None, order=3, mode="constant", c
     return out.reshape(out_shape)
 
 
-# orders 2 and 3: the modes implemented, and how each extends the spline coefficients
-_SPLINE_MODES = {"mirror": "mirror", "reflect": "reflect", "grid-mirror": "reflect",
-                 "grid-wrap": "grid-wrap", "constant": "mirror"}
+_PREPAD = 12  # SciPy's padding before the prefilter of modes "nearest", "grid-constant"
 
 
-def _bspline3_weights(t):
-    """The cubic B-spline's weights of the neighbours ``floor(c) - 1 .. floor(c) + 2`` at
-    ``t = c - floor(c)``."""
-    t2, t3 = t * t, t * t * t
-    return [(1.0 - t) ** 3 / 6.0, (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0,
-            (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0, t3 / 6.0]
+def _check_order(order, lowest):
+    if isinstance(order, bool) or not isinstance(order, numbers.Integral) \
+            or not lowest <= order <= 5:
+        raise RuntimeError(f"spline order not supported: `order` must be an integer in "
+                           f"{lowest}..5, got {order!r}.")
 
 
-def _bspline2_weights(t):
-    """The quadratic B-spline's weights of the neighbours ``round(c) - 1 .. round(c) + 1`` at
-    ``t = c - round(c)`` (in ``[-1/2, 1/2]``)."""
-    return [(0.5 - t) ** 2 / 2.0, 0.75 - t * t, (0.5 + t) ** 2 / 2.0]
+def _bspline_weights(order, t):
+    """The B-spline weights (SciPy's ``get_spline_interpolation_weights``) of the neighbours
+    ``start .. start + order`` at ``t = c - floor(c)`` (odd orders, in ``[0, 1)``) or
+    ``t = c - round(c)`` (even orders, in ``[-1/2, 1/2)``): polynomials in ``t``."""
+    if order == 1:
+        return [1.0 - t, t]
+    if order == 2:
+        return [(0.5 - t) ** 2 / 2.0, 0.75 - t * t, (0.5 + t) ** 2 / 2.0]
+    if order == 3:
+        t2, t3 = t * t, t * t * t
+        return [(1.0 - t) ** 3 / 6.0, (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0,
+                (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0, t3 / 6.0]
+    if order == 4:
+        def outer(y):  # the pieces at distance 1/2 .. 3/2 from the middle knot
+            return y * (y * (y * (5.0 - y) / 6.0 - 1.25) + 5.0 / 24.0) + 55.0 / 96.0
+        t2 = t * t
+        return [(0.5 - t) ** 4 / 24.0, outer(1.0 + t), t2 * (t2 * 0.25 - 0.625) + 115.0 / 192.0,
+                outer(1.0 - t), (0.5 + t) ** 4 / 24.0]
+
+    def inner(y):  # order 5: the pieces at distance 0 .. 1 and 1 .. 2
+        y2 = y * y
+        return y2 * (y2 * (0.25 - y / 12.0) - 0.5) + 0.55
+
+    def outer5(y):
+        return y * (y * (y * (y * (y / 24.0 - 0.375) + 1.25) - 1.75) + 0.625) + 0.425
+    return [(1.0 - t) ** 5 / 120.0, outer5(1.0 + t), inner(t), inner(1.0 - t), outer5(2.0 - t),
+            t ** 5 / 120.0]
 
 
-def _spline_coefficients(x, mode, order=3):
-    """The B-spline coefficients ``c`` of ``x`` (SciPy's ``spline_filter`` for order 3 or 2):
-    along each axis ``(c[j-1] + 4 c[j] + c[j+1]) / 6 = x[j]`` (order 2:
-    ``(c[j-1] + 6 c[j] + c[j+1]) / 8``) with ``c`` extended like the data (whole-sample
-    symmetric for "mirror" and "constant", half-sample for "reflect", periodic for
-    "grid-wrap"), solved as a dense system (linear in ``x``: differentiable)."""
-    from . import linalg
-    kind = _SPLINE_MODES[mode]
-    side, total = (1.0, 6.0) if order == 3 else (1.0, 8.0)
-    for d, n in enumerate(x.shape):
-        if n < 2:
+# SciPy's B-spline filter poles (Unser et al. 1991): order // 2 of them
+_POLES = {2: (np.sqrt(8.0) - 3.0,), 3: (np.sqrt(3.0) - 2.0,),
+          4: (np.sqrt(664.0 - np.sqrt(438976.0)) + np.sqrt(304.0) - 19.0,
+              np.sqrt(664.0 + np.sqrt(438976.0)) - np.sqrt(304.0) - 19.0),
+          5: (np.sqrt(67.5 - np.sqrt(4436.25)) + np.sqrt(26.25) - 6.5,
+              np.sqrt(67.5 + np.sqrt(4436.25)) - np.sqrt(26.25) - 6.5)}
+# the boundary initialization of SciPy's recursive filter, by mode
+_FILTER_INIT = {"mirror": "mirror", "constant": "mirror", "grid-constant": "mirror",
+                "wrap": "mirror", "grid-wrap": "periodic", "nearest": "reflect",
+                "reflect": "reflect", "grid-mirror": "reflect"}
+
+
+@functools.lru_cache(maxsize=64)
+def _prefilter_matrix(n, order, init):
+    """The ``n x n`` matrix of SciPy's 1-D spline prefilter (``spline_filter1d``) of ``order``
+    with the boundary initialization ``init``: SciPy's recursion (gain, then per pole a causal
+    and an anticausal pass) run on the columns of the identity (Note [ndimage spline
+    prefilter])."""
+    c = np.eye(n)
+    if n < 2:
+        return c
+    zs = _POLES[order]
+    c *= np.prod([(1.0 - z) * (1.0 - 1.0 / z) for z in zs])
+    for z in zs:
+        p = z ** np.arange(1, n)  # z, z^2, ..., z^(n-1)
+        if init == "mirror":
+            zn1 = z ** (n - 1)
+            c[0] = (c[0] + zn1 * c[n - 1] + p[:n - 2] @ (c[1:n - 1] + zn1 * c[n - 2:0:-1])) \
+                / (1.0 - zn1 * zn1)
+        elif init == "periodic":
+            c[0] = (c[0] + p @ c[n - 1:0:-1]) / (1.0 - z ** n)
+        else:  # reflect: SciPy's loop reads its updated c[0] in its last term (kept as is)
+            zn, c0 = z ** n, c[0].copy()
+            s = c0 + zn * c[n - 1] + p[:n - 2] @ (c[1:n - 1] + zn * c[n - 2:0:-1])
+            s = s + p[n - 2] * (c[n - 1] + zn * s)
+            c[0] = s * z / (1.0 - zn * zn) + c0
+        for i in range(1, n):
+            c[i] += z * c[i - 1]
+        if init == "mirror":
+            c[n - 1] = (z * c[n - 2] + c[n - 1]) * z / (z * z - 1.0)
+        elif init == "periodic":
+            c[n - 1] = (c[n - 1] + p @ c[:n - 1]) * z / (z ** n - 1.0)
+        else:
+            c[n - 1] *= z / (z - 1.0)
+        for i in range(n - 2, -1, -1):
+            c[i] = z * (c[i + 1] - c[i])
+    c.setflags(write=False)
+    return c
+
+
+def _spline_filter(x, order, mode, axes):
+    """``x`` filtered along ``axes`` by the prefilter matrices (linear in ``x``: the adjoint is
+    the transposed matrix)."""
+    for d in axes:
+        n = x.shape[d]
+        if n < 2 or order < 2:
             continue
-        A = ((total - 2 * side) * np.eye(n) + side * (np.eye(n, k=1) + np.eye(n, k=-1))) / total
-        if kind == "mirror":
-            A[0, 1] = A[-1, -2] = 2.0 * side / total
-        elif kind == "reflect":
-            A[0, 0] = A[-1, -1] = (total - side) / total
-        else:  # periodic
-            A[0, -1] += side / total
-            A[-1, 0] += side / total
+        M = _const(_prefilter_matrix(n, order, _FILTER_INIT[mode]), x)
         xm = F.moveaxis(x, d, 0)
-        c = linalg.solve(_const(A, x), xm.reshape(n, -1)).reshape(xm.shape)
-        x = F.moveaxis(c, 0, d)
+        x = F.moveaxis(F.matmul(M, xm.reshape(n, -1)).reshape(xm.shape), 0, d)
     return x
+
+
+def _output_dtype(output):
+    if output is not None and np.dtype(output) != np.float64:
+        raise NotImplementedError("ndimage: `output` other than float64 is not supported; use "
+                                  "the return value.")
+
+
+def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
+    """The B-spline coefficients of ``input`` along ``axis`` (SciPy's
+    ``ndimage.spline_filter1d``), for :func:`map_coordinates` with ``prefilter=False``:
+    SciPy's recursive filter, applied as its matrix (Note [ndimage spline prefilter]). Orders
+    0 and 1 return the input. Differentiable in ``input`` (linear).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import ndimage
+    >>> ndimage.spline_filter1d(ndgrad.tensor([0.0, 6.0, 0.0]), order=2)
+    tensor([-3.,  9., -3.])
+    """
+    _check_order(order, 0)
+    _output_dtype(output)
+    _check_mode(mode)
+    x = _float(input)
+    if x.ndim == 0:
+        return x
+    return _spline_filter(x, order, mode, [axis % x.ndim])
+
+
+def spline_filter(input, order=3, output=np.float64, mode="mirror"):
+    """Multidimensional B-spline prefilter (SciPy's ``ndimage.spline_filter``): a
+    :func:`spline_filter1d` along every axis. Differentiable in ``input`` (linear).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad import ndimage
+    >>> c = ndimage.spline_filter(ndgrad.eye(3), order=3)
+    >>> ndimage.map_coordinates(c, ndgrad.tensor([[1.0], [1.0]]), prefilter=False)
+    tensor([1.])
+    """
+    _check_order(order, 2)
+    _output_dtype(output)
+    _check_mode(mode)
+    x = _float(input)
+    return _spline_filter(x, order, mode, range(x.ndim))
 
 
 def _grid(shape, like):
@@ -537,8 +699,8 @@ def _grid(shape, like):
 
 def shift(input, shift, output=None, order=3, mode="constant", cval=0.0, prefilter=True):
     """Shift an array (SciPy's ``ndimage.shift``): ``out[i] = input[i - shift]``, interpolated
-    with :func:`map_coordinates` (``order`` 0 to 3). Differentiable in ``input`` and, for
-    orders 1 to 3, in ``shift``.
+    with :func:`map_coordinates` (``order`` 0 to 5). Differentiable in ``input`` and, for
+    orders 1 to 5, in ``shift``.
 
     Examples
     --------
@@ -558,8 +720,10 @@ def zoom(input, zoom, output=None, order=3, mode="constant", cval=0.0, prefilter
          grid_mode=False):
     """Zoom an array (SciPy's ``ndimage.zoom``): the output has ``round(n * zoom)`` samples
     along each axis, output sample ``i`` taken at ``i * (n - 1) / (n_out - 1)`` (with
-    ``grid_mode=True``: pixel centres, ``(i + 0.5) n / n_out - 0.5``). ``order`` 0 to 3;
-    differentiable in ``input``.
+    ``grid_mode=True``: pixel centres, ``(i + 0.5) n / n_out - 0.5``). ``order`` 0 to 5;
+    differentiable in ``input``. As in SciPy the sample points depend on ``zoom`` only
+    through the output shape, so the result is piecewise constant in ``zoom`` (no
+    derivative).
 
     Examples
     --------
@@ -592,7 +756,7 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     the input at ``matrix @ o + offset`` (the "pull" convention), interpolated with
     :func:`map_coordinates`. ``matrix`` may be ``(d, d)``, ``(d,)`` (diagonal), or a
     homogeneous ``(d + 1, d + 1)`` or ``(d, d + 1)`` matrix. Differentiable in ``input`` and,
-    for orders 1 to 3, in ``matrix`` and ``offset``.
+    for orders 1 to 5, in ``matrix`` and ``offset``.
 
     Examples
     --------

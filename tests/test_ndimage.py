@@ -9,8 +9,8 @@ import pytest
 
 import ndgrad
 from ndgrad import ndimage as ni
-from ndgrad.checks import gradcheck
-from ndgrad.func import vmap
+from ndgrad.checks import gradcheck, gradgradcheck
+from ndgrad.func import jacfwd, jacrev, vmap
 from tests.support import close
 
 sn = pytest.importorskip("scipy.ndimage")
@@ -68,52 +68,33 @@ def test_interpolation_matches_scipy(mode):
           sn.affine_transform(A, m, offset=[0.53, -1.07], output_shape=(4, 7), order=1, **kw))
 
 
-@pytest.mark.parametrize("mode", ["constant", "mirror", "grid-wrap", "reflect", "grid-mirror"])
-def test_cubic_spline_interpolation_matches_scipy(mode):
+@pytest.mark.parametrize("order", [2, 3, 4, 5])
+def test_spline_interpolation_matches_scipy(order):
     a = t(A)
-    coords = np.random.default_rng(6).uniform(-3.0, 8.0, size=(2, 30))
-    # SciPy starts its recursive "reflect" prefilter approximately (1e-6 on short axes): there
-    # compare on a long axis, and check that ndgrad's spline passes through the samples
-    close(ni.map_coordinates(a, t(coords), mode=mode, cval=0.3),
-          sn.map_coordinates(A, coords, mode=mode, cval=0.3),
-          atol=1e-6 if mode in ("reflect", "grid-mirror") else 1e-12)
-    grid = np.indices(A.shape).reshape(2, -1).astype(float)
-    close(ni.map_coordinates(a, t(grid), mode=mode), A.ravel())
-    long = np.random.default_rng(7).normal(size=40)
-    c1 = np.random.default_rng(8).uniform(-5.0, 45.0, size=(1, 25))
-    close(ni.map_coordinates(t(long), t(c1), mode=mode, cval=0.3),
-          sn.map_coordinates(long, c1, mode=mode, cval=0.3))
-    close(ni.shift(a, [0.3, -1.6], mode=mode), sn.shift(A, [0.3, -1.6], mode=mode),
-          atol=1e-6)
-    close(ni.zoom(a, 1.7, mode=mode), sn.zoom(A, 1.7, mode=mode), atol=1e-6)
-    close(ni.map_coordinates(a, t(coords[:, :5]), prefilter=False, mode=mode),
-          sn.map_coordinates(A, coords[:, :5], prefilter=False, mode=mode))
-
-
-def test_quadratic_spline_interpolation_matches_scipy():
-    a = t(A)
-    coords = np.random.default_rng(9).uniform(-3.0, 8.0, size=(2, 30))
-    long = np.random.default_rng(10).normal(size=40)
-    c1 = np.random.default_rng(11).uniform(-5.0, 45.0, size=(1, 25))
+    rng = np.random.default_rng(6 + order)
+    coords = rng.uniform(-3.0, 8.0, size=(2, 30))
+    long = rng.normal(size=40)
+    c1 = rng.uniform(-5.0, 45.0, size=(1, 25))
     m = np.array([[0.9, 0.2], [-0.3, 1.1]])
-    for mode in ("constant", "mirror", "grid-wrap", "reflect", "grid-mirror"):
-        # SciPy's "reflect" prefilter starts approximately (3e-9 on short axes, as order 3)
-        tol = 1e-8 if mode in ("reflect", "grid-mirror") else 1e-12
-        close(ni.map_coordinates(a, t(coords), order=2, mode=mode, cval=0.3),
-              sn.map_coordinates(A, coords, order=2, mode=mode, cval=0.3), atol=tol)
-        close(ni.map_coordinates(t(long), t(c1), order=2, mode=mode, cval=0.3),
-              sn.map_coordinates(long, c1, order=2, mode=mode, cval=0.3))
-        close(ni.map_coordinates(a, t(coords[:, :6]), order=2, mode=mode, prefilter=False),
-              sn.map_coordinates(A, coords[:, :6], order=2, mode=mode, prefilter=False))
-        close(ni.shift(a, [0.3, -1.6], order=2, mode=mode),
-              sn.shift(A, [0.3, -1.6], order=2, mode=mode), atol=tol)
-        close(ni.zoom(a, 1.7, order=2, mode=mode), sn.zoom(A, 1.7, order=2, mode=mode),
-              atol=tol)
-        close(ni.affine_transform(a, t(m), offset=[0.5, -1.1], order=2, mode=mode),
-              sn.affine_transform(A, m, offset=[0.5, -1.1], order=2, mode=mode), atol=tol)
-    # the prefiltered spline passes through the samples
+    for mode in MODES:
+        kw = {"order": order, "mode": mode, "cval": 0.3}
+        for pf in (True, False):
+            close(ni.map_coordinates(a, t(coords), prefilter=pf, **kw),
+                  sn.map_coordinates(A, coords, prefilter=pf, **kw), atol=1e-10)
+        close(ni.map_coordinates(t(long), t(c1), **kw), sn.map_coordinates(long, c1, **kw),
+              atol=1e-10)
+        close(ni.shift(a, [0.3, -1.6], **kw), sn.shift(A, [0.3, -1.6], **kw), atol=1e-10)
+        close(ni.zoom(a, [1.7, 0.8], **kw), sn.zoom(A, [1.7, 0.8], **kw), atol=1e-10)
+        close(ni.affine_transform(a, t(m), offset=[0.53, -1.07], output_shape=(4, 7), **kw),
+              sn.affine_transform(A, m, offset=[0.53, -1.07], output_shape=(4, 7), **kw),
+              atol=1e-10)
+        close(ni.spline_filter(a, order, mode=mode), sn.spline_filter(A, order, mode=mode),
+              atol=1e-10)
+        close(ni.spline_filter1d(a, order, axis=0, mode=mode),
+              sn.spline_filter1d(A, order, axis=0, mode=mode), atol=1e-10)
+    # with the whole-sample prefilter the spline passes through the samples
     grid = np.indices(A.shape).reshape(2, -1).astype(float)
-    close(ni.map_coordinates(a, t(grid), order=2, mode="mirror"), A.ravel())
+    close(ni.map_coordinates(a, t(grid), order=order, mode="mirror"), A.ravel())
 
 
 def test_transform_variants_match_scipy():
@@ -134,14 +115,23 @@ def test_transform_variants_match_scipy():
 
 def test_errors():
     a = t(A)
-    with pytest.raises(NotImplementedError, match="order=1"):
-        ni.map_coordinates(a, t(np.zeros((2, 3))), mode="nearest")  # order 3 in this mode
-    with pytest.raises(NotImplementedError, match="order 4"):
-        ni.shift(a, 0.5, order=4)
-    with pytest.raises(NotImplementedError, match="order=2"):
-        ni.zoom(a, 1.5, order=2, mode="nearest")
+    for bad in (6, -1, 2.5):
+        with pytest.raises(RuntimeError, match="spline order"):
+            ni.map_coordinates(a, t(np.zeros((2, 3))), order=bad)
+    with pytest.raises(RuntimeError, match="spline order"):
+        ni.shift(a, 0.5, order=7)
+    with pytest.raises(RuntimeError, match="spline order"):
+        ni.spline_filter(a, order=1)  # SciPy's spline_filter takes orders 2 to 5
+    with pytest.raises(NotImplementedError, match="float64"):
+        ni.spline_filter1d(a, output=np.float32)
+    with pytest.raises(RuntimeError, match="boundary mode"):
+        ni.spline_filter(a, mode="periodic")
     with pytest.raises(RuntimeError, match="boundary mode"):
         ni.gaussian_filter(a, 1.0, mode="periodic")
+    with pytest.raises(RuntimeError, match="sequence argument `sigma`"):
+        ni.gaussian_filter(a, t([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="scalar per axis"):
+        ni.gaussian_filter1d(a, t([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="rank"):
         ni.correlate(a, t(W[0]))
     with pytest.raises(RuntimeError, match="first axis"):
@@ -192,8 +182,101 @@ def test_vmap_over_a_batch_of_images_matches_loop():
     out = vmap(lambda a: ni.gaussian_filter(a, [1.0, 0.5], mode="reflect"))(imgs)
     close(out, np.stack([sn.gaussian_filter(A_i, [1.0, 0.5]) for A_i in imgs.cpu().numpy()]))
     coords = t(rng.uniform(-1.0, 6.0, (3, 2, 4)))
-    for order in (1, 2, 3):
+    for order in (1, 2, 3, 5):
         out = vmap(lambda a, c, o=order: ni.map_coordinates(a, c, order=o, mode="mirror"))(
             imgs, coords)
         close(out, np.stack([sn.map_coordinates(a_i, c_i, order=order, mode="mirror")
                              for a_i, c_i in zip(imgs.cpu().numpy(), coords.cpu().numpy())]))
+
+
+@pytest.mark.cpu_only("finite differences: the device does not change the derivative rules")
+def test_spline_orders_4_and_5_gradients():
+    rng = np.random.default_rng(12)
+    img = t(rng.normal(size=(4, 5)), True)
+    c = t(rng.uniform(-2.0, 6.0, (2, 6)), True)
+    for order, mode in ((4, "nearest"), (5, "grid-constant"), (4, "reflect"), (5, "wrap"),
+                        (5, "grid-wrap"), (4, "mirror")):
+        assert gradcheck(lambda a, cc, o=order, m=mode: ni.map_coordinates(a, cc, order=o,
+                                                                           mode=m, cval=0.4),
+                         (img, c), check_forward_ad=True)
+    # the prefilter's adjoint (the transposed matrix), alone
+    for mode in ("nearest", "grid-wrap", "reflect"):
+        assert gradcheck(lambda a, m=mode: ni.spline_filter(a, 5, mode=m), (img,),
+                         check_forward_ad=True)
+    s = t([0.3, -1.45], True)
+    assert gradcheck(lambda a, sh: ni.shift(a, sh, order=5, mode="mirror"), (img, s))
+    m = t([[0.9, 0.2], [-0.3, 1.1]], True)
+    off = t([0.23, -0.61], True)
+    assert gradcheck(lambda a, mm, o: ni.affine_transform(a, mm, o, order=4, mode="nearest"),
+                     (img, m, off))
+    assert gradgradcheck(lambda cc: ni.map_coordinates(img.detach(), cc, order=4,
+                                                       mode="grid-wrap"), (c[:, :3],))
+
+
+def test_spline_order_4_jacrev_matches_jacfwd_and_differences():
+    rng = np.random.default_rng(13)
+    img = t(rng.normal(size=(5, 4)))
+    s0 = np.array([0.37, -0.81])
+
+    def f(sh):
+        return ni.shift(img, sh, order=4, mode="reflect")
+
+    jr = jacrev(f)(t(s0))
+    close(jr, jacfwd(f)(t(s0)))
+    eps = 1e-6
+    fd = np.stack([(sn.shift(img.cpu().numpy(), s0 + eps * e, order=4, mode="reflect")
+                    - sn.shift(img.cpu().numpy(), s0 - eps * e, order=4, mode="reflect"))
+                   / (2 * eps) for e in np.eye(2)], axis=-1)
+    close(jr, fd, atol=1e-7, rtol=1e-6)
+
+
+def _fd_sigma(f, sigma, eps=1e-6):
+    """Central differences of the host function ``f`` in each entry of ``sigma``."""
+    sigma = np.atleast_1d(np.asarray(sigma, dtype=float))
+    return np.array([(f(sigma + eps * e) - f(sigma - eps * e)) / (2 * eps)
+                     for e in np.eye(sigma.size)])
+
+
+def test_gaussian_sigma_derivatives_match_scipy_differences():
+    w = np.random.default_rng(14).normal(size=A.shape)  # a random functional of the output
+    cases = [  # (ndgrad sigma maker, SciPy keyword arguments); no radius change within eps
+        (dict(order=[1, 0], mode="reflect"), [0.9, 1.7]),
+        (dict(order=2, mode="constant", cval=0.3), [1.3]),
+        (dict(order=[0, 3], mode="wrap", radius=[2, 3]), [0.8, 1.1]),
+    ]
+    for kw, s0 in cases:
+        def ref(s, kw=kw):
+            return float((sn.gaussian_filter(A, s if len(s) > 1 else s[0], **kw) * w).sum())
+        sig = t(s0 if len(s0) > 1 else s0[0], True)
+        out = ni.gaussian_filter(t(A), sig, **kw)
+        close(out, sn.gaussian_filter(A, s0 if len(s0) > 1 else s0[0], **kw))
+        (out * t(w)).sum().backward()
+        close(sig.grad, _fd_sigma(ref, s0).reshape(sig.shape), rtol=1e-7, atol=1e-8)
+    # a per-axis sequence of scalar tensors, and gaussian_filter1d
+    s1, s2 = t(0.7, True), t(2.2, True)
+    (ni.gaussian_filter(t(A), [s1, s2]) * t(w)).sum().backward()
+    close([s1.grad, s2.grad],
+          _fd_sigma(lambda s: float((sn.gaussian_filter(A, s) * w).sum()), [0.7, 2.2]),
+          rtol=1e-7, atol=1e-8)
+    s3 = t(1.1, True)
+    (ni.gaussian_filter1d(t(A), s3, axis=0, order=1, truncate=3.0) * t(w)).sum().backward()
+    close(s3.grad, _fd_sigma(lambda s: float((sn.gaussian_filter1d(
+        A, s[0], axis=0, order=1, truncate=3.0) * w).sum()), [1.1])[0], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.cpu_only("finite differences: the device does not change the derivative rules")
+def test_gaussian_sigma_gradcheck_and_compositions():
+    rng = np.random.default_rng(15)
+    img = t(rng.normal(size=(4, 5)), True)
+    assert gradcheck(lambda a, s: ni.gaussian_filter1d(a, s, order=2, mode="mirror"),
+                     (img, t(0.9, True)), check_forward_ad=True)
+    assert gradcheck(lambda a, s: ni.gaussian_filter(a, s, order=[1, 0], mode="nearest"),
+                     (img, t([0.8, 1.3], True)), check_forward_ad=True)
+    assert gradgradcheck(lambda s: ni.gaussian_filter(img.detach(), s), (t([0.8, 1.3], True),))
+    # jacrev against jacfwd in the per-axis sigma; vmap over images against a loop
+    s0 = t([0.8, 1.3])
+    close(jacrev(lambda s: ni.gaussian_filter(img.detach(), s, order=[0, 1]))(s0),
+          jacfwd(lambda s: ni.gaussian_filter(img.detach(), s, order=[0, 1]))(s0))
+    imgs = rng.normal(size=(3, 4, 5))
+    out = vmap(lambda a: ni.gaussian_filter(a, s0, mode="wrap"))(t(imgs))
+    close(out, np.stack([sn.gaussian_filter(a, [0.8, 1.3], mode="wrap") for a in imgs]))

@@ -14,7 +14,7 @@ import scipy.signal as ss
 import ndgrad
 from ndgrad import signal
 from ndgrad.checks import gradcheck, gradgradcheck
-from ndgrad.func import jacrev, vmap
+from ndgrad.func import jacfwd, jacrev, vmap
 from support import close, host
 
 T = ndgrad.tensor
@@ -349,8 +349,10 @@ def test_filtfilt_and_steady_states_match_scipy():
         signal.filtfilt(T([1.0, 0.5]), T([1.0, 0.2]), T(np.ones(6)))
     with pytest.raises(ValueError, match="padtype"):
         signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), padtype="wrap")
-    with pytest.raises(NotImplementedError, match="gust"):
-        signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), method="gust")
+    with pytest.raises(ValueError, match="method"):
+        signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), method="gustafsson")
+    with pytest.raises(ValueError, match="irlen"):
+        signal.filtfilt(T([1.0]), T([1.0, 0.2]), T(x), method="gust", irlen=0)
     with pytest.raises(ValueError, match="nonzero"):
         signal.lfilter_zi(T([1.0]), T([0.0, 0.0]))
 
@@ -370,3 +372,38 @@ def test_filtfilt_derivatives_in_b_a_x_and_vmap():
     bb, aa = np.array([0.3, 0.1, -0.2]), np.array([1.5, 0.4])
     got = vmap(lambda x: signal.filtfilt(T(bb), T(aa), x))(T(xs))
     close(got, np.stack([ss.filtfilt(bb, aa, x) for x in xs]), atol=1e-13)
+
+
+def test_filtfilt_gust_matches_scipy():
+    rng = _rng(18)
+    ellip = ss.ellip(4, 0.01, 120, 0.125)
+    for b, a in _FILTERS + [ellip]:
+        for shape, axis, irlen in (((40,), -1, None), ((3, 30), 1, None), ((50, 2), 0, 10),
+                                   ((40,), -1, 25), ((3,), 0, None)):
+            x = rng.normal(size=shape)
+            close(signal.filtfilt(T(b), T(a), T(x), axis=axis, method="gust", irlen=irlen),
+                  ss.filtfilt(b, a, x, axis=axis, method="gust", irlen=irlen), atol=1e-12)
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_filtfilt_gust_derivatives_in_b_a_x_and_compositions():
+    rng = _rng(19)
+    b, a = _req(np.array([0.5, 0.2]), np.array([1.2, -0.6, 0.2]))
+    (x,) = _req(rng.normal(size=(2, 12)))
+    gradcheck(lambda b, a, x: signal.filtfilt(b, a, x, method="gust"), (b, a, x),
+              check_forward_ad=True)
+    gradcheck(lambda b, a, x: signal.filtfilt(b, a, x, axis=1, method="gust", irlen=4),
+              (b, a, x))
+    bb, aa = np.array([0.3, 0.1, -0.2]), np.array([1.5, 0.4])
+    xs = rng.normal(size=(3, 20))
+    got = vmap(lambda x: signal.filtfilt(T(bb), T(aa), x, method="gust"))(T(xs))
+    close(got, np.stack([ss.filtfilt(bb, aa, x, method="gust") for x in xs]), atol=1e-12)
+
+    def f(a):
+        return signal.filtfilt(T(bb), a, T(xs[0]), method="gust")
+    close(jacrev(f)(T(aa)), jacfwd(f)(T(aa)))
+    eps = 1e-6
+    fd = np.stack([(ss.filtfilt(bb, aa + eps * e, xs[0], method="gust")
+                    - ss.filtfilt(bb, aa - eps * e, xs[0], method="gust")) / (2 * eps)
+                   for e in np.eye(2)], axis=-1)
+    close(jacrev(f)(T(aa)), fd, rtol=1e-6, atol=1e-8)

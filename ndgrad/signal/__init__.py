@@ -36,6 +36,19 @@ host values inside a :class:`~ndgrad.func.custom_vjp` whose rules call the same 
 again, so the rules are differentiable too (second derivatives, ``jacfwd(jacrev(.))``).
 The final state ``zf`` is a linear function of the last ``K`` samples of ``x`` and ``y`` (and
 of ``zi`` when the signal is shorter than ``K``), computed with ndgrad operations.
+
+Note [Gustafsson's filtfilt]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``filtfilt(method="gust")`` (Gustafsson 1996): filtering forwards then backwards from the
+initial states ``x0`` (forward pass) and ``x1`` (backward pass) gives
+``y_fb = y_fb⁰ + W [x0; x1]``, and backwards then forwards ``y_bf = y_bf⁰ + W' [x0; x1]``,
+both linear in the states; the states are the least-squares solution of
+``(W - W') [x0; x1] = y_bf⁰ - y_fb⁰``. ``W`` is built from the zero-input responses of the
+unit states (``Obs``, an :func:`lfilter` with ``zi = e_0``, shifted per state) and their
+filtered reversal (``S``), as in SciPy's ``_filtfilt_gust``; ``irlen`` keeps only its first
+and last ``irlen`` rows. Everything is :func:`lfilter`, flips, concatenations and
+:func:`ndgrad.linalg.lstsq`, so the result is differentiable in ``b``, ``a`` and ``x`` in
+every transform.
 """
 
 from __future__ import annotations
@@ -775,11 +788,13 @@ def _filter_axis(x, axis, who):
 
 def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
     """Zero-phase filtering: :func:`lfilter` forwards and then backwards
-    (``scipy.signal.filtfilt``, ``method="pad"``); differentiable in ``b``, ``a`` and ``x``.
+    (``scipy.signal.filtfilt``); differentiable in ``b``, ``a`` and ``x``.
 
-    The signal is extended by ``padlen`` samples at both ends (default
+    With ``method="pad"`` the signal is extended by ``padlen`` samples at both ends (default
     ``3 * max(len(a), len(b))``) with ``padtype``, and each pass starts from the steady state
-    :func:`lfilter_zi` scaled by the first sample it filters, as in SciPy.
+    :func:`lfilter_zi` scaled by the first sample it filters, as in SciPy. With
+    ``method="gust"`` there is no extension: Gustafsson's initial states (Note [Gustafsson's
+    filtfilt]) make filtering forwards-then-backwards and backwards-then-forwards agree.
 
     Parameters
     ----------
@@ -789,13 +804,17 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
         The signal (real).
     axis : int
     padtype : {"odd", "even", "constant", None}
-        The extension (point symmetry, mirror symmetry, the edge value), or none.
+        The extension (point symmetry, mirror symmetry, the edge value), or none
+        (``method="pad"`` only).
     padlen : int, optional
-        Samples added at each end; must be less than the signal's length.
-    method : {"pad"}
-        Gustafsson's method (``"gust"``) is not implemented.
-    irlen : None
-        Only used by ``"gust"``.
+        Samples added at each end; must be less than the signal's length (``method="pad"``
+        only).
+    method : {"pad", "gust"}
+        Padding, or Gustafsson's method.
+    irlen : int, optional
+        ``method="gust"``: the length of the filter's non-negligible impulse response; when
+        the signal is longer than ``2 * irlen`` only ``irlen`` samples at each end enter the
+        fit of the initial states. None (default): all of them.
 
     Returns
     -------
@@ -809,22 +828,78 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
     ...                                                        6.0, 7.0]), padlen=3)
     >>> y  # a linear ramp goes through a zero-phase average unchanged
     tensor([0., 1., 2., 3., 4., 5., 6., 7.])
+    >>> signal.filtfilt([0.5], [1.0, -0.5], ndgrad.ones(5), method="gust")  # DC gain 1
+    tensor([1., 1., 1., 1., 1.])
     """
-    if method != "pad":
-        raise NotImplementedError(f"filtfilt: method={method!r} is not implemented; use "
-                                  "method='pad'")
+    if method not in ("pad", "gust"):
+        raise ValueError(f"filtfilt: method must be 'pad' or 'gust', got {method!r}")
     x, axis = _filter_axis(x, axis, "filtfilt")
     b = _real_float(_tensor(b, "filtfilt", "b"), "filtfilt", "b")
     a = _real_float(_tensor(a, "filtfilt", "a"), "filtfilt", "a")
     if len(b.shape) != 1 or len(a.shape) != 1:
         raise ValueError(f"filtfilt: b and a must be 1-D, got shapes {tuple(b.shape)} and "
                          f"{tuple(a.shape)}")
+    if method == "gust":
+        if irlen is not None and (isinstance(irlen, bool) or int(irlen) != irlen
+                                  or irlen < 1):
+            raise ValueError(f"filtfilt: irlen must be a positive integer or None, got "
+                             f"{irlen!r}")
+        y = _filtfilt_gust(b, a, _nd.moveaxis(x, axis, -1), irlen)
+        return _nd.moveaxis(y, -1, axis)
     edge = _validate_pad(padtype, padlen, x.shape[axis], max(a.shape[0], b.shape[0]),
                          "filtfilt")
     zi = lfilter_zi(b, a)
     xm = _nd.moveaxis(x, axis, -1)
     y = _forward_backward(lambda s, z: lfilter(b, a, s, -1, z), zi, xm, edge, padtype)
     return _nd.moveaxis(y, -1, axis)
+
+
+def _filtfilt_gust(b, a, x, irlen):
+    """Gustafsson's forward-backward filter along the last axis of ``x`` (Note [Gustafsson's
+    filtfilt]), SciPy's ``_filtfilt_gust`` written with :func:`lfilter` and
+    :func:`ndgrad.linalg.lstsq`."""
+    from .. import linalg
+    order = max(a.shape[0], b.shape[0]) - 1
+    dtype = _nd.result_type(b, a, x)
+    b, a, x = b.astype(dtype), a.astype(dtype), x.astype(dtype)
+    if order == 0:  # a scalar gain, twice
+        return (b[0] / a[0]) ** 2 * x
+    n = x.shape[-1]
+    m = n if irlen is None or n <= 2 * irlen else int(irlen)
+    # Obs[:, k]: the output from the initial state e_k (zero input), the impulse response of
+    # the state e_0 delayed by k
+    e0 = _nd.asarray(np.eye(1, order), dtype=dtype, device=x.device)[0]
+    obs0, _ = lfilter(b, a, _nd.zeros(m, dtype=dtype, device=x.device), zi=e0)
+    obs = _nd.stack([obs0] + [_nd.pad(obs0[:m - k], [(k, 0)]) if k < m
+                              else _nd.zeros(m, dtype=dtype, device=x.device)
+                              for k in range(1, order)], axis=1)
+    obsr = _nd.flip(obs, axis=0)
+    s = lfilter(b, a, obsr, axis=0)
+    sr = _nd.flip(s, axis=0)
+    if m == n:
+        M = _nd.concatenate([sr - obs, obsr - s], axis=1)
+        W = _nd.concatenate([sr, obsr], axis=1)
+    else:  # only the first and the last m samples (section IV of Gustafsson's paper)
+        zero = _nd.zeros((m, order), dtype=dtype, device=x.device)
+        M = _nd.concatenate([_nd.concatenate([sr - obs, zero], axis=1),
+                             _nd.concatenate([zero, obsr - s], axis=1)], axis=0)
+        W = _nd.concatenate([_nd.concatenate([sr, zero], axis=1),
+                             _nd.concatenate([zero, obsr], axis=1)], axis=0)
+    y_fb = _nd.flip(lfilter(b, a, _nd.flip(lfilter(b, a, x), axis=-1)), axis=-1)
+    y_bf = lfilter(b, a, _nd.flip(lfilter(b, a, _nd.flip(x, axis=-1)), axis=-1))
+    delta = y_bf - y_fb
+    if m < n:
+        delta = _nd.concatenate([delta[..., :m], delta[..., n - m:]], axis=-1)
+    lead = tuple(delta.shape[:-1])
+    rhs = _nd.matrix_transpose(delta.reshape(-1, delta.shape[-1]))  # (rows, batch)
+    ic = linalg.lstsq(M, rhs).solution  # the initial states [x0; x_{N-1}] (2 order, batch)
+    wic = _nd.matmul(W, ic)  # the change of y_fb they make (Gustafsson's equation 7)
+    wic = _nd.matrix_transpose(wic).reshape(lead + (wic.shape[0],))
+    if m == n:
+        return y_fb + wic
+    pad = [(0, 0)] * len(lead)
+    return (y_fb + _nd.pad(wic[..., :m], pad + [(0, n - m)])
+            + _nd.pad(wic[..., m:], pad + [(n - m, 0)]))
 
 
 def _check_sos(sos, who):
