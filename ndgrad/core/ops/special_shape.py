@@ -372,7 +372,7 @@ def _betainc_d(B, a, b, x, wrt=0):
     Examples
     --------
     >>> import ndgrad
-    >>> ndgrad.special._betainc_d(1.0, 1.0, ndgrad.tensor([0.5]), wrt=0)  # d/da x^a = x^a log x at a = 1
+    >>> ndgrad.special._betainc_d(1.0, 1.0, ndgrad.tensor([0.5]), wrt=0)  # x^a log x, a = 1
     tensor([-0.34657359])
     """
     if wrt not in (0, 1):
