@@ -503,6 +503,9 @@ def sph_harm_y(B, n, m, theta, phi, diff_n=0):
                          "or grad of its .real and .imag)")
     _check_orders(B, n, m)
     _real_only("sph_harm_y", theta, phi)
+    # (SciPy takes integer orders only: integral floats are cast)
+    n, m = (B.asarray(v).astype(B.int64) if B.asarray(v).dtype.kind == "f" else v
+            for v in (n, m))
     return B.special.sph_harm_y(n, m, theta, phi)
 
 
