@@ -909,12 +909,13 @@ class gennorm_gen(rv_continuous):
 
     def _ppf(self, q, beta):
         # SciPy's: the smaller tail through gammainccinv (no cancellation near q = 0 or 1)
-        # (q = 0.5 gives 0; a safe argument there keeps the derivatives finite: x = 0 has an
-        # infinite slope in y and 0 ** (1 / beta) a nan one in beta)
+        # q = 0.5 gives 0, there written as (q - 1/2) / pdf(0) so that its derivative in q is
+        # right too (the formula's is 0 * inf); a safe argument keeps the other branch finite
         c = _F.sign(q - 0.5)
         mid = c == 0
         y = _w(mid, 0.5, (1 + c) - 2 * c * q)
-        return _w(mid, 0.0, c * _S._gammaincinv(1 / beta, y, upper=True) ** (1 / beta))
+        at_mid = (q - 0.5) * 2 * _F.exp(_S.gammaln(1 / beta)) / beta
+        return _w(mid, at_mid, c * _S._gammaincinv(1 / beta, y, upper=True) ** (1 / beta))
 
     def _isf(self, q, beta):
         return -self._ppf(q, beta)

@@ -181,6 +181,9 @@ def test_gammainc_distributions_ppf_isf_and_shape_derivatives():
                      (_req([0.5, 2.0]), _req(2.5), _req(0.1), _req(1.3)), check_forward_ad=True)
     assert gradcheck(lambda q, df: stats.chi2.isf(q, df), (_req([0.2, 0.7]), _req(3.0)))
     assert gradcheck(lambda q, b: stats.gennorm.ppf(q, b), (_req([0.2, 0.7]), _req(1.5)))
+    # at q = 1/2 exactly (the median 0): the slope 1 / pdf(0)
+    close(grad(lambda q: stats.gennorm.ppf(q, 1.5))(nd.tensor(0.5)),
+          1 / ss.gennorm.pdf(0.0, 1.5), rtol=1e-13)
     # a second derivative in the shape is not implemented, and says so
     g1 = grad(lambda a: stats.gamma.cdf(1.0, a))
     with pytest.raises(NotImplementedError, match="second derivative with respect to a"):
