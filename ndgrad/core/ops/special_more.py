@@ -101,7 +101,7 @@ def betainc(B, a, b, x):
     a, b : tensor or number
         Shapes, positive. Differentiable to first order (no closed form: a continued
         fraction differentiated term by term, relative error below ``1e-11`` for ``a, b``
-        in ``[0.05, 500]``); a second derivative in them raises ``NotImplementedError``.
+        in ``[0.05, 400]``); a second derivative in them raises ``NotImplementedError``.
     x : tensor
         ``0 <= x <= 1`` (differentiable, to any order):
         ``d/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``.
