@@ -15,11 +15,12 @@ shape out of range) give ``nan``, as SciPy's. Masked-out entries are computed at
 interior point, so they contribute zero (not ``nan``) to a gradient.
 
 ``rvs`` draws with SciPy's (NumPy ``Generator``) sampler on the host and returns a Tensor that
-is *not* differentiable. Methods that would need a special function ndgrad lacks
-(``gammaincinv`` for the ppf of ``gamma``, ``chi2`` and ``gennorm``) raise
-NotImplementedError naming it. ``gammainc`` and ``betainc`` have no derivative in their shape
-arguments, so the cdfs of ``gamma``, ``chi2``, ``gennorm``, ``t``, ``beta``, ``binom`` and
-``nbinom`` are differentiable in ``x``, ``loc``, ``scale`` (and ``p``) but not in the shape.
+is *not* differentiable. Methods that would need a special function ndgrad lacks raise
+NotImplementedError naming it. The cdfs, sfs, ppfs and isfs of ``gamma``, ``chi2``,
+``gennorm``, ``t``, ``beta``, ``binom`` and ``nbinom`` go through ``gammainc``, ``betainc``
+and their inverses, whose derivatives in the shape arguments are first order only (numerically
+summed expansions): they are differentiable in their shapes too, but a second derivative in a
+shape raises NotImplementedError (in ``x``, ``loc``, ``scale`` and ``p``: any order).
 At a point ON the boundary of the support, the derivative is the formula's one-sided value
 (possibly infinite, or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is
 imported by ``rvs`` only, never by ``import ndgrad``.
@@ -394,9 +395,9 @@ class norm_gen(rv_continuous):
 
 class t_gen(rv_continuous):
     """Student's t distribution, ``scipy.stats.t(df)``. The cdf, sf, ppf and isf (by
-    ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc`` and
-    ``scale``, not in ``df`` (the special functions have no derivative in their shape
-    parameters: differentiating there raises NotImplementedError).
+    ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc``,
+    ``scale`` and ``df`` (in ``df`` to first order only: a second derivative raises
+    NotImplementedError).
 
     Examples
     --------
@@ -618,8 +619,9 @@ class expon_gen(rv_continuous):
 
 class gamma_gen(rv_continuous):
     """The gamma distribution, ``scipy.stats.gamma(a)``: ``pdf(y) = y**(a-1) exp(-y) /
-    Gamma(a)``. The cdf and sf are differentiable in ``x``, ``loc`` and ``scale`` but not in
-    ``a`` (``special.gammainc`` has no derivative in ``a``); ppf/isf need ``gammaincinv``.
+    Gamma(a)``. The cdf, sf, ppf and isf (``special.gammainc``/``gammaincc`` and their
+    inverses) are differentiable in ``x`` (``q``), ``loc``, ``scale`` and, to first order,
+    ``a``.
 
     Examples
     --------
@@ -629,7 +631,6 @@ class gamma_gen(rv_continuous):
     """
 
     name, shapes, safe, inner = "gamma", ("a",), (1.0,), 1.0
-    missing = {"ppf": "gammaincinv", "isf": "gammainccinv"}
 
     def _argcheck(self, a):
         return a > 0
@@ -646,6 +647,12 @@ class gamma_gen(rv_continuous):
     def _sf(self, y, a):
         return _S.gammaincc(a, y)
 
+    def _ppf(self, q, a):
+        return _S._gammaincinv(a, q)
+
+    def _isf(self, q, a):
+        return _S._gammaincinv(a, q, upper=True)
+
     def _mean(self, a):
         return a
 
@@ -658,8 +665,8 @@ class gamma_gen(rv_continuous):
 
 class beta_gen(rv_continuous):
     """The beta distribution, ``scipy.stats.beta(a, b)`` on ``[0, 1]``. The cdf, sf, ppf and
-    isf (by ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc``
-    and ``scale``, not in ``a`` and ``b``.
+    isf (by ``special.betainc``/``betaincinv``) are differentiable in ``x`` (``q``), ``loc``,
+    ``scale`` and, to first order, ``a`` and ``b``.
 
     Examples
     --------
@@ -705,8 +712,8 @@ class beta_gen(rv_continuous):
 
 class chi2_gen(rv_continuous):
     """The chi-squared distribution, ``scipy.stats.chi2(df)``: a gamma with ``a = df/2``,
-    ``scale = 2``. The cdf/sf are not differentiable in ``df`` (as gamma's in ``a``); ppf/isf
-    need ``gammaincinv``.
+    ``scale = 2``. The cdf, sf, ppf and isf are differentiable in ``df`` to first order (as
+    gamma's in ``a``).
 
     Examples
     --------
@@ -716,7 +723,6 @@ class chi2_gen(rv_continuous):
     """
 
     name, shapes, safe, inner = "chi2", ("df",), (1.0,), 1.0
-    missing = {"ppf": "gammaincinv", "isf": "gammainccinv"}
 
     def _argcheck(self, df):
         return df > 0
@@ -733,6 +739,12 @@ class chi2_gen(rv_continuous):
 
     def _sf(self, y, df):
         return _S.gammaincc(df / 2, y / 2)
+
+    def _ppf(self, q, df):
+        return 2 * _S._gammaincinv(df / 2, q)
+
+    def _isf(self, q, df):
+        return 2 * _S._gammaincinv(df / 2, q, upper=True)
 
     def _mean(self, df):
         return df
@@ -870,9 +882,9 @@ class vonmises_gen(rv_continuous):
 
 class gennorm_gen(rv_continuous):
     """The generalized normal distribution, ``scipy.stats.gennorm(beta)``: ``pdf(y) = beta
-    exp(-|y|**beta) / (2 Gamma(1/beta))``. The cdf and sf are differentiable in ``x``, ``loc``
-    and ``scale`` (not in ``beta``: ``gammainc`` has no derivative in its first argument);
-    ppf/isf need ``gammaincinv``.
+    exp(-|y|**beta) / (2 Gamma(1/beta))``. The cdf, sf, ppf and isf are differentiable in
+    ``x`` (``q``), ``loc``, ``scale`` and, to first order, ``beta`` (through ``gammainc``'s
+    first argument).
 
     Examples
     --------
@@ -882,7 +894,6 @@ class gennorm_gen(rv_continuous):
     """
 
     name, shapes, safe = "gennorm", ("beta",), (2.0,)
-    missing = {"ppf": "gammaincinv", "isf": "gammaincinv"}
 
     def _argcheck(self, beta):
         return beta > 0
@@ -895,6 +906,19 @@ class gennorm_gen(rv_continuous):
 
     def _sf(self, y, beta):
         return self._cdf(-y, beta)
+
+    def _ppf(self, q, beta):
+        # SciPy's: the smaller tail through gammainccinv (no cancellation near q = 0 or 1)
+        # q = 0.5 gives 0, there written as (q - 1/2) / pdf(0) so that its derivative in q is
+        # right too (the formula's is 0 * inf); a safe argument keeps the other branch finite
+        c = _F.sign(q - 0.5)
+        mid = c == 0
+        y = _w(mid, 0.5, (1 + c) - 2 * c * q)
+        at_mid = (q - 0.5) * 2 * _F.exp(_S.gammaln(1 / beta)) / beta
+        return _w(mid, at_mid, c * _S._gammaincinv(1 / beta, y, upper=True) ** (1 / beta))
+
+    def _isf(self, q, beta):
+        return -self._ppf(q, beta)
 
     def _mean(self, beta):
         return 0.0 * beta
@@ -1151,7 +1175,7 @@ class binom_gen(rv_discrete):
 class nbinom_gen(rv_discrete):
     """The negative binomial distribution, ``scipy.stats.nbinom(n, p)`` (failures before the
     ``n``-th success): differentiable in ``n`` and ``p``; the cdf and sf
-    (``special.betainc``) in ``p`` only.
+    (``special.betainc``) in ``p`` and, to first order, ``n``.
 
     Examples
     --------

@@ -892,8 +892,10 @@ def make_modules():
             nin, nout, *loops = SPECIAL_UFUNCS[n].split()
             special[n] = _special_ufunc(n, int(nin), int(nout), loops, f)
         else:
-            # SciPy's Python-level functions would mix in host arrays: run those unwrapped
-            special[n] = _signed("special." + n, _on_device(f), f)
+            # SciPy's Python-level functions would mix in host arrays: run those unwrapped.
+            # (SciPy's multi-ufuncs, such as sph_harm_y, take their arrays by position only.)
+            multi = type(f).__name__ == "MultiUFunc"
+            special[n] = _signed("special." + n, _on_device(f), False if multi else f)
     special = _module("cupyx.scipy.special", special)
     special.polygamma = _make_polygamma(special)
     special.multigammaln = _make_multigammaln(special)

@@ -50,7 +50,6 @@ DISCRETE = {
 # methods that need a special function ndgrad lacks
 _CDFS = {"cdf", "logcdf", "sf", "logsf"}
 MISSING = {"t": _CDFS | {"ppf", "isf"}, "beta": _CDFS | {"ppf", "isf"},
-           "gamma": {"ppf", "isf"}, "chi2": {"ppf", "isf"}, "gennorm": {"ppf", "isf"},
            "vonmises": _CDFS | {"ppf", "isf", "var", "std"},
            "binom": _CDFS | {"entropy"}, "nbinom": _CDFS | {"entropy"},
            "poisson": {"entropy"}, "geom": {"entropy"}}
@@ -109,8 +108,7 @@ def test_discrete_values_against_scipy(name):
 
 @pytest.mark.cpu_only(HOST)
 def test_missing_special_functions_raise_naming_them():
-    cases = [(stats.gamma.ppf, (0.5, 2.0), "gammaincinv"),
-             (stats.multivariate_normal.cdf, ([0.0, 0.0],), "multivariate normal integral")]
+    cases = [(stats.multivariate_normal.cdf, ([0.0, 0.0],), "multivariate normal integral")]
     for fn, args, name in cases:
         with pytest.raises(NotImplementedError, match=name):
             fn(*args)
@@ -155,14 +153,41 @@ def test_continuous_gradients_in_x_shapes_loc_scale(name, method, xs, shapes):
     assert gradcheck(f, inputs)
 
 
+def _fd_shape(f, v, h=1e-5):
+    """Central difference of SciPy's ``f`` in a shape parameter ``v``."""
+    return (f(v + h) - f(v - h)) / (2 * h)
+
+
 @pytest.mark.cpu_only(HOST)
-def test_gradients_of_cdfs_in_x_only_where_gammainc_has_no_shape_derivative():
-    # gamma's and chi2's cdf: differentiable in x, loc and scale (not in the shape)
-    a = 2.5
-    assert gradcheck(lambda x, loc, s: stats.gamma.cdf(x, a, loc=loc, scale=s),
-                     (_req([0.5, 2.0]), _req(0.1), _req(1.3)))
-    assert gradcheck(lambda x: stats.chi2.sf(x, 3.0), (_req([0.5, 2.0]),))
-    assert gradcheck(lambda x: stats.gennorm.cdf(x, 1.5), (_req([-0.5, 2.0]),))
+def test_gammainc_distributions_ppf_isf_and_shape_derivatives():
+    # gamma, chi2 and gennorm: ppf / isf through special.gammaincinv / gammainccinv, against
+    # SciPy; the cdf, sf, ppf and isf differentiable in the shape (first order) against
+    # central differences of SciPy's
+    q = np.array([1e-9, 0.01, 0.3, 0.5, 0.8, 0.999, 1 - 1e-9])
+    x = np.array([0.3, 1.5, 4.0])
+    for name, shape, pts in (("gamma", 2.5, x), ("gamma", 0.4, x), ("chi2", 3.0, x),
+                             ("gennorm", 1.5, x - 2.0), ("gennorm", 0.7, x - 2.0)):
+        ours, ref = getattr(stats, name), getattr(ss, name)
+        for m in ("ppf", "isf"):
+            close(getattr(ours, m)(q, shape, loc=0.2, scale=1.3),
+                  getattr(ref, m)(q, shape, loc=0.2, scale=1.3), rtol=1e-12)
+        for m, at in (("cdf", pts), ("sf", pts), ("ppf", q[1:-1]), ("isf", q[1:-1])):
+            fo, fr = getattr(ours, m), getattr(ref, m)
+            got = grad(lambda s, fo=fo, at=at: nd.sum(fo(at, s)))(nd.tensor(shape))
+            want = _fd_shape(lambda s, fr=fr, at=at: fr(at, s), shape).sum()
+            close(got, want, rtol=1e-6, atol=1e-9)
+    # x, loc, scale and the shape together, reverse and forward mode
+    assert gradcheck(lambda x, a, loc, s: stats.gamma.cdf(x, a, loc=loc, scale=s),
+                     (_req([0.5, 2.0]), _req(2.5), _req(0.1), _req(1.3)), check_forward_ad=True)
+    assert gradcheck(lambda q, df: stats.chi2.isf(q, df), (_req([0.2, 0.7]), _req(3.0)))
+    assert gradcheck(lambda q, b: stats.gennorm.ppf(q, b), (_req([0.2, 0.7]), _req(1.5)))
+    # at q = 1/2 exactly (the median 0): the slope 1 / pdf(0)
+    close(grad(lambda q: stats.gennorm.ppf(q, 1.5))(nd.tensor(0.5)),
+          1 / ss.gennorm.pdf(0.0, 1.5), rtol=1e-13)
+    # a second derivative in the shape is not implemented, and says so
+    g1 = grad(lambda a: stats.gamma.cdf(1.0, a))
+    with pytest.raises(NotImplementedError, match="second derivative with respect to a"):
+        grad(g1)(nd.tensor(2.0))
 
 
 @pytest.mark.cpu_only(HOST)
@@ -357,5 +382,12 @@ def test_betainc_distribution_functions():
     assert gradcheck(lambda p: stats.nbinom.sf(3, 2.5, p), (_req([0.3, 0.6]),))
     close(grad(lambda v: stats.t.cdf(v, 3.0))(nd.tensor(0.7)), ss.t.pdf(0.7, 3.0),
           rtol=1e-12)
-    with pytest.raises(NotImplementedError):
-        grad(lambda df: stats.t.cdf(0.7, df))(nd.tensor(3.0))
+    # the shapes (first order, through special.betainc's derivatives in a and b)
+    close(grad(lambda df: stats.t.cdf(0.7, df))(nd.tensor(3.0)),
+          _fd_shape(lambda df: ss.t.cdf(0.7, df), 3.0), rtol=1e-7)
+    close(grad(lambda df: stats.t.ppf(0.9, df))(nd.tensor(3.0)),
+          _fd_shape(lambda df: ss.t.ppf(0.9, df), 3.0), rtol=1e-7)
+    assert gradcheck(lambda a, b: stats.beta.cdf(0.3, a, b) + stats.beta.isf(0.2, a, b),
+                     (_req(2.5), _req(0.7)))
+    close(grad(lambda n: stats.nbinom.cdf(3, n, 0.3))(nd.tensor(3.5)),
+          _fd_shape(lambda n: ss.nbinom.cdf(3, n, 0.3), 3.5), rtol=1e-7)

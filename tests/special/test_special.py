@@ -21,7 +21,7 @@ import ndgrad as nd
 import ndgrad.forward_ad as fwAD
 from ndgrad import special as S
 from ndgrad.autograd import grad
-from ndgrad.func import jacrev, vmap
+from ndgrad.func import jacfwd, jacrev, vmap
 from support import val
 
 RNG = np.random.default_rng(7)
@@ -64,7 +64,9 @@ def test_public_names_are_the_scipy_names():
                 # special_more.py and the plain functions of ndgrad/special.py
                 "betainc", "betaincinv", "jv", "yv", "ive", "kve", "expn", "lambertw",
                 "ellipk", "ellipe", "hyp1f1", "hyp2f1", "jn", "yn", "iv", "kv", "exp1",
-                "rgamma", "gammasgn", "spence", "owens_t"}
+                "rgamma", "gammasgn", "spence", "owens_t",
+                # special_shape.py
+                "gammaincinv", "gammainccinv", "sph_harm_y"}
     assert set(S.__all__) == expected
     for name in expected - {"sinc", "zeta_derivative"}:
         assert hasattr(sp, name), name  # every name but sinc and zeta_derivative is SciPy's
@@ -506,17 +508,18 @@ def test_gammainc_special_cases():
 
 
 @pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
-def test_gammainc_derivative_in_a_is_not_implemented(name):
+def test_gammainc_derivative_in_a_is_first_order_only(name):
+    # (the derivative itself: tests/special/test_special_shape.py)
     f = getattr(S, name)
     a = T([2.0], True)
     x = T([1.5], True)
-    msg = (rf"special\.{name}: the derivative with respect to a is not implemented .*detach a "
-           r"\(a\.detach\(\)\) or pass it as a constant")
+    msg = (r"special\.gammainc: the second derivative with respect to a is not "
+           r"implemented")
+    (ga,) = grad(f(a, x).sum(), a, create_graph=True)
     with pytest.raises(NotImplementedError, match=msg):
-        grad(f(a, x).sum(), a)
-    with pytest.raises(NotImplementedError, match=msg):
-        with fwAD.dual_level():
-            f(fwAD.make_dual(T([2.0]), T([1.0])), x)
+        grad(ga.sum(), a)
+    with pytest.raises(NotImplementedError, match=msg):  # forward over forward
+        jacfwd(jacfwd(lambda a: f(a, x.detach())))(a.detach())
     # detached a: the x gradient works
     (g,) = grad(f(a.detach(), x).sum(), x)
     sign = 1 if name == "gammainc" else -1
