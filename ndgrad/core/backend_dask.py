@@ -44,6 +44,7 @@ from .backend import SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Devi
 __all__ = ["DaskBackend", "compute", "persist"]
 
 DASK_DEVICE = Device("dask")
+_NOVALUE = object()
 
 # NumPy names that take no arrays, or only read their metadata: NumPy's own serve Dask.
 _NUMPY_META = frozenset({
@@ -87,6 +88,24 @@ class _Namespace:
         return f
 
 
+def _blockwise(name):
+    """SciPy's elementwise function ``special.<name>`` (not a ufunc) run blockwise."""
+    def call(*args):
+        return da.core.elemwise(_SpecialFn(name), *args)
+    call.__name__ = name
+    return call
+
+
+class _SpecialFn:
+    """``scipy.special.<name>``, picklable by name (for distributed workers)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args):
+        return getattr(SCIPY_SPECIAL, self.name)(*args)
+
+
 class DaskBackend(Backend):
     """The backend over ``dask.array`` (device ``"dask"``; Note [The Dask backend])."""
 
@@ -100,16 +119,16 @@ class DaskBackend(Backend):
                 setattr(self, name, getattr(da, name))
         self.array_type = self.ndarray = da.Array
         self.linalg = _Namespace("linalg", da.linalg, np.linalg,
-                                 vector_norm=self._vector_norm,
+                                 vector_norm=self._vector_norm, svd=self._svd,
+                                 cholesky=self._cholesky, qr=self._qr,
                                  matrix_transpose=self.matrix_transpose)
         self.fft = _Namespace("fft", da.fft, np.fft)
-        self.special = _Namespace("special", None, SCIPY_SPECIAL)
+        self.special = _Namespace("special", None, SCIPY_SPECIAL,
+                                  polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"))
         self.scipy_linalg = _Namespace("scipy_linalg", None, SCIPY_LINALG,
                                        solve_triangular=self._solve_triangular)
         self.permute_dims = da.transpose
         self.concat = da.concatenate
-        self.amax = da.max
-        self.amin = da.min
         self.host_fallbacks = set()
         self._rng = None
 
@@ -128,7 +147,77 @@ class DaskBackend(Backend):
         setattr(self, name, f)
         return f
 
+    # -- NumPy's contract where dask.array's differs
+    def array(self, x, dtype=None, copy=None, **kwargs):
+        """``numpy.array`` (Dask arrays are values: a copy is the array itself)."""
+        if isinstance(x, da.Array):
+            return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+        return da.asarray(np.array(x, dtype=dtype, **kwargs))
+
+    def max(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE, where=_NOVALUE):
+        """``numpy.max`` with ``initial`` (Dask's has none)."""
+        return self._extremum(da.max, da.maximum, a, axis, keepdims, initial, where)
+
+    def min(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE, where=_NOVALUE):
+        """``numpy.min`` with ``initial`` (Dask's has none)."""
+        return self._extremum(da.min, da.minimum, a, axis, keepdims, initial, where)
+
+    amax, amin = max, min
+
+    def _extremum(self, reduce, combine, a, axis, keepdims, initial, where):
+        if where is not _NOVALUE:
+            raise DaskUnsupported("max/min(where=...)")
+        if initial is _NOVALUE:
+            return reduce(a, axis=axis, keepdims=keepdims)
+        if a.size == 0:
+            raise DaskUnsupported("max/min of an empty array with initial")
+        return combine(reduce(a, axis=axis, keepdims=keepdims), initial)
+
+    def _svd(self, a, full_matrices=True, compute_uv=True, hermitian=False):
+        """``numpy.linalg.svd`` of one tall-and-skinny (or short-and-fat) matrix: Dask's
+        (tsqr) takes no ``full_matrices`` / ``compute_uv`` and a matrix chunked along one
+        axis only."""
+        if a.ndim != 2:
+            raise DaskUnsupported("linalg.svd of a stack of matrices")
+        if full_matrices and min(a.shape) != max(a.shape) and compute_uv:
+            raise DaskUnsupported("linalg.svd(full_matrices=True) of a non-square matrix",
+                                  "pass full_matrices=False")
+        u, s, vh = da.linalg.svd(a)
+        return (u, s, vh) if compute_uv else s
+
+    def _cholesky(self, a, upper=False):
+        """``numpy.linalg.cholesky`` with ``upper`` (Dask's gives the lower factor of one
+        matrix chunked in square blocks)."""
+        L = da.linalg.cholesky(a, lower=True)
+        return da.conj(L.T) if upper else L
+
+    def _qr(self, a, mode="reduced"):
+        """``numpy.linalg.qr`` (Dask's tsqr: ``mode="reduced"``, a matrix chunked along
+        one axis)."""
+        if mode != "reduced":
+            raise DaskUnsupported(f"linalg.qr(mode={mode!r})", "Dask has mode='reduced'")
+        return da.linalg.qr(a)
+
     # -- functions dask.array lacks, built from its own
+    def cumulative_sum(self, x, /, *, axis=None, dtype=None, include_initial=False):
+        return self._cumulative(da.cumsum, 0, x, axis, dtype, include_initial)
+
+    def cumulative_prod(self, x, /, *, axis=None, dtype=None, include_initial=False):
+        return self._cumulative(da.cumprod, 1, x, axis, dtype, include_initial)
+
+    def _cumulative(self, scan, initial, x, axis, dtype, include_initial):
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError("cumulative_sum/prod: axis is required for arrays of more "
+                                 "than one dimension")
+            axis = 0
+        r = scan(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(r.shape)
+            shape[axis] = 1
+            r = da.concatenate([da.full(shape, initial, dtype=r.dtype), r], axis=axis)
+        return r
+
     def errstate(self, **kwargs):
         """Floating-point warnings happen when the graph runs: nothing to silence now."""
         return np.errstate(**kwargs)
