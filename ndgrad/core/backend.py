@@ -999,7 +999,8 @@ def dask_backend():
     B = _DASK["backend"]
     if B is None:
         try:
-            from . import backend_dask
+            # (by name: the Dask module is a layer above this one, loaded on first use)
+            backend_dask = importlib.import_module("ndgrad.core.backend_dask")
         except ImportError as exc:
             raise RuntimeError(f"device 'dask' needs Dask ({exc}): "
                                '`pip install "ndgrad[dask]"`') from None

@@ -39,7 +39,8 @@ import numpy as np
 import dask
 import dask.array as da
 
-from .backend import SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device
+from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device,
+                      _seed_state)
 
 __all__ = ["DaskBackend", "compute", "persist"]
 
@@ -292,10 +293,13 @@ class DaskBackend(Backend):
         once)."""
         return compute(*arrays, **kwargs)
 
+    def persist(self, *arrays, **kwargs):
+        """``dask.persist`` of ``arrays``."""
+        return persist(*arrays, **kwargs)
+
     # -- random numbers: Dask's generator, seeded from ndgrad's seed
     def generator(self):
         if self._rng is None:
-            from .backend import _seed_state
             self._rng = da.random.default_rng(_seed_state["seed"])
         return self._rng
 

@@ -90,8 +90,36 @@ def persist(*tensors, **kwargs):
     """
     lazy = [t for t in tensors if is_lazy(t)]
     if lazy:
-        import dask
-        values = dask.persist(*[t._data for t in lazy], **kwargs)
+        B = _BACKEND_BY_TYPE[type(lazy[0]._data)]
+        values = B.persist(*[t._data for t in lazy], **kwargs)
         for t, v in zip(lazy, values):
             t._data = v  # the same value: no version bump (Note [The Dask backend])
     return tensors
+
+
+# ------------------------------------------------------------------ Tensor methods
+def _compute_method(self, **kwargs):
+    """This Dask-backed tensor computed (``dask.compute``): a NumPy-backed tensor,
+    differentiable (its gradient goes back lazily). Other tensors: ``self``. See
+    :func:`ndgrad.compute` to compute several in one pass.
+
+    Examples
+    --------
+    >>> import ndgrad, dask.array as da
+    >>> x = ndgrad.asarray(da.arange(4.0, chunks=2))
+    >>> (2 * x).compute()
+    tensor([0., 2., 4., 6.])
+    """
+    return compute(self, **kwargs)[0]
+
+
+def _persist_method(self, **kwargs):
+    """Keep this Dask-backed tensor's chunks computed in memory (``dask.persist``), in
+    place; returns ``self`` (:func:`ndgrad.persist`)."""
+    return persist(self, **kwargs)[0]
+
+
+_compute_method.__name__ = _compute_method.__qualname__ = "compute"
+_persist_method.__name__ = _persist_method.__qualname__ = "persist"
+Tensor.compute = _compute_method
+Tensor.persist = _persist_method

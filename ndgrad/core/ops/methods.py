@@ -191,27 +191,6 @@ class TensorMethods:
             raise ValueError("to_device: streams are not supported; pass stream=None")
         return self.to(device)
 
-    def compute(self, **kwargs):
-        """This Dask-backed tensor computed (``dask.compute``): a NumPy-backed tensor,
-        differentiable (its gradient goes back lazily). Other tensors: ``self``. See
-        :func:`ndgrad.compute` to compute several in one pass.
-
-        Examples
-        --------
-        >>> import ndgrad, dask.array as da
-        >>> x = ndgrad.asarray(da.arange(4.0, chunks=2))
-        >>> (2 * x).compute()
-        tensor([0., 2., 4., 6.])
-        """
-        from ..lazy import compute
-        return compute(self, **kwargs)[0]
-
-    def persist(self, **kwargs):
-        """Keep this Dask-backed tensor's chunks computed in memory (``dask.persist``), in
-        place; returns ``self`` (:func:`ndgrad.persist`)."""
-        from ..lazy import persist
-        return persist(self, **kwargs)[0]
-
     def cpu(self):
         """This tensor on the CPU (``self`` when it is there already)."""
         return self.to("cpu")
