@@ -226,6 +226,20 @@ class DaskBackend(Backend):
     def astype(self, x, dtype, /, *, copy=True):
         return x.astype(dtype)
 
+    def broadcast_to(self, x, shape, chunks=None):
+        """``numpy.broadcast_to``; ``chunks`` (those of the array the result meets) chunks
+        it along its broadcast axes too, instead of one chunk per axis (Note [Lazy
+        gradients] in core/engine.py)."""
+        x = da.asarray(x)
+        if chunks is None:
+            return da.broadcast_to(x, shape)
+        shape = tuple(shape)
+        lead = len(shape) - x.ndim
+        kept = {k: chunks[lead + k] for k in range(x.ndim) if x.shape[k] == shape[lead + k]}
+        if any(x.chunks[k] != c for k, c in kept.items()):
+            x = x.rechunk(kept)
+        return da.broadcast_to(x, shape, chunks=tuple(chunks))
+
     def matrix_transpose(self, x):
         return da.swapaxes(x, -1, -2)
 

@@ -436,6 +436,13 @@ def accumulate_into(t, g, create_graph, owned=False):
 # all of them in one `dask.compute`, so they share their intermediates and `.grad` is
 # NumPy-backed. Outside a pass (or with create_graph, which keeps the gradient's graph)
 # nothing is deferred.
+# A reduction's cotangent is broadcast back to its input's shape; on a Dask input that would
+# be one chunk as large as the input, which the next elementwise rule (a `-g`) fills in
+# memory whole. So a node whose rules read only metadata keeps, for a Dask input, a stand-in
+# whose shape carries the input's chunks (`graph.ChunkedShape`, saved only once the Dask
+# backend exists), and `reductions.expand_reduced` broadcasts the cotangent chunk by chunk,
+# aligned with the data: the backward pass then holds a few chunks at a time, as the forward
+# does.
 def _lazy_gradient(t, gdata):
     """Defer lazy gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
     None), or, with no pass running, compute it now (returns the computed array)."""
