@@ -122,8 +122,12 @@ class DaskBackend(Backend):
         self.linalg = _Namespace("linalg", da.linalg, np.linalg,
                                  vector_norm=self._vector_norm, svd=self._svd,
                                  cholesky=self._cholesky, qr=self._qr,
-                                 matrix_transpose=self.matrix_transpose)
-        self.fft = _Namespace("fft", da.fft, np.fft)
+                                 matrix_transpose=self.matrix_transpose, det=self._det,
+                                 slogdet=self._slogdet, pinv=self._pinv,
+                                 solve=_square_chunks(da.linalg.solve, "linalg.solve"),
+                                 inv=_square_chunks(da.linalg.inv, "linalg.inv"))
+        self.fft = _Namespace("fft", None, None,
+                              **{n: _one_chunk_fft(n) for n in _FFT_NAMES})
         self.special = _Namespace("special", None, SCIPY_SPECIAL,
                                   polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"))
         self.scipy_linalg = _Namespace("scipy_linalg", None, SCIPY_LINALG,
@@ -183,8 +187,34 @@ class DaskBackend(Backend):
         if full_matrices and min(a.shape) != max(a.shape) and compute_uv:
             raise DaskUnsupported("linalg.svd(full_matrices=True) of a non-square matrix",
                                   "pass full_matrices=False")
-        u, s, vh = da.linalg.svd(a)
+        u, s, vh = da.linalg.svd(_one_way(a, "linalg.svd"))
         return (u, s, vh) if compute_uv else s
+
+    def _det(self, a):
+        """``numpy.linalg.det``, blockwise over a stack's chunks: each matrix is one chunk
+        (its last two axes are rechunked to one chunk)."""
+        return _per_matrix(a, np.linalg.det, a.dtype)
+
+    def _slogdet(self, a):
+        """``numpy.linalg.slogdet``, blockwise as :meth:`_det`."""
+        r = _per_matrix(a, _slogdet_pair, a.dtype, extra=2)
+        sign, logabsdet = r[..., 0], r[..., 1]
+        return sign, (da.real(logabsdet) if np.iscomplexobj(logabsdet) else logabsdet)
+
+    def _pinv(self, a, rtol=None, hermitian=False):
+        """``numpy.linalg.pinv`` of one tall-and-skinny (or short-and-fat) matrix, from
+        Dask's SVD (tsqr: the matrix chunked along its long axis only): the pseudo-inverse
+        of a matrix too large for memory is a Dask array too."""
+        if a.ndim != 2:
+            raise DaskUnsupported("linalg.pinv of a stack of matrices")
+        wide = a.shape[0] < a.shape[1]
+        u, s, vh = da.linalg.svd(_one_way(a.T if wide else a, "linalg.pinv"))
+        if rtol is None:
+            rtol = max(a.shape) * np.finfo(np.result_type(a.dtype, 1.0)).eps
+        keep = s > rtol * s.max()
+        inv_s = da.where(keep, 1.0 / da.where(keep, s, 1.0), 0.0)
+        p = (da.conj(vh).T * inv_s) @ da.conj(u).T
+        return p.T if wide else p
 
     def _cholesky(self, a, upper=False):
         """``numpy.linalg.cholesky`` with ``upper`` (Dask's gives the lower factor of one
@@ -225,6 +255,46 @@ class DaskBackend(Backend):
 
     def astype(self, x, dtype, /, *, copy=True):
         return x.astype(dtype)
+
+    def split(self, x, indices_or_sections, axis=0):
+        """``numpy.split``, by slicing (Dask has none)."""
+        n = x.shape[axis]
+        if isinstance(indices_or_sections, int):
+            if indices_or_sections <= 0 or n % indices_or_sections:
+                raise ValueError("array split does not result in an equal division")
+            step = n // indices_or_sections
+            cuts = list(range(step, n, step))[:indices_or_sections - 1]
+        else:
+            cuts = list(indices_or_sections)
+        bounds = [0] + cuts + [n]
+        index = [slice(None)] * x.ndim
+        parts = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            index[axis] = slice(lo, max(lo, hi))
+            parts.append(x[tuple(index)])
+        return parts
+
+    def take_along_axis(self, x, indices, axis):
+        """``numpy.take_along_axis``, blockwise: ``axis`` must be one chunk of ``x``
+        (the other axes broadcast and keep ``x``'s chunks)."""
+        x = da.asarray(x)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        axis = axis % x.ndim
+        if x.numblocks[axis] != 1:
+            raise DaskUnsupported(
+                "take_along_axis along an axis of several chunks",
+                f"rechunk it to one chunk first: x.rechunk({{{axis}: -1}})")
+        idx = da.asarray(indices)
+        other = np.broadcast_shapes(*[tuple(1 if k == axis else d for k, d in enumerate(a))
+                                      for a in (x.shape, idx.shape)])
+        xs = other[:axis] + (x.shape[axis],) + other[axis + 1:]
+        js = other[:axis] + (idx.shape[axis],) + other[axis + 1:]
+        x = da.broadcast_to(x, xs) if x.shape != xs else x
+        idx = da.broadcast_to(idx, js) if idx.shape != js else idx
+        idx = idx.rechunk(tuple(-1 if k == axis else c for k, c in enumerate(x.chunks)))
+        return da.map_blocks(_take_along_axis, x, idx, axis=axis, dtype=x.dtype,
+                             chunks=idx.chunks)
 
     def broadcast_to(self, x, shape, chunks=None):
         """``numpy.broadcast_to``; ``chunks`` (those of the array the result meets) chunks
@@ -325,6 +395,100 @@ class DaskBackend(Backend):
 
     def set_rng_state(self, state):
         pass
+
+
+def _one_way(a, label):
+    """``a`` as Dask's tsqr needs it, chunked along one axis only (else DaskUnsupported,
+    saying how to rechunk)."""
+    short = 1 if a.shape[0] >= a.shape[1] else 0
+    if min(a.numblocks) > 1:
+        raise DaskUnsupported(f"{label} of a matrix chunked along both axes",
+                              f"rechunk it to one chunk along axis {short}: "
+                              f"a.rechunk({{{short}: -1}})")
+    return a
+
+
+def _take_along_axis(x, idx, axis):
+    return np.take_along_axis(x, idx, axis=axis)
+
+
+def _slogdet_pair(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return np.stack([sign, logabsdet.astype(sign.dtype)], axis=-1)
+
+
+def _per_matrix(a, fn, dtype, extra=0):
+    """``fn`` (det, slogdet) over the matrices of ``a`` blockwise: the last two axes made
+    one chunk, the batch axes keep their chunks; ``extra``: a new last axis of that size."""
+    if a.ndim < 2:
+        raise ValueError(f"a matrix or a stack of matrices is needed, got shape {a.shape}")
+    n = a.ndim
+    a = a.rechunk({n - 2: -1, n - 1: -1})
+    dtype = np.result_type(dtype, 1.0)
+    if extra:
+        return da.map_blocks(fn, a, drop_axis=n - 1, dtype=dtype,
+                             chunks=a.chunks[:n - 2] + ((extra,),))
+    return da.map_blocks(fn, a, drop_axis=[n - 2, n - 1], dtype=dtype,
+                         chunks=a.chunks[:n - 2])
+
+
+def _square_chunks(fn, label):
+    """Dask's LU-based ``fn`` (solve, inv), with Dask's error about chunks made a
+    DaskUnsupported that says how to rechunk."""
+    def call(a, *args, **kwargs):
+        if a.ndim > 2:
+            return _stacked(fn, label, a, *args)
+        if len(set(a.chunks[0] + a.chunks[1])) > 1 or a.chunks[0] != a.chunks[1]:
+            raise DaskUnsupported(
+                f"{label} of a matrix in non-square chunks (Dask's LU needs square chunks)",
+                f"rechunk it: a.rechunk({a.chunks[0][0]}) or one chunk, a.rechunk(-1)")
+        return fn(a, *args, **kwargs)
+    call.__name__ = label.rpartition(".")[2]
+    return call
+
+
+def _stacked(fn, label, a, b=None):
+    """``numpy.linalg.<fn>`` over a stack of matrices, blockwise: each matrix one chunk,
+    the batch axes keep ``a``'s chunks (``b``: a stack of the same batch shape)."""
+    n = a.ndim
+    a = a.rechunk({n - 2: -1, n - 1: -1})
+    host = getattr(np.linalg, fn.__name__)
+    if b is None:
+        return da.map_blocks(host, a, dtype=np.result_type(a.dtype, 1.0))
+    if b.ndim != n or b.shape[:-2] != a.shape[:-2]:
+        raise DaskUnsupported(f"{label} of a stack with a right-hand side of another batch "
+                              "shape")
+    b = b.rechunk(a.chunks[:-2] + (-1, -1))
+    return da.map_blocks(host, a, b, dtype=np.result_type(a.dtype, b.dtype, 1.0),
+                         chunks=b.chunks)
+
+
+_FFT_NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+              "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq",
+              "fftshift", "ifftshift")
+
+
+def _one_chunk_fft(name):
+    """Dask's ``fft.<name>``; along an axis of several chunks a DaskUnsupported saying how
+    to rechunk (Dask transforms one chunk per axis)."""
+    fn = getattr(da.fft, name, None)
+    if fn is None:
+        return _unsupported(f"fft.{name}")
+    if name in ("fftfreq", "rfftfreq", "fftshift", "ifftshift"):
+        return fn
+
+    def call(a, *args, **kwargs):
+        try:
+            return fn(a, *args, **kwargs)
+        except ValueError as exc:
+            if "single chunk" not in str(exc):
+                raise
+            raise DaskUnsupported(
+                f"fft.{name} along an axis of several chunks",
+                "Dask transforms an axis that is one chunk: rechunk it first, "
+                "x.rechunk({axis: -1})") from None
+    call.__name__ = name
+    return call
 
 
 def _add_at(target, index, values):
