@@ -27,6 +27,7 @@ from .core.creation import (arange, asanyarray, asarray, asarray_chkfinite, empt
 from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                              is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .core.tensor import Tensor
+from .core.lazy import compute, persist
 from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from . import cuda, fft, linalg, special, utils  # noqa: E402
@@ -84,7 +85,7 @@ __all__ = sorted(
      "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda", "utils",
-     "optimize", "integrate", "sparse"]
+     "optimize", "integrate", "sparse", "compute", "persist"]
     + list(_ops.PUBLIC) + list(_ops.numeric.CREATION) + list(_ops.stacking.INPLACE)
     + list(_ops.signal.PLAIN) + list(_without_derivative.FUNCTIONS)
 )

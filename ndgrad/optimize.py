@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core.creation import asarray
+from .core.lazy import compute as _compute
 from .core.tensor import Tensor, host_array as _host
 from .functional.custom import custom_fixed_point, custom_root
 from .functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
@@ -135,6 +136,7 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
         def f(xh):
             x = _tensor_like(xh, shape, dtype, device)
             g, v = grad_and_value(lambda x: fun(x, *theta))(x)
+            v, g = _compute(v, g)  # (Dask-backed: both in one pass over the data)
             return float(v.item()), _host(g).reshape(-1)
 
         def hessp(xh, p):

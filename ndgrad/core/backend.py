@@ -6,10 +6,12 @@ This module owns everything ndgrad knows about the array libraries underneath it
 functions, a random generator). Nothing outside this module imports numpy or cupy for
 computation: everything else receives a Backend.
 
-Two backends: :data:`NUMPY` (device ``"cpu"``) and :class:`CupyBackend` (``"cuda:N"``),
-made on first use of a CUDA device (Note [The CUDA backend]). :func:`backend_for_device`
-resolves a device, :func:`backend_of` an array; the default device (:func:`set_default_device`)
-is where creation functions put tensors when no device is given.
+Three backends: :data:`NUMPY` (device ``"cpu"``), :class:`CupyBackend` (``"cuda:N"``),
+made on first use of a CUDA device (Note [The CUDA backend]), and the Dask backend
+(``"dask"``, ndgrad/core/backend_dask.py), made on first use of a Dask array.
+:func:`backend_for_device` resolves a device, :func:`backend_of` an array; the default
+device (:func:`set_default_device`) is where creation functions put tensors when no device
+is given.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import importlib
 import numpy as np
 
 __all__ = [
-    "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY",
+    "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY", "DaskUnsupported",
     "backend_of", "backend_for_device", "register_backend", "install_cuda_backend",
     "get_default_device", "set_default_device",
     "float16", "float32", "float64", "complex64", "complex128",
@@ -183,7 +185,8 @@ def is_differentiable_dtype(dtype) -> bool:
 
 # ----------------------------------------------------------------------------- devices
 class Device:
-    """A device: ``"cpu"`` or ``"cuda:N"``. Compares equal to its string form.
+    """A device: ``"cpu"``, ``"cuda:N"`` or ``"dask"`` (lazy Dask arrays, wherever Dask
+    runs them). Compares equal to its string form.
 
     Examples
     --------
@@ -203,8 +206,8 @@ class Device:
                 raise ValueError(
                     f"invalid device string {type}:{idx!r}; expected 'cpu' or 'cuda:N'")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
-            raise ValueError(f"unknown device type {type!r}; expected 'cpu' or 'cuda'")
+        if type not in ("cpu", "cuda", "dask"):
+            raise ValueError(f"unknown device type {type!r}; expected 'cpu', 'cuda' or 'dask'")
         if type == "cuda" and index is None:
             index = 0
         self.type = type
@@ -246,6 +249,7 @@ class Backend:
 
     name = "abstract"
     array_type = None
+    lazy = False  # arrays are graphs computed later (Dask: Note [The Dask backend])
     F = None  # set by ndgrad.core.ops once the registry is built
 
     def device_of(self, array) -> Device:  # pragma: no cover - interface
@@ -1107,6 +1111,8 @@ def backend_for_device(dev) -> Backend:
     dev = Device(dev)
     if dev.type == "cpu":
         return NUMPY
+    if dev.type == "dask":
+        return dask_backend()
     B = _cuda_backend()
     if B is None:
         raise _unavailable(dev, "ndgrad's CUDA backend needs CuPy and a GPU")
@@ -1115,6 +1121,50 @@ def backend_for_device(dev) -> Backend:
         raise RuntimeError(f"device {str(dev)!r} is not available: CuPy sees {n} GPU(s) "
                            f"(cuda:0 to cuda:{n - 1})")
     return B
+
+
+# ----------------------------------------------------------------------------- Dask
+# Note [The Dask backend] is in ndgrad/core/backend_dask.py, the one module that imports Dask.
+_DASK = {"backend": None}
+
+
+class DaskUnsupported(NotImplementedError):
+    """A function the Dask backend cannot run lazily (Note [The Dask backend]). ``apply``
+    names the ndgrad function that needed it (:meth:`for_op`)."""
+
+    def __init__(self, label, hint="", op=None):
+        self.label, self.hint, self.op = label, hint, op
+        needed = f"ndgrad.{op}" if op is not None else "this operation"
+        super().__init__(
+            f"{needed} cannot run on Dask arrays: dask.array has no {label}"
+            f"{' (' + hint + ')' if hint else ''}. Compute the tensor first (t.compute(), "
+            "a NumPy-backed tensor) or, for a chunk-local operation, rechunk so that the "
+            "axes it works along are one chunk and use dask.array.map_blocks")
+
+    def for_op(self, qualname):
+        """The same error naming the ndgrad function ``qualname``."""
+        return DaskUnsupported(self.label, self.hint, qualname)
+
+
+def dask_backend():
+    """The Dask backend, made (and Dask imported) on first use; a RuntimeError saying how to
+    install Dask when it is missing."""
+    B = _DASK["backend"]
+    if B is None:
+        try:
+            # (by name: the Dask module is a layer above this one, loaded on first use)
+            backend_dask = importlib.import_module("ndgrad.core.backend_dask")
+        except ImportError as exc:
+            raise RuntimeError(f"device 'dask' needs Dask ({exc}): "
+                               '`pip install "ndgrad[dask]"`') from None
+        B = _DASK["backend"] = backend_dask.DaskBackend()
+        register_backend(B.array_type, B)
+    return B
+
+
+def is_dask_array(data):
+    """Whether ``data`` is a Dask array (without importing Dask)."""
+    return type(data).__module__.startswith("dask.")
 
 
 # ----------------------------------------------------------------------------- default device

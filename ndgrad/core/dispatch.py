@@ -17,7 +17,8 @@ from __future__ import annotations
 from weakref import ref as _weakref
 
 from . import levels as _levels
-from .backend import _BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES, Device
+from .backend import (_BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES,
+                      DaskUnsupported, Device)
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE, enable_grad
 from .graph import record
@@ -98,7 +99,7 @@ def apply(op, *args, **params):
                 if type(b) is Tensor:
                     db = b._data
                     if type(db) is not B.array_type:  # Note [Mixing devices]
-                        return apply(op, *same_device(op, args), **params)
+                        return _mixed(op, args, (), params)
                     if b._requires_grad:
                         requires_grad = True
                 elif isinstance(b, Tensor):
@@ -109,7 +110,7 @@ def apply(op, *args, **params):
                         if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
                             return _apply_general(op, args, params)
                         if B is not NUMPY and type(b) is _NDARRAY:  # NumPy array, GPU tensor
-                            return apply(op, *same_device(op, args), **params)
+                            return _mixed(op, args, (), params)
                     elif _WEAK_FLOATS and da.dtype in _WEAK_FLOATS:
                         db = da.dtype.type(b)
             elif type(b) is Tensor and not isinstance(a, Tensor):
@@ -120,7 +121,7 @@ def apply(op, *args, **params):
                 B = _BACKEND_BY_TYPE[type(db)]
                 requires_grad = b._requires_grad
                 if B is not NUMPY and type(a) is _NDARRAY:
-                    return apply(op, *same_device(op, args), **params)
+                    return _mixed(op, args, (), params)
                 if _WEAK_FLOATS and type(a) is float and db.dtype in _WEAK_FLOATS:
                     da = db.dtype.type(a)
             elif isinstance(a, Tensor) or isinstance(b, Tensor):
@@ -139,6 +140,10 @@ def apply(op, *args, **params):
         if op.signature is None:
             raise
         _call_error(op, args, params, exc)
+    except DaskUnsupported as exc:  # (Note [The Dask backend]: name the ndgrad function)
+        if exc.op is not None:
+            raise
+        raise exc.for_op(op.qualname) from None
 
 def _result(op, args, extra, params, out, requires_grad):
     """The Tensor(s) around the forward's ``out``: recorded, marked, linked as views."""
@@ -243,7 +248,7 @@ def _apply_general(op, args, params):
     elif B is not NUMPY and not mixed:
         mixed = any(type(d) is _NDARRAY for d in datas)  # NumPy arrays with GPU tensors
     if mixed:  # Note [Mixing devices]
-        return apply(op, *same_device(op, args), *extra, **params)
+        return _mixed(op, args, extra, params)
     return _result(op, args, extra, params, op.forward(B, *datas, *extra, **params),
                    requires_grad)
 
@@ -334,7 +339,11 @@ def innermost_level(values, params=None):
 # give inside formulas) to the device of the others, through the differentiable `to_device`
 # op, so their gradient goes back to the CPU. Python scalars never count. A transform level
 # computes and saves its op's inputs itself, so `apply` moves such scalars before handing
-# the op to the level (`_scalars_to_device`). The error names the function the user called:
+# the op to the level (`_scalars_to_device`). A lazy backend (Dask, whose arrays are graphs)
+# takes NumPy inputs as they are: `_mixed` runs the op on it, and Dask makes the NumPy arrays
+# constants of its graph; their gradients come back as Dask arrays, which the engine computes
+# at the end of the pass (Note [The Dask backend] in core/backend_dask.py). A lazy backend
+# with a GPU tensor is an error. The error names the function the user called:
 # the op's qualified name, and a composite (ops/__init__.py) re-raises it under its own.
 class DeviceMismatchError(RuntimeError):
     """Tensors of two devices met in one operation (Note [Mixing devices]);
@@ -346,6 +355,32 @@ class DeviceMismatchError(RuntimeError):
             f"{name}: expected all tensors to be on the same device, but found at least two "
             f"devices, {a} and {b}; move them with .to(device) (NumPy arrays count as cpu)")
         self.devices = (a, b)
+
+
+def _mixed(op, args, extra, params):
+    """Run ``op`` on inputs of two devices (Note [Mixing devices]): with a lazy backend's
+    arrays (Dask) among NumPy ones, on the lazy backend; otherwise after ``same_device``."""
+    lazy = None
+    for a in args:
+        B = _BACKEND_BY_TYPE.get(type(a._data if type(a) is Tensor else a))
+        if B is not None and B.lazy:
+            lazy = B
+            break
+    if lazy is not None:
+        datas = []
+        requires_grad = False
+        for a in args:
+            d = a._data if type(a) is Tensor else a
+            if type(d) in _BACKEND_BY_TYPE and type(d) is not _NDARRAY and \
+                    type(d) is not lazy.array_type:
+                raise DeviceMismatchError(op.qualname, lazy.device_of(None),
+                                          _BACKEND_BY_TYPE[type(d)].device_of(d))
+            if type(a) is Tensor and a._requires_grad:
+                requires_grad = True
+            datas.append(d)
+        return _result(op, args, extra, params, op.forward(lazy, *datas, *extra, **params),
+                       requires_grad)
+    return apply(op, *same_device(op, args), *extra, **params)
 
 
 def same_device(op, args):

@@ -29,7 +29,7 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from . import anomaly
-from .backend import backend_of
+from .backend import _BACKEND_BY_TYPE, backend_of
 from .dispatch import TENSOR_F
 from .grad_mode import PROFILER, STATE
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
@@ -45,7 +45,7 @@ class BackwardPass:
     saved values (Note [Formulas on arrays or on Tensors])."""
 
     __slots__ = ("grad_on", "strip", "retain_graph", "accumulate", "inputs", "capture",
-                 "results", "needed", "owned", "callbacks")
+                 "results", "needed", "owned", "callbacks", "lazy_grads")
 
     def __init__(self, retain_graph, create_graph, level, inputs, accumulate):
         self.grad_on = bool(create_graph)
@@ -61,6 +61,7 @@ class BackwardPass:
         self.needed = None
         self.owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone
         self.callbacks = []  # run when the pass ends (queue_callback)
+        self.lazy_grads = None  # (leaf, lazy gradient) pairs (Note [Lazy gradients])
 
     def read(self, node, grads):
         """``(F, inputs, out, grads)`` for the rules of ``node`` when a value they read must
@@ -399,6 +400,11 @@ def accumulate_into(t, g, create_graph, owned=False):
         return
     B = t.backend
     gdata = g._data if isinstance(g, Tensor) else g
+    if type(gdata) is not type(t._data) and _BACKEND_BY_TYPE.get(type(gdata), B).lazy and \
+            not (create_graph and isinstance(g, Tensor) and g._requires_grad):
+        gdata = _lazy_gradient(t, gdata)  # Note [Lazy gradients]
+        if gdata is None:
+            return
     if isinstance(g, Tensor) and g._requires_grad and create_graph:
         # keep the graph of the gradient (higher order)
         if t._grad is None:
@@ -420,6 +426,42 @@ def accumulate_into(t, g, create_graph, owned=False):
         t._grad = cur + _wrap_raw(gdata)
     else:
         cur._data += gdata  # in place: .grad keeps its identity
+
+
+# Note [Lazy gradients]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A NumPy-backed leaf (a model parameter) used with Dask-backed data gets a Dask array as its
+# gradient (Note [The Dask backend] in core/backend_dask.py). `.backward()` keeps such
+# gradients aside and, when the pass ends (an engine callback, as `queue_callback`), computes
+# all of them in one `dask.compute`, so they share their intermediates and `.grad` is
+# NumPy-backed. Outside a pass (or with create_graph, which keeps the gradient's graph)
+# nothing is deferred.
+# A reduction's cotangent is broadcast back to its input's shape; on a Dask input that would
+# be one chunk as large as the input, which the next elementwise rule (a `-g`) fills in
+# memory whole. So a node whose rules read only metadata keeps, for a Dask input, a stand-in
+# whose shape carries the input's chunks (`graph.ChunkedShape`, saved only once the Dask
+# backend exists), and `reductions.expand_reduced` broadcasts the cotangent chunk by chunk,
+# aligned with the data: the backward pass then holds a few chunks at a time, as the forward
+# does.
+def _lazy_gradient(t, gdata):
+    """Defer lazy gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
+    None), or, with no pass running, compute it now (returns the computed array)."""
+    p = current_pass()
+    if p is None:
+        return _BACKEND_BY_TYPE[type(gdata)].to_numpy(gdata)
+    if p.lazy_grads is None:
+        p.lazy_grads = []
+        p.callbacks.append(lambda: _compute_lazy_grads(p))
+    p.lazy_grads.append((t, gdata))
+    return None
+
+
+def _compute_lazy_grads(p):
+    pending, p.lazy_grads = p.lazy_grads, None
+    B = _BACKEND_BY_TYPE[type(pending[0][1])]
+    values = B.compute(*[g for _, g in pending])
+    for (t, _), v in zip(pending, values):
+        accumulate_into(t, t.backend.asarray(v), False)
 
 
 def _materialize(node, grads_out):

@@ -44,7 +44,7 @@ import numpy as _np
 
 from . import anomaly
 from . import levels
-from .backend import _BACKEND_BY_TYPE, NUMPY, is_differentiable_dtype
+from .backend import _BACKEND_BY_TYPE, _DASK, NUMPY, is_differentiable_dtype
 from .grad_mode import SAVED_HOOK_THREADS, STATE
 from .hooks import NodeHooks, add_hook
 from .tensor import Tensor, VersionCounter, _fresh, _meta, _new
@@ -88,6 +88,28 @@ class InputMeta:
 
     def __repr__(self):
         return f"InputMeta(shape={self.shape}, dtype={self.dtype})"
+
+
+class ChunkedShape(tuple):
+    """A lazy (Dask) input's shape with its ``chunks``: a rule that broadcasts a cotangent
+    back to the shape (``reductions.expand_reduced``) gives it the input's chunks, so the
+    cotangent is built chunk by chunk, aligned with the data, never as one chunk (Note [Lazy
+    gradients] in core/engine.py)."""
+
+
+def _lazy_standins(args, mask):
+    """The stand-ins a node of an op whose rules read only metadata saves for its lazy
+    inputs (their shapes with chunks), or None when no input is lazy."""
+    saved = None
+    for k, a in enumerate(args):
+        d = a._data if isinstance(a, Tensor) else None
+        if d is not None and _BACKEND_BY_TYPE.get(type(d), NUMPY).lazy:
+            if saved is None:
+                saved = [None] * len(args)
+            shape = ChunkedShape(d.shape)
+            shape.chunks = d.chunks
+            saved[k] = InputMeta(shape, d.dtype)
+    return saved
 
 
 class _Freed:
@@ -773,6 +795,8 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
             else:
                 saved.append(a)
         node.saved = saved
+    elif _DASK["backend"] is not None and op._meta_standins:
+        node.saved = _lazy_standins(args, mask)  # (a Dask input: Note [Lazy gradients])
     else:
         node.saved = None
     node.op = op

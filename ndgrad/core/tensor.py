@@ -22,8 +22,8 @@ import weakref
 import numpy as _np
 
 from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype, backend_of,
-                      default_complex_dtype, get_default_dtype, is_differentiable_dtype,
-                      is_floating)
+                      dask_backend, default_complex_dtype, get_default_dtype,
+                      is_differentiable_dtype, is_floating)
 from . import levels
 from .grad_mode import INFERENCE_BLOCKS, STATE
 
@@ -194,8 +194,12 @@ def as_data(data, dtype, device, copy):
             device = backend_of(data).device_of(data)
     elif isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
         data = _nested_to_lists(data)
-    if type(data) not in _BACKEND_BY_TYPE and type(data).__module__.partition(".")[0] == "cupy":
-        _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
+    if type(data) not in _BACKEND_BY_TYPE:
+        top = type(data).__module__.partition(".")[0]
+        if top == "cupy":
+            _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
+        elif top == "dask":
+            dask_backend()  # a Dask array: the Dask backend, made on first use
     if device is None and type(data) in _BACKEND_BY_TYPE and type(data) is not _NDARRAY:
         B = _BACKEND_BY_TYPE[type(data)]  # a device array (CuPy) stays on its device
     else:
@@ -601,7 +605,10 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar; item() needs exactly one element")
-        return self._data.item()
+        d = self._data
+        if type(d) is not _NDARRAY:
+            d = _BACKEND_BY_TYPE[type(d)].to_numpy(d)  # (a lazy tensor: computed here)
+        return d.item()
 
     def tolist(self):
         """The data as (nested) Python lists."""
@@ -640,8 +647,11 @@ class Tensor:
 
     def __repr__(self):
         B = _BACKEND_BY_TYPE[type(self._data)]
-        arr = B.to_numpy(self._data)
-        body = NUMPY.array2string(arr, separator=", ", prefix="tensor(")
+        if B.lazy:  # a graph: never computed by a repr
+            body = f"<lazy shape={self._data.shape} chunks={self._data.chunksize}>"
+        else:
+            body = NUMPY.array2string(B.to_numpy(self._data), separator=", ",
+                                      prefix="tensor(")
         extras = []
         if self._data.dtype not in (get_default_dtype(), _INT64, _BOOL,
                                     default_complex_dtype()) or self._data.size == 0:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ..backend import _BACKEND_BY_TYPE
 from ..tensor import Tensor
 from .batching import flatten, is_batched, shift_axis
 from .registry import REDUCTION, SCAN, Domain, defop, sample_numpy
@@ -83,8 +84,14 @@ def unreduce(F, g, x_shape, axis, keepdims):
 
 
 def expand_reduced(F, g, x_shape, axis, keepdims):
-    """Broadcast a reduced cotangent ``g`` back to ``x_shape``."""
-    return F.broadcast_to(unreduce(F, g, x_shape, axis, keepdims), x_shape)
+    """Broadcast a reduced cotangent ``g`` back to ``x_shape``; the shape of a lazy (Dask)
+    input carries its chunks, which the cotangent takes (Note [Lazy gradients])."""
+    g = unreduce(F, g, x_shape, axis, keepdims)
+    if type(x_shape) is not tuple:  # (a raw Dask cotangent: its backend broadcasts it)
+        B = _BACKEND_BY_TYPE.get(type(g))
+        if B is not None and B.lazy:
+            return B.broadcast_to(g, tuple(x_shape), chunks=x_shape.chunks)
+    return F.broadcast_to(g, x_shape)
 
 
 def _is_taped(*arrays):

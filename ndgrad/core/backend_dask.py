@@ -1,0 +1,519 @@
+"""The Dask backend: ndgrad's operations on ``dask.array`` arrays, lazily (device ``"dask"``).
+
+This is the only module that imports Dask, and ``ndgrad.core.backend`` imports it only when
+a Dask array is first used (``ndgrad.asarray(dask_array)``, ``device="dask"``): importing
+ndgrad never loads Dask (Note [The Dask backend]).
+
+Note [The Dask backend]
+~~~~~~~~~~~~~~~~~~~~~~~
+A :class:`DaskBackend` is a namespace over ``dask.array`` as :class:`CupyBackend` is over
+CuPy: ``B.exp`` is ``dask.array.exp``, so an op's forward called with Dask arrays adds tasks
+to a Dask graph and computes nothing. The vjp and jvp rules run with the same backend when
+their cotangent is a Dask array (the engine picks the backend from the cotangent), so the
+backward pass builds Dask graphs too; Dask schedules them (threads, processes or a
+``distributed`` cluster), ndgrad only builds them.
+
+* Names NumPy has and ``dask.array`` lacks: those that take no arrays (dtypes, ``finfo``,
+  ``result_type``, ``errstate``, constants) are NumPy's; NumPy ufuncs (and SciPy's special
+  ufuncs) run blockwise through Dask's ``__array_ufunc__``; any other is a stand-in that
+  raises :class:`DaskUnsupported` (a NotImplementedError) when called, naming the function
+  and suggesting ``.compute()``. ``dispatch.apply`` adds the name of the ndgrad function the
+  user called. NumPy functions are never called on Dask arrays: Dask's
+  ``__array_function__`` would compute them silently.
+* Mixing: NumPy-backed tensors (model parameters) meet Dask-backed ones (data) in every op;
+  the op runs with this backend and Dask wraps the NumPy arrays as one-chunk constants of
+  the graph (Note [Mixing devices] in core/dispatch.py). A NumPy leaf's gradient is then a
+  Dask array: ``.backward()`` keeps it aside and computes all of them in one
+  ``dask.compute`` when the pass ends (``engine.accumulate_into``), so ``param.grad`` is
+  NumPy-backed. Dask with a GPU tensor is an error naming both devices.
+* Views: Dask arrays share no memory (``may_share_memory`` is False); an in-place operation
+  on a Dask-backed tensor replaces its graph (Dask's ``__setitem__``) and no view sees it.
+* Indices stay NumPy arrays (Dask indexes with them); ``scatter_add`` with repeated indices
+  runs in one task over the whole target (``dask.delayed``), a basic index blockwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dask
+import dask.array as da
+
+from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device,
+                      _seed_state)
+
+__all__ = ["DaskBackend", "compute", "persist"]
+
+DASK_DEVICE = Device("dask")
+_NOVALUE = object()
+
+# NumPy names that take no arrays, or only read their metadata: NumPy's own serve Dask.
+_NUMPY_META = frozenset({
+    "errstate", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "dtype",
+    "issubdtype", "isdtype", "broadcast_shapes", "isscalar", "ndim", "shape", "size",
+    "iscomplexobj", "isrealobj", "min_scalar_type", "obj2sctype", "geterr", "seterr",
+    "normalize_axis_index", "printoptions", "get_printoptions", "set_printoptions",
+    "index_exp", "s_", "ndindex", "prod_shape",
+})
+
+
+def _unsupported(label, hint=""):
+    """A stand-in for a function Dask lacks: raises DaskUnsupported when called."""
+    def call(*args, **kwargs):
+        raise DaskUnsupported(label, hint)
+    call.__name__ = label.rpartition(".")[2]
+    call.unsupported = True
+    return call
+
+
+class _Namespace:
+    """A sub-namespace (``linalg``, ``fft``, ``special``, ``scipy_linalg``): Dask's function
+    where it has one, else a NumPy/SciPy ufunc (blockwise through Dask), else a stand-in that
+    raises DaskUnsupported."""
+
+    def __init__(self, label, dask_mod, host, **own):
+        self._label = label
+        self._dask = dask_mod
+        self._host = host
+        self.__dict__.update(own)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        f = getattr(self._dask, name, None) if self._dask is not None else None
+        if f is None:
+            f = getattr(self._host, name)  # AttributeError when neither has it
+            if callable(f) and not isinstance(f, (np.ufunc, type)):
+                f = _unsupported(f"{self._label}.{name}")
+        setattr(self, name, f)
+        return f
+
+
+def _blockwise(name):
+    """SciPy's elementwise function ``special.<name>`` (not a ufunc) run blockwise."""
+    def call(*args):
+        return da.core.elemwise(_SpecialFn(name), *args)
+    call.__name__ = name
+    return call
+
+
+class _SpecialFn:
+    """``scipy.special.<name>``, picklable by name (for distributed workers)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, *args):
+        return getattr(SCIPY_SPECIAL, self.name)(*args)
+
+
+class DaskBackend(Backend):
+    """The backend over ``dask.array`` (device ``"dask"``; Note [The Dask backend])."""
+
+    name = "dask"
+    lazy = True  # results are graphs: computed by dask.compute, never implicitly
+    host_indices = True  # index arrays stay NumPy arrays (core/ops/indexing.on_device)
+
+    def __init__(self):
+        for name in dir(da):
+            if not name.startswith("_") and not hasattr(type(self), name):
+                setattr(self, name, getattr(da, name))
+        self.array_type = self.ndarray = da.Array
+        self.linalg = _Namespace("linalg", da.linalg, np.linalg,
+                                 vector_norm=self._vector_norm, svd=self._svd,
+                                 cholesky=self._cholesky, qr=self._qr,
+                                 matrix_transpose=self.matrix_transpose, det=self._det,
+                                 slogdet=self._slogdet, pinv=self._pinv,
+                                 solve=_square_chunks(da.linalg.solve, "linalg.solve"),
+                                 inv=_square_chunks(da.linalg.inv, "linalg.inv"))
+        self.fft = _Namespace("fft", None, None,
+                              **{n: _one_chunk_fft(n) for n in _FFT_NAMES})
+        self.special = _Namespace("special", None, SCIPY_SPECIAL,
+                                  polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"))
+        self.scipy_linalg = _Namespace("scipy_linalg", None, SCIPY_LINALG,
+                                       solve_triangular=self._solve_triangular)
+        self.permute_dims = da.transpose
+        self.concat = da.concatenate
+        self.host_fallbacks = set()
+        self._rng = None
+
+    def __getattr__(self, name):
+        # Only reached for names dask.array lacks (instance attributes win).
+        if name.startswith("_"):
+            raise AttributeError(f"the Dask backend has no {name!r}")
+        try:
+            f = getattr(np, name)
+        except AttributeError:
+            raise AttributeError(f"the Dask backend has no {name!r}") from None
+        if name in _NUMPY_META or not callable(f) or isinstance(f, (type, np.ufunc)):
+            pass  # (a ufunc runs blockwise through Dask's __array_ufunc__)
+        else:
+            f = _unsupported(name)
+        setattr(self, name, f)
+        return f
+
+    # -- NumPy's contract where dask.array's differs
+    def array(self, x, dtype=None, copy=None, **kwargs):
+        """``numpy.array`` (Dask arrays are values: a copy is the array itself)."""
+        if isinstance(x, da.Array):
+            return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+        return da.asarray(np.array(x, dtype=dtype, **kwargs))
+
+    def max(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE, where=_NOVALUE):
+        """``numpy.max`` with ``initial`` (Dask's has none)."""
+        return self._extremum(da.max, da.maximum, a, axis, keepdims, initial, where)
+
+    def min(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE, where=_NOVALUE):
+        """``numpy.min`` with ``initial`` (Dask's has none)."""
+        return self._extremum(da.min, da.minimum, a, axis, keepdims, initial, where)
+
+    amax, amin = max, min
+
+    def _extremum(self, reduce, combine, a, axis, keepdims, initial, where):
+        if where is not _NOVALUE:
+            raise DaskUnsupported("max/min(where=...)")
+        if initial is _NOVALUE:
+            return reduce(a, axis=axis, keepdims=keepdims)
+        if a.size == 0:
+            raise DaskUnsupported("max/min of an empty array with initial")
+        return combine(reduce(a, axis=axis, keepdims=keepdims), initial)
+
+    def _svd(self, a, full_matrices=True, compute_uv=True, hermitian=False):
+        """``numpy.linalg.svd`` of one tall-and-skinny (or short-and-fat) matrix: Dask's
+        (tsqr) takes no ``full_matrices`` / ``compute_uv`` and a matrix chunked along one
+        axis only."""
+        if a.ndim != 2:
+            raise DaskUnsupported("linalg.svd of a stack of matrices")
+        if full_matrices and min(a.shape) != max(a.shape) and compute_uv:
+            raise DaskUnsupported("linalg.svd(full_matrices=True) of a non-square matrix",
+                                  "pass full_matrices=False")
+        u, s, vh = da.linalg.svd(_one_way(a, "linalg.svd"))
+        return (u, s, vh) if compute_uv else s
+
+    def _det(self, a):
+        """``numpy.linalg.det``, blockwise over a stack's chunks: each matrix is one chunk
+        (its last two axes are rechunked to one chunk)."""
+        return _per_matrix(a, np.linalg.det, a.dtype)
+
+    def _slogdet(self, a):
+        """``numpy.linalg.slogdet``, blockwise as :meth:`_det`."""
+        r = _per_matrix(a, _slogdet_pair, a.dtype, extra=2)
+        sign, logabsdet = r[..., 0], r[..., 1]
+        return sign, (da.real(logabsdet) if np.iscomplexobj(logabsdet) else logabsdet)
+
+    def _pinv(self, a, rtol=None, hermitian=False):
+        """``numpy.linalg.pinv`` of one tall-and-skinny (or short-and-fat) matrix, from
+        Dask's SVD (tsqr: the matrix chunked along its long axis only): the pseudo-inverse
+        of a matrix too large for memory is a Dask array too."""
+        if a.ndim != 2:
+            raise DaskUnsupported("linalg.pinv of a stack of matrices")
+        wide = a.shape[0] < a.shape[1]
+        u, s, vh = da.linalg.svd(_one_way(a.T if wide else a, "linalg.pinv"))
+        if rtol is None:
+            rtol = max(a.shape) * np.finfo(np.result_type(a.dtype, 1.0)).eps
+        keep = s > rtol * s.max()
+        inv_s = da.where(keep, 1.0 / da.where(keep, s, 1.0), 0.0)
+        p = (da.conj(vh).T * inv_s) @ da.conj(u).T
+        return p.T if wide else p
+
+    def _cholesky(self, a, upper=False):
+        """``numpy.linalg.cholesky`` with ``upper`` (Dask's gives the lower factor of one
+        matrix chunked in square blocks)."""
+        L = da.linalg.cholesky(a, lower=True)
+        return da.conj(L.T) if upper else L
+
+    def _qr(self, a, mode="reduced"):
+        """``numpy.linalg.qr`` (Dask's tsqr: ``mode="reduced"``, a matrix chunked along
+        one axis)."""
+        if mode != "reduced":
+            raise DaskUnsupported(f"linalg.qr(mode={mode!r})", "Dask has mode='reduced'")
+        return da.linalg.qr(a)
+
+    # -- functions dask.array lacks, built from its own
+    def cumulative_sum(self, x, /, *, axis=None, dtype=None, include_initial=False):
+        return self._cumulative(da.cumsum, 0, x, axis, dtype, include_initial)
+
+    def cumulative_prod(self, x, /, *, axis=None, dtype=None, include_initial=False):
+        return self._cumulative(da.cumprod, 1, x, axis, dtype, include_initial)
+
+    def _cumulative(self, scan, initial, x, axis, dtype, include_initial):
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError("cumulative_sum/prod: axis is required for arrays of more "
+                                 "than one dimension")
+            axis = 0
+        r = scan(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(r.shape)
+            shape[axis] = 1
+            r = da.concatenate([da.full(shape, initial, dtype=r.dtype), r], axis=axis)
+        return r
+
+    def errstate(self, **kwargs):
+        """Floating-point warnings happen when the graph runs: nothing to silence now."""
+        return np.errstate(**kwargs)
+
+    def astype(self, x, dtype, /, *, copy=True):
+        return x.astype(dtype)
+
+    def split(self, x, indices_or_sections, axis=0):
+        """``numpy.split``, by slicing (Dask has none)."""
+        n = x.shape[axis]
+        if isinstance(indices_or_sections, int):
+            if indices_or_sections <= 0 or n % indices_or_sections:
+                raise ValueError("array split does not result in an equal division")
+            step = n // indices_or_sections
+            cuts = list(range(step, n, step))[:indices_or_sections - 1]
+        else:
+            cuts = list(indices_or_sections)
+        bounds = [0] + cuts + [n]
+        index = [slice(None)] * x.ndim
+        parts = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            index[axis] = slice(lo, max(lo, hi))
+            parts.append(x[tuple(index)])
+        return parts
+
+    def take_along_axis(self, x, indices, axis):
+        """``numpy.take_along_axis``, blockwise: ``axis`` must be one chunk of ``x``
+        (the other axes broadcast and keep ``x``'s chunks)."""
+        x = da.asarray(x)
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        axis = axis % x.ndim
+        if x.numblocks[axis] != 1:
+            raise DaskUnsupported(
+                "take_along_axis along an axis of several chunks",
+                f"rechunk it to one chunk first: x.rechunk({{{axis}: -1}})")
+        idx = da.asarray(indices)
+        other = np.broadcast_shapes(*[tuple(1 if k == axis else d for k, d in enumerate(a))
+                                      for a in (x.shape, idx.shape)])
+        xs = other[:axis] + (x.shape[axis],) + other[axis + 1:]
+        js = other[:axis] + (idx.shape[axis],) + other[axis + 1:]
+        x = da.broadcast_to(x, xs) if x.shape != xs else x
+        idx = da.broadcast_to(idx, js) if idx.shape != js else idx
+        idx = idx.rechunk(tuple(-1 if k == axis else c for k, c in enumerate(x.chunks)))
+        return da.map_blocks(_take_along_axis, x, idx, axis=axis, dtype=x.dtype,
+                             chunks=idx.chunks)
+
+    def broadcast_to(self, x, shape, chunks=None):
+        """``numpy.broadcast_to``; ``chunks`` (those of the array the result meets) chunks
+        it along its broadcast axes too, instead of one chunk per axis (Note [Lazy
+        gradients] in core/engine.py)."""
+        x = da.asarray(x)
+        if chunks is None:
+            return da.broadcast_to(x, shape)
+        shape = tuple(shape)
+        lead = len(shape) - x.ndim
+        kept = {k: chunks[lead + k] for k in range(x.ndim) if x.shape[k] == shape[lead + k]}
+        if any(x.chunks[k] != c for k, c in kept.items()):
+            x = x.rechunk(kept)
+        return da.broadcast_to(x, shape, chunks=tuple(chunks))
+
+    def matrix_transpose(self, x):
+        return da.swapaxes(x, -1, -2)
+
+    def vecdot(self, x1, x2, axis=-1):
+        return (da.conj(x1) * x2).sum(axis=axis)
+
+    def may_share_memory(self, a, b, max_work=None):
+        return False  # (Note [The Dask backend]: views)
+
+    shares_memory = may_share_memory
+
+    def _vector_norm(self, x, axis=None, keepdims=False, ord=2):
+        a = da.absolute(x)
+        if ord == 2:
+            return da.sqrt(da.sum(a * a, axis=axis, keepdims=keepdims))
+        if ord == float("inf"):
+            return da.max(a, axis=axis, keepdims=keepdims)
+        if ord == -float("inf"):
+            return da.min(a, axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return da.sum(a != 0, axis=axis, keepdims=keepdims).astype(a.dtype)
+        if ord == 1:
+            return da.sum(a, axis=axis, keepdims=keepdims)
+        return da.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+    def _solve_triangular(self, a, b, trans=0, lower=False, unit_diagonal=False,
+                          overwrite_b=False, check_finite=False):
+        """``scipy.linalg.solve_triangular`` for one matrix (Dask's: no ``trans``, no unit
+        diagonal, no batches)."""
+        if a.ndim != 2 or trans not in (0, "N") or unit_diagonal:
+            raise DaskUnsupported("scipy_linalg.solve_triangular",
+                                  "Dask solves one triangular system, without trans or "
+                                  "unit_diagonal")
+        return da.linalg.solve_triangular(a, b, lower=lower)
+
+    # -- devices and conversion
+    def device_of(self, array):
+        return DASK_DEVICE
+
+    def asarray(self, data, dtype=None, device=None, copy=None):
+        """A Dask array: Dask arrays as they are (cast when ``dtype`` differs), host data
+        as one chunk (``rechunk`` it for parallelism)."""
+        if isinstance(data, da.Array):
+            return data if dtype is None or data.dtype == dtype else data.astype(dtype)
+        return da.asarray(np.asarray(data, dtype=dtype))
+
+    def to_numpy(self, array):
+        """Compute ``array`` (one ``dask.compute``)."""
+        return np.asarray(array.compute())
+
+    def scatter_add(self, target, index, values):
+        """``target[index] += values`` with repeated indices accumulating: the new graph
+        replaces ``target``'s (Dask's ``__setitem__``). A non-basic index runs as one task
+        over the whole target."""
+        new = da.from_delayed(dask.delayed(_add_at)(target, index, values),
+                              shape=target.shape, dtype=target.dtype)
+        target[...] = new
+        return target
+
+    def set_readonly(self, array):
+        pass  # (Dask arrays are values)
+
+    def compute(self, *arrays, **kwargs):
+        """NumPy arrays of ``arrays`` from one ``dask.compute`` (shared intermediates run
+        once)."""
+        return compute(*arrays, **kwargs)
+
+    def persist(self, *arrays, **kwargs):
+        """``dask.persist`` of ``arrays``."""
+        return persist(*arrays, **kwargs)
+
+    # -- random numbers: Dask's generator, seeded from ndgrad's seed
+    def generator(self):
+        if self._rng is None:
+            self._rng = da.random.default_rng(_seed_state["seed"])
+        return self._rng
+
+    def manual_seed(self, seed):
+        self._rng = da.random.default_rng(seed)
+
+    def rng_state(self):
+        return None
+
+    def set_rng_state(self, state):
+        pass
+
+
+def _one_way(a, label):
+    """``a`` as Dask's tsqr needs it, chunked along one axis only (else DaskUnsupported,
+    saying how to rechunk)."""
+    short = 1 if a.shape[0] >= a.shape[1] else 0
+    if min(a.numblocks) > 1:
+        raise DaskUnsupported(f"{label} of a matrix chunked along both axes",
+                              f"rechunk it to one chunk along axis {short}: "
+                              f"a.rechunk({{{short}: -1}})")
+    return a
+
+
+def _take_along_axis(x, idx, axis):
+    return np.take_along_axis(x, idx, axis=axis)
+
+
+def _slogdet_pair(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return np.stack([sign, logabsdet.astype(sign.dtype)], axis=-1)
+
+
+def _per_matrix(a, fn, dtype, extra=0):
+    """``fn`` (det, slogdet) over the matrices of ``a`` blockwise: the last two axes made
+    one chunk, the batch axes keep their chunks; ``extra``: a new last axis of that size."""
+    if a.ndim < 2:
+        raise ValueError(f"a matrix or a stack of matrices is needed, got shape {a.shape}")
+    n = a.ndim
+    a = a.rechunk({n - 2: -1, n - 1: -1})
+    dtype = np.result_type(dtype, 1.0)
+    if extra:
+        return da.map_blocks(fn, a, drop_axis=n - 1, dtype=dtype,
+                             chunks=a.chunks[:n - 2] + ((extra,),))
+    return da.map_blocks(fn, a, drop_axis=[n - 2, n - 1], dtype=dtype,
+                         chunks=a.chunks[:n - 2])
+
+
+def _square_chunks(fn, label):
+    """Dask's LU-based ``fn`` (solve, inv), with Dask's error about chunks made a
+    DaskUnsupported that says how to rechunk."""
+    def call(a, *args, **kwargs):
+        if a.ndim > 2:
+            return _stacked(fn, label, a, *args)
+        if len(set(a.chunks[0] + a.chunks[1])) > 1 or a.chunks[0] != a.chunks[1]:
+            raise DaskUnsupported(
+                f"{label} of a matrix in non-square chunks (Dask's LU needs square chunks)",
+                f"rechunk it: a.rechunk({a.chunks[0][0]}) or one chunk, a.rechunk(-1)")
+        return fn(a, *args, **kwargs)
+    call.__name__ = label.rpartition(".")[2]
+    return call
+
+
+def _stacked(fn, label, a, b=None):
+    """``numpy.linalg.<fn>`` over a stack of matrices, blockwise: each matrix one chunk,
+    the batch axes keep ``a``'s chunks (``b``: a stack of the same batch shape)."""
+    n = a.ndim
+    a = a.rechunk({n - 2: -1, n - 1: -1})
+    host = getattr(np.linalg, fn.__name__)
+    if b is None:
+        return da.map_blocks(host, a, dtype=np.result_type(a.dtype, 1.0))
+    if b.ndim != n or b.shape[:-2] != a.shape[:-2]:
+        raise DaskUnsupported(f"{label} of a stack with a right-hand side of another batch "
+                              "shape")
+    b = b.rechunk(a.chunks[:-2] + (-1, -1))
+    return da.map_blocks(host, a, b, dtype=np.result_type(a.dtype, b.dtype, 1.0),
+                         chunks=b.chunks)
+
+
+_FFT_NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+              "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq",
+              "fftshift", "ifftshift")
+
+
+def _one_chunk_fft(name):
+    """Dask's ``fft.<name>``; along an axis of several chunks a DaskUnsupported saying how
+    to rechunk (Dask transforms one chunk per axis)."""
+    fn = getattr(da.fft, name, None)
+    if fn is None:
+        return _unsupported(f"fft.{name}")
+    if name in ("fftfreq", "rfftfreq", "fftshift", "ifftshift"):
+        return fn
+
+    def call(a, *args, **kwargs):
+        try:
+            return fn(a, *args, **kwargs)
+        except ValueError as exc:
+            if "single chunk" not in str(exc):
+                raise
+            raise DaskUnsupported(
+                f"fft.{name} along an axis of several chunks",
+                "Dask transforms an axis that is one chunk: rechunk it first, "
+                "x.rechunk({axis: -1})") from None
+    call.__name__ = name
+    return call
+
+
+def _add_at(target, index, values):
+    """``numpy.add.at`` on a copy (one Dask task; module-level, so workers can unpickle it)."""
+    out = np.array(target, copy=True)
+    np.add.at(out, index, values)
+    return out
+
+
+def compute(*arrays, **kwargs):
+    """``dask.compute`` of the Dask arrays in ``arrays`` (others pass through), as a tuple
+    of NumPy arrays."""
+    lazy = [k for k, a in enumerate(arrays) if isinstance(a, da.Array)]
+    values = dask.compute(*[arrays[k] for k in lazy], **kwargs)
+    out = list(arrays)
+    for k, v in zip(lazy, values):
+        out[k] = np.asarray(v)
+    return tuple(out)
+
+
+def persist(*arrays, **kwargs):
+    """``dask.persist`` of the Dask arrays in ``arrays`` (others pass through)."""
+    lazy = [k for k, a in enumerate(arrays) if isinstance(a, da.Array)]
+    values = dask.persist(*[arrays[k] for k in lazy], **kwargs)
+    out = list(arrays)
+    for k, v in zip(lazy, values):
+        out[k] = v
+    return tuple(out)
