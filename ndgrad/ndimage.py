@@ -42,11 +42,12 @@ first value is initialized by the boundary mode: whole-sample symmetric ("mirror
 matrix once per (length, order, mode) by running SciPy's recursion on the columns of the
 identity (NumPy, cached) and applies it with :func:`ndgrad.matmul`: the values are SciPy's up
 to rounding, and the derivative in the input is the exact adjoint (the transposed matrix).
-SciPy's half-sample initialization reads, in its last term, the first value it is updating;
-ndgrad keeps that, so on short axes the "reflect" spline misses the samples by what SciPy's
-does (about ``1e-6`` for order 3 on 5 samples). For "nearest" and "grid-constant" SciPy pads
-the input with 12 samples (edge values, ``cval``) before filtering and interpolates in the
-padded coefficients; ndgrad does the same.
+SciPy before 1.18 read, in the last term of its half-sample initialization, the first value
+it was updating (SciPy issue 24550), so on short axes its "reflect" spline missed the samples
+(by about ``1e-6`` for order 3 on 5 samples); ndgrad computes the exact initialization, as
+SciPy 1.18 does, and its spline passes through the samples. For "nearest" and
+"grid-constant" SciPy pads the input with 12 samples (edge values, ``cval``) before filtering
+and interpolates in the padded coefficients; ndgrad does the same.
 """
 
 from __future__ import annotations
@@ -614,10 +615,10 @@ def _prefilter_matrix(n, order, init):
                 / (1.0 - zn1 * zn1)
         elif init == "periodic":
             c[0] = (c[0] + p @ c[n - 1:0:-1]) / (1.0 - z ** n)
-        else:  # reflect: SciPy's loop reads its updated c[0] in its last term (kept as is)
+        else:  # reflect (the last term reads the original c[0]: SciPy >= 1.18, gh-24550)
             zn, c0 = z ** n, c[0].copy()
             s = c0 + zn * c[n - 1] + p[:n - 2] @ (c[1:n - 1] + zn * c[n - 2:0:-1])
-            s = s + p[n - 2] * (c[n - 1] + zn * s)
+            s = s + p[n - 2] * (c[n - 1] + zn * c0)
             c[0] = s * z / (1.0 - zn * zn) + c0
         for i in range(1, n):
             c[i] += z * c[i - 1]

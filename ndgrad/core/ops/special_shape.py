@@ -511,7 +511,10 @@ def sph_harm_y(B, n, m, theta, phi, diff_n=0):
     # (SciPy takes integer orders only: integral floats are cast)
     n, m = (B.asarray(v).astype(B.int64) if B.asarray(v).dtype.kind == "f" else v
             for v in (n, m))
-    return B.special.sph_harm_y(n, m, theta, phi)
+    y = B.special.sph_harm_y(n, m, theta, phi)
+    if B is not NUMPY:  # (CuPy's is NaN where |m| > n, SciPy's and the definition's 0)
+        y = B.where(abs(B.asarray(m)) > B.asarray(n), 0, y)
+    return y
 
 
 sph_harm_y.defvjp(
