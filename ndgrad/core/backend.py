@@ -489,6 +489,23 @@ def _complex_on_host(B, f, host, label):
     return call
 
 
+def vector_norm_of(xp, x, axis=None, keepdims=False, ord=2):
+    """``numpy.linalg.vector_norm`` written with array module ``xp``'s reductions (for the
+    libraries that have none: CuPy, Dask)."""
+    a = xp.abs(x)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=axis, keepdims=keepdims))
+    if ord == float("inf"):
+        return xp.max(a, axis=axis, keepdims=keepdims)
+    if ord == -float("inf"):
+        return xp.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return xp.sum(a != 0, axis=axis, keepdims=keepdims).astype(a.dtype)
+    if ord == 1:
+        return xp.sum(a, axis=axis, keepdims=keepdims)
+    return xp.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
 class CupyBackend(Backend):
     """The CUDA backend over CuPy (and cupyx.scipy for special functions and linalg).
 
@@ -545,19 +562,7 @@ class CupyBackend(Backend):
         return (self._cp.conj(x1) * x2).sum(axis=axis)
 
     def _vector_norm(self, x, axis=None, keepdims=False, ord=2):
-        cp = self._cp
-        a = cp.abs(x)
-        if ord == 2:
-            return cp.sqrt(cp.sum(a * a, axis=axis, keepdims=keepdims))
-        if ord == float("inf"):
-            return cp.max(a, axis=axis, keepdims=keepdims)
-        if ord == -float("inf"):
-            return cp.min(a, axis=axis, keepdims=keepdims)
-        if ord == 0:
-            return cp.sum(a != 0, axis=axis, keepdims=keepdims).astype(a.dtype)
-        if ord == 1:
-            return cp.sum(a, axis=axis, keepdims=keepdims)
-        return cp.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        return vector_norm_of(self._cp, x, axis, keepdims, ord)
 
     # -- NumPy's contract where CuPy's differs (Note [CuPy is not NumPy])
     def where(self, condition, x=None, y=None):

@@ -40,7 +40,7 @@ import dask
 import dask.array as da
 
 from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device,
-                      _seed_state)
+                      _seed_state, vector_norm_of)
 
 __all__ = ["DaskBackend", "compute", "persist"]
 
@@ -322,18 +322,7 @@ class DaskBackend(Backend):
     shares_memory = may_share_memory
 
     def _vector_norm(self, x, axis=None, keepdims=False, ord=2):
-        a = da.absolute(x)
-        if ord == 2:
-            return da.sqrt(da.sum(a * a, axis=axis, keepdims=keepdims))
-        if ord == float("inf"):
-            return da.max(a, axis=axis, keepdims=keepdims)
-        if ord == -float("inf"):
-            return da.min(a, axis=axis, keepdims=keepdims)
-        if ord == 0:
-            return da.sum(a != 0, axis=axis, keepdims=keepdims).astype(a.dtype)
-        if ord == 1:
-            return da.sum(a, axis=axis, keepdims=keepdims)
-        return da.sum(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        return vector_norm_of(da, x, axis, keepdims, ord)
 
     def _solve_triangular(self, a, b, trans=0, lower=False, unit_diagonal=False,
                           overwrite_b=False, check_finite=False):
