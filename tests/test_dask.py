@@ -108,12 +108,21 @@ MUST_WORK_REAL = ("sort", "argsort", "median", "quantile", "special.lambertw")
 DATA_DEPENDENT = ("trim_zeros", "polymul", "polydiv", "roots")
 
 
+def _swept(name, dtype):
+    """Whether the sweep of ``dtype`` runs the op or composite ``name``: complex128 runs
+    those whose domain is complex, but elementwise primitives (NumPy's ufunc on each chunk,
+    whatever the dtype: left out to keep the Dask tests within their time budget)."""
+    op = REGISTRY.get(name) or COMPOSITES[name]
+    return dtype == "float64" or op.domain.complex and not (
+        name in REGISTRY and op.kind == "elementwise")
+
+
 def _sweep(dtype):
     """One draw per registered op and composite (float64, or complex128 for those whose
-    domain is complex), run on NumPy and on chunked Dask arrays: SWEEP[dtype]."""
+    domain is complex but elementwise primitives), run on NumPy and on chunked Dask arrays:
+    SWEEP[dtype]."""
     if dtype in SWEEP:
         return SWEEP[dtype]
-    complex_ = dtype == "complex128"
     outcomes = {}
 
     @seed(20)
@@ -123,10 +132,10 @@ def _sweep(dtype):
     def run(data):
         for name in sorted(REGISTRY) + sorted(COMPOSITES):
             op = REGISTRY.get(name) or COMPOSITES[name]
-            if complex_ and not op.domain.complex:
+            if not _swept(name, dtype):
                 continue
             try:
-                args, kwargs = data.draw(op_samples(op, complex=complex_))
+                args, kwargs = data.draw(op_samples(op, complex=dtype == "complex128"))
                 ref = _run(op, args, kwargs, False)
             except Exception:  # noqa: BLE001 - sampled input the NumPy run refuses: not ours
                 continue
@@ -167,12 +176,13 @@ def test_registered_ops_on_dask_agree_with_numpy(dtype):
         assert msg.startswith(f"ndgrad.{name} ") and "cannot run on Dask arrays" in msg and \
             "t.compute()" in msg, (name, msg)
     for name in DATA_DEPENDENT:
-        if dtype == "float64" or (REGISTRY.get(name) or COMPOSITES[name]).domain.complex:
+        if _swept(name, dtype):
             assert outcomes[name][0] == "unsupported", (name, outcomes[name])
             assert "depends on the values" in outcomes[name][1], outcomes[name][1]
-    assert len(by["ok"]) >= (300 if dtype == "float64" else 180), len(by["ok"])
-    for name in MUST_WORK + (MUST_WORK_REAL if dtype == "float64" else ()):
-        assert outcomes[name][0] == "ok", (name, outcomes[name])
+    assert len(by["ok"]) >= (300 if dtype == "float64" else 140), len(by["ok"])
+    for name in MUST_WORK + MUST_WORK_REAL:
+        if _swept(name, dtype):
+            assert outcomes[name][0] == "ok", (name, outcomes[name])
 
 
 # ------------------------------------------------------------------ logistic regression
