@@ -250,6 +250,7 @@ class Backend:
     name = "abstract"
     array_type = None
     lazy = False  # arrays are graphs computed later (Dask: Note [The Dask backend])
+    host_indices = False  # index arrays stay NumPy arrays (Dask: core/ops/indexing.on_device)
     F = None  # set by ndgrad.core.ops once the registry is built
 
     def device_of(self, array) -> Device:  # pragma: no cover - interface
@@ -1135,20 +1136,29 @@ _DASK = {"backend": None}
 
 class DaskUnsupported(NotImplementedError):
     """A function the Dask backend cannot run lazily (Note [The Dask backend]). ``apply``
-    names the ndgrad function that needed it (:meth:`for_op`)."""
+    names the ndgrad function that needed it (:meth:`for_op`), and a composite the one the
+    user called (the primitive inside stays named, ``via``). ``why``: the reason, when it is
+    not a function dask.array lacks (a result whose shape depends on the values)."""
 
-    def __init__(self, label, hint="", op=None):
-        self.label, self.hint, self.op = label, hint, op
+    def __init__(self, label, hint="", op=None, *, why=None, via=None):
+        self.label, self.hint, self.op, self.why, self.via = label, hint, op, why, via
         needed = f"ndgrad.{op}" if op is not None else "this operation"
-        super().__init__(
-            f"{needed} cannot run on Dask arrays: dask.array has no {label}"
-            f"{' (' + hint + ')' if hint else ''}. Compute the tensor first (t.compute(), "
-            "a NumPy-backed tensor) or, for a chunk-local operation, rechunk so that the "
-            "axes it works along are one chunk and use dask.array.map_blocks")
+        if via is not None:
+            needed += f" (through ndgrad.{via})"
+        reason = why if why is not None else f"dask.array has no {label}"
+        advice = "Compute the tensor first (t.compute(), a NumPy-backed tensor)"
+        if why is None:
+            advice += (" or, for a chunk-local operation, rechunk so that the axes it works "
+                       "along are one chunk and use dask.array.map_blocks")
+        super().__init__(f"{needed} cannot run on Dask arrays: {reason}"
+                         f"{' (' + hint + ')' if hint else ''}. {advice}")
 
     def for_op(self, qualname):
-        """The same error naming the ndgrad function ``qualname``."""
-        return DaskUnsupported(self.label, self.hint, qualname)
+        """The same error naming the ndgrad function ``qualname`` (the one named before, if
+        another, as the function it went through)."""
+        via = self.via if self.via is not None else (
+            self.op if self.op not in (None, qualname) else None)
+        return DaskUnsupported(self.label, self.hint, qualname, why=self.why, via=via)
 
 
 def dask_backend():

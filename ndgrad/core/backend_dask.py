@@ -28,8 +28,18 @@ backward pass builds Dask graphs too; Dask schedules them (threads, processes or
   NumPy-backed. Dask with a GPU tensor is an error naming both devices.
 * Views: Dask arrays share no memory (``may_share_memory`` is False); an in-place operation
   on a Dask-backed tensor replaces its graph (Dask's ``__setitem__``) and no view sees it.
-* Indices stay NumPy arrays (Dask indexes with them); ``scatter_add`` with repeated indices
-  runs in one task over the whole target (``dask.delayed``), a basic index blockwise.
+* Indices stay NumPy arrays (Dask indexes with them: results of known shape; on_device in
+  core/ops/indexing.py asks :meth:`DaskBackend.host_index`); ``scatter_add`` with an index
+  array runs in one task over the whole target (``dask.delayed``), a basic index blockwise.
+  Assigning into a copy (``B.array(x, copy=True)``) leaves ``x`` as it was: Dask's
+  ``__setitem__`` replaces the graph of the very object it is called on.
+* Functions along an axis (``sort``, ``argsort``) or of whole matrices (``eigh``, ``eig``,
+  ``matrix_rank``, ``expm``) run blockwise (``map_blocks``) when that axis, or each matrix,
+  is one chunk: a stack of matrices is rechunked so, an axis of several chunks is a
+  DaskUnsupported saying how to rechunk (the rechunk can be large: the user decides).
+* A result whose shape depends on the values (a lazy boolean mask's selection,
+  ``trim_zeros``, the polynomials of Note [Values that decide a shape] in core/ops/signal.py)
+  is a DaskUnsupported saying so: computing the values would break laziness silently.
 """
 
 from __future__ import annotations
@@ -125,13 +135,16 @@ class DaskBackend(Backend):
                                  matrix_transpose=self.matrix_transpose, det=self._det,
                                  slogdet=self._slogdet, pinv=self._pinv,
                                  solve=_square_chunks(da.linalg.solve, "linalg.solve"),
-                                 inv=_square_chunks(da.linalg.inv, "linalg.inv"))
+                                 inv=_square_chunks(da.linalg.inv, "linalg.inv"),
+                                 eigh=_eigh, eigvalsh=_eigvalsh, eig=_eig, eigvals=_eigvals,
+                                 matrix_rank=_matrix_rank, cross=_cross)
         self.fft = _Namespace("fft", None, None,
                               **{n: _one_chunk_fft(n) for n in _FFT_NAMES})
         self.special = _Namespace("special", None, SCIPY_SPECIAL,
-                                  polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"))
+                                  polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"),
+                                  lambertw=_blockwise("lambertw"))
         self.scipy_linalg = _Namespace("scipy_linalg", None, SCIPY_LINALG,
-                                       solve_triangular=self._solve_triangular)
+                                       solve_triangular=self._solve_triangular, expm=_expm)
         self.permute_dims = da.transpose
         self.concat = da.concatenate
         self.host_fallbacks = set()
@@ -154,9 +167,13 @@ class DaskBackend(Backend):
 
     # -- NumPy's contract where dask.array's differs
     def array(self, x, dtype=None, copy=None, **kwargs):
-        """``numpy.array`` (Dask arrays are values: a copy is the array itself)."""
+        """``numpy.array``. Dask arrays are values: a copy shares the graph, but is another
+        object, so an assignment into it (Dask's ``__setitem__`` replaces the graph of the
+        object it is called on) leaves ``x`` as it was."""
         if isinstance(x, da.Array):
-            return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+            if dtype is not None and x.dtype != dtype:
+                return x.astype(dtype)
+            return x.copy() if copy or copy is None else x
         return da.asarray(np.array(x, dtype=dtype, **kwargs))
 
     def max(self, a, axis=None, out=None, keepdims=False, initial=_NOVALUE, where=_NOVALUE):
@@ -349,14 +366,60 @@ class DaskBackend(Backend):
         """Compute ``array`` (one ``dask.compute``)."""
         return np.asarray(array.compute())
 
+    def host_index(self, index, select=True):
+        """``index`` as Dask indexes with it (NumPy index arrays stay NumPy arrays: their
+        results have known shapes). ``select``: ``index`` picks elements out (``x[index]``),
+        where a lazy boolean mask would make the result's shape depend on its values."""
+        if select:
+            for part in index if isinstance(index, tuple) else (index,):
+                if isinstance(part, da.Array) and part.dtype == bool:
+                    raise DaskUnsupported(
+                        "getitem", "ndgrad.where(mask, x, 0) keeps the shape",
+                        why="the number of elements a lazy boolean mask selects, so the "
+                            "result's shape, depends on the values of the mask")
+        return index
+
+    def assign(self, out, index, values):
+        """``out[index] = values`` (Dask's ``__setitem__``: the last value written to a
+        repeated position stays, as in NumPy), new axes (None) of a basic index taken out
+        first (Dask's assignment has none)."""
+        index, values = _settable(out.shape, index, values)
+        out[index] = values
+
     def scatter_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating: the new graph
-        replaces ``target``'s (Dask's ``__setitem__``). A non-basic index runs as one task
-        over the whole target."""
+        replaces ``target``'s (Dask's ``__setitem__``). A basic index adds blockwise; an
+        index with arrays runs as one task over the whole target (``numpy.add.at``)."""
+        if _is_basic(index):
+            index, values = _settable(target.shape, index, values)
+            target[index] = target[index] + values
+            return target
         new = da.from_delayed(dask.delayed(_add_at)(target, index, values),
                               shape=target.shape, dtype=target.dtype)
         target[...] = new
         return target
+
+    def repeat(self, a, repeats, axis=None):
+        """``numpy.repeat``: also of the flattened array (``axis=None``) and with a count
+        per element (Dask's repeats every element as often, along an axis)."""
+        a = da.asarray(a)
+        if axis is None:
+            a, axis = a.reshape(-1), 0
+        if not isinstance(repeats, (int, np.integer)) and len(repeats) == 1:
+            repeats = repeats[0]
+        if isinstance(repeats, (int, np.integer)):
+            return da.repeat(a, int(repeats), axis=axis)
+        return da.take(a, np.repeat(np.arange(a.shape[axis]), repeats), axis=axis)
+
+    def sort(self, a, axis=-1, kind=None):
+        """``numpy.sort`` along an axis that is one chunk, blockwise (Dask has no sort)."""
+        a, axis = _along_one_chunk(a, axis, "sort")
+        return da.map_blocks(_sort_block, a, axis=axis, kind=kind, dtype=a.dtype)
+
+    def argsort(self, a, axis=-1, kind=None):
+        """``numpy.argsort`` along an axis that is one chunk, blockwise."""
+        a, axis = _along_one_chunk(a, axis, "argsort")
+        return da.map_blocks(_argsort_block, a, axis=axis, kind=kind, dtype=np.intp)
 
     def set_readonly(self, array):
         pass  # (Dask arrays are values)
@@ -384,6 +447,148 @@ class DaskBackend(Backend):
 
     def set_rng_state(self, state):
         pass
+
+
+def _is_basic(index):
+    """An index of ints, slices, None and Ellipsis only (core/ops/indexing.is_basic)."""
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer))
+               for i in (index if isinstance(index, tuple) else (index,)))
+
+
+def _settable(shape, index, values):
+    """``index`` and ``values`` as Dask's ``__setitem__`` takes them: a basic index without
+    new axes (None), the values broadcast to the selection's shape (NumPy's rule, which
+    also drops the values' leading axes of length 1)."""
+    if not _is_basic(index):
+        return index, values
+    parts = index if isinstance(index, tuple) else (index,)
+    if all(i is not None for i in parts):
+        return index, values
+    probe = np.broadcast_to(np.empty((), dtype=bool), shape)  # (no memory: shapes only)
+    full = probe[parts].shape
+    bare = tuple(i for i in parts if i is not None)
+    v = da.asarray(values)
+    while v.ndim > len(full) and v.shape[0] == 1:
+        v = v[0]
+    return bare, da.broadcast_to(v, full).reshape(probe[bare].shape)
+
+
+def _along_one_chunk(a, axis, label):
+    """``a`` (flattened when ``axis`` is None) and the axis, which must be one chunk
+    (else DaskUnsupported, saying how to rechunk)."""
+    a = da.asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis = axis % a.ndim if a.ndim else 0
+    if a.ndim and a.numblocks[axis] != 1:
+        # (the axis is named in general: a composite may have moved it, as median does)
+        raise DaskUnsupported(f"{label} along an axis of several chunks",
+                              "rechunk the axis it works along to one chunk first: "
+                              "x.rechunk({axis: -1})")
+    return a, axis
+
+
+def _sort_block(x, axis, kind):
+    return np.sort(x, axis=axis, kind=kind)
+
+
+def _argsort_block(x, axis, kind):
+    return np.argsort(x, axis=axis, kind=kind)
+
+
+def _matrices(a, label):
+    """``a``, a stack of square matrices, each made one chunk (the batch axes keep their
+    chunks)."""
+    if a.ndim < 2:
+        raise ValueError(f"{label}: a matrix or a stack of matrices is needed, got shape "
+                         f"{a.shape}")
+    n = a.ndim
+    return a.rechunk({n - 2: -1, n - 1: -1})
+
+
+def _eigh_packed(a, UPLO):
+    lam, v = np.linalg.eigh(a, UPLO=UPLO)
+    return np.concatenate([v, lam[..., :, None].astype(v.dtype)], axis=-1)
+
+
+def _eigh(a, UPLO="L"):
+    """``numpy.linalg.eigh`` blockwise over a stack (each matrix made one chunk): one task
+    per block gives the eigenvectors with the eigenvalues as an extra column."""
+    a = _matrices(da.asarray(a), "linalg.eigh")
+    n = a.shape[-1]
+    dtype = np.result_type(a.dtype, np.float32)
+    packed = da.map_blocks(_eigh_packed, a, UPLO=UPLO, dtype=dtype,
+                           chunks=a.chunks[:-1] + ((n + 1,),))
+    lam = packed[..., n]
+    return (da.real(lam) if dtype.kind == "c" else lam), packed[..., :n]
+
+
+def _eigvalsh_block(a, UPLO):
+    return np.linalg.eigvalsh(a, UPLO=UPLO)
+
+
+def _eigvalsh(a, UPLO="L"):
+    """``numpy.linalg.eigvalsh`` blockwise over a stack (each matrix one chunk)."""
+    a = _matrices(da.asarray(a), "linalg.eigvalsh")
+    dtype = np.finfo(np.result_type(a.dtype, np.float32)).dtype
+    return da.map_blocks(_eigvalsh_block, a, UPLO=UPLO, drop_axis=a.ndim - 1, dtype=dtype)
+
+
+def _eig_packed(a, ctype):
+    lam, v = np.linalg.eig(a)
+    return np.concatenate([v.astype(ctype), lam[..., None, :].astype(ctype)], axis=-2)
+
+
+def _eig(a):
+    """``numpy.linalg.eig`` blockwise over a stack (each matrix one chunk), always complex
+    (NumPy's result is real when every eigenvalue is: a dtype that depends on the values;
+    ndgrad's eig is complex anyway). The eigenvalues ride as an extra row."""
+    a = _matrices(da.asarray(a), "linalg.eig")
+    n = a.shape[-1]
+    ctype = np.result_type(a.dtype, np.complex64)
+    packed = da.map_blocks(_eig_packed, a, ctype=ctype, dtype=ctype,
+                           chunks=a.chunks[:-2] + ((n + 1,), (n,)))
+    return packed[..., n, :], packed[..., :n, :]
+
+
+def _eigvals(a):
+    """``numpy.linalg.eigvals`` as :func:`_eig` gives them (complex)."""
+    return _eig(a)[0]
+
+
+def _matrix_rank_block(a, tol, hermitian, rtol):
+    return np.asarray(np.linalg.matrix_rank(a, tol=tol, hermitian=hermitian, rtol=rtol))
+
+
+def _matrix_rank(a, tol=None, hermitian=False, rtol=None):
+    """``numpy.linalg.matrix_rank`` blockwise over a stack (each matrix one chunk); a
+    tolerance per matrix is not taken (a number is)."""
+    if not all(t is None or np.ndim(t) == 0 for t in (tol, rtol)):
+        raise DaskUnsupported("linalg.matrix_rank with a tolerance per matrix",
+                              "pass one number as tol or rtol")
+    a = _matrices(da.asarray(a), "linalg.matrix_rank")
+    return da.map_blocks(_matrix_rank_block, a, tol=tol, hermitian=hermitian, rtol=rtol,
+                         drop_axis=[a.ndim - 2, a.ndim - 1], dtype=np.intp)
+
+
+def _expm_block(a):
+    return SCIPY_LINALG.expm(a)
+
+
+def _expm(a):
+    """``scipy.linalg.expm`` blockwise over a stack (each matrix made one chunk)."""
+    a = _matrices(da.asarray(a), "linalg.matrix_exp")
+    return da.map_blocks(_expm_block, a, dtype=np.result_type(a.dtype, np.float32))
+
+
+def _cross(x1, x2, axis=-1):
+    """``numpy.linalg.cross`` of 3-vectors along ``axis`` (negative), from their
+    components: elementwise, so any chunks."""
+    x1, x2 = da.asarray(x1), da.asarray(x2)
+    tail = (slice(None),) * (-axis - 1)
+    a0, a1, a2 = (x1[(Ellipsis, k) + tail] for k in range(3))
+    b0, b1, b2 = (x2[(Ellipsis, k) + tail] for k in range(3))
+    return da.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=axis)
 
 
 def _one_way(a, label):

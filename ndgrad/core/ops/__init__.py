@@ -17,7 +17,7 @@ import inspect
 
 from .. import backend as _backend_mod
 from .. import creation as _creation
-from ..backend import NUMPY, Backend
+from ..backend import NUMPY, Backend, DaskUnsupported
 from ..dispatch import (TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply,
                         sequences_stacked)
 from ..graph import expose_saved_names
@@ -151,6 +151,10 @@ def _make_composite_public(c, F):
             return fn_(F, *args, **kw)
         except DeviceMismatchError as exc:  # raised by an op inside: name this function
             raise DeviceMismatchError(name, *exc.devices) from None
+        except DaskUnsupported as exc:  # (the same; the op inside named as the one it needs)
+            if exc.op == name:
+                raise
+            raise exc.for_op(name) from None
     fn = _packed(run, _kwonly_names(fn_), name) if c.pack else run
     fn.__name__ = fn.__qualname__ = c.name
     fn.__doc__ = c.__doc__

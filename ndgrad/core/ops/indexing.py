@@ -48,13 +48,17 @@ def normalize_index(index):
     return index
 
 
-def on_device(B, index):
+def on_device(B, index, select=True):
     """``index`` with its host index arrays (NumPy arrays, from lists or CPU tensors) on
-    backend ``B``'s device, as CuPy needs them; the index itself on the CPU."""
+    backend ``B``'s device, as CuPy needs them; the index itself on the CPU. A backend with
+    ``host_indices`` (Dask) indexes with host arrays and checks the index
+    (``B.host_index``); ``select``: it picks elements out (not an assignment's target)."""
     if B.array_type is _HOST_ARRAY:
         return index
+    if B.host_indices:
+        return B.host_index(index, select)
     if isinstance(index, tuple):
-        return tuple(on_device(B, i) for i in index)
+        return tuple(on_device(B, i, select) for i in index)
     if type(index) is _HOST_ARRAY:
         return B.asarray(index)
     return index
@@ -373,10 +377,10 @@ def index_add(B, x, values, index):
             [0. , 1.5]])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    if is_basic(index):
+    if is_basic(index) and not B.lazy:
         out[index] += values
-    else:
-        B.scatter_add(out, on_device(B, index), values)
+    else:  # (Dask: the backend's scatter, also for a basic index, Note [The Dask backend])
+        B.scatter_add(out, on_device(B, index, False), values)
     return out
 
 
@@ -466,7 +470,7 @@ def index_put(B, x, values, index):
     tensor([0., 1., 1.])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    B.assign(out, on_device(B, index), values)
+    B.assign(out, on_device(B, index, False), values)
     return out
 
 

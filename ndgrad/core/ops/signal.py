@@ -38,9 +38,10 @@ import math
 import operator
 import warnings
 
-from ..backend import NUMPY, float64, int64
+from ..backend import NUMPY, DaskUnsupported, float64, int64
 from ..creation import asarray, constant_data
 from ..dispatch import TENSOR_F
+from ..tensor import Tensor
 from .batching import is_batched
 from .dense_linalg import LinAlgError
 from .linalg import _eye
@@ -62,8 +63,14 @@ def _atleast_1d(F, x):
 
 
 def _tolist(x):
-    """The values of ``x`` (not batched) as Python numbers."""
-    return _stop(x).tolist()
+    """The values of ``x`` (not batched) as Python numbers. Lazy (Dask) values are not
+    read: a DaskUnsupported (the ndgrad function is named by its public wrapper)."""
+    x = _stop(x)
+    if isinstance(x, Tensor) and x.backend.lazy or not hasattr(x, "tolist"):
+        raise DaskUnsupported("", why="its result's shape or dtype depends on the values of "
+                                      "its input, which are not computed (Note [Values that "
+                                      "decide a shape] in ndgrad/core/ops/signal.py)")
+    return x.tolist()
 
 
 def _ndim(v):

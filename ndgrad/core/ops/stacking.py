@@ -31,7 +31,7 @@ import itertools
 import math
 import operator
 
-from ..backend import NUMPY
+from ..backend import NUMPY, DaskUnsupported
 from ..creation import asarray
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
@@ -1078,6 +1078,9 @@ def trim_zeros(B, filt, trim="fb", axis=None):
     trim, axes = _trim_axes(trim, axis, filt.ndim)
     if not axes:
         return B.array(filt, copy=True)
+    if B.lazy:
+        raise DaskUnsupported("trim_zeros", why="the result's shape depends on the values "
+                                                "(where the zeros are)")
     nonzero = filt != 0
     index = [slice(None)] * filt.ndim
     for ax in axes:
@@ -1392,7 +1395,10 @@ def piecewise(F, x, condlist, funclist, *args, **kw):
     ``piecewise``; a later condition overrides an earlier one).
 
     The conditions are constants; the functions are called on (differentiable) tensors.
-    The result has ``x``'s dtype.
+    The result has ``x``'s dtype. On a Dask-backed ``x`` (whose selected entries would have
+    a shape that depends on the values) each function is called on the whole of ``x`` and
+    :func:`where` picks its entries: the functions must then be elementwise, and defined
+    (with a finite derivative) on the entries they do not get.
 
     Examples
     --------
@@ -1423,6 +1429,11 @@ def piecewise(F, x, condlist, funclist, *args, **kw):
         raise ValueError(f"piecewise: with {n} condition(s), either {n} or {n + 1} functions "
                          "are expected")
     y = F.index_put(x, 0, index=...)  # zeros, on x's graph (with a zero gradient)
+    if isinstance(x, Tensor) and x.backend.lazy:
+        # (Dask: x[cond] has a shape that depends on the values; where() keeps x's shape)
+        for cond, func in zip(conds, funclist):
+            y = F.where(cond, func(x, *args, **kw) if callable(func) else func, y)
+        return y if y.dtype == x.dtype else F.astype(y, x.dtype)
     for cond, func in zip(conds, funclist):
         if not callable(func):
             y = F.index_put(y, func, index=cond)
