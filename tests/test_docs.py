@@ -45,6 +45,7 @@ def _report(proc):
 
 
 @needs_sphinx
+@pytest.mark.xdist_group("sphinx")  # (one worker: the doctest build reuses the doctrees)
 @pytest.mark.cpu_only("sphinx-build runs in a subprocess, on the CPU: a device case repeats it")
 def test_html_docs_build_without_warnings(tmp_path, doctrees):
     import ndgrad
@@ -87,6 +88,7 @@ def test_html_docs_build_without_warnings(tmp_path, doctrees):
 
 
 @needs_sphinx
+@pytest.mark.xdist_group("sphinx")
 @pytest.mark.cpu_only("sphinx-build runs in a subprocess, on the CPU: a device case repeats it")
 def test_doc_examples_pass(tmp_path, doctrees):
     proc = sphinx_build("doctest", tmp_path / "doctest", doctrees)
