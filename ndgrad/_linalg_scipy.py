@@ -14,11 +14,14 @@ operations (plain functions, not registered ops): every transform (backward, for
 * ``sqrtm`` is the Denman-Beavers iteration, ``logm`` inverse scaling and squaring (square
   roots by Denman-Beavers, then the series of ``2 atanh``); ``expm_frechet`` the block
   formula ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]``.
+* ``funm`` is ``V f(Λ) V^-1`` from :func:`ndgrad.linalg.eig` (Note [funm]).
+* ``schur`` is SciPy's, on the host, for its values only (not differentiable: it refuses
+  inputs that require grad and transforms' values).
 * ``polar`` through :func:`ndgrad.linalg.svd`; ``toeplitz``, ``circulant`` and
   ``block_diag`` gather or pad their entries; ``eigh_tridiagonal`` is
   :func:`ndgrad.linalg.eigh` of the assembled matrix.
 
-SciPy is imported only inside ``lu_factor`` (for the pivots).
+SciPy is imported only inside ``lu_factor`` (for the pivots) and ``schur``.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ import numpy as np
 
 __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
            "solve_banded", "solveh_banded", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
-           "sqrtm", "logm", "expm_frechet", "polar", "toeplitz", "circulant", "block_diag",
-           "eigh_tridiagonal"]
+           "sqrtm", "logm", "expm_frechet", "funm", "schur", "polar", "toeplitz", "circulant",
+           "block_diag", "eigh_tridiagonal"]
 
 
 def _nd():
@@ -488,6 +491,185 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     m = nd.linalg.matrix_exp(big)
     frechet = m[:n, n:]
     return (m[:n, :n], frechet) if compute_expm else frechet
+
+
+# Note [funm]
+# ~~~~~~~~~~~
+# SciPy's funm is Schur-Parlett: the Schur form T = Z^H A Z, f on its diagonal, and the
+# Parlett recurrence for the rest, which divides by differences of eigenvalues. Its derivative
+# could be had from the block identity f([[A, E], [0, A]]) = [[f(A), L(A, E)], [0, f(A)]]
+# (Mathias 1996; expm_frechet uses it), but the block matrix has every eigenvalue twice:
+# Parlett's recurrence divides by zero there (SciPy skips the division and returns a wrong
+# block) and the block matrix is defective, so neither Schur-Parlett nor an eigendecomposition
+# gives L accurately from it. funm is therefore the composite
+#
+#     A = V diag(w) V^-1  (ndgrad.linalg.eig),   F = V diag(func(w)) V^-1
+#
+# with func applied to the (complex) eigenvalues as ndgrad operations. Differentiating it
+# through eig's rules gives V^-1 dF V = (V^-1 dA V) * D, D[i, j] = (f(w_i) - f(w_j)) /
+# (w_i - w_j) and D[i, i] = f'(w_i): the Daleckii-Krein form of the Fréchet derivative L(A, dA),
+# exact for a diagonalizable A with distinct eigenvalues, and, being made of ndgrad operations,
+# differentiable again (every order, every transform). Accuracy: the value's relative error is
+# about eps * cond(V) (errest reports it), so it matches Schur-Parlett for normal matrices
+# (cond(V) = 1) and for well-separated eigenvalues; at nearly repeated eigenvalues of a
+# non-normal matrix both methods lose accuracy, and at exactly repeated ones the derivative
+# divides by zero (the value of a normal A, e.g. the identity, is still exact).
+def funm(A, func, disp=True):
+    """Matrix function ``f(A)`` of a scalar function ``func``, as ``scipy.linalg.funm``.
+
+    ``func`` gets the eigenvalues of ``A`` as a 1-D complex tensor and must return the
+    values of ``f`` at them (the same shape); written with NumPy's or ndgrad's functions
+    (``np.exp``, ``np.sqrt``, arithmetic ...) it computes on ndgrad tensors. The result is
+    ``V diag(func(w)) V^-1`` with ``A = V diag(w) V^-1`` from :func:`ndgrad.linalg.eig`
+    (SciPy uses the Schur-Parlett method; the values agree to about ``eps * cond(V)``).
+
+    Differentiable in ``A`` to every order and under every transform: the derivative is the
+    Fréchet derivative of the matrix function (Daleckii-Krein), for diagonalizable ``A``
+    with distinct eigenvalues; it is not defined (it divides by zero) at repeated ones.
+    Accurate for normal matrices (Hermitian, unitary ...) and for well-separated eigenvalues;
+    near a defective matrix (nearly repeated eigenvalues of a non-normal ``A``) the result
+    is inaccurate, which ``errest`` reports (Note [funm] in the source).
+
+    As in SciPy, a real ``A`` gives a real result when the imaginary part is negligible
+    (below ``1e6 * eps``). Inside :func:`ndgrad.func.vmap`, where a batch has no single
+    value to decide on, a real ``A`` gives the real part (SciPy's result whenever ``f(A)``
+    is real, e.g. ``exp``, ``sin``, polynomials, ``sqrt`` of positive definite matrices);
+    pass a complex ``A`` to keep it complex.
+
+    Parameters
+    ----------
+    A : (n, n) tensor
+        Real or complex square matrix.
+    func : callable
+        Evaluates ``f`` elementwise on a 1-D tensor of eigenvalues.
+    disp : bool, optional
+        If True (default), print a message when the estimated error is large (over
+        ``1000 * eps``), as SciPy does, and return ``F`` alone; if False return
+        ``(F, errest)``.
+
+    Returns
+    -------
+    F : (n, n) tensor
+    errest : float
+        (with ``disp=False``) Estimate of the relative error, ``min(1, eps * cond(V))`` in
+        the 2-norm (``inf`` if ``F`` is not finite); inside ``vmap`` a tensor, one per batch
+        element.
+
+    Examples
+    --------
+    >>> import numpy as np, ndgrad
+    >>> a = ndgrad.tensor([[1.0, 2.0], [0.0, 3.0]], requires_grad=True)
+    >>> f = ndgrad.linalg.funm(a, lambda w: w ** 2 + 1)  # a @ a + I
+    >>> f
+    tensor([[ 2.,  8.],
+            [ 0., 10.]], grad_fn=<RealBackward0>)
+    >>> f.sum().backward()
+    >>> a.grad  # d sum(a @ a) / da = J a^T + a^T J (J: ones)
+    tensor([[4., 4.],
+            [8., 8.]])
+    >>> ndgrad.linalg.funm(ndgrad.tensor([[4.0, 0.0], [0.0, 9.0]]), np.sqrt, disp=False)
+    (tensor([[2., 0.],
+            [0., 3.]]), 2.220446049250313e-16)
+    """
+    nd = _nd()
+    a = _float(A)
+    _square("funm", a, "A")
+    if not callable(func):
+        raise TypeError(f"linalg.funm: func must be a callable applied to the eigenvalues, "
+                        f"got {type(func).__name__}")
+    n = a.shape[0]
+    w, v = nd.linalg.eig(a)
+    fw = func(w)
+    if not isinstance(fw, nd.Tensor):
+        fw = nd.asarray(fw, device=w.device)
+    if tuple(fw.shape) != (n,):
+        raise ValueError(f"linalg.funm: func must return one value per eigenvalue (shape "
+                         f"{(n,)}), got shape {tuple(fw.shape)}")
+    if fw.dtype != w.dtype:
+        fw = fw.astype(w.dtype)
+    f = nd.linalg.solve(v.T, (v * fw).T).T  # V diag(f(w)) V^-1
+    eps = float(np.finfo(f.dtype).eps)
+    with nd.no_grad():
+        vd = v.detach()
+        err = nd.clip(eps * nd.linalg.cond(vd), eps, 1.0)
+        finite = nd.all(nd.isfinite(f.detach()))
+        err = nd.where(finite, err, nd.asarray(np.inf, device=err.device))
+        imag = nd.max(nd.abs(nd.imag(f.detach()))) if a.dtype.kind != "c" else None
+    try:  # inside vmap a batch has no single value: no message, errest a tensor
+        err_value = float(err)
+        real = imag is not None and float(imag) <= 1e6 * eps
+    except RuntimeError:
+        err_value = None
+        real = imag is not None
+    if real:
+        f = nd.real(f)
+    if err_value is None:
+        return f if disp else (f, err)
+    if disp:
+        if err_value > 1000 * eps:
+            print("funm result may be inaccurate, approximate err =", err_value)
+        return f
+    return f, err_value
+
+
+def _traced(x):
+    """Whether ``x`` requires grad or is a transform's value (a grad level's or vmap's
+    tensor, or one carrying a forward-mode tangent)."""
+    from .core.levels import visible_levels
+    from .core.tensor import Tensor, level_data
+    if not isinstance(x, Tensor):
+        return False
+    if type(x) is not Tensor or x.requires_grad:
+        return True
+    return any(level_data(x, lv) is not None for lv in visible_levels())
+
+
+def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+    """Schur decomposition ``a = Z T Z^H``, as ``scipy.linalg.schur``: values only.
+
+    Computed by SciPy on the host (for a tensor on a GPU too; the results come back to its
+    device). Returns ``(T, Z)``, or ``(T, Z, sdim)`` with ``sort`` (SciPy's ``'lhp'``,
+    ``'rhp'``, ``'iuc'``, ``'ouc'`` or a callable, which gets NumPy values). ``output='real'``
+    gives the real Schur form (2 x 2 blocks for complex pairs) of a real ``a``,
+    ``'complex'`` the triangular one.
+
+    Not differentiable: the Schur vectors are not unique (a unitary diagonal freedom, and
+    any ordering of the eigenvalues), so ndgrad does not define a gradient. An ``a`` that
+    requires grad, or a transform's value (``grad``, ``jvp``, ``vmap`` ...), raises
+    ``NotImplementedError``: use :func:`ndgrad.linalg.eig` / :func:`~ndgrad.linalg.eigvals`
+    (differentiable) for the eigenvalues, :func:`funm` for matrix functions, or
+    ``a.detach()`` for the values alone.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> t, z = ndgrad.linalg.schur(ndgrad.tensor([[1.0, 2.0], [0.0, 3.0]]))
+    >>> t
+    tensor([[1., 2.],
+            [0., 3.]])
+    >>> z
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    import scipy.linalg
+    nd = _nd()
+    if _traced(a):
+        raise NotImplementedError(
+            "linalg.schur gives values only: it is not differentiable and does not run "
+            "inside transforms (grad, jacrev, jvp, vmap ...). For derivatives use "
+            "ndgrad.linalg.eig or eigvals (eigenvalues, eigenvectors) or ndgrad.linalg.funm "
+            "(matrix functions); for the values alone pass a.detach() (outside a transform; "
+            "loop over a vmap batch)")
+    x = _as(a)
+    device = x.device
+    host = np.asarray(x.cpu().numpy())
+    if host.ndim != 2 or host.shape[0] != host.shape[1]:
+        raise ValueError(f"linalg.schur: a must be a square 2-D matrix, got shape "
+                         f"{host.shape}")
+    res = scipy.linalg.schur(host, output=output, lwork=lwork, overwrite_a=False, sort=sort,
+                             check_finite=check_finite)
+    out = tuple(nd.asarray(r, device=device) for r in res[:2])
+    return out + (int(res[2]),) if sort is not None else out
 
 
 def polar(a, side="right"):
