@@ -544,8 +544,8 @@ def funm(A, func, disp=True):
         Evaluates ``f`` elementwise on a 1-D tensor of eigenvalues.
     disp : bool, optional
         If True (default), print a message when the estimated error is large (over
-        ``1000 * eps``), as SciPy does, and return ``F`` alone; if False return
-        ``(F, errest)``.
+        ``1000 * eps``), as SciPy does (not inside ``vmap``, which has no single value),
+        and return ``F`` alone; if False return ``(F, errest)``.
 
     Returns
     -------
