@@ -532,9 +532,9 @@ def funm(A, func, disp=True):
 
     As in SciPy, a real ``A`` gives a real result when the imaginary part is negligible
     (below ``1e6 * eps``). Inside :func:`ndgrad.func.vmap`, where a batch has no single
-    value to decide on, a real ``A`` gives the real part (SciPy's result whenever ``f(A)``
-    is real, e.g. ``exp``, ``sin``, polynomials, ``sqrt`` of positive definite matrices);
-    pass a complex ``A`` to keep it complex.
+    value to decide on, the result is complex (its imaginary part is never dropped); take
+    ``.real`` where ``f(A)`` is known to be real (``exp``, ``sin``, polynomials, ``sqrt``
+    of positive definite matrices).
 
     Parameters
     ----------
@@ -598,9 +598,9 @@ def funm(A, func, disp=True):
     try:  # inside vmap a batch has no single value: no message, errest a tensor
         err_value = float(err)
         real = imag is not None and float(imag) <= 1e6 * eps
-    except RuntimeError:
-        err_value = None
-        real = imag is not None
+    except RuntimeError:  # (a real A whose f(A) may be complex in some batch element: the
+        err_value = None  # complex result, never a real part that drops an imaginary one)
+        real = False
     if real:
         f = nd.real(f)
     if err_value is None:
