@@ -55,23 +55,10 @@ def meshgrid(F, *xi, indexing="xy"):
 
 
 # ------------------------------------------------------------- NumPy's elementwise extras
-# NumPy's names for functions of primitives (np.exp2, np.cbrt, np.deg2rad, ...); NumPy code
+# NumPy's names for functions of primitives (np.cbrt, np.deg2rad, ...); NumPy code
 # calling them on Tensors runs these (ndgrad/numpy_protocols.py).
 _LN2 = 0.6931471805599453
 _DEG = 0.017453292519943295  # pi / 180
-
-
-@defcomposite(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0), complex=True))
-def exp2(F, x):
-    """``2 ** x``, elementwise.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.exp2(ndgrad.tensor([0.0, 3.0, -1.0]))
-    tensor([1. , 8. , 0.5])
-    """
-    return F.exp(x * _LN2)
 
 
 @defcomposite(kind=ELEMENTWISE, domain=Domain((0.2, 3.0)))

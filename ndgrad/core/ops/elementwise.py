@@ -541,6 +541,26 @@ exp.defjvp_from_vjp()
 exp.deftaylor(series.RULES["exp"])
 
 
+@defop(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0), complex=True))
+def exp2(B, x):
+    """``2 ** x``, elementwise (exact for integer ``x``, as NumPy's).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.exp2(ndgrad.tensor([0.0, 3.0, -1.0]))
+    tensor([1. , 8. , 0.5])
+    """
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        return B.exp(x * _LN2)  # (complex: the same function, where exp2 has no such loop)
+    return B.exp2(x)
+
+
+exp2.defvjp(lambda F, g, out, x: g * F.conj(out * _LN2))  # d 2^x = ln 2 * 2^x dx
+exp2.defjvp_from_vjp()
+exp2.deftaylor(series.ode_rule(lambda F, xs, ys, j: ys[j] * _LN2))
+
+
 @defop(kind=ELEMENTWISE, domain=REALS, inplace_method="expm1_")
 def expm1(B, x):
     """Elementwise ``exp(x) - 1``, accurate for small ``x``.
