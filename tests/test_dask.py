@@ -280,6 +280,18 @@ def test_unsupported_op_names_the_function():
         ndgrad.sort(x)
 
 
+def test_bincount_needs_minlength_and_computes_nothing_to_find_it():
+    x = ndgrad.asarray(da.from_array(np.array([0, 1, 1, 3]), chunks=2))
+    with pytest.raises(DaskUnsupported, match=r"ndgrad\.bincount .*pass minlength"):
+        ndgrad.bincount(x)  # (max(x) would be computed silently)
+    w = ndgrad.tensor([0.5, 1.0, 2.0, 1.0], requires_grad=True)
+    r = ndgrad.bincount(x, weights=w, minlength=5)
+    assert r.device == "dask"
+    np.testing.assert_array_equal(r.compute().detach().numpy(), [0.5, 3.0, 0.0, 1.0, 0.0])
+    (r * ndgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0])).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 2.0, 4.0])  # the bin's factor
+
+
 def test_dask_with_gpu_tensor_is_an_error_naming_both_devices():
     import conftest
     B = conftest._emulated_backend()

@@ -38,7 +38,7 @@ import math
 import operator
 import warnings
 
-from ..backend import NUMPY, DaskUnsupported, float64, int64
+from ..backend import NUMPY, DaskUnsupported, backend_of, float64, int64
 from ..creation import asarray, constant_data
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
@@ -1296,9 +1296,9 @@ def bincount(F, x, /, weights=None, minlength=0):
     (float64), as NumPy's ``bincount``.
 
     Differentiable in ``weights``; the counts without weights are integers (no derivative).
-    Inside ``vmap``, where ``x`` differs per batch element, the length of the result cannot
-    follow ``max(x)``: it is ``minlength``, which must then be given and exceed every value
-    (Note [Values that decide a shape]).
+    Inside ``vmap``, where ``x`` differs per batch element, and on Dask, where ``x`` is not
+    computed yet, the length of the result cannot follow ``max(x)``: it is ``minlength``,
+    which must then be given and exceed every value (Note [Values that decide a shape]).
 
     Examples
     --------
@@ -1320,7 +1320,12 @@ def bincount(F, x, /, weights=None, minlength=0):
     if x.dtype != int64:
         x = F.astype(x, int64)
     n = x.shape[0]
-    if is_batched(x):
+    lazy = x.backend.lazy if isinstance(x, Tensor) else backend_of(x).lazy
+    if lazy and minlength == 0:  # (max(x) would be computed, silently)
+        raise DaskUnsupported("", why="the length of the result is max(x) + 1, a value not "
+                                      "computed yet: pass minlength (more than every value "
+                                      "of x); the result then has that length")
+    if is_batched(x) or lazy:
         if minlength == 0:
             raise ValueError("bincount: inside vmap, where x differs per batch element, the "
                              "length of the result cannot be max(x) + 1: pass minlength (more "
@@ -1342,7 +1347,8 @@ def bincount(F, x, /, weights=None, minlength=0):
         if w.dtype.kind == "c":
             raise TypeError("bincount: weights must be real (NumPy sums them in float64)")
         w = w if w.dtype == float64 else F.astype(w, float64)
-    return F.index_add(F.zeros((length,), dtype=w.dtype, like=w), w, x)
+    # (on Dask the counts are a Dask array too: the index x is one)
+    return F.index_add(F.zeros((length,), dtype=w.dtype, like=x if lazy else w), w, x)
 
 
 # ------------------------------------------------------------------------ numpy.linalg
