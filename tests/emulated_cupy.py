@@ -47,6 +47,14 @@ Each item is a behaviour of real CuPy that made ndgrad fail on a GPU, or could:
 * numerics, in part: ``gammaln`` and ``i0`` (``_NUDGED``) are returned one ulp away from
   SciPy's values, as the GPU's are not bit-identical to SciPy's; a test that compares them
   bit for bit with SciPy fails here as it does on a GPU.
+* contract differences measured on an H100 (CuPy 14.2, CUDA 13), each of which gave ndgrad
+  a wrong value or an error there: an assignment through an integer-array index that repeats
+  a position keeps the *first* write; float ``remainder`` is ``x1 - floor(x1 / x2) * x2``
+  (no digit left for a huge quotient); ``rfftn``/``irfftn`` take unsorted ``axes`` sorted
+  but ``s`` in its order; ``allclose``/``array_equal`` give 0-d arrays; ``lexsort`` takes
+  one array of keys; ``take_along_axis`` does not check bounds; ``sph_harm_y`` is NaN where
+  ``|m| > n``; the random generator cannot be copied (its state is a device array beside a
+  lock). (cuFFT's wrong real transforms of length 1 are not reproduced.)
 * no floating-point warnings (CuPy does not report division by zero or invalid values).
 * timing and markers: ``cuda.Event``/``cuda.get_elapsed_time`` (an event never recorded, or
   events of two devices, cannot be timed) and ``cuda.nvtx.RangePush``/``RangePop``, whose
@@ -57,6 +65,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 import time
 import types
 
@@ -289,7 +298,17 @@ class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
 
     def __setitem__(self, index, value):
         _check((value,))
-        np.ndarray.__setitem__(self, _unwrap(index), _unwrap(value))
+        index, value = _unwrap(index), _unwrap(value)
+        if _has_integer_array(index):  # CuPy: of repeated positions, the *first* write stays
+            host = self.view(np.ndarray)
+            pos = np.arange(host.size).reshape(host.shape)[index]
+            flat = pos.reshape(-1)
+            _, first = np.unique(flat, return_index=True)
+            if first.size < flat.size:
+                v = np.broadcast_to(np.asarray(value, dtype=host.dtype), pos.shape).reshape(-1)
+                host[np.unravel_index(flat[first], host.shape)] = v[first]
+                return
+        np.ndarray.__setitem__(self, index, value)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
         dev = _check(inputs + (out or ()))
@@ -782,6 +801,7 @@ def _make_multigammaln(special):
     return multigammaln
 
 
+_REMAINDER = _TAKE_ALONG_AXIS = None  # NumPy's, as wrapped by make_modules
 _ATOMIC_ADD = {np.dtype(t) for t in (np.int32, np.int64, np.float16, np.float32, np.float64,
                                      np.uint32, np.uint64)}
 
@@ -809,18 +829,34 @@ def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
     return np.asarray(a, order=order)
 
 
+class _BitGenerator:
+    """``cupy.random``'s bit generator: its state is a device array (``_state``), and it
+    holds a lock, so it cannot be copied (``copy.deepcopy`` fails, as on a GPU)."""
+
+    def __init__(self, seed):
+        self.lock = threading.Lock()
+        self._state = _wrap(np.array([seed, 0], dtype=np.uint64), _CURRENT[0])
+
+
 class _Generator:
-    """``cupy.random.Generator``'s stand-in: device arrays from a NumPy generator (a copy of
-    it continues from the same state, as a deep copy of CuPy's does)."""
+    """``cupy.random.Generator``'s stand-in: device arrays from NumPy generators keyed by the
+    bit generator's device state (seed, draw count)."""
 
     def __init__(self, seed=None):
-        self._g = np.random.default_rng(seed)
+        seed = np.random.SeedSequence().entropy % 2 ** 63 if seed is None else seed
+        self.bit_generator = _BitGenerator(seed)
+
+    def _next(self):
+        state = self.bit_generator._state.view(np.ndarray)
+        g = np.random.default_rng([int(state[0]), int(state[1])])
+        state[1] += 1
+        return g
 
     def standard_normal(self, size=None, dtype=np.float64):
-        return _wrap(self._g.standard_normal(size, dtype=dtype), _CURRENT[0])
+        return _wrap(self._next().standard_normal(size, dtype=dtype), _CURRENT[0])
 
     def random(self, size=None, dtype=np.float64):
-        return _wrap(self._g.random(size, dtype=dtype), _CURRENT[0])
+        return _wrap(self._next().random(size, dtype=dtype), _CURRENT[0])
 
 
 def _rng(seed=None):
@@ -851,6 +887,65 @@ def _empty_pinned(shape, dtype=float, order="C"):
     return np.empty(shape, dtype, order).view(PinnedHostArray)
 
 
+def _remainder_lossy(x1, x2, **kwargs):
+    """CuPy's float ``remainder``: ``x1 - floor(x1 / x2) * x2``, which loses every digit when
+    the quotient is huge (``remainder(1e300, 7.0)`` is not 1)."""
+    a, b = _unwrap(x1), _unwrap(x2)
+    kinds = {np.result_type(a, b).kind}
+    if kinds & {"f"}:
+        with np.errstate(all="ignore"):
+            r = np.subtract(a, np.floor(np.divide(a, b)) * b)
+        return _wrap(np.asarray(r), _check((x1, x2)))
+    return _REMAINDER(x1, x2, **kwargs)
+
+
+def _real_fft_sorting_axes(f):
+    """CuPy's ``rfftn``/``irfftn``: with ``axes`` not in increasing order, the axes are
+    taken sorted while ``s`` keeps its order (the wrong lengths on the wrong axes)."""
+    def call(a, s=None, axes=None, norm=None):
+        if axes is not None and s is not None:
+            nd = np.ndim(a)
+            axes = sorted(ax % nd for ax in axes)
+        return f(a, s=s, axes=axes, norm=norm)
+    call.__name__ = f.__name__
+    return call
+
+
+def _as_0d(f):
+    """CuPy's ``allclose``/``array_equal``: a 0-d device array, not a Python bool."""
+    def call(*args, **kwargs):
+        return _wrap(np.asarray(f(*_unwrap(args), **_unwrap(kwargs))), _check(args, kwargs))
+    call.__name__ = f.__name__
+    return call
+
+
+def _lexsort(keys):
+    """CuPy's ``lexsort``: the keys as one array (a sequence of them fails)."""
+    if not isinstance(keys, ndarray):
+        raise AttributeError("'tuple' object has no attribute 'ndim'")
+    return _wrap(np.lexsort(_unwrap(keys)), keys._device_id)
+
+
+def _take_along_axis_unchecked(a, indices, axis):
+    """CuPy's ``take_along_axis`` does not check bounds (an index out of range wraps)."""
+    n = a.shape[axis] if axis is not None else a.size
+    return _TAKE_ALONG_AXIS(a, _wrap(np.mod(_unwrap(indices), n), indices._device_id)
+                            if isinstance(indices, ndarray) else indices, axis)
+
+
+def _sph_harm_y_nan(f):
+    """CuPy's ``sph_harm_y`` is NaN where ``|m| > n`` (SciPy's, and the definition, 0)."""
+    def call(n, m, theta, phi, **kwargs):
+        r = f(n, m, theta, phi, **kwargs)
+        bad = np.abs(_unwrap(m)) > _unwrap(n)
+        if np.any(bad):
+            host = np.where(bad, np.nan, _unwrap(r))
+            return _wrap(np.asarray(host), _check((r,)))
+        return r
+    call.__name__ = "sph_harm_y"
+    return call
+
+
 def make_modules():
     """Fresh ``(cupy, cupyx)`` stand-ins."""
     main = {}
@@ -866,9 +961,13 @@ def make_modules():
         elif n in _CREATION:
             f = _on_device(f, check_inputs=False)
         main[n] = _signed(n, f, ref)
+    global _REMAINDER, _TAKE_ALONG_AXIS
+    _REMAINDER, _TAKE_ALONG_AXIS = main["remainder"], main["take_along_axis"]
     main.update(
         asarray=_asarray, array=_array, where=_where, tensordot=_tensordot, einsum=_einsum,
-        ndarray=ndarray, asnumpy=asnumpy,
+        ndarray=ndarray, asnumpy=asnumpy, remainder=_remainder_lossy, mod=_remainder_lossy,
+        allclose=_as_0d(np.allclose), array_equal=_as_0d(np.array_equal), lexsort=_lexsort,
+        take_along_axis=_take_along_axis_unchecked,
         cuda=types.SimpleNamespace(
             Device=Device,
             runtime=types.SimpleNamespace(getDeviceCount=lambda: DEVICE_COUNT),
@@ -882,8 +981,10 @@ def make_modules():
     linalg.update(solve=_solve, inv=_inv, cholesky=_cholesky, pinv=_pinv,
                   matrix_rank=_matrix_rank, cross=_linalg_cross)
     main["linalg"] = _module("cupy.linalg", linalg)
-    main["fft"] = _module("cupy.fft", {n: _signed("fft." + n, getattr(np.fft, n),
-                                                  getattr(np.fft, n)) for n in FFT})
+    fft = {n: _signed("fft." + n, getattr(np.fft, n), getattr(np.fft, n)) for n in FFT}
+    fft.update(rfftn=_real_fft_sorting_axes(fft["rfftn"]),
+               irfftn=_real_fft_sorting_axes(fft["irfftn"]))
+    main["fft"] = _module("cupy.fft", fft)
     cupy = _module("cupy", main)
     special = {}
     for n in SPECIAL:
@@ -896,6 +997,7 @@ def make_modules():
             # (SciPy's multi-ufuncs, such as sph_harm_y, take their arrays by position only.)
             multi = type(f).__name__ == "MultiUFunc"
             special[n] = _signed("special." + n, _on_device(f), False if multi else f)
+    special["sph_harm_y"] = _sph_harm_y_nan(special["sph_harm_y"])
     special = _module("cupyx.scipy.special", special)
     special.polygamma = _make_polygamma(special)
     special.multigammaln = _make_multigammaln(special)
