@@ -197,6 +197,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> ndgrad.autograd.grad(dx, x)
     (tensor(12.),)
     """
+    return grad_impl(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                     allow_unused, is_grads_batched, materialize_grads)
+
+
+def grad_impl(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+              allow_unused=None, is_grads_batched=False, materialize_grads=False,
+              all_needed=False):
+    """:func:`grad`, for the transforms: ``all_needed`` says that every node of the graph
+    leads to one of ``inputs`` (Note [Passes that need every node] in core/engine.py)."""
     if is_grads_batched:
         raise RuntimeError("is_grads_batched=True is handled by ndgrad.autograd.grad (through "
                            "vmap); call that one")
@@ -212,7 +221,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     grads = make_grads(outputs, grad_outputs)
     result = run_backward(outputs, grads, retain_graph, create_graph, inputs,
-                          accumulate=False)
+                          accumulate=False, all_needed=all_needed)
     out = []
     for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:

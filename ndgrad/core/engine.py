@@ -91,13 +91,17 @@ def _graph_level(roots):
 
 
 
-def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumulate=True):
+def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumulate=True,
+                 all_needed=False):
     """Run the graph from ``roots`` with cotangents ``grads``. Accumulates into leaves'
-    ``.grad`` (``accumulate``), or returns the gradients of ``inputs``.
+    ``.grad`` (``accumulate``), or returns the gradients of ``inputs``. ``all_needed``: the
+    caller knows that every node of the graph leads to one of ``inputs`` (Note [Passes that
+    need every node]).
 
     Grad mode during the pass is ``create_graph`` (Note [Formulas on arrays or on
     Tensors])."""
     p = BackwardPass(retain_graph, create_graph, _graph_level(roots), inputs, accumulate)
+    p.needed = all_needed  # (True: _run skips _needed_nodes; it then holds the map or None)
     prev = STATE.grad_enabled
     STATE.grad_enabled = p.grad_on
     outer = STATE.backward_passes
@@ -134,6 +138,16 @@ def _root_edge(t):
     return leaf_accumulator(t), 0
 
 
+# Note [Passes that need every node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A pass that returns the gradients of some inputs runs only the nodes that lead to one of
+# them (`_needed_nodes`, a walk of the whole graph before the pass). The pass of `func.grad`,
+# `vjp` and `jacrev` over a grad level's graph asks for every leaf the level tracks, and its
+# graph has edges only to the level's own values that require grad, which all descend from
+# those leaves: every node is needed, and the walk (about 6 % of a `func.grad` of ten ops,
+# benchmarks/bench_overhead.py T1) is skipped. A leaf the user makes inside the function
+# (`requires_grad_()` on a value of the level) breaks this; the level then says so and the
+# walk is done (functional/grad_level.py, `_GradInfo.extra_leaves`).
 def _needed_nodes(start, targets):
     """``(needed, whole)``: for each node reachable from ``start``, whether some target node
     is reachable from it; and the nodes that are needed, are no target, and need every one of
@@ -186,10 +200,10 @@ def _run(roots, grads, p):
             heappush(heap, (-node.seq, node))
         buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
     needed = whole = None
-    if p.capture is not None:
+    if p.capture is not None and p.needed is not True:
         # only run what leads to a requested input
         needed, whole = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
-        p.needed = needed
+    p.needed = needed
     # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off]);
     # so does profiling, which times each node there (Note [Profiling] in core/grad_mode.py)
     profiler = PROFILER[0]

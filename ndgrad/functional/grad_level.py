@@ -65,12 +65,15 @@ _unhide = _levels.unhide
 class _GradInfo:
     """What a grad level remembers: the modes outside it (Note [Grad modes of a level])."""
 
-    __slots__ = ("prev_grad", "prev_inference", "plain")
+    __slots__ = ("prev_grad", "prev_inference", "plain", "extra_leaves")
 
     def __init__(self, prev_grad, prev_inference):
         self.prev_grad = prev_grad
         self.prev_inference = prev_inference
         self.plain = prev_grad and not prev_inference  # below it, the modes are as inside
+        # a leaf that requires grad was made inside the function (not tracked): the level's
+        # passes must find the nodes they need (Note [Passes that need every node])
+        self.extra_leaves = False
 
 
 class _Outside:
@@ -128,6 +131,12 @@ class GradTensor(Tensor):
     @property
     def _batched(self):
         return self._value._batched
+
+    def requires_grad_(self, requires_grad=True):
+        super().requires_grad_(requires_grad)
+        if self._requires_grad and self._grad_fn is None:
+            self._level.info.extra_leaves = True  # (Note [Passes that need every node])
+        return self
 
     def numpy(self):
         if self._requires_grad:

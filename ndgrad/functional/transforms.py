@@ -37,7 +37,7 @@ from .. import forward_ad as _fwAD
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import ones_like, zeros_like
 from ..core.dispatch import TENSOR_F
-from ..core.backward import grad as _autograd_grad
+from ..core.backward import grad_impl as _grad_impl
 from ..core.grad_mode import STATE
 from ..core.tensor import Tensor
 from . import grad_level
@@ -164,9 +164,12 @@ def _pullback(outs, cotangents, tracked, level):
              if isinstance(o, Tensor) and o._requires_grad and o._autograd_level() is level]
     if not pairs:
         return tuple(grad_level.lower(zeros_like(t), level) for t in tracked)
-    grads = _autograd_grad([p[0] for p in pairs], tracked, [p[1] for p in pairs],
-                           retain_graph=True, create_graph=STATE.grad_enabled,
-                           allow_unused=True, materialize_grads=True)
+    # every node of the level's graph leads to a tracked leaf unless f made a leaf of its
+    # own (Note [Passes that need every node] in core/engine.py)
+    grads = _grad_impl([p[0] for p in pairs], tracked, [p[1] for p in pairs],
+                       retain_graph=True, create_graph=STATE.grad_enabled,
+                       allow_unused=True, materialize_grads=True,
+                       all_needed=not level.info.extra_leaves)
     # an input the outputs do not depend on gets zeros made like it: a value of this level,
     # lowered as the computed gradients are
     return tuple(grad_level.lower(g, level) for g in grads)

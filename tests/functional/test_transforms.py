@@ -1218,3 +1218,23 @@ def test_jacobians_of_a_real_and_a_complex_input_together():
         Ja, Jb = jacfwd(lambda a, b: a * b, argnums=(0, 1))(T(a), T(b))
     close(Ja, np.diag(b))
     close(Jb, np.diag(a).astype(complex))
+
+
+def test_a_leaf_made_inside_grad_runs_only_the_nodes_grad_needs():
+    """func.grad skips the walk that finds the nodes leading to its inputs, since every node
+    of its level's graph does (Note [Passes that need every node]); a leaf made inside f
+    breaks that, and then the walk is done: the leaf's branch is not run (its hook stays
+    silent, as in autograd.grad) and the gradient is right."""
+    hits = []
+    x0 = np.array([0.3, -1.2])
+
+    def f(x):
+        w = (x * 0.0 + 1.5).detach().requires_grad_()  # a leaf of the level, not an input
+        w.register_hook(lambda g: hits.append(g) or g)
+        return (nd.sin(x) * 2.0 + w * x * x).sum()
+
+    close(grad(f)(nd.tensor(x0)), 2.0 * np.cos(x0) + 3.0 * x0)  # d/dx (1.5 x^2) = 3 x
+    assert hits == []
+    # the same function without the extra leaf takes the shortcut and agrees
+    close(grad(lambda x: (nd.sin(x) * 2.0 + 1.5 * x * x).sum())(nd.tensor(x0)),
+          2.0 * np.cos(x0) + 3.0 * x0)
