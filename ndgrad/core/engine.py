@@ -101,13 +101,12 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumula
     Grad mode during the pass is ``create_graph`` (Note [Formulas on arrays or on
     Tensors])."""
     p = BackwardPass(retain_graph, create_graph, _graph_level(roots), inputs, accumulate)
-    p.needed = all_needed  # (True: _run skips _needed_nodes; it then holds the map or None)
     prev = STATE.grad_enabled
     STATE.grad_enabled = p.grad_on
     outer = STATE.backward_passes
     STATE.backward_passes = outer + (p,)
     try:
-        results = _run(roots, grads, p)
+        results = _run(roots, grads, p, all_needed)
         for fn in p.callbacks:  # (a callback may queue another: it runs too)
             fn()
         return results
@@ -181,7 +180,7 @@ def _needed_nodes(start, targets):
 _SEQ = attrgetter("seq")
 
 
-def _run(roots, grads, p):
+def _run(roots, grads, p, all_needed=False):
     buffers = {}
     heap = []  # (-seq, node): sequence numbers are unique, so nodes are never compared
     if p.inputs is not None:
@@ -200,10 +199,10 @@ def _run(roots, grads, p):
             heappush(heap, (-node.seq, node))
         buf[nr] = g if buf[nr] is None else _add(buf[nr], g)
     needed = whole = None
-    if p.capture is not None and p.needed is not True:
+    if p.capture is not None and not all_needed:
         # only run what leads to a requested input
         needed, whole = _needed_nodes([e[1] for e in heap], {key[0] for key in p.capture})
-    p.needed = needed
+        p.needed = needed
     # anomaly mode: every node takes the general path (Note [Anomaly mode costs nothing when off]);
     # so does profiling, which times each node there (Note [Profiling] in core/grad_mode.py)
     profiler = PROFILER[0]
