@@ -891,8 +891,7 @@ def _remainder_lossy(x1, x2, **kwargs):
     """CuPy's float ``remainder``: ``x1 - floor(x1 / x2) * x2``, which loses every digit when
     the quotient is huge (``remainder(1e300, 7.0)`` is not 1)."""
     a, b = _unwrap(x1), _unwrap(x2)
-    kinds = {np.result_type(a, b).kind}
-    if kinds & {"f"}:
+    if np.result_type(a, b).kind == "f":
         with np.errstate(all="ignore"):
             r = np.subtract(a, np.floor(np.divide(a, b)) * b)
         return _wrap(np.asarray(r), _check((x1, x2)))

@@ -614,13 +614,14 @@ class CupyBackend(Backend):
         is huge (``remainder(1e300, 7.0)`` is not 1). C's ``fmod`` is exact; the sign of the
         divisor is then given as NumPy does."""
         cp = self._cp
-        r = cp.remainder(x1, x2) if out is None else cp.remainder(x1, x2, out=out)
-        if r.dtype.kind != "f":
-            return r
+        if cp.result_type(x1, x2).kind != "f":
+            return cp.remainder(x1, x2) if out is None else cp.remainder(x1, x2, out=out)
         m = cp.fmod(x1, x2)
-        fix = (m != 0) & ((m < 0) != (cp.asarray(x2) < 0))
-        r[...] = cp.where(fix, m + x2, m)
-        return r
+        r = cp.where((m != 0) & ((m < 0) != (cp.asarray(x2) < 0)), m + x2, m)
+        if out is None:
+            return r
+        out[...] = r
+        return out
 
     mod = remainder
 
