@@ -163,9 +163,11 @@ def test_save_on_cpu_keeps_device_values_on_the_host(device):
         assert raw[0] is None and raw[1].grad_fn is None
         assert np.shares_memory(_np(raw[1]), _np(y))
     else:
-        # host memory (page-locked: CuPy's empty_pinned is a NumPy array over pinned memory,
-        # the emulated device's a PinnedHostArray)
-        assert raw[0] == x.device and isinstance(raw[1], np.ndarray)
+        # host memory from the backend's page-locked allocator (CuPy's empty_pinned: a NumPy
+        # array over pinned memory; the emulated device's: a PinnedHostArray)
+        pinned_type = type(x.backend._cpx.empty_pinned((1,), np.float64))
+        assert raw[0] == x.device and type(raw[1]) is pinned_type
+        assert isinstance(raw[1], np.ndarray)
         np.testing.assert_allclose(np.asarray(raw[1]), np.tanh(X0 ** 2))
     y.sum().backward()
     assert x.grad.device == x.device
