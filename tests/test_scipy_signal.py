@@ -129,6 +129,8 @@ def test_convolution_errors_name_the_problem():
         signal.convolve(T([1.0]), T([1.0]), mode="middle")
     with pytest.raises(ValueError, match="method"):
         signal.convolve(T([1.0]), T([1.0]), method="slow")
+    with pytest.raises(ValueError, match="correlate: method must be"):
+        signal.correlate(T(1.0), T(2.0), method="slow")  # (checked before the 0-d shortcut)
     with pytest.raises(ValueError, match="dimensionality"):
         signal.convolve(T([1.0]), T([[1.0]]))
     with pytest.raises(ValueError, match="at least as large"):

@@ -86,9 +86,11 @@ def _is_complex(t):
     return t.dtype.kind == "c"
 
 
-def _check_mode(mode, who):
+def _check_mode(mode, who, method=None):
     if mode not in _MODES:
         raise ValueError(f"{who}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    if method is not None and method not in _METHODS:
+        raise ValueError(f"{who}: method must be 'auto', 'direct' or 'fft', got {method!r}")
 
 
 def _swap_needed(who, s1, s2, axes):
@@ -199,9 +201,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     tensor([1. , 2.5, 4. ])
     """
     in1, in2 = _tensor(in1, "convolve", "in1"), _tensor(in2, "convolve", "in2")
-    _check_mode(mode, "convolve")
-    if method not in _METHODS:
-        raise ValueError(f"convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    _check_mode(mode, "convolve", method)
     if len(in1.shape) == 0 and len(in2.shape) == 0:
         return in1 * in2
     _same_ndim(in1, in2, "convolve")
@@ -255,9 +255,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     tensor([0.5, 2. , 3.5, 3. , 0. ])
     """
     in1, in2 = _tensor(in1, "correlate", "in1"), _tensor(in2, "correlate", "in2")
-    _check_mode(mode, "correlate")
-    if method not in _METHODS:
-        raise ValueError(f"correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    _check_mode(mode, "correlate", method)
     if len(in1.shape) == 0 and len(in2.shape) == 0:
         return in1 * (_nd.conj(in2) if _is_complex(in2) else in2)
     _same_ndim(in1, in2, "correlate")
