@@ -48,21 +48,28 @@ def on_device(kwargs):
             for k, v in kwargs.items()}
 
 
-class Cube(nd.autograd.Function):
-    """x^3 with its own backward and jvp (a custom Function the transform tests share)."""
+def cube_function(vjp_scale=1.0, jvp_scale=1.0, second_order=True):
+    """A custom Function for x**3 with its own backward and jvp, the rules scaled by
+    ``vjp_scale``/``jvp_scale`` (1.0: right); ``second_order=False``: a backward whose own
+    derivative is wrong (it treats x as a constant). For tests that must catch wrong rules."""
+    class Cube(nd.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x ** 3
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-        return x ** 3
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            xs = x if second_order else x.detach()
+            return g * vjp_scale * 3 * xs ** 2
 
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3 * x ** 2 * g
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * jvp_scale * 3 * x ** 2
+    return Cube
 
-    @staticmethod
-    def jvp(ctx, t):
-        (x,) = ctx.saved_tensors
-        return 3 * x ** 2 * t
+
+Cube = cube_function()  # x^3 with right rules: the custom Function the transform tests share

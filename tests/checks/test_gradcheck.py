@@ -17,35 +17,13 @@ from ndgrad.autograd import Function
 from ndgrad.checks import GradcheckError, adjointcheck, gradcheck, gradgradcheck
 from ndgrad.core.ops import REGISTRY
 from registry_harness import cases, draw, entry, require
+from support import cube_function
 
 RNG = np.random.default_rng(7)
 
 
 def T(a, **kw):
     return nd.tensor(np.asarray(a), requires_grad=True, **kw)
-
-
-def cube_function(vjp_scale=1.0, jvp_scale=1.0, second_order=True):
-    """x**3 with its rules scaled (1.0: right); ``second_order=False``: a backward whose
-    own derivative is wrong (it treats x as a constant)."""
-    class Cube(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            ctx.save_for_forward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            xs = x if second_order else x.detach()
-            return g * vjp_scale * 3 * xs ** 2
-
-        @staticmethod
-        def jvp(ctx, t):
-            (x,) = ctx.saved_tensors
-            return t * jvp_scale * 3 * x ** 2
-    return Cube
 
 
 X = RNG.uniform(0.5, 1.5, size=(3,))
