@@ -630,8 +630,10 @@ class CupyBackend(Backend):
         cp = self._cp
         if not isinstance(keys, cp.ndarray):
             keys = cp.stack([cp.asarray(k) for k in keys])
-        return cp.lexsort(keys) if axis in (-1, keys.ndim - 2) else \
-            cp.moveaxis(cp.lexsort(cp.moveaxis(keys, axis % (keys.ndim - 1) + 1, -1)), -1, axis)
+        # CuPy sorts along the keys' last axis: move ``axis`` there and the result back
+        axis = axis % (keys.ndim - 1)
+        order = cp.lexsort(cp.moveaxis(keys, axis + 1, -1))
+        return cp.moveaxis(order, -1, axis)
 
     def allclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         """``numpy.allclose``: a Python bool (CuPy's is a 0-d array)."""
