@@ -67,13 +67,19 @@ class BackwardPass:
         """``(F, inputs, out, grads)`` for the rules of ``node`` when a value they read must
         stay a Tensor: everything as Tensors (a grad level's values one level down)."""
         strip = self.strip
-        inputs = [v._lower_for(strip) if isinstance(v, Tensor) else v for v in node._unpack()]
+        inputs = node._unpack()
+        if strip is not None:
+            for k, v in enumerate(inputs):
+                if isinstance(v, Tensor):
+                    inputs[k] = v._lower_for(strip)
         out = node._checked_out()
         if out is not None:
             out = out.content if out.level is strip and strip is not None else out.rebuild(node)
-        grads = [g if g is None else g._lower_for(strip) if isinstance(g, Tensor) else
-                 _wrap_raw(g) for g in grads]
-        return TENSOR_F, inputs, out, grads
+        tensors = []  # (loops, not comprehensions: those would make `strip` a cell)
+        for g in grads:
+            tensors.append(g if g is None else g._lower_for(strip) if isinstance(g, Tensor)
+                           else _wrap_raw(g))
+        return TENSOR_F, inputs, out, tensors
 
 
 # ------------------------------------------------------------------ the run
@@ -225,15 +231,8 @@ def _run(roots, grads, p, all_needed=False):
                 grads_in = profiler.node(_general_node, node, grads_out, p)
             if grads_in is None:
                 continue
-        edges = node.edges
-        if len(grads_in) != len(edges):
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                               f"gradients (expected {len(edges)}, got {len(grads_in)})")
-        for i, edge in enumerate(edges):
-            if edge is None:
-                continue
-            gi = grads_in[i]
-            if gi is None:
+        for edge, gi in zip(node.edges, grads_in):
+            if edge is None or gi is None:
                 continue
             nxt, nr, shape, dtype = edge
             try:
@@ -241,7 +240,7 @@ def _run(roots, grads, p, all_needed=False):
             except AttributeError:  # a Python number (e.g. 1j * a NumPy scalar in a rule)
                 fits = False
             if not fits:
-                gi = fit_gradient(gi, shape, dtype, node, i)
+                gi = fit_gradient(gi, shape, dtype, node, _index(node.edges, edge))
             if needed is not None and not needed.get(nxt, False):
                 continue
             buf = buffers.get(nxt)
@@ -265,6 +264,11 @@ def _run(roots, grads, p, all_needed=False):
 
 
 _OP_BACKWARD = OpNode.backward  # (nodes whose rules can be skipped one by one)
+
+
+def _index(edges, edge):
+    """The input number of ``edge`` (for error messages)."""
+    return next(i for i, e in enumerate(edges) if e is edge)
 
 
 def _general_node(node, grads_out, p):
@@ -306,10 +310,10 @@ def _general_node(node, grads_out, p):
             raise
     else:
         grads_in = node.backward(p, grads_out, skip)
+    if len(grads_in) != len(node.edges):  # (an op's rules give one per input: a Function's?)
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                           f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
     if hooks is not None and hooks.post:
-        if len(grads_in) != len(node.edges):
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                               f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
         grads_in = [None if gi is None or e is None else fit_gradient(gi, e[2], e[3], node, i)
                     for i, (gi, e) in enumerate(zip(grads_in, node.edges))]
         grads_in = run_posthooks(node, grads_in, grads_out)

@@ -97,7 +97,7 @@ class ChunkedShape(tuple):
     gradients] in core/engine.py)."""
 
 
-def _lazy_standins(args, mask):
+def _lazy_standins(args):
     """The stand-ins a node of an op whose rules read only metadata saves for its lazy
     inputs (their shapes with chunks), or None when no input is lazy."""
     saved = None
@@ -226,7 +226,10 @@ class SavedOutput:
         if type(content) is not tuple:
             return self._one(content, node, self.nr, self.meta)
         metas = self.meta or (None,) * len(content)
-        return tuple(self._one(c, node, i, metas[i]) for i, c in enumerate(content))
+        outs = []
+        for i, c in enumerate(content):
+            outs.append(self._one(c, node, i, metas[i]))
+        return tuple(outs)
 
     def _one(self, content, node, nr, meta):
         t = self.cls._from_saved(content, self.level)
@@ -508,31 +511,32 @@ class OpNode(Node):
         edges = self.edges
         saved = self.saved
         out = self.saved_out
+        params = self.params
         g = grads[0]
         F = None
         B = NUMPY if type(g) is _NDARRAY else (_BACKEND_BY_TYPE.get(type(g)) or
                                                 _SCALARS.get(type(g)))
-        if B is not None and op.nout == 1 and saved is not FREED and out is not FREED and \
-                type(self.params) is not LevelParams:
+        if B is not None and op.nout == 1 and not (params and type(params) is LevelParams):
             # (the raw read, inlined: the engine's hot path)
-            strip = pass_.strip
-            grad_on = pass_.grad_on
             if saved is None:
-                inputs = _NONES[len(edges)] if len(edges) < 16 else (None,) * len(edges)
+                inputs = _NONES[len(edges)]
+            elif saved is FREED:
+                inputs = None
             else:
-                inputs = _raw(saved, strip, grad_on)
+                inputs = _raw(saved, pass_.strip, pass_.grad_on)
             if inputs is not None:
                 if out is None:
                     F = B.F
-                elif out.counter.value == out.version:
-                    if out.plain and not grad_on:
+                elif out.plain:  # (a plain output is a raw array: FREED is not plain)
+                    if out.counter.value == out.version and not pass_.grad_on:
                         F, out = B.F, out.content
-                    elif out.level is strip and strip is not None:
-                        c = out.content  # (a grad level's output: its value one level down)
-                        if type(c) is Tensor and not (c._meta is not None and
-                                                      c._meta.level_data) and \
-                                not (grad_on and c._requires_grad):
-                            F, out = B.F, c._data
+                elif out is not FREED and out.level is pass_.strip and out.level is not None \
+                        and out.counter.value == out.version:
+                    c = out.content  # (a grad level's output: its value one level down)
+                    if type(c) is Tensor and not (c._meta is not None and
+                                                  c._meta.level_data) and \
+                            not (pass_.grad_on and c._requires_grad):
+                        F, out = B.F, c._data
         if F is None:
             F, inputs, out, grads = pass_.read(self, grads)
             g = grads[0] if op.nout == 1 else grads
@@ -542,15 +546,14 @@ class OpNode(Node):
             for k, e in enumerate(edges):
                 if inputs[k] is None and e is not None:
                     inputs[k] = InputMeta(e[2], e[3])
-        extra = self.extra
-        params = self.params
         rules = op.vjp_rules
+        extra = self.extra
         if rules is None:
-            each = op.vjp_each
-            return [None if e is None or (skip is not None and skip[i]) else
-                    each(F, i, g, out, *inputs, *extra, **params) for i, e in enumerate(edges)]
+            return _each_rule(op.vjp_each, edges, skip, F, g, out, inputs, extra, params)
         if len(edges) == 1:
-            return (rules[0](F, g, out, *inputs, *extra, **params),)
+            if extra or params:
+                return (rules[0](F, g, out, *inputs, *extra, **params),)
+            return (rules[0](F, g, out, inputs[0]),)
         result = []  # (a loop, not a comprehension: one call less on the hot path)
         for i, e in enumerate(edges):
             rule = rules[i]
@@ -598,8 +601,10 @@ class OpNode(Node):
             return [None] * len(self.edges)
         if saved is FREED:
             raise RuntimeError(_FREED_MSG)
-        return [v.unpack(self, f"input {k}") if type(v) in _SAVED_TYPES else v
-                for k, v in enumerate(saved)]
+        values = []
+        for k, v in enumerate(saved):
+            values.append(v.unpack(self, f"input {k}") if type(v) in _SAVED_TYPES else v)
+        return values
 
     def _checked_out(self):
         out = self.saved_out
@@ -610,7 +615,26 @@ class OpNode(Node):
         return out
 
 
-_NONES = [(None,) * n for n in range(16)]
+def _each_rule(each, edges, skip, F, g, out, inputs, extra, params):
+    """The cotangents of a variadic op's inputs from its rule ``each(F, i, g, out, ...)``.
+    (Not inlined in ``OpNode.backward``: a comprehension there would turn its locals into
+    cells, made on every call.)"""
+    result = []
+    for i, e in enumerate(edges):
+        result.append(None if e is None or (skip is not None and skip[i]) else
+                      each(F, i, g, out, *inputs, *extra, **params))
+    return result
+
+
+class _Nones(dict):
+    """``_NONES[n]``: the tuple of ``n`` Nones (the inputs of a node that saved none)."""
+
+    def __missing__(self, n):
+        nones = self[n] = (None,) * n
+        return nones
+
+
+_NONES = _Nones()
 
 
 def expose_saved_names(ops):
@@ -745,6 +769,15 @@ def _holds_level_value(v):
 _OpNode_new = object.__new__
 
 
+def _record_plan(op, needs):
+    """``(save_out, keep)`` for a node of ``op`` whose inputs ``needs`` a gradient:
+    ``op.save_plan`` with ``keep`` one flag per input, or None when no input is saved."""
+    save_out, mask = op.save_plan(needs)
+    if mask is None:
+        return save_out, (True,) * len(needs)
+    return save_out, mask if True in mask else None
+
+
 def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     """Record one call of ``op``: the Node, linked as the ``grad_fn`` of ``outs``.
 
@@ -754,38 +787,46 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     saves what the op's rules for those inputs read (Note [What a node saves]).
     """
     edges = []
+    key = 1  # which inputs need a gradient, one bit each after a leading 1 (the plan's key)
     if needs is None:
-        bits = 0  # (which inputs need a gradient, as bits: the tuple is then looked up)
-        bit = 1
         for a in args:
-            if isinstance(a, Tensor) and a._requires_grad:
-                if type(a) is Tensor:  # (edge_to, inlined: the hot path)
-                    if a._meta is not None:
-                        _fresh(a)
-                    fn = a._grad_fn
-                    d = a._data
-                    edges.append((leaf_accumulator(a), 0, d.shape, d.dtype) if fn is None
-                                 else (fn, a._output_nr, d.shape, d.dtype))
-                else:
-                    edges.append(edge_to(a))
-                bits |= bit
+            key <<= 1
+            if type(a) is Tensor:  # (edge_to, inlined: the hot path)
+                if not a._requires_grad:
+                    edges.append(None)
+                    continue
+                if a._meta is not None:
+                    _fresh(a)
+                fn = a._grad_fn
+                d = a._data
+                edges.append((leaf_accumulator(a), 0, d.shape, d.dtype) if fn is None
+                             else (fn, a._output_nr, d.shape, d.dtype))
+            elif isinstance(a, Tensor) and a._requires_grad:
+                edges.append(edge_to(a))
             else:
                 edges.append(None)
-            bit <<= 1
-        n = len(args)
-        needs = _NEEDS[n][bits] if n < 4 else tuple(e is not None for e in edges)
+                continue
+            key |= 1
     else:
         for a, need in zip(args, needs):
-            edges.append(edge_to(a) if need else None)
-    plan = op._save_cache.get(needs)
+            key <<= 1
+            if need:
+                edges.append(edge_to(a))
+                key |= 1
+            else:
+                edges.append(None)
+    plan = op._save_cache.get(key)
     if plan is None:
-        plan = op.save_plan(needs)
-    save_out, mask = plan
+        plan = op._save_cache[key] = _record_plan(op, tuple(e is not None for e in edges))
+    save_out, keep = plan
     node = _OpNode_new(OpNode)
-    if mask is None or True in mask:
+    if keep is None:
+        node.saved = _lazy_standins(args) if _DASK["backend"] is not None and \
+            op._meta_standins else None  # (a Dask input: Note [Lazy gradients])
+    else:
         saved = []
-        for k, a in enumerate(args):
-            if mask is not None and not mask[k]:
+        for a, kept in zip(args, keep):
+            if not kept:
                 saved.append(None)
             elif isinstance(a, Tensor):
                 m = a._meta
@@ -795,10 +836,6 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
             else:
                 saved.append(a)
         node.saved = saved
-    elif _DASK["backend"] is not None and op._meta_standins:
-        node.saved = _lazy_standins(args, mask)  # (a Dask input: Note [Lazy gradients])
-    else:
-        node.saved = None
     node.op = op
     node.extra = extra
     if params:
@@ -811,7 +848,9 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
         node.params = _NO_PARAMS
     node.edges = edges
     node.seq = next(_seq)
-    node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
+    node.hooks = None
+    if _ANOMALY[0]:
+        node.hooks = NodeHooks(anomaly.forward_trace())
     if op.nout == 1:  # (a single output's node has no out_meta: only _materialize reads it)
         node.nout = 1
         t = outs[0]
@@ -833,10 +872,6 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
             t._requires_grad = True
         node.saved_out = save_output(outs, False) if save_out else None
     return node
-
-
-_NEEDS = [[tuple(bool(bits >> k & 1) for k in range(n)) for bits in range(1 << n)]
-          for n in range(4)]
 
 
 def _plain_output(t):
