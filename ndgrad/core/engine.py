@@ -296,9 +296,7 @@ def _general_node(node, grads_out, p):
     if needed is not None and len(node.edges) > 1 and type(node).backward is _OP_BACKWARD:
         # rules of inputs that lead to no requested input are not run (they may not exist:
         # gammainc's in its shape parameter)
-        skip = [e is not None and not needed.get(e[0], False) for e in node.edges]
-        if not any(skip):
-            skip = None
+        skip = _unneeded_inputs(node.edges, needed)
     if (hooks is not None and hooks.trace is not None) or anomaly.ENABLED[0]:
         try:
             grads_in = node.backward(p, grads_out, skip)
@@ -314,10 +312,27 @@ def _general_node(node, grads_out, p):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                            f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
     if hooks is not None and hooks.post:
-        grads_in = [None if gi is None or e is None else fit_gradient(gi, e[2], e[3], node, i)
-                    for i, (gi, e) in enumerate(zip(grads_in, node.edges))]
+        grads_in = _fitted(node, grads_in)
         grads_in = run_posthooks(node, grads_in, grads_out)
     return grads_in
+
+
+# (helpers, not comprehensions in _general_node: those would make its locals cells, created on
+# every call)
+def _unneeded_inputs(edges, needed):
+    """Per input: True when it leads to no requested input; None when all do."""
+    skip = []
+    for e in edges:
+        skip.append(e is not None and not needed.get(e[0], False))
+    return skip if True in skip else None
+
+
+def _fitted(node, grads_in):
+    """``grads_in`` fitted to the node's inputs (before post-hooks see them)."""
+    fitted = []
+    for i, (gi, e) in enumerate(zip(grads_in, node.edges)):
+        fitted.append(None if gi is None or e is None else fit_gradient(gi, e[2], e[3], node, i))
+    return fitted
 
 
 def _add(a, b):
@@ -370,7 +385,7 @@ def _owned(gi, node, grads_out, grads_in):
     out = node.saved_out
     if type(out) is SavedOutput:
         content = out.content
-        if content is gi or (type(content) is tuple and any(o is gi for o in content)):
+        if content is gi or (type(content) is tuple and _holds(content, gi)):
             return False
     saved = node.saved
     if saved is not None and saved is not FREED:
@@ -378,6 +393,15 @@ def _owned(gi, node, grads_out, grads_in):
             if v is gi or (type(v) is SavedValue and getattr(v.value, "_data", None) is gi):
                 return False
     return True
+
+
+def _holds(values, x):
+    """Whether ``x`` itself is one of ``values`` (a function, not a generator expression
+    in ``_owned``: that would make ``gi`` a cell there)."""
+    for v in values:
+        if v is x:
+            return True
+    return False
 
 
 def _accumulate_node(node, g, p):

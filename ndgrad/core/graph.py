@@ -927,11 +927,14 @@ def fit_gradient(g, shape, dtype, node, i, *, checked=False, array_type=None):
         nd = len(gshape) - len(shape)
         if nd < 0:
             raise RuntimeError(_bad_shape(node, i, gshape, shape))
-        axes = tuple(range(nd)) + tuple(
-            k + nd for k, s in enumerate(shape) if s == 1 and gshape[k + nd] != 1)
+        axes = list(range(nd))  # (a loop, not a comprehension: no cells on this path)
         for k, s in enumerate(shape):
-            if s != 1 and gshape[k + nd] != s:
+            if s == 1:
+                if gshape[k + nd] != 1:
+                    axes.append(k + nd)
+            elif gshape[k + nd] != s:
                 raise RuntimeError(_bad_shape(node, i, gshape, shape))
+        axes = tuple(axes)
         if axes:
             g = g.sum(axis=axes, keepdims=True)
         if nd:

@@ -236,10 +236,26 @@ def _lower_value(x, level, raw=False):
         x = x._value
         return x._data if raw and type(x) is Tensor else x
     if type(x) in (tuple, list):
-        return type(x)(_lower_value(v, level, raw) for v in x)
+        return type(x)(_lower_items(x, level, raw))
     if type(x) is dict:
-        return {k: _lower_value(v, level, raw) for k, v in x.items()}
+        return dict(zip(x, _lower_items(x.values(), level, raw)))
     return x
+
+
+# (loops, not comprehensions, in these helpers and in `process`: a comprehension would make
+# the level a cell of the enclosing function, created on every call of the hot path)
+def _lower_items(values, level, raw):
+    items = []
+    for v in values:
+        items.append(_lower_value(v, level, raw))
+    return items
+
+
+def _wrap_all(outs, level):
+    wrapped = []
+    for o in outs:
+        wrapped.append(_wrap(o, level))
+    return tuple(wrapped)
 
 
 def _write(target, result):
@@ -307,7 +323,7 @@ class _GradInterpreter(_levels.Interpreter):
             outs = (res,)
             first = out
         else:
-            res = outs = tuple(_wrap(o, level) for o in out)
+            res = outs = _wrap_all(out, level)
             first = out[0] if out else None
         if grad_on and op.differentiable and True in needs and first is not None and \
                 (first._data.dtype in _DIFF_DTYPES if type(first) is Tensor else

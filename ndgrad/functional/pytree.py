@@ -63,16 +63,25 @@ def tree_flatten(tree):
 
 def _flatten(x, leaves):
     if _is_namedtuple(x):
-        return TreeSpec("namedtuple", type(x), None, tuple(_flatten(v, leaves) for v in x))
+        return TreeSpec("namedtuple", type(x), None, _flatten_all(x, leaves))
     if isinstance(x, tuple):
-        return TreeSpec("tuple", None, None, tuple(_flatten(v, leaves) for v in x))
+        return TreeSpec("tuple", None, None, _flatten_all(x, leaves))
     if isinstance(x, list):
-        return TreeSpec("list", None, None, tuple(_flatten(v, leaves) for v in x))
+        return TreeSpec("list", None, None, _flatten_all(x, leaves))
     if isinstance(x, dict):
         keys = tuple(x)
-        return TreeSpec("dict", type(x), keys, tuple(_flatten(x[k], leaves) for k in keys))
+        return TreeSpec("dict", type(x), keys, _flatten_all(x.values(), leaves))
     leaves.append(x)
     return _LEAF
+
+
+def _flatten_all(values, leaves):
+    """The specs of ``values`` (a loop: a generator in ``_flatten`` would make its arguments
+    cells, created on every call)."""
+    specs = []
+    for v in values:
+        specs.append(_flatten(v, leaves))
+    return tuple(specs)
 
 
 def tree_unflatten(spec, leaves):
