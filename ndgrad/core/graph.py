@@ -550,10 +550,15 @@ class OpNode(Node):
         extra = self.extra
         if rules is None:
             return _each_rule(op.vjp_each, edges, skip, F, g, out, inputs, extra, params)
-        if len(edges) == 1:
-            if extra or params:
-                return (rules[0](F, g, out, *inputs, *extra, **params),)
-            return (rules[0](F, g, out, inputs[0]),)
+        if not (extra or params):  # (positional calls: no tuple or dict is built for them)
+            if len(edges) == 1:
+                return (rules[0](F, g, out, inputs[0]),)
+            if len(edges) == 2 and skip is None:
+                x, y = inputs
+                e0, e1 = edges
+                r0, r1 = rules
+                return (None if e0 is None or r0 is None else r0(F, g, out, x, y),
+                        None if e1 is None or r1 is None else r1(F, g, out, x, y))
         result = []  # (a loop, not a comprehension: one call less on the hot path)
         for i, e in enumerate(edges):
             rule = rules[i]

@@ -258,7 +258,10 @@ class _DualInterpreter(_levels.Interpreter):
 
     def process(self, lv, op, args, params):
         nin = len(args) if op.nin == VARIADIC else op.nin
-        tangents = tuple(_input_tangent(a, lv) for a in args[:nin])
+        tangents = []  # (a loop: a generator here would make `lv` a cell, made every call)
+        for a in args[:nin]:
+            tangents.append(_input_tangent(a, lv))
+        tangents = tuple(tangents)
         with below(lv):
             out = apply(op, *args, **params)
             if not op.differentiable or all(t is None for t in tangents):

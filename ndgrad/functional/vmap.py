@@ -380,11 +380,11 @@ def _apply_batched(level, op, args, params):
 def _batched_value(level, op, arrays, batched, extra, params):
     """The op's result at ``level``: its batching rule run on the physical values."""
     if op.identity_batch is not None:
-        i = next((i for i, a in enumerate(arrays) if type(a) is BatchedTensor and
-                  a._diag is not None and a._level is level), -1)
+        i = _identity_input(arrays, level)
         if i >= 0:
-            args = [None if j == i else (a._value if b else a)
-                    for j, (a, b) in enumerate(zip(arrays, batched))] + list(extra)
+            args = _physical(arrays, batched)
+            args[i] = None
+            args.extend(extra)
             r = op.identity_batch(TENSOR_F, i, arrays[i]._diag, args, batched, params)
             if r is not None:
                 how, v = r
@@ -396,7 +396,7 @@ def _batched_value(level, op, arrays, batched, extra, params):
     rule = op.batch_rule
     if rule is None:
         rule = default_rule(op)
-    phys = [a._value if b else a for a, b in zip(arrays, batched)]
+    phys = _physical(arrays, batched)
     # (the innermost level among the inputs is this one: a parameter's depth is at most its)
     if (extra and _depth_of(extra) == level.depth) or \
             (params and _depth_of(params) == level.depth):
@@ -412,7 +412,31 @@ def _batched_value(level, op, arrays, batched, extra, params):
         out = rule(TENSOR_F, batched, *phys, *extra, **params)
     if op.nout == 1:
         return _wrap(out, level)
-    return tuple(_wrap(o, level) for o in out)
+    return _wrap_all(out, level)
+
+
+# (helpers, not comprehensions in _batched_value: those would make its locals cells, made on
+# every call: Note [No cells on the hot path] in core/engine.py)
+def _identity_input(arrays, level):
+    """The index of the first input that is an identity batch of ``level`` (-1: none)."""
+    for i, a in enumerate(arrays):
+        if type(a) is BatchedTensor and a._diag is not None and a._level is level:
+            return i
+    return -1
+
+
+def _physical(arrays, batched):
+    phys = []
+    for a, b in zip(arrays, batched):
+        phys.append(a._value if b else a)
+    return phys
+
+
+def _wrap_all(outs, level):
+    wrapped = []
+    for o in outs:
+        wrapped.append(_wrap(o, level))
+    return tuple(wrapped)
 
 
 def _write_batched(target, result):

@@ -714,3 +714,44 @@ def test_grad_runs_only_the_rules_of_requested_inputs():
     np.testing.assert_allclose(gx.cpu().numpy(), expected, rtol=1e-12)
     with pytest.raises(NotImplementedError, match="with respect to v is not implemented"):
         nd.special.jv(v, x).sum().backward()
+
+
+# The functions every op or node goes through make no cells (Note [No cells on the hot path]
+# in core/engine.py).
+def _hot_path_functions():
+    import importlib
+
+    from ndgrad.core import dispatch, engine, graph
+    from ndgrad.forward_ad import _DualInterpreter
+    from ndgrad.functional import grad_level, pytree
+    vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
+    return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
+            graph.OpNode._unpack, graph.SavedOutput.rebuild, graph.fit_gradient,
+            engine._run, engine._general_node, engine._owned, engine.BackwardPass.read,
+            grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
+            vmap._apply_batched, vmap._batched_value, _DualInterpreter.process]
+
+
+@pytest.mark.cpu_only("it reads code objects, not a device")
+@pytest.mark.parametrize("fn", _hot_path_functions(), ids=lambda f: f.__qualname__)
+def test_hot_path_functions_make_no_cells(fn):
+    assert fn.__code__.co_cellvars == (), (
+        f"{fn.__qualname__} has cell variables {fn.__code__.co_cellvars}: a comprehension "
+        "reads its locals; write it as a loop or move it to a helper (Note [No cells on the "
+        "hot path] in tests/core/test_engine.py)")
+
+
+@pytest.mark.cpu_only("it reads code objects, not a device")
+def test_cell_check_sees_a_capturing_comprehension():
+    def capturing(xs, k):
+        return [x * k for x in xs]  # reads k: k becomes a cell
+
+    def looping(xs, k):
+        out = []
+        for x in xs:
+            out.append(x * k)
+        return out
+
+    assert capturing.__code__.co_cellvars == ("k",)
+    assert looping.__code__.co_cellvars == ()
+    assert capturing([1, 2], 3) == looping([1, 2], 3) == [3, 6]
