@@ -171,11 +171,13 @@ class SavedValue:
         self.version = _version_of(t)
 
     def unpack(self, node, which):
-        """The saved tensor; a RuntimeError if it was modified in place since."""
+        """The saved tensor; a RuntimeError if it was modified in place since. ``which``
+        names it in that message (an int k: "input k")."""
         t = self.value
         cur = _version_of(t)
         if cur != self.version:
-            raise RuntimeError(_modified_msg(node, t, which, cur, self.version))
+            raise RuntimeError(_modified_msg(node, t, which if type(which) is str else
+                                             f"input {which}", cur, self.version))
         return t
 
 
@@ -285,6 +287,8 @@ def _pack(pack, t):
 def _unpacked(unpack, packed, shape, dtype, node, which):
     """``unpack(packed)`` checked against the saved tensor's shape and dtype."""
     t = unpack(packed)
+    if type(which) is not str:  # (an input's number)
+        which = f"input {which}"
     if not isinstance(t, Tensor):
         raise TypeError(
             f"the unpack hook of saved_tensors_hooks returned a {type(t).__name__} for "
@@ -608,7 +612,7 @@ class OpNode(Node):
             raise RuntimeError(_FREED_MSG)
         values = []
         for k, v in enumerate(saved):
-            values.append(v.unpack(self, f"input {k}") if type(v) in _SAVED_TYPES else v)
+            values.append(v.unpack(self, k) if type(v) in _SAVED_TYPES else v)
         return values
 
     def _checked_out(self):
@@ -837,7 +841,14 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
                 m = a._meta
                 if m is not None and m.inference:
                     _raise_inference_save(op.name)
-                saved.append(save_value(a) if SAVED_HOOK_THREADS[0] else SavedValue(a))
+                if SAVED_HOOK_THREADS[0] or type(a) is not Tensor:
+                    saved.append(save_value(a))
+                else:  # (SavedValue(a), built field by field: the hot path of higher order)
+                    v = _SavedValue_new(SavedValue)
+                    v.value = a
+                    c = a._vcounter
+                    v.version = 0 if c is None else c.value
+                    saved.append(v)
             else:
                 saved.append(a)
         node.saved = saved
@@ -900,6 +911,7 @@ def _plain_output(t):
 
 
 _SavedOutput_new = SavedOutput.__new__
+_SavedValue_new = SavedValue.__new__
 _VersionCounter_new = VersionCounter.__new__
 
 

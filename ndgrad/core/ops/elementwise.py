@@ -514,8 +514,11 @@ conj.defidentity(keeps_identity(lambda F, s: F.conj(s)))
 
 
 def _conj_public(x):
-    if isinstance(x, Tensor) and x.dtype.kind != "c":
-        return x  # as PyTorch: conj of a real tensor is the tensor itself
+    # as PyTorch: conj of a real tensor is the tensor itself (every vjp rule calls conj: a
+    # plain tensor's dtype is read from its array, not through the property)
+    if (x._data.dtype.kind if type(x) is Tensor else
+            x.dtype.kind if isinstance(x, Tensor) else "c") != "c":
+        return x
     return apply(conj, x)
 
 
