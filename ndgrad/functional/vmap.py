@@ -382,8 +382,7 @@ def _batched_value(level, op, arrays, batched, extra, params):
     if op.identity_batch is not None:
         i = _identity_input(arrays, level)
         if i >= 0:
-            args = _physical(arrays, batched)
-            args[i] = None
+            args = _physical(arrays, batched, i)  # (the identity stays unmade)
             args.extend(extra)
             r = op.identity_batch(TENSOR_F, i, arrays[i]._diag, args, batched, params)
             if r is not None:
@@ -425,10 +424,11 @@ def _identity_input(arrays, level):
     return -1
 
 
-def _physical(arrays, batched):
+def _physical(arrays, batched, skip=-1):
+    """The physical values of ``arrays`` (None in place of input ``skip``)."""
     phys = []
-    for a, b in zip(arrays, batched):
-        phys.append(a._value if b else a)
+    for j, (a, b) in enumerate(zip(arrays, batched)):
+        phys.append(None if j == skip else a._value if b else a)
     return phys
 
 

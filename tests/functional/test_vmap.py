@@ -213,6 +213,25 @@ def test_identity_batches_stay_exact_through_structured_ops():
             ident.numpy()[0, 0] = 2.0         # the cached identity cannot be corrupted
 
 
+def test_identity_batch_is_not_made_dense_by_an_op_with_an_identity_rule():
+    """Note [Identity batches]: ops whose identity rules apply keep their results scaled
+    identities: none is made dense (n x n)."""
+    from ndgrad.functional.vmap import _identity
+    n = 6
+    s = RNG.standard_normal(n)
+    ident = _identity(n, ndgrad.float64, ndgrad.get_default_device())
+    dense = []
+
+    def f(e):
+        u = e * t(s)
+        v = -u
+        dense.append((u._phys is not None, v._phys is not None))
+        return v
+    got = vmap(f)(ident)
+    np.testing.assert_allclose(got.cpu().numpy(), -np.diag(s), rtol=1e-15)
+    assert dense == [(False, False)]
+
+
 def test_kind_rules_take_positional_parameters():
     """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules)."""
     a = RNG.standard_normal((3, 2, 4))
