@@ -104,17 +104,18 @@ def apply(op, *args, **params):
                         return _mixed(op, args, (), params)
                     if b._requires_grad:
                         requires_grad = True
+                elif type(b) is float:  # (a Python float, the common case, first)
+                    db = b
+                    if _WEAK_FLOATS and da.dtype in _WEAK_FLOATS:
+                        db = da.dtype.type(b)
                 elif isinstance(b, Tensor):
                     return _apply_general(op, args, params)
                 else:
                     db = b
-                    if type(b) is not float:  # (a Python float, the common case, first)
-                        if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
-                            return _apply_general(op, args, params)
-                        if B is not NUMPY and type(b) is _NDARRAY:  # NumPy array, GPU tensor
-                            return _mixed(op, args, (), params)
-                    elif _WEAK_FLOATS and da.dtype in _WEAK_FLOATS:
-                        db = da.dtype.type(b)
+                    if type(b) in _SEQUENCES:  # Note [Sequences of tensors]
+                        return _apply_general(op, args, params)
+                    if B is not NUMPY and type(b) is _NDARRAY:  # NumPy array, GPU tensor
+                        return _mixed(op, args, (), params)
             elif type(b) is Tensor and not isinstance(a, Tensor):
                 if type(a) in _SEQUENCES:
                     return _apply_general(op, args, params)
@@ -149,20 +150,25 @@ def apply(op, *args, **params):
 
 def _result(op, args, extra, params, out, requires_grad):
     """The Tensor(s) around the forward's ``out``: recorded, marked, linked as views."""
-    if op.nout == 1:
-        outs = (_new(out if type(out) is _NDARRAY else _as_array(out), False),)
+    single = op.nout == 1
+    if single:
+        t = _new(out if type(out) is _NDARRAY else _as_array(out), False)
+        outs = (t,)
     else:
         outs = tuple(_new(_as_array(o), False) for o in out)
+        if not outs:
+            return outs
+        t = outs[0]
     if requires_grad and op.differentiable and (not _GRAD_OFF[0] or STATE.grad_enabled) and \
-            outs and outs[0]._data.dtype in _DIFF_DTYPES:
+            t._data.dtype in _DIFF_DTYPES:
         record(op, args, outs, extra, params)
     elif INFERENCE_BLOCKS[0] and STATE.inference:
-        for t in outs:
-            _mark_inference(t)
+        for o in outs:
+            _mark_inference(o)
     if op.view:
-        for k, t in enumerate(outs):
-            link_view(op, args, extra, params, t, k)
-    return outs[0] if op.nout == 1 else outs
+        for k, o in enumerate(outs):
+            link_view(op, args, extra, params, o, k)
+    return t if single else outs
 
 
 def _call_error(op, args, params, exc):
