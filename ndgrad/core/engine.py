@@ -180,15 +180,20 @@ def _needed_nodes(start, targets):
     needed = {}
     whole = set()
     for node in order:
-        inputs = [needed[e[0]] for e in node.edges if e is not None]
         if node in targets:
             needed[node] = True
-        elif True in inputs:
-            needed[node] = True
-            if False not in inputs:
-                whole.add(node)
-        else:
-            needed[node] = False
+            continue
+        some = False
+        every = True
+        for e in node.edges:
+            if e is not None:
+                if needed[e[0]]:
+                    some = True
+                else:
+                    every = False
+        needed[node] = some
+        if some and every:
+            whole.add(node)
     return needed, whole
 
 

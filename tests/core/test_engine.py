@@ -728,6 +728,7 @@ def _hot_path_functions():
     return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
             graph.OpNode._unpack, graph.SavedOutput.rebuild, graph.fit_gradient,
             engine._run, engine._general_node, engine._owned, engine.BackwardPass.read,
+            engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
             vmap._apply_batched, vmap._batched_value, _DualInterpreter.process]
 
