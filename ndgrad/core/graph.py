@@ -841,14 +841,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
                 m = a._meta
                 if m is not None and m.inference:
                     _raise_inference_save(op.name)
-                if SAVED_HOOK_THREADS[0] or type(a) is not Tensor:
-                    saved.append(save_value(a))
-                else:  # (SavedValue(a), built field by field: the hot path of higher order)
-                    v = _SavedValue_new(SavedValue)
-                    v.value = a
-                    c = a._vcounter
-                    v.version = 0 if c is None else c.value
-                    saved.append(v)
+                saved.append(save_value(a) if SAVED_HOOK_THREADS[0] else SavedValue(a))
             else:
                 saved.append(a)
         node.saved = saved
@@ -911,7 +904,6 @@ def _plain_output(t):
 
 
 _SavedOutput_new = SavedOutput.__new__
-_SavedValue_new = SavedValue.__new__
 _VersionCounter_new = VersionCounter.__new__
 
 
