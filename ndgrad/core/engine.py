@@ -205,7 +205,10 @@ _SEQ = attrgetter("seq")
 # When a node's gradients make exactly one node ready and no other node waits (a chain of
 # ops, the common shape of a small computation), that node runs next whatever its sequence
 # number: it is kept aside (`ready`) instead of going through the heap. If another node
-# becomes ready too, it is pushed like any other.
+# becomes ready too, it is pushed like any other. It is the right next node: every node
+# that holds a gradient is in the heap or is `ready`, and a node that has none yet can only
+# get one through them. Measured: 7 % of the backward pass of the peer benchmark's W1 (3 %
+# of forward + backward), interleaved runs on one core.
 def _run(roots, grads, p, all_needed=False):
     buffers = {}
     heap = []  # (-seq, node): sequence numbers are unique, so nodes are never compared
