@@ -39,6 +39,8 @@ records; a ``no_grad`` inside ``f`` stops it. The levels below see the mode they
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from ..core import creation
 from ..core import levels as _levels
 from ..core.backend import DIFFERENTIABLE_DTYPES as _DIFF_DTYPES
@@ -235,27 +237,13 @@ def _lower_value(x, level, raw=False):
             return x
         x = x._value
         return x._data if raw and type(x) is Tensor else x
+    # (map, not a comprehension: that would make level and raw cells, made on every call:
+    # Note [No cells on the hot path] in core/engine.py)
     if type(x) in (tuple, list):
-        return type(x)(_lower_items(x, level, raw))
+        return type(x)(map(_lower_value, x, repeat(level), repeat(raw)))
     if type(x) is dict:
-        return dict(zip(x, _lower_items(x.values(), level, raw)))
+        return dict(zip(x, map(_lower_value, x.values(), repeat(level), repeat(raw))))
     return x
-
-
-# (loops, not comprehensions, in these helpers and in `process`: a comprehension would make
-# the level a cell of the enclosing function, created on every call of the hot path)
-def _lower_items(values, level, raw):
-    items = []
-    for v in values:
-        items.append(_lower_value(v, level, raw))
-    return items
-
-
-def _wrap_all(outs, level):
-    wrapped = []
-    for o in outs:
-        wrapped.append(_wrap(o, level))
-    return tuple(wrapped)
 
 
 def _write(target, result):
@@ -323,7 +311,7 @@ class _GradInterpreter(_levels.Interpreter):
             outs = (res,)
             first = out
         else:
-            res = outs = _wrap_all(out, level)
+            res = outs = tuple(map(_wrap, out, repeat(level)))  # (no cell: map, not a generator)
             first = out[0] if out else None
         if grad_on and op.differentiable and True in needs and first is not None and \
                 (first._data.dtype in _DIFF_DTYPES if type(first) is Tensor else

@@ -38,6 +38,7 @@ value shared by the batch.
 from __future__ import annotations
 
 import functools
+from itertools import repeat
 import warnings
 
 from ..core import creation
@@ -411,7 +412,7 @@ def _batched_value(level, op, arrays, batched, extra, params):
         out = rule(TENSOR_F, batched, *phys, *extra, **params)
     if op.nout == 1:
         return _wrap(out, level)
-    return _wrap_all(out, level)
+    return tuple(map(_wrap, out, repeat(level)))  # (no cell: map, not a generator)
 
 
 # (helpers, not comprehensions in _batched_value: those would make its locals cells, made on
@@ -430,13 +431,6 @@ def _physical(arrays, batched, skip=-1):
     for j, (a, b) in enumerate(zip(arrays, batched)):
         phys.append(None if j == skip else a._value if b else a)
     return phys
-
-
-def _wrap_all(outs, level):
-    wrapped = []
-    for o in outs:
-        wrapped.append(_wrap(o, level))
-    return tuple(wrapped)
 
 
 def _write_batched(target, result):
