@@ -421,7 +421,7 @@ def _owned(gi, node, grads_out, grads_in):
     out = node.saved_out
     if type(out) is SavedOutput:
         content = out.content
-        if content is gi or (type(content) is tuple and _holds(content, gi)):
+        if content is gi or (type(content) is tuple and any(o is gi for o in content)):
             return False
     saved = node.saved
     if saved is not None and saved is not FREED:
@@ -429,15 +429,6 @@ def _owned(gi, node, grads_out, grads_in):
             if v is gi or (type(v) is SavedValue and getattr(v.value, "_data", None) is gi):
                 return False
     return True
-
-
-def _holds(values, x):
-    """Whether ``x`` itself is one of ``values`` (a function, not a generator expression
-    in ``_owned``: that would make ``gi`` a cell there)."""
-    for v in values:
-        if v is x:
-            return True
-    return False
 
 
 def _accumulate_node(node, g, p):

@@ -727,7 +727,7 @@ def _hot_path_functions():
     vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
     return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
             graph.OpNode._unpack, graph.SavedOutput.rebuild, graph.fit_gradient,
-            engine._run, engine._general_node, engine._owned, engine.BackwardPass.read,
+            engine._run, engine._general_node, engine.BackwardPass.read,
             engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
             vmap._apply_batched, vmap._batched_value, _DualInterpreter.process]
