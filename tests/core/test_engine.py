@@ -724,13 +724,16 @@ def _hot_path_functions():
     from ndgrad.core import dispatch, engine, graph
     from ndgrad.forward_ad import _DualInterpreter
     from ndgrad.functional import grad_level, pytree
+    from ndgrad.core.ops import batching
+    from ndgrad.core.ops.registry import REGISTRY
     vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
     return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
             graph.OpNode._unpack, graph.SavedOutput.rebuild, graph.fit_gradient,
             engine._run, engine._general_node, engine.BackwardPass.read,
             engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
-            vmap._apply_batched, vmap._batched_value, _DualInterpreter.process]
+            vmap._apply_batched, vmap._batched_value, _DualInterpreter.process,
+            batching._elementwise(REGISTRY["add"])]  # (vmap's rule of every elementwise op)
 
 
 @pytest.mark.cpu_only("it reads code objects, not a device")

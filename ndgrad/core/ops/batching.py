@@ -126,8 +126,14 @@ def _elementwise(op):
     def rule(F, batched, *args, **params):
         arrays = args[:nin] if nin != VARIADIC else args
         extra = args[nin:] if nin != VARIADIC else ()
-        k = max(logical_ndim(a, b) for a, b in zip(arrays, batched))
-        new = [pad_to(F, a, k) if b else a for a, b in zip(arrays, batched)]
+        k = 0  # (loops: a comprehension would make F and k cells, made on every op under
+        for a, b in zip(arrays, batched):  # vmap: Note [No cells on the hot path])
+            nd = logical_ndim(a, b)
+            if nd > k:
+                k = nd
+        new = []
+        for a, b in zip(arrays, batched):
+            new.append(pad_to(F, a, k) if b else a)
         return fn(F)(*new, *extra, **params)
     return rule
 
