@@ -724,7 +724,7 @@ def _hot_path_functions():
     from ndgrad.core import dispatch, engine, graph
     from ndgrad.forward_ad import _DualInterpreter
     from ndgrad.functional import grad_level, pytree
-    from ndgrad.core.ops import batching
+    from ndgrad.core.ops import batching, reductions
     from ndgrad.core.ops.registry import REGISTRY
     vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
     return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
@@ -733,7 +733,10 @@ def _hot_path_functions():
             engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
             vmap._apply_batched, vmap._batched_value, _DualInterpreter.process,
-            batching._elementwise(REGISTRY["add"])]  # (vmap's rule of every elementwise op)
+            batching._elementwise(REGISTRY["add"]),  # (vmap's rule of every elementwise op)
+            batching.shift_axes, reductions._kept_shape,
+            REGISTRY["add"].jvp, REGISTRY["tanh"].jvp]  # (jvp rules from defjvp_linear and
+    #                                                     defjvp_from_vjp)
 
 
 @pytest.mark.cpu_only("it reads code objects, not a device")

@@ -21,6 +21,7 @@ The rule of an op that sums its last axis would be::
 from __future__ import annotations
 
 import inspect
+from itertools import repeat
 
 from ..tensor import Tensor
 from .registry import _UNSET, COMPARISON, ELEMENTWISE, REDUCTION, SCAN, VARIADIC
@@ -115,7 +116,7 @@ def shift_axes(axis, ndim):
     if axis is None:
         return tuple(range(1, ndim + 1))
     if isinstance(axis, (tuple, list)):
-        return tuple(shift_axis(a, ndim) for a in axis)
+        return tuple(map(shift_axis, axis, repeat(ndim)))  # (map: no cell for ndim)
     return shift_axis(axis, ndim)
 
 

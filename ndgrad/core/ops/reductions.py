@@ -64,7 +64,11 @@ def normalize_axis(axis, ndim):
 def _kept_shape(x_shape, axis):
     """The keepdims=True shape of a reduction of ``x_shape`` over ``axis``."""
     axes = normalize_axis(axis, len(x_shape))
-    return tuple(1 if k in axes else s for k, s in enumerate(x_shape))
+    kept = list(x_shape)  # (no comprehension: it would make axes a cell)
+    for k in axes:
+        if k < len(kept):  # (a 0-d input's axis 0 is no dimension)
+            kept[k] = 1
+    return tuple(kept)
 
 
 def _numel(x_shape, axis):

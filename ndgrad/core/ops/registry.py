@@ -255,6 +255,15 @@ class _RuleUse:
 _UNSET = object()
 
 
+def _any_complex(F, values):
+    """Whether one of ``values`` is complex (a helper, not a generator in a jvp rule: that
+    would make ``F`` a cell of the rule, made on every call)."""
+    for x in values:
+        if F.iscomplexobj(x):
+            return True
+    return False
+
+
 class Op:
     """A registered primitive (see the module docstring for the declaration form). Every
     fact about the op is a field here, set by its declaration."""
@@ -526,7 +535,9 @@ class Op:
         def jvp(F, tangents, out, *inputs, **params):
             # `inputs` also holds the extra positional parameters, after the arrays
             n = len(tangents)
-            ts = [F.zeros_like(x) if t is None else t for t, x in zip(tangents, inputs[:n])]
+            ts = []  # (a loop: a comprehension would make F a cell, made on every call)
+            for t, x in zip(tangents, inputs[:n]):
+                ts.append(F.zeros_like(x) if t is None else t)
             extra = inputs[n:]
             return op.of(F)(*ts, *extra, **params) if not op.pack else \
                 op.of(F)(ts, *extra, **params)
@@ -547,7 +558,7 @@ class Op:
                 rule = op.vjp_rules[i]
                 if rule is None:
                     continue
-                if F.iscomplexobj(t) or any(F.iscomplexobj(x) for x in inputs):
+                if F.iscomplexobj(t) or _any_complex(F, inputs):
                     c = F.conj(rule(F, F.conj(t), out, *inputs, **params))
                 else:
                     c = rule(F, t, out, *inputs, **params)
