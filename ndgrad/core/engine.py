@@ -346,7 +346,7 @@ def _general_node(node, grads_out, p):
             raise
     else:
         grads_in = node.backward(p, grads_out, skip)
-    if len(grads_in) != len(node.edges):  # (an op's rules give one per input: a Function's?)
+    if len(grads_in) != len(node.edges):  # (here only: an OpNode gives one per input)
         raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                            f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
     if hooks is not None and hooks.post:
