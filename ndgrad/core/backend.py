@@ -530,21 +530,33 @@ class CupyBackend(Backend):
                     pass
         self.array_type = self.ndarray = cupy.ndarray
         self.host_fallbacks = set()
-        self.linalg = _Namespace(self, lambda: cupy.linalg, np.linalg, "linalg",
-                                 vector_norm=self._vector_norm, solve=self._solve,
-                                 cholesky=self._cholesky, pinv=self._pinv,
-                                 matrix_rank=self._matrix_rank, cross=self._cross)
-        self.fft = _Namespace(self, lambda: cupy.fft, np.fft, "fft",
-                              rfft=self._rfft_1d(False), irfft=self._rfft_1d(True),
-                              **{name: self._fft_nd(name) for name in _FFT_ND})
-        self.special = _Namespace(self, lambda: _import(cupyx, "scipy.special"),
-                                  SCIPY_SPECIAL, "special", zeta=self._zeta,
-                                  polygamma=self._polygamma)
-        self.scipy_linalg = _Namespace(self, lambda: _import(cupyx, "scipy.linalg"),
-                                       SCIPY_LINALG, "scipy_linalg", expm=self._expm,
-                                       solve_triangular=self._solve_triangular)
+        on_host = self._host_function
+        self.linalg = SubNamespace("linalg", lambda: cupy.linalg, np.linalg, on_host,
+                                   vector_norm=self._vector_norm, solve=self._solve,
+                                   cholesky=self._cholesky, pinv=self._pinv,
+                                   matrix_rank=self._matrix_rank, cross=self._cross)
+        self.fft = SubNamespace("fft", lambda: cupy.fft, np.fft, on_host,
+                                rfft=self._rfft_1d(False), irfft=self._rfft_1d(True),
+                                **{name: self._fft_nd(name) for name in _FFT_ND})
+        self.special = SubNamespace("special", lambda: _import(cupyx, "scipy.special"),
+                                    SCIPY_SPECIAL, on_host, self._special_on_device,
+                                    zeta=self._zeta, polygamma=self._polygamma)
+        self.scipy_linalg = SubNamespace("scipy_linalg", lambda: _import(cupyx, "scipy.linalg"),
+                                         SCIPY_LINALG, on_host, expm=self._expm,
+                                         solve_triangular=self._solve_triangular)
         self._rng = threading.local()
         self._devices = {}
+
+    def _host_function(self, label, f):
+        """NumPy's or SciPy's ``f``, for a name CuPy lacks: run on the host."""
+        return _on_host(self, f, label) if callable(f) and not isinstance(f, type) else f
+
+    def _special_on_device(self, label, name, f):
+        """CuPy's special ufunc ``f``; complex arguments go to SciPy's on the host when it
+        has no complex loop."""
+        if hasattr(f, "types") and hasattr(f, "nin"):
+            return _complex_on_host(self, f, getattr(SCIPY_SPECIAL, name), f"{label}(complex)")
+        return f
 
     def __getattr__(self, name):
         # Only reached for names CuPy lacks (instance attributes win): run NumPy's on the host.
@@ -998,31 +1010,33 @@ def _import(module, dotted):
         return importlib.import_module(f"{module.__name__}.{dotted}")
 
 
-class _Namespace:
-    """A CuPy sub-namespace (``cupy.linalg``, ``cupyx.scipy.special``, ...) whose missing
-    functions run on the host (Note [The CUDA backend]). The CuPy module is imported on first
-    attribute access: cupyx.scipy.linalg loads cuBLAS, which only a GPU machine has."""
+class SubNamespace:
+    """A backend's sub-namespace (``linalg``, ``fft``, ``special``, ``scipy_linalg``): the
+    device library's function where it has one, else the host's (NumPy's or SciPy's) as
+    ``on_host(label, f)`` makes it usable; keywords are the backend's own versions. A name is
+    looked up on first use, then kept. ``load()`` gives the device library on first use
+    (cupyx.scipy.linalg loads cuBLAS, which only a GPU machine has); ``on_device(label,
+    name, f)``, when given, may wrap the device's function."""
 
-    def __init__(self, backend, load, host, label, **own):
-        self._backend = backend
+    def __init__(self, label, load, host, on_host, on_device=None, **own):
+        self._label = label
         self._load = load
         self._host = host
-        self._label = label
+        self._on_host = on_host
+        self._on_device = on_device
         self.__dict__.update(own)
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        label = f"{self._label}.{name}"
         try:
             f = getattr(self._load(), name)
         except (ImportError, AttributeError):
-            f = getattr(self._host, name)  # AttributeError when neither has it
-            if callable(f) and not isinstance(f, type):
-                f = _on_host(self._backend, f, f"{self._label}.{name}")
+            f = self._on_host(label, getattr(self._host, name))  # (AttributeError: neither)
         else:
-            if self._label == "special" and hasattr(f, "types") and hasattr(f, "nin"):
-                f = _complex_on_host(self._backend, f, getattr(self._host, name),
-                                     f"{self._label}.{name}(complex)")
+            if self._on_device is not None:
+                f = self._on_device(label, name, f)
         setattr(self, name, f)
         return f
 

@@ -50,7 +50,7 @@ import dask
 import dask.array as da
 
 from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device,
-                      _seed_state, vector_norm_of)
+                      SubNamespace, _seed_state, vector_norm_of)
 
 __all__ = ["DaskBackend", "compute", "persist"]
 
@@ -76,27 +76,12 @@ def _unsupported(label, hint=""):
     return call
 
 
-class _Namespace:
-    """A sub-namespace (``linalg``, ``fft``, ``special``, ``scipy_linalg``): Dask's function
-    where it has one, else a NumPy/SciPy ufunc (blockwise through Dask), else a stand-in that
-    raises DaskUnsupported."""
-
-    def __init__(self, label, dask_mod, host, **own):
-        self._label = label
-        self._dask = dask_mod
-        self._host = host
-        self.__dict__.update(own)
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        f = getattr(self._dask, name, None) if self._dask is not None else None
-        if f is None:
-            f = getattr(self._host, name)  # AttributeError when neither has it
-            if callable(f) and not isinstance(f, (np.ufunc, type)):
-                f = _unsupported(f"{self._label}.{name}")
-        setattr(self, name, f)
-        return f
+def _dask_lacks(label, f):
+    """The host's ``f`` for a name Dask's namespace lacks: a NumPy/SciPy ufunc runs blockwise
+    through Dask; another function is a stand-in that raises DaskUnsupported."""
+    if callable(f) and not isinstance(f, (np.ufunc, type)):
+        return _unsupported(label)
+    return f
 
 
 def _blockwise(name):
@@ -129,22 +114,24 @@ class DaskBackend(Backend):
             if not name.startswith("_") and not hasattr(type(self), name):
                 setattr(self, name, getattr(da, name))
         self.array_type = self.ndarray = da.Array
-        self.linalg = _Namespace("linalg", da.linalg, np.linalg,
-                                 vector_norm=self._vector_norm, svd=self._svd,
-                                 cholesky=self._cholesky, qr=self._qr,
-                                 matrix_transpose=self.matrix_transpose, det=self._det,
-                                 slogdet=self._slogdet, pinv=self._pinv,
-                                 solve=_square_chunks(da.linalg.solve, "linalg.solve"),
-                                 inv=_square_chunks(da.linalg.inv, "linalg.inv"),
-                                 eigh=_eigh, eigvalsh=_eigvalsh, eig=_eig, eigvals=_eigvals,
-                                 matrix_rank=_matrix_rank, cross=_cross)
-        self.fft = _Namespace("fft", None, None,
-                              **{n: _one_chunk_fft(n) for n in _FFT_NAMES})
-        self.special = _Namespace("special", None, SCIPY_SPECIAL,
-                                  polygamma=_blockwise("polygamma"), zeta=_blockwise("zeta"),
-                                  lambertw=_blockwise("lambertw"))
-        self.scipy_linalg = _Namespace("scipy_linalg", None, SCIPY_LINALG,
-                                       solve_triangular=self._solve_triangular, expm=_expm)
+        # (Dask's own namespaces: linalg; for the others `load` gives None, which has none)
+        self.linalg = SubNamespace("linalg", lambda: da.linalg, np.linalg, _dask_lacks,
+                                   vector_norm=self._vector_norm, svd=self._svd,
+                                   cholesky=self._cholesky, qr=self._qr,
+                                   matrix_transpose=self.matrix_transpose, det=self._det,
+                                   slogdet=self._slogdet, pinv=self._pinv,
+                                   solve=_square_chunks(da.linalg.solve, "linalg.solve"),
+                                   inv=_square_chunks(da.linalg.inv, "linalg.inv"),
+                                   eigh=_eigh, eigvalsh=_eigvalsh, eig=_eig, eigvals=_eigvals,
+                                   matrix_rank=_matrix_rank, cross=_cross)
+        self.fft = SubNamespace("fft", lambda: None, None, _dask_lacks,
+                                **{n: _one_chunk_fft(n) for n in _FFT_NAMES})
+        self.special = SubNamespace("special", lambda: None, SCIPY_SPECIAL, _dask_lacks,
+                                    polygamma=_blockwise("polygamma"),
+                                    zeta=_blockwise("zeta"), lambertw=_blockwise("lambertw"))
+        self.scipy_linalg = SubNamespace("scipy_linalg", lambda: None, SCIPY_LINALG,
+                                         _dask_lacks, solve_triangular=self._solve_triangular,
+                                         expm=_expm)
         self.permute_dims = da.transpose
         self.concat = da.concatenate
         self.host_fallbacks = set()
