@@ -227,39 +227,17 @@ def _correlate_nd(input, weights, output, mode, cval, origin, flip):
     return out
 
 
-def _gaussian_kernel1d(sigma, order, radius):
-    """SciPy's ``_gaussian_kernel1d``: the normalized Gaussian (order 0) or its derivative."""
+def _gaussian_kernel1d(sigma, order, x, exp=np.exp):
+    """SciPy's ``_gaussian_kernel1d`` at the offsets ``x``: the normalized
+    ``exp(-x² / (2 sigma²))`` times the polynomial ``p`` with ``d^order/dx^order exp(-x² /
+    (2 sigma²)) = p(x) exp(...)``, whose coefficients follow ``q'[k] = (k + 1) q[k + 1] -
+    q[k - 1] / sigma²`` (SciPy's recursion). NumPy values, or, with ``x`` a Tensor and
+    ``exp=F.exp``, ndgrad operations (differentiable in a Tensor ``sigma``)."""
     if order < 0:
         raise ValueError("order must be non-negative")
-    exponent_range = np.arange(order + 1)
     sigma2 = sigma * sigma
-    x = np.arange(-radius, radius + 1)
-    phi_x = np.exp(-0.5 / sigma2 * x ** 2)
-    phi_x = phi_x / phi_x.sum()
-    if order == 0:
-        return phi_x
-    q = np.zeros(order + 1)
-    q[0] = 1
-    D = np.diag(exponent_range[1:], 1)
-    P = np.diag(np.ones(order) / -sigma2, -1)
-    Q_deriv = D + P
-    for _ in range(order):
-        q = Q_deriv.dot(q)
-    q = (x[:, None] ** exponent_range).dot(q)
-    return q * phi_x
-
-
-def _gaussian_kernel1d_tensor(sigma, order, radius, like):
-    """:func:`_gaussian_kernel1d` with ``sigma`` a scalar Tensor, written with ndgrad operations
-    (differentiable in ``sigma``): the normalized ``exp(-x² / (2 sigma²))`` times the
-    polynomial ``p`` with ``d^order/dx^order exp(-x² / (2 sigma²)) = p(x) exp(...)``, whose
-    coefficients follow ``q'[k] = (k + 1) q[k + 1] - q[k - 1] / sigma²`` (SciPy's recursion)."""
-    if order < 0:
-        raise ValueError("order must be non-negative")
-    x = _const(np.arange(-radius, radius + 1, dtype=float), like)
-    sigma2 = sigma * sigma
-    phi = F.exp(-0.5 * x * x / sigma2)
-    phi = phi / F.sum(phi)
+    phi = exp(-0.5 * x * x / sigma2)
+    phi = phi / phi.sum()
     if order == 0:
         return phi
     q = [1.0] + [0.0] * order
@@ -271,6 +249,10 @@ def _gaussian_kernel1d_tensor(sigma, order, radius, like):
         term = qk * x ** k
         poly = term if poly is None else poly + term
     return poly * phi
+
+
+def _offsets(radius):
+    return np.arange(-radius, radius + 1, dtype=float)
 
 
 def _sigma_value(sigma):
@@ -309,10 +291,10 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
         raise ValueError("Radius must be a nonnegative integer.")
     if isinstance(sigma, Tensor):
         x = _float(input)
-        weights = F.flip(_gaussian_kernel1d_tensor(_float(sigma, x.device).astype(x.dtype),
-                                                   int(order), lw, x))
+        weights = F.flip(_gaussian_kernel1d(_float(sigma, x.device).astype(x.dtype),
+                                            int(order), _const(_offsets(lw), x), F.exp))
         return correlate1d(x, weights, axis, output, mode, cval, 0)
-    weights = _gaussian_kernel1d(sv, int(order), lw)[::-1].copy()
+    weights = _gaussian_kernel1d(sv, int(order), _offsets(lw))[::-1].copy()
     return correlate1d(input, weights, axis, output, mode, cval, 0)
 
 
