@@ -615,13 +615,11 @@ def funm(A, func, disp=True):
 def _traced(x):
     """Whether ``x`` requires grad or is a transform's value (a grad level's or vmap's
     tensor, or one carrying a forward-mode tangent)."""
-    from .core.levels import visible_levels
-    from .core.tensor import Tensor, level_data
+    from .core.dispatch import innermost_level
+    from .core.tensor import Tensor
     if not isinstance(x, Tensor):
         return False
-    if type(x) is not Tensor or x.requires_grad:
-        return True
-    return any(level_data(x, lv) is not None for lv in visible_levels())
+    return type(x) is not Tensor or x.requires_grad or innermost_level((x,)) is not None
 
 
 def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
