@@ -513,37 +513,14 @@ class OpNode(Node):
         needed."""
         op = self.op
         edges = self.edges
-        saved = self.saved
-        out = self.saved_out
         params = self.params
         g = grads[0]
-        F = None
-        B = NUMPY if type(g) is _NDARRAY else (_BACKEND_BY_TYPE.get(type(g)) or
-                                                _SCALARS.get(type(g)))
-        if B is not None and op.nout == 1 and not (params and type(params) is LevelParams):
-            # (the raw read, inlined: the engine's hot path)
-            if saved is None:
-                inputs = _NONES[len(edges)]
-            elif saved is FREED:
-                inputs = None
-            else:
-                inputs = _raw(saved, pass_.strip, pass_.grad_on)
-            if inputs is not None:
-                if out is None:
-                    F = B.F
-                elif out.plain:  # (a plain output is a raw array: FREED is not plain)
-                    if out.counter.value == out.version and not pass_.grad_on:
-                        F, out = B.F, out.content
-                elif out is not FREED and out.level is pass_.strip and out.level is not None \
-                        and out.counter.value == out.version:
-                    c = out.content  # (a grad level's output: its value one level down)
-                    if type(c) is Tensor and not (c._meta is not None and
-                                                  c._meta.level_data) and \
-                            not (pass_.grad_on and c._requires_grad):
-                        F, out = B.F, c._data
-        if F is None:
+        raw = _read_raw(self, pass_, g) if op.nout == 1 else None
+        if raw is None:
             F, inputs, out, grads = pass_.read(self, grads)
             g = grads[0] if op.nout == 1 else grads
+        else:
+            F, inputs, out = raw
         if op._meta_standins:  # (set when the node was recorded: Op.save_plan)
             # inputs read only for shape/dtype were not saved (Note [What a node saves])
             inputs = list(inputs)
@@ -622,6 +599,39 @@ class OpNode(Node):
                 raise RuntimeError(_FREED_MSG)
             out.check(self)
         return out
+
+
+def _read_raw(node, pass_, g):
+    """``(F, inputs, out)`` for the rules of single-output ``node`` as raw arrays with the
+    backend's namespace, or None when a value they read must stay a Tensor (or is stale or
+    freed: the general read says so)."""
+    B = NUMPY if type(g) is _NDARRAY else (_BACKEND_BY_TYPE.get(type(g)) or
+                                            _SCALARS.get(type(g)))
+    params = node.params
+    if B is None or (params and type(params) is LevelParams):
+        return None
+    saved = node.saved
+    if saved is None:
+        inputs = _NONES[len(node.edges)]
+    elif saved is FREED:
+        return None
+    else:
+        inputs = _raw(saved, pass_.strip, pass_.grad_on)
+        if inputs is None:
+            return None
+    out = node.saved_out
+    if out is None:
+        return B.F, inputs, None
+    if out.plain:  # (a plain output is a raw array: FREED is not plain)
+        if out.counter.value == out.version and not pass_.grad_on:
+            return B.F, inputs, out.content
+    elif out is not FREED and out.level is pass_.strip and out.level is not None \
+            and out.counter.value == out.version:
+        c = out.content  # (a grad level's output: its value one level down)
+        if type(c) is Tensor and not (c._meta is not None and c._meta.level_data) and \
+                not (pass_.grad_on and c._requires_grad):
+            return B.F, inputs, c._data
+    return None
 
 
 def _each_rule(each, edges, skip, F, g, out, inputs, extra, params):

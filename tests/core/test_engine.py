@@ -727,8 +727,9 @@ def _hot_path_functions():
     from ndgrad.core.ops import batching, reductions
     from ndgrad.core.ops.registry import REGISTRY
     vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
-    return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward, graph._raw,
-            graph.OpNode._unpack, graph.SavedOutput.rebuild, graph.fit_gradient,
+    return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward,
+            graph._read_raw, graph._raw, graph.OpNode._unpack,
+            graph.SavedOutput.rebuild, graph.fit_gradient,
             engine._run, engine._general_node, engine.BackwardPass.read,
             engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
