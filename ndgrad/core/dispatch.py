@@ -80,7 +80,7 @@ def apply(op, *args, **params):
             a = args[0]
             if type(a) is Tensor:
                 d = a._data
-                # (a call without **params when there are none: no dict is built for it)
+                # (no **params when there are none: Note [Small shortcuts on the hot path])
                 out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params) if params else \
                     op.forward(_BACKEND_BY_TYPE[type(d)], d)
                 requires_grad = a._requires_grad

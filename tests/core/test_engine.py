@@ -764,3 +764,24 @@ def test_cell_check_sees_a_capturing_comprehension():
     assert capturing.__code__.co_cellvars == ("k",)
     assert looping.__code__.co_cellvars == ()
     assert capturing([1, 2], 3) == looping([1, 2], 3) == [3, 6]
+
+
+def test_hot_path_copies_build_what_their_originals_build():
+    # Note [Small shortcuts on the hot path]: record's inlined edge_to and _plain_output are
+    # copies of edge_to and of SavedOutput's constructor; they must not drift apart
+    from ndgrad.core import graph
+
+    leaf = nd.tensor(XV, requires_grad=True)
+    mid = leaf * 2.0
+    for t in (leaf, mid):
+        edge = nd.tanh(t).grad_fn.edges[0]
+        assert edge == graph.edge_to(t)
+        assert edge[0] is (t.grad_fn if t.grad_fn is not None else graph.leaf_accumulator(t))
+    y = nd.tanh(mid)
+    kept = y.grad_fn.saved_out  # (the copy: a plain output, no transform level)
+    made = graph.SavedOutput((y,), True)
+    for name in graph.SavedOutput.__slots__:
+        a, b = getattr(kept, name), getattr(made, name)
+        assert a is b or a == b, name
+    assert kept.content is y._data and kept.counter is y._vcounter
+    close(y.grad_fn._saved_out, np.tanh(2 * XV))
