@@ -33,10 +33,13 @@ from support import host
 
 
 def _element(a, b):
-    """Batch element ``b`` of input ``a``: float inputs differ per element (a small,
-    element-dependent scaling keeps them inside the op's domain), others repeat."""
+    """Batch element ``b`` of input ``a``: float inputs differ per element, others repeat.
+    The scaling is small (1 % per element, at most 5 % for the nested test's six elements) so
+    that every element stays inside the op's sample domain: at 3 % per element, ``acos``,
+    ``asin`` and ``atanh`` inputs drawn near 0.9 left [-1, 1] and those elements were compared
+    NaN to NaN."""
     if is_float_array(a):
-        return a * (1.0 + 0.03 * b)
+        return a * (1.0 + 0.01 * b)
     return a
 
 
