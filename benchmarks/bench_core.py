@@ -1,6 +1,7 @@
 """Core reverse-mode benchmarks: ndgrad against the same computation written by hand in NumPy.
 
 Run by hand (never a timed test):  python benchmarks/bench_core.py [--rounds N] [--torch]
+                                   [--gc on|frozen|off]
 
 Each workload runs ndgrad and the hand-written NumPy forward + analytic backward side by side
 in one process, alternating, and reports the median of repeated rounds as a ratio to NumPy
@@ -182,6 +183,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--torch", action="store_true", help="also time PyTorch CPU if installed")
+    p.add_argument("--gc", choices=("on", "frozen", "off"), default="on",
+                   help="the cyclic garbage collector while timing: on (as users run), frozen "
+                        "(what exists before timing is not rescanned, as in the peer "
+                        "benchmark), off (an upper bound on what fewer GC-tracked objects "
+                        "per recorded op could gain)")
     opts = p.parse_args(argv)
     peers = {}
     if opts.torch:
@@ -201,6 +207,11 @@ def main(argv=None):
         assert a.dtype == b.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=1e-6)
 
+    if opts.gc == "frozen":
+        gc.collect()
+        gc.freeze()
+    elif opts.gc == "off":
+        gc.disable()
     print(f"ndgrad {ndgrad.__version__}, NumPy {np.__version__}; median of {opts.rounds} rounds")
     print(f"{'workload':44s} {'numpy':>10s} {'ndgrad':>10s} {'ratio':>7s}"
           + ("  torch   ratio" if peers else ""))

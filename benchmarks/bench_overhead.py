@@ -1,6 +1,7 @@
 """Overhead benchmarks: nested differentiation and the func transforms on small problems.
 
 Run by hand (never a timed test):  python benchmarks/bench_overhead.py [--rounds N] [--torch]
+                                   [--n N] [--gc on|frozen|off]
 
 Each workload runs ndgrad and the same computation written by hand in NumPy (a closed form)
 side by side in one process, alternating, and reports the median of repeated rounds as a ratio
@@ -201,6 +202,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--torch", action="store_true", help="also time PyTorch CPU if installed")
+    p.add_argument("--gc", choices=("on", "frozen", "off"), default="on",
+                   help="the cyclic garbage collector while timing: on (as users run), frozen "
+                        "(what exists before timing is not rescanned, as in the peer "
+                        "benchmark), off (an upper bound on what fewer GC-tracked objects "
+                        "per recorded op could gain)")
     p.add_argument("--n", type=int, default=T2_N, help=f"T2 particles (default {T2_N})")
     opts = p.parse_args(argv)
     if opts.torch:
@@ -254,6 +260,11 @@ def main(argv=None):
         np.testing.assert_allclose(_as_np(t2_t(qtt0, ptt0)), np.concatenate(
             [q_ref.ravel(), p_ref.ravel()]), rtol=1e-10, atol=1e-12)
 
+    if opts.gc == "frozen":
+        gc.collect()
+        gc.freeze()
+    elif opts.gc == "off":
+        gc.disable()
     print(f"ndgrad {ndgrad.__version__}, NumPy {np.__version__}"
           + (f", PyTorch {_torch.__version__} (1 thread)" if _torch is not None else "")
           + f"; median of {opts.rounds} rounds")
