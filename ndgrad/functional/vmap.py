@@ -597,7 +597,10 @@ def _identity(n, dtype, device):
     if t is None:
         B = backend_for_device(device)
         with B.on(device):
-            t = finish(B.eye(n, dtype=dtype), False, lift=False)  # (cached: a plain constant)
+            # a plain constant, whatever the mode it is first made in: never lifted to a
+            # level, never an inference tensor (one made inside inference_mode() would make
+            # every later Jacobian of this size outside it fail to save it for backward)
+            t = _new(B.eye(n, dtype=dtype), False)
         t.backend.set_readonly(t._data)
         if len(_IDENTITIES) >= 8:
             _IDENTITIES.pop(next(iter(_IDENTITIES)))

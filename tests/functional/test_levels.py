@@ -4,6 +4,8 @@ level of their own, each against a closed form."""
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,21 @@ def test_transforms_inside_inference_mode_on_tensors_made_outside(transform):
             close(func.grad(lambda t: func.vmap(nd.sin)(t).sum())(x), np.cos(X0))
         else:
             close(func.jacrev(func.grad(f))(x), d2f)
+
+
+def test_a_jacobian_inside_inference_mode_leaves_later_ones_outside_it_unaffected():
+    """vmap's cached identity (the basis of jacrev/jacfwd) made first inside inference_mode
+    must not be an inference tensor: later Jacobians of the same size outside it save it."""
+    importlib.import_module("ndgrad.functional.vmap")._IDENTITIES.clear()  # (made here first)
+    x = T(X0)
+    f = lambda t: (nd.sin(t) * t).sum()  # noqa: E731
+    with nd.inference_mode():
+        close(func.jacrev(nd.sin)(x), np.diag(np.cos(X0)))
+    # differentiating through a Jacobian saves the identity basis for backward
+    close(func.jacrev(func.jacfwd(f))(x), np.diag(2 * np.cos(X0) - X0 * np.sin(X0)))
+    # sum_ij J_ij t_j = sum_i cos(t_i) t_i
+    close(func.grad(lambda t: (func.jacrev(nd.sin)(t) * t).sum())(x),
+          np.cos(X0) - X0 * np.sin(X0))
 
 
 def test_vjp_fn_under_no_grad_gives_a_result_without_graph():
