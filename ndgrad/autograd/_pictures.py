@@ -30,7 +30,8 @@ from collections.abc import Mapping
 import numpy as _np
 
 from ..core.function import BackwardCFunction
-from ..core.graph import FREED, AccumulateGrad, OpNode
+from ..core.graph import AccumulateGrad, OpNode
+from ..core.saved import FREED
 from ..core.tensor import Tensor
 
 __all__ = ["DotGraph", "MemoryReport", "to_dot", "render", "memory_report"]

@@ -44,8 +44,8 @@ from .backend import _BACKEND_BY_TYPE, backend_of
 from .dispatch import TENSOR_F
 from .grad_mode import PROFILER, STATE
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
-from .graph import (FREED, AccumulateGrad, OpNode, SavedOutput, SavedValue, fit_gradient,
-                    leaf_accumulator)
+from .graph import AccumulateGrad, OpNode, fit_gradient, leaf_accumulator
+from .saved import FREED, SavedOutput, SavedValue
 from .tensor import Tensor, _new, _wrap_raw
 
 __all__ = ["run_backward", "accumulate_into", "BackwardPass", "current_pass", "queue_callback"]

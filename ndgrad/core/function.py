@@ -14,10 +14,10 @@ Note [Saved tensors of a Function]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``ctx.save_for_backward(*tensors)`` only remembers its arguments; they are saved once
 ``forward`` (and ``setup_context``) returned and the outputs are wired, as the graph's
-:class:`~ndgrad.core.graph.SavedValue` objects (Note [Saved tensors and versions] in
-graph.py), with the version each tensor has then, so a tensor marked dirty is saved at its
+:class:`~ndgrad.core.saved.SavedValue` objects (Note [Saved tensors and versions] in
+saved.py), with the version each tensor has then, so a tensor marked dirty is saved at its
 bumped version, as in PyTorch. An input or an intermediate is kept as the Tensor itself. An
-*output* is kept as a :class:`~ndgrad.core.graph.SavedOutput`, never as the output Tensor
+*output* is kept as a :class:`~ndgrad.core.saved.SavedOutput`, never as the output Tensor
 (whose ``grad_fn`` is this Node: a reference cycle); ``ctx.saved_tensors`` rebuilds a Tensor
 with this Node as its ``grad_fn``, so that differentiating ``backward`` again
 (``create_graph=True``) goes back through the Function, as it must. ``release()`` (after a
@@ -58,8 +58,8 @@ from .backend import is_differentiable_dtype
 from .dispatch import innermost_level
 from .inplace import check_inplace, rebase
 from .grad_mode import PROFILER, STATE
-from .graph import (_FREED_MSG, Node, PackedValue, SavedOutput, SavedValue, edge_to,
-                    fit_gradient, new_seq, save_output, save_value)
+from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
+from .saved import FREED_MSG, PackedValue, SavedOutput, SavedValue
 from .hooks import NodeHooks
 from .tensor import Tensor, _new, _wrap_raw, is_live
 
@@ -152,7 +152,7 @@ class BackwardCFunction(FunctionCtx, Node):
         """The tensors given to ``save_for_backward``, version-checked
         (Note [Saved tensors of a Function])."""
         if self._fn_freed:
-            raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(FREED_MSG)
         if self._fn_in_jvp:  # inside jvp: what save_for_forward saved (as PyTorch)
             return tuple(self._fn_saved_for_forward)
         saved = self._fn_saved

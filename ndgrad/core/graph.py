@@ -1,8 +1,8 @@
-"""The backward graph: Nodes, saved values, the one way to record a node, leaf accumulation,
-hooks, and the one check of a gradient against its input.
+"""The backward graph: Nodes, the one way to record a node and what it saves, leaf
+accumulation, and the one check of a gradient against its input.
 
 A :class:`Node` is recorded (:func:`record`) for each operation whose inputs require grad.
-It keeps what its vjp rules read (and nothing else) as :class:`SavedValue` objects, one
+It keeps what its vjp rules read (and nothing else) as saved values (core/saved.py), one
 *edge* per input (where that input's gradient goes, and the shape and dtype it must have),
 a sequence number (the engine runs Nodes in decreasing sequence order) and hooks. Leaves
 that require grad get an :class:`AccumulateGrad` Node when first used, shared by every graph
@@ -16,22 +16,11 @@ its grad-requiring inputs read. ``y = x * 2.0`` saves nothing but the scalar; ``
 only its output. This keeps the memory of a recorded computation close to the hand-written
 one. A rule that reads an input only as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size``
 (``sum``'s does) does not make it saved: the edge records shape and dtype, and the rule gets
-an :class:`InputMeta` stand-in. So ``s = a.sum(); a += 1; s.backward()`` is fine, as in
+an ``InputMeta`` stand-in (core/saved.py). So ``s = a.sum(); a += 1; s.backward()`` is fine, as in
 PyTorch.
 
-Note [Saved tensors and versions]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A :class:`SavedValue` is PyTorch's SavedVariable: the saved tensor, its version at save time,
-and what to say when it is stale. Every Tensor has a version counter shared with its views
-(made on first need); in-place operations bump it. Before a rule runs, the engine unpacks
-the node's saved values: one modified in place since is an error naming the op, the value's
-shape and both versions. An output is saved as its content (the raw array, or a transform's
-inner value), its counter and the node's output number (:class:`SavedOutput`), never as the
-output Tensor, whose ``grad_fn`` is this Node (a reference cycle); unpacking rebuilds a
-Tensor with this Node as its ``grad_fn``, carrying the transform data the output had (a dual
-level's tangent: forward over reverse needs it). Under saved-tensor hooks the two are
-:class:`PackedValue` and :class:`PackedOutput` instead (Note [Saved-tensor hooks]); every
-node saves through ``save_value`` / ``save_output`` (``record`` inlines the plain case).
+Saved values, their versions and saved-tensor hooks are core/saved.py's (Note [Saved tensors
+and versions] there); a node saves through :func:`save_value` and :func:`save_output` here.
 """
 
 from __future__ import annotations
@@ -45,13 +34,15 @@ import numpy as _np
 from . import anomaly
 from . import levels
 from .backend import _BACKEND_BY_TYPE, _DASK, NUMPY, is_differentiable_dtype
-from .grad_mode import SAVED_HOOK_THREADS, STATE
+from .grad_mode import SAVED_HOOK_THREADS
 from .hooks import NodeHooks, add_hook
-from .tensor import Tensor, VersionCounter, _fresh, _meta, _new
+from .saved import (FREED, FREED_MSG, SAVED_TYPES, InputMeta, PackedOutput, PackedValue,
+                    SavedOutput, SavedValue, hookable, hooks_now, lazy_standins, plain_output,
+                    raise_inference_save)
+from .tensor import Tensor, _fresh, _meta
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "SavedValue", "SavedOutput", "PackedValue",
-           "PackedOutput", "save_value", "save_output", "FREED", "record", "expose_saved_names",
-           "fit_gradient", "leaf_accumulator", "new_seq"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "save_value", "save_output", "record",
+           "expose_saved_names", "fit_gradient", "leaf_accumulator", "edge_to", "new_seq"]
 
 _seq = itertools.count()
 _NDARRAY = NUMPY.array_type
@@ -66,344 +57,25 @@ def new_seq():
     return next(_seq)
 
 
-class InputMeta:
-    """Stand-in for an unsaved input whose rule reads only its shape, ndim, dtype or size."""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
-        self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def __repr__(self):
-        return f"InputMeta(shape={self.shape}, dtype={self.dtype})"
-
-
-class ChunkedShape(tuple):
-    """A lazy (Dask) input's shape with its ``chunks``: a rule that broadcasts a cotangent
-    back to the shape (``reductions.expand_reduced``) gives it the input's chunks, so the
-    cotangent is built chunk by chunk, aligned with the data, never as one chunk (Note [Lazy
-    gradients] in core/engine.py)."""
-
-
-def _lazy_standins(args):
-    """The stand-ins a node of an op whose rules read only metadata saves for its lazy
-    inputs (their shapes with chunks), or None when no input is lazy."""
-    saved = None
-    for k, a in enumerate(args):
-        d = a._data if isinstance(a, Tensor) else None
-        if d is not None and _BACKEND_BY_TYPE.get(type(d), NUMPY).lazy:
-            if saved is None:
-                saved = [None] * len(args)
-            shape = ChunkedShape(d.shape)
-            shape.chunks = d.chunks
-            saved[k] = InputMeta(shape, d.dtype)
-    return saved
-
-
-class _Freed:
-    __slots__ = ()
-    plain = False  # (a freed saved output is read by the general path, which says so)
-
-    def __repr__(self):
-        return "<freed>"
-
-
-FREED = _Freed()
-
-_FREED_MSG = (
-    "Trying to backward through the graph a second time (or directly access saved tensors "
-    "after they have already been freed). Saved intermediate values of the graph are freed "
-    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-    "backward through the graph a second time or if you need to access saved tensors after "
-    "calling backward."
-)
-
-
-def _modified_msg(node, arr, which, cur, expected):
-    shape = list(getattr(arr, "shape", ()))
-    dtype = getattr(arr, "dtype", "?")
-    return (
-        "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [{dtype} array of shape {shape}], which is {which} saved by "
-        f"{node.name()}, is at version {cur}; expected version {expected} instead. Hint: "
-        "the operation that saved it is the one named; find the in-place operation that "
-        "modified it afterwards (an `*_` method, `x[...] = v` or an augmented assignment such "
-        "as `+=`) and make it out-of-place, or `.clone()` the tensor before modifying it. "
-        "ndgrad.autograd.detect_anomaly() shows where the saving operation was called."
-    )
-
-
-def _raise_inference_save(name):
-    raise RuntimeError(
-        f"Inference tensors cannot be saved for backward ({name}). An inference tensor was "
-        "made inside `ndgrad.inference_mode()`; make it outside inference mode, or `.clone()` "
-        "it outside inference mode to get a normal tensor."
-    )
-
-
-# ------------------------------------------------------------------ saved values
-def _version_of(t):
-    """``t``'s version now (0 for a tensor never modified in place)."""
-    c = t._vcounter if type(t) is Tensor else t._counter()
-    return 0 if c is None else c.value
-
-
-class SavedValue:
-    """A tensor a node saved, with its version at save time (Note [Saved tensors and
-    versions])."""
-
-    __slots__ = ("value", "version")
-
-    def __init__(self, t):
-        self.value = t
-        self.version = _version_of(t)
-
-    def unpack(self, node, which):
-        """The saved tensor; a RuntimeError if it was modified in place since. ``which``
-        names it in that message (an int k: "input k")."""
-        t = self.value
-        cur = _version_of(t)
-        if cur != self.version:
-            raise RuntimeError(_modified_msg(node, t, which if type(which) is str else
-                                             f"input {which}", cur, self.version))
-        return t
-
-
-class SavedOutput:
-    """A node's saved output(s): content, counter and version, and how to rebuild the output
-    Tensor(s) around this node (Note [Saved tensors and versions]). ``nr`` is the output
-    number of a single saved output; ``diff`` False rebuilds it without history (a
-    Function's non-differentiable output)."""
-
-    __slots__ = ("content", "counter", "version", "cls", "level", "meta", "nr", "diff", "plain")
-
-    def __init__(self, outs, single, nr=0, diff=True):
-        o = outs[0]
-        if type(o) is Tensor:
-            c = o._vcounter
-            if c is None:
-                c = o._vcounter = VersionCounter()
-            for t in outs:
-                t._vcounter = c  # fresh outputs of one op: one counter
-        else:
-            c = o._counter()
-        self.counter = c
-        self.version = c.value
-        self.cls = type(o)
-        self.level = o._level
-        self.nr = nr
-        self.diff = diff
-        keep = _STACK and levels.data_levels()
-        if single:
-            self.content = o._saved_content()
-            self.meta = _meta(o) if keep else None
-        else:
-            self.content = tuple(t._saved_content() for t in outs)
-            self.meta = tuple(_meta(t) for t in outs) if keep else None
-        self.plain = self.cls is Tensor and self.meta is None  # its content is a raw array
-
-    def check(self, node, which="output 0"):
-        if self.counter.value != self.version:
-            content = self.content
-            arr = content[0] if type(content) is tuple else content
-            raise RuntimeError(_modified_msg(node, arr, which, self.counter.value,
-                                             self.version))
-
-    def rebuild(self, node):
-        """The output(s) as Tensors whose ``grad_fn`` is ``node``, with the transform data
-        (tangents) they carried."""
-        content = self.content
-        if type(content) is not tuple:
-            return self._one(content, node, self.nr, self.meta)
-        metas = self.meta or (None,) * len(content)
-        outs = []
-        for i, c in enumerate(content):
-            outs.append(self._one(c, node, i, metas[i]))
-        return tuple(outs)
-
-    def _one(self, content, node, nr, meta):
-        t = self.cls._from_saved(content, self.level)
-        if self.diff:
-            t._grad_fn = node
-            t._output_nr = nr
-            t._requires_grad = True
-        if type(t) is Tensor:
-            t._vcounter = self.counter
-        if meta is not None and meta.level_data:
-            live = {lv: d for lv, d in meta.level_data.items() if lv.alive}
-            if live:
-                _meta(t).level_data = live
-        return t
-
-
-_STACK = levels.STACK  # (a node keeps a saved output's transform data while levels exist)
-
-
-# Note [Saved-tensor hooks]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~
-# Under ``ndgrad.autograd.graph.saved_tensors_hooks(pack, unpack)`` (thread-local; the
-# innermost pair applies), every plain tensor a node saves, an op's or a custom Function's,
-# input or output, is handed to ``pack`` (with grad mode off) as it is saved, and the node
-# keeps only what ``pack`` returned (:class:`PackedValue`, :class:`PackedOutput`); when
-# backward needs it, ``unpack`` (with the pass's grad mode) turns that back into a tensor of
-# the same shape and dtype, which gets the saved tensor's place in the graph (its grad_fn,
-# or the leaf's accumulator), so higher order works. As in PyTorch, the hooks own the value:
-# an in-place change of the original after packing is not detected (``allow_mutation_on_
-# saved_tensors`` relies on that). A packed output that is the output tensor itself is kept
-# as its content (no cycle node -> output -> node). Values of transform levels are saved
-# as usual: the hooks see plain tensors only. `record` reads the thread-local only while
-# some thread has hooks set (``SAVED_HOOK_THREADS``).
-def _hooks_now():
-    """The innermost (pack, unpack) pair of this thread, or None."""
-    hooks = STATE.saved_hooks
-    return hooks[-1] if hooks else None
-
-
-def _hookable(t):
-    return type(t) is Tensor and not (t._meta is not None and t._meta.level_data)
-
-
-def _pack(pack, t):
-    prev = STATE.grad_enabled
-    STATE.grad_enabled = False
-    try:
-        return pack(t)
-    finally:
-        STATE.grad_enabled = prev
-
-
-def _unpacked(unpack, packed, shape, dtype, node, which):
-    """``unpack(packed)`` checked against the saved tensor's shape and dtype."""
-    t = unpack(packed)
-    if type(which) is not str:  # (an input's number)
-        which = f"input {which}"
-    if not isinstance(t, Tensor):
-        raise TypeError(
-            f"the unpack hook of saved_tensors_hooks returned a {type(t).__name__} for "
-            f"{which} of {node.name()}; it must return a Tensor (the value pack_hook got)")
-    if tuple(t.shape) != shape or t.dtype != dtype:
-        raise RuntimeError(
-            f"the unpack hook of saved_tensors_hooks returned a tensor of shape "
-            f"{list(t.shape)} and dtype {t.dtype} for {which} of {node.name()}, which saved "
-            f"one of shape {list(shape)} and dtype {dtype}; unpack must give back the value "
-            "pack_hook got")
-    return t
-
-
-class PackedValue:
-    """A saved input (or intermediate) that went through a pack hook (Note [Saved-tensor
-    hooks]): what ``pack`` returned, the unpack hook, and the tensor's place in the graph."""
-
-    __slots__ = ("packed", "unpack_hook", "shape", "dtype", "grad_fn", "output_nr",
-                 "accumulator")
-
-    def __init__(self, t, hooks):
-        self.packed = _pack(hooks[0], t)
-        self.unpack_hook = hooks[1]
-        self.shape = tuple(t.shape)
-        self.dtype = t.dtype
-        self.grad_fn = t._grad_fn
-        self.output_nr = t._output_nr
-        # a leaf that requires grad: its accumulator (which holds the leaf, not its copy)
-        self.accumulator = leaf_accumulator(t) if t._requires_grad and t._grad_fn is None \
-            else None
-
-    @property
-    def value(self):
-        return self.packed
-
-    def unpack(self, node, which):
-        """The tensor, from the unpack hook, in the saved tensor's place in the graph."""
-        t = _unpacked(self.unpack_hook, self.packed, self.shape, self.dtype, node, which)
-        r = _new(t._data, False)
-        r._vcounter = t._counter()
-        if self.grad_fn is not None:
-            r._grad_fn = self.grad_fn
-            r._output_nr = self.output_nr
-            r._requires_grad = True
-        elif self.accumulator is not None:
-            r._requires_grad = True
-            _meta(r).accumulator = weakref.ref(self.accumulator)
-        return r
-
-
-class PackedOutput:
-    """A node's saved output(s) that went through a pack hook (Note [Saved-tensor hooks]).
-    Read through the engine's general path (``plain`` False), like a SavedOutput."""
-
-    __slots__ = ("packed", "unpack_hook", "metas", "nr", "diff", "single", "content",
-                 "counter", "version")
-    plain = False
-    level = None
-
-    def __init__(self, outs, single, hooks, nr=0, diff=True):
-        self.unpack_hook = hooks[1]
-        self.packed = tuple(_pack(hooks[0], t) for t in outs)
-        # an output packed as itself is kept as its content (no cycle)
-        self.packed = tuple((_SELF, t._data, t._counter()) if p is t else p
-                            for p, t in zip(self.packed, outs))
-        self.metas = tuple((tuple(t.shape), t.dtype) for t in outs)
-        self.nr = nr
-        self.diff = diff
-        self.single = single
-        self.content = None
-        self.counter = _NEVER_STALE
-        self.version = 0
-
-    def check(self, node, which="output 0"):
-        """(The hooks own the value: nothing to check.)"""
-
-    def rebuild(self, node):
-        outs = []
-        for k, (p, (shape, dtype)) in enumerate(zip(self.packed, self.metas)):
-            nr = self.nr if self.single else k
-            if type(p) is tuple and len(p) == 3 and p[0] is _SELF:
-                p = _new(p[1], False)
-                p._vcounter = self.packed[k][2]
-                p._grad_fn, p._output_nr, p._requires_grad = node, nr, self.diff
-            t = _unpacked(self.unpack_hook, p, shape, dtype, node, f"output {nr}")
-            r = _new(t._data, False)
-            r._vcounter = t._counter()
-            if self.diff:
-                r._grad_fn = node
-                r._output_nr = nr
-                r._requires_grad = True
-            outs.append(r)
-        return outs[0] if self.single else tuple(outs)
-
-
-_SELF = object()
-_NEVER_STALE = VersionCounter()
-_SAVED_TYPES = (SavedValue, PackedValue)
 
 
 def save_value(t):
     """What a node keeps of tensor ``t``, an input or intermediate it saves: a SavedValue,
     or a PackedValue under saved-tensor hooks (Note [Saved-tensor hooks])."""
-    if SAVED_HOOK_THREADS[0] and _hookable(t):
-        hooks = _hooks_now()
+    if SAVED_HOOK_THREADS[0] and hookable(t):
+        hooks = hooks_now()
         if hooks is not None:
-            return PackedValue(t, hooks)
+            leaf = t._requires_grad and t._grad_fn is None
+            return PackedValue(t, hooks, leaf_accumulator(t) if leaf else None)
     return SavedValue(t)
 
 
 def save_output(outs, single, nr=0, diff=True):
     """What a node keeps of its output(s) ``outs``: a SavedOutput, or a PackedOutput under
     saved-tensor hooks."""
-    if SAVED_HOOK_THREADS[0] and all(_hookable(t) for t in outs):
-        hooks = _hooks_now()
+    if SAVED_HOOK_THREADS[0] and all(hookable(t) for t in outs):
+        hooks = hooks_now()
         if hooks is not None:
             return PackedOutput(outs, single, hooks, nr, diff)
     return SavedOutput(outs, single, nr, diff)
@@ -455,7 +127,7 @@ class Node:
         items = dict(self._saved_items())
         if key not in items:
             if self._is_freed():
-                raise RuntimeError(_FREED_MSG)
+                raise RuntimeError(FREED_MSG)
             known = ", ".join(f"_saved_{k}" for k in items) or "none"
             raise AttributeError(f"{self.name()} saved no value named {key!r} (it has: {known})")
         return items[key] if raw else self._saved_value(key)
@@ -558,7 +230,7 @@ class OpNode(Node):
         saved = self.saved
         if saved is not None and saved is not FREED:
             names = _input_names(self.op, len(saved))
-            items.extend((names[k], v.value if type(v) in _SAVED_TYPES else v)
+            items.extend((names[k], v.value if type(v) in SAVED_TYPES else v)
                          for k, v in enumerate(saved) if v is not None)
         out = self.saved_out
         if out is not None and out is not FREED:
@@ -578,7 +250,7 @@ class OpNode(Node):
         if saved is not None and saved is not FREED:
             for name, v in zip(_input_names(self.op, len(saved)), saved):
                 if name == key:
-                    return v.unpack(self, f"input {name}") if type(v) in _SAVED_TYPES else v
+                    return v.unpack(self, f"input {name}") if type(v) in SAVED_TYPES else v
         return self.params[key]
 
     def _unpack(self):
@@ -586,17 +258,17 @@ class OpNode(Node):
         if saved is None:
             return [None] * len(self.edges)
         if saved is FREED:
-            raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(FREED_MSG)
         values = []
         for k, v in enumerate(saved):
-            values.append(v.unpack(self, k) if type(v) in _SAVED_TYPES else v)
+            values.append(v.unpack(self, k) if type(v) in SAVED_TYPES else v)
         return values
 
     def _checked_out(self):
         out = self.saved_out
         if out is not None:
             if out is FREED:
-                raise RuntimeError(_FREED_MSG)
+                raise RuntimeError(FREED_MSG)
             out.check(self)
         return out
 
@@ -785,7 +457,10 @@ def _holds_level_value(v):
             if _holds_level_value(u):
                 return True
     return False
+
+
 _OpNode_new = object.__new__
+_STACK = levels.STACK  # (no level exists: a plain output's SavedOutput, field by field)
 
 
 def _record_plan(op, needs):
@@ -801,7 +476,7 @@ def _record_plan(op, needs):
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Three shortcuts are each under the 5 % an optimization must pay and are kept because
 # together they pay it: `record` inlines `edge_to` for a plain Tensor (1 % of W1, forward
-# and backward), `_plain_output` builds a plain single output's SavedOutput field by field
+# and backward), `plain_output` builds a plain single output's SavedOutput field by field
 # (2.4 %), and `dispatch.apply` calls a forward without `**params` when there are none
 # (1.3 %). Each measured on W1's chain by interleaved A/B on one core against the same code
 # without it; the peer benchmark's W1 without all three: 4.28-4.29 us per op against
@@ -851,7 +526,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     save_out, keep = plan
     node = _OpNode_new(OpNode)
     if keep is None:
-        node.saved = _lazy_standins(args) if _DASK["backend"] is not None and \
+        node.saved = lazy_standins(args) if _DASK["backend"] is not None and \
             op._meta_standins else None  # (a Dask input: Note [Lazy gradients])
     else:
         saved = []
@@ -861,7 +536,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
             elif isinstance(a, Tensor):
                 m = a._meta
                 if m is not None and m.inference:
-                    _raise_inference_save(op.name)
+                    raise_inference_save(op.name)
                 saved.append(save_value(a) if SAVED_HOOK_THREADS[0] else SavedValue(a))
             else:
                 saved.append(a)
@@ -890,7 +565,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
         if not save_out:
             node.saved_out = None
         elif type(t) is Tensor and not _STACK and not SAVED_HOOK_THREADS[0]:
-            node.saved_out = _plain_output(t)
+            node.saved_out = plain_output(t)
         else:
             node.saved_out = save_output(outs, True)
     else:
@@ -904,28 +579,6 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     return node
 
 
-def _plain_output(t):
-    """``SavedOutput((t,), True)`` for a plain Tensor while no transform level exists, built
-    field by field (Note [Small shortcuts on the hot path])."""
-    s = _SavedOutput_new(SavedOutput)
-    c = t._vcounter
-    if c is None:
-        c = t._vcounter = _VersionCounter_new(VersionCounter)
-        c.value = 0
-    s.counter = c
-    s.version = c.value
-    s.content = t._data
-    s.cls = Tensor
-    s.level = None
-    s.meta = None
-    s.nr = 0
-    s.diff = True
-    s.plain = True
-    return s
-
-
-_SavedOutput_new = SavedOutput.__new__
-_VersionCounter_new = VersionCounter.__new__
 
 
 _ANOMALY = anomaly.ENABLED

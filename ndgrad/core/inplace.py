@@ -15,7 +15,8 @@ from .backend import NUMPY
 from .dispatch import (TENSOR_F, _alive_values, _base_now_requires_grad, _check_view_history,
                        _innermost, _regenerate, _VISIBLE, apply)
 from .grad_mode import STATE, no_grad
-from .graph import FREED, OpNode
+from .graph import OpNode
+from .saved import FREED
 from .tensor import Tensor
 
 __all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE"]

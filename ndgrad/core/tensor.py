@@ -33,7 +33,7 @@ __all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_lev
 
 class VersionCounter:
     """Shared by a tensor and its views; bumped by every in-place operation
-    (Note [Saved tensors and versions] in core/graph.py)."""
+    (Note [Saved tensors and versions] in core/saved.py)."""
 
     __slots__ = ("value",)
 

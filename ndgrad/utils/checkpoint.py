@@ -8,7 +8,7 @@ save for backward; backward recomputes them by running ``function`` again on the
 Note [How checkpointing recomputes]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 The non-reentrant form (the default, as in PyTorch) is built on saved-tensor hooks (Note
-[Saved-tensor hooks] in core/graph.py). During the forward, the pack hook keeps, instead of
+[Saved-tensor hooks] in core/saved.py). During the forward, the pack hook keeps, instead of
 each saved tensor, a handle: its position k in the order of saving, and its shape, dtype and
 device. The first unpack of a backward pass runs ``function`` again, with grad mode on, on
 fresh leaves that share the inputs' data and requires_grad (so the same ops record and save

@@ -721,7 +721,7 @@ def test_grad_runs_only_the_rules_of_requested_inputs():
 def _hot_path_functions():
     import importlib
 
-    from ndgrad.core import dispatch, engine, graph
+    from ndgrad.core import dispatch, engine, graph, saved
     from ndgrad.forward_ad import _DualInterpreter
     from ndgrad.functional import grad_level, pytree
     from ndgrad.core.ops import batching, reductions
@@ -729,7 +729,7 @@ def _hot_path_functions():
     vmap = importlib.import_module("ndgrad.functional.vmap")  # (the package exports vmap())
     return [dispatch.apply, dispatch._result, graph.record, graph.OpNode.backward,
             graph._read_raw, graph._raw, graph.OpNode._unpack,
-            graph.SavedOutput.rebuild, graph.fit_gradient,
+            saved.SavedOutput.rebuild, graph.fit_gradient,
             engine._run, engine._general_node, engine.BackwardPass.read,
             engine._needed_nodes,
             grad_level._GradInterpreter.process, grad_level._lower_value, pytree._flatten,
@@ -767,9 +767,9 @@ def test_cell_check_sees_a_capturing_comprehension():
 
 
 def test_hot_path_copies_build_what_their_originals_build():
-    # Note [Small shortcuts on the hot path]: record's inlined edge_to and _plain_output are
+    # Note [Small shortcuts on the hot path]: record's inlined edge_to and plain_output are
     # copies of edge_to and of SavedOutput's constructor; they must not drift apart
-    from ndgrad.core import graph
+    from ndgrad.core import graph, saved
 
     leaf = nd.tensor(XV, requires_grad=True)
     mid = leaf * 2.0
@@ -779,8 +779,8 @@ def test_hot_path_copies_build_what_their_originals_build():
         assert edge[0] is (t.grad_fn if t.grad_fn is not None else graph.leaf_accumulator(t))
     y = nd.tanh(mid)
     kept = y.grad_fn.saved_out  # (the copy: a plain output, no transform level)
-    made = graph.SavedOutput((y,), True)
-    for name in graph.SavedOutput.__slots__:
+    made = saved.SavedOutput((y,), True)
+    for name in saved.SavedOutput.__slots__:
         a, b = getattr(kept, name), getattr(made, name)
         assert a is b or a == b, name
     assert kept.content is y._data and kept.counter is y._vcounter

@@ -16,7 +16,7 @@ import pytest
 import ndgrad as nd
 from ndgrad.autograd import Function, grad, once_differentiable
 from ndgrad.checks import gradcheck, gradgradcheck
-from ndgrad.core.graph import _FREED_MSG
+from ndgrad.core.saved import FREED_MSG
 from support import close, val
 
 
@@ -503,7 +503,7 @@ def test_backward_twice_frees_the_saved_tensors():
     y.backward(retain_graph=True)
     y.backward()
     close(x.grad, 4 * XV)
-    with pytest.raises(RuntimeError, match=re.escape(_FREED_MSG)):
+    with pytest.raises(RuntimeError, match=re.escape(FREED_MSG)):
         y.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         _ = y.grad_fn.next_functions[0][0].saved_tensors

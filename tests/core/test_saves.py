@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ndgrad.checks.strategies import op_samples
 from ndgrad.core.backend import NUMPY
 from ndgrad.core.dispatch import VARIADIC
-from ndgrad.core.graph import InputMeta
+from ndgrad.core.saved import InputMeta
 from ndgrad.core.ops import REGISTRY
 from ndgrad.core.ops.registry import Domain, Op, _reads
 
