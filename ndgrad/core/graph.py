@@ -25,7 +25,6 @@ and versions] there); a node saves through :func:`save_value` and :func:`save_ou
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import weakref
 
@@ -42,7 +41,7 @@ from .saved import (FREED, FREED_MSG, SAVED_TYPES, InputMeta, PackedOutput, Pack
 from .tensor import Tensor, _fresh, _meta
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "save_value", "save_output", "record",
-           "expose_saved_names", "fit_gradient", "leaf_accumulator", "edge_to", "new_seq"]
+           "fit_gradient", "leaf_accumulator", "edge_to", "new_seq"]
 
 _seq = itertools.count()
 _NDARRAY = NUMPY.array_type
@@ -123,7 +122,8 @@ class Node:
             return self._metadata
 
     def _saved_by_name(self, key, raw):
-        """``grad_fn._saved_<key>`` (``raw``: ``_raw_saved_<key>``); see expose_saved_names."""
+        """``grad_fn._saved_<key>`` (``raw``: ``_raw_saved_<key>``): properties the ops layer
+        gives OpNode for every input and parameter name (core/ops/__init__.py)."""
         items = dict(self._saved_items())
         if key not in items:
             if self._is_freed():
@@ -229,7 +229,7 @@ class OpNode(Node):
         items = []
         saved = self.saved
         if saved is not None and saved is not FREED:
-            names = _input_names(self.op, len(saved))
+            names = self.op.input_names(len(saved))
             items.extend((names[k], v.value if type(v) in SAVED_TYPES else v)
                          for k, v in enumerate(saved) if v is not None)
         out = self.saved_out
@@ -248,7 +248,7 @@ class OpNode(Node):
             return out.rebuild(self)
         saved = self.saved
         if saved is not None and saved is not FREED:
-            for name, v in zip(_input_names(self.op, len(saved)), saved):
+            for name, v in zip(self.op.input_names(len(saved)), saved):
                 if name == key:
                     return v.unpack(self, f"input {name}") if type(v) in SAVED_TYPES else v
         return self.params[key]
@@ -326,49 +326,6 @@ class _Nones(dict):
 
 
 _NONES = _Nones()
-
-
-def expose_saved_names(ops):
-    """Give OpNode the properties ``_saved_<name>`` and ``_raw_saved_<name>`` for the input
-    and parameter names of ``ops``, and ``out`` (called once the registry is built): a saved
-    value by the name of its rule's parameter, as PyTorch's ``grad_fn._saved_self`` (an
-    input version-checked and unpacked, the output rebuilt); the raw one is what the node
-    keeps. (Properties, not ``__getattr__``: a class with ``__getattr__`` pays on every
-    attribute read, and the engine reads a node's attributes on its hot path.)"""
-    names = {"out"}
-    for op in ops:
-        names.update(_input_names(op, 16 if op.nin < 0 else op.nin))
-        names.update(p.name for p in list(inspect.signature(op.forward).parameters.values())[1:]
-                     if p.kind is not p.VAR_POSITIONAL and p.kind is not p.VAR_KEYWORD)
-    for name in sorted(names):
-        if not hasattr(OpNode, f"_saved_{name}"):
-            setattr(OpNode, f"_saved_{name}", property(
-                lambda self, key=name: self._saved_by_name(key, False)))
-            setattr(OpNode, f"_raw_saved_{name}", property(
-                lambda self, key=name: self._saved_by_name(key, True)))
-
-
-def _input_names(op, n):
-    """The names of an op's ``n`` array inputs: its forward's parameters after the backend
-    (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op (memoised)."""
-    names = _NAMES.get((op, n))
-    if names is None:
-        names = _NAMES[(op, n)] = _find_input_names(op, n)
-    return names
-
-
-_NAMES = {}
-
-
-def _find_input_names(op, n):
-    names = []
-    for p in list(inspect.signature(op.forward).parameters.values())[1:]:  # (after B)
-        if p.kind is p.VAR_POSITIONAL:
-            names.extend(f"{p.name}_{k}" for k in range(n - len(names)))
-            break
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-    return (names + [f"input_{k}" for k in range(len(names), n)])[:n]
 
 
 def _raw(saved, strip, grad_on):

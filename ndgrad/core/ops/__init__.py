@@ -20,7 +20,7 @@ from .. import creation as _creation
 from ..backend import NUMPY, Backend, DaskUnsupported
 from ..dispatch import (TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply,
                         sequences_stacked)
-from ..graph import expose_saved_names
+from ..graph import OpNode
 from ..inplace import apply_inplace
 from ..tensor import Tensor
 from . import registry
@@ -196,6 +196,26 @@ def _publish(obj, fn):
     else:
         fn.__module__ = f"ndgrad.{obj.namespace}"
         NAMESPACED[obj.namespace][obj.name] = fn
+
+
+def expose_saved_names(ops):
+    """Give OpNode the properties ``_saved_<name>`` and ``_raw_saved_<name>`` for the input
+    and parameter names of ``ops``, and ``out`` (called once the registry is built): a saved
+    value by the name of its rule's parameter, as PyTorch's ``grad_fn._saved_self`` (an
+    input version-checked and unpacked, the output rebuilt); the raw one is what the node
+    keeps. (Properties, not ``__getattr__``: a class with ``__getattr__`` pays on every
+    attribute read, and the engine reads a node's attributes on its hot path.)"""
+    names = {"out"}
+    for op in ops:
+        names.update(op.input_names(16 if op.nin < 0 else op.nin))
+        names.update(p.name for p in list(inspect.signature(op.forward).parameters.values())[1:]
+                     if p.kind is not p.VAR_POSITIONAL and p.kind is not p.VAR_KEYWORD)
+    for name in sorted(names):
+        if not hasattr(OpNode, f"_saved_{name}"):
+            setattr(OpNode, f"_saved_{name}", property(
+                lambda self, key=name: self._saved_by_name(key, False)))
+            setattr(OpNode, f"_raw_saved_{name}", property(
+                lambda self, key=name: self._saved_by_name(key, True)))
 
 
 for _op in REGISTRY.values():

@@ -282,7 +282,7 @@ class Op:
         # sparsity detection (Note [Sparsity propagation] in functional/sparsity.py)
         "sparsity",
         # the public function: a hand-written one, or how to normalise the call's arguments
-        "public", "public_fn", "normalize_args", "signature",
+        "public", "public_fn", "normalize_args", "signature", "_input_names",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -333,9 +333,27 @@ class Op:
         self.public_fn = None
         self.normalize_args = None
         self.signature = None      # the public signature, where the public call is apply's
+        self._input_names = {}     # input_names(n), memoised
 
     def __repr__(self):
         return f"<ndgrad op {self.qualname}>"
+
+    def input_names(self, n):
+        """The names of this op's ``n`` array inputs: its forward's parameters after the
+        backend (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op; what
+        ``grad_fn._saved_<name>`` and graph pictures call them."""
+        names = self._input_names.get(n)
+        if names is None:
+            names = []
+            for p in list(inspect.signature(self.forward).parameters.values())[1:]:
+                if p.kind is p.VAR_POSITIONAL:
+                    names.extend(f"{p.name}_{k}" for k in range(n - len(names)))
+                    break
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    names.append(p.name)
+            names = self._input_names[n] = tuple(
+                (names + [f"input_{k}" for k in range(len(names), n)])[:n])
+        return names
 
     def of(self, F):
         """This op's function in formula namespace ``F`` (``F.linalg.solve`` for a namespaced
@@ -593,6 +611,23 @@ class Composite:
 
     def __repr__(self):
         return f"<ndgrad composite {self.qualname}>"
+
+    def input_names(self, n):
+        """The names of this op's ``n`` array inputs: its forward's parameters after the
+        backend (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op; what
+        ``grad_fn._saved_<name>`` and graph pictures call them."""
+        names = self._input_names.get(n)
+        if names is None:
+            names = []
+            for p in list(inspect.signature(self.forward).parameters.values())[1:]:
+                if p.kind is p.VAR_POSITIONAL:
+                    names.extend(f"{p.name}_{k}" for k in range(n - len(names)))
+                    break
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    names.append(p.name)
+            names = self._input_names[n] = tuple(
+                (names + [f"input_{k}" for k in range(len(names), n)])[:n])
+        return names
 
     def of(self, F):
         return _lookup(F, self.namespace, self.name)
