@@ -1,6 +1,6 @@
 """In-place operations: the one protocol every level shares (Note [In-place operations]),
 and how an in-place change of a view reaches its base's history (Note [In-place on views]
-in core/dispatch.py: PyTorch's CopySlices).
+in core/views.py: PyTorch's CopySlices).
 
 ``apply_inplace(op, target, *args)`` is ``target <- op(target, *args)``: plain tensors go
 through :func:`inplace` here; a transform level's values go to the level's interpreter
@@ -12,12 +12,12 @@ and :func:`rebase`.
 from __future__ import annotations
 
 from .backend import NUMPY
-from .dispatch import (TENSOR_F, _alive_values, _base_now_requires_grad, _check_view_history,
-                       _innermost, _regenerate, _VISIBLE, apply)
+from .dispatch import TENSOR_F, _alive_values, _innermost, _VISIBLE, apply
 from .grad_mode import STATE, no_grad
 from .graph import OpNode
 from .saved import FREED
 from .tensor import Tensor
+from .views import base_now_requires_grad, check_view_history, regenerate
 
 __all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE"]
 
@@ -35,7 +35,7 @@ def _write_back(view, new):
                 f"to: {vop.notes.get('scatter', 'it declares no scatter rule')}")
         pm = parent._meta
         if pm is not None and pm.base is not None:
-            _check_view_history(parent)
+            check_view_history(parent)
         pin = parent._stand_in(False)
         if k >= 0:
             child = vop.scatter(TENSOR_F, k, pin, child, *extra, **params)
@@ -57,7 +57,7 @@ def _rebase_base(base, new_base):
 def _continue_history(target, new):
     """``target``'s history continues from ``new``'s node (so do its views')."""
     if not target._requires_grad:
-        _base_now_requires_grad(target)
+        base_now_requires_grad(target)
     target._grad_fn = new._grad_fn
     target._output_nr = new._output_nr
     target._requires_grad = True
@@ -154,7 +154,7 @@ def check_inplace(target, what):
             "forbidden (as in PyTorch): make the view and the in-place operation both "
             "inside the no_grad block (if the change should not be recorded) or both "
             "outside it (if it should).")
-    _check_view_history(target)  # the view's history, derived from the base's current one
+    check_view_history(target)  # the view's history, derived from the base's current one
 
 
 def rebase(target, new):
@@ -168,7 +168,7 @@ def rebase(target, new):
         if new.dtype != target.dtype:
             new = TENSOR_F.astype(new, target.dtype)
         _rebase_base(base, _write_back(target, new))
-        _regenerate(target)
+        regenerate(target)
     elif node is not None:
         _continue_history(target, new)
 

@@ -59,7 +59,7 @@ class _Meta:
         self.view_of = None       # (parent, op, extra, params, k): how the view was made
         self.views = None         # weakrefs to views made while this base required no grad
         self.made_without_grad = False  # a view made under no_grad of a base requiring grad
-        self.refresh = None       # regenerates a stale view's history (set by core.dispatch)
+        self.refresh = None       # regenerates a stale view's history (set by core.views)
 
 
 _object_new = object.__new__
@@ -143,7 +143,7 @@ def drop_level_data(lv, holders):
 
 def _fresh(t):
     """Regenerate a stale view's history where it is read (Note [In-place on views] in
-    core/dispatch.py): one comparison for tensors that have a ``_meta``."""
+    core/views.py): one comparison for tensors that have a ``_meta``."""
     m = t._meta
     base = m.base
     if base is not None and base._grad_fn is not m.view_fn:
@@ -390,7 +390,7 @@ class Tensor:
         """The Node that created this tensor (None for leaves).
 
         For a view whose base was modified in place since, the view's history is first
-        derived again from the base's (Note [In-place on views] in core/dispatch.py)."""
+        derived again from the base's (Note [In-place on views] in core/views.py)."""
         if self._meta is not None:
             _fresh(self)
         return self._grad_fn

@@ -45,7 +45,8 @@ from ..core import creation
 from ..core import levels as _levels
 from ..core.backend import DIFFERENTIABLE_DTYPES as _DIFF_DTYPES
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import TENSOR_F, VARIADIC, apply, link_view
+from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.views import link_view
 from ..core.inplace import apply_inplace, inplace
 from ..core.function import apply_function, finish_node, new_ctx, wire
 from ..core.grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF

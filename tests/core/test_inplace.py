@@ -1,5 +1,5 @@
 """In-place operations and views (issue "Custom Functions, in-place operations and views",
-Note [In-place on views] in ndgrad/core/dispatch.py).
+Note [In-place on views] in ndgrad/core/views.py).
 
 Numbers come from closed forms (worked out by hand, and the same as PyTorch's) or from
 finite differences (gradcheck / gradgradcheck).

@@ -70,7 +70,7 @@ from __future__ import annotations
 import ast
 import inspect
 
-from ..dispatch import VARIADIC
+from ..dispatch import VARIADIC, apply
 
 __all__ = [
     "Op", "defop", "NAMESPACES",
@@ -338,6 +338,11 @@ class Op:
     def __repr__(self):
         return f"<ndgrad op {self.qualname}>"
 
+    def apply(self, *args, **params):
+        """Run this op on ``args`` through ``dispatch.apply`` (for the layers below dispatch
+        that apply an op they were handed: a view's history regenerated, core/views.py)."""
+        return apply(self, *args, **params)
+
     def input_names(self, n):
         """The names of this op's ``n`` array inputs: its forward's parameters after the
         backend (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op; what
@@ -470,7 +475,7 @@ class Op:
         self._save_cache[needs] = r
         return r
 
-    # -- views (Note [In-place on views] in core/dispatch.py)
+    # -- views (Note [In-place on views] in core/views.py)
     def defscatter(self, rule):
         """How a new value of this view op's output goes back into its input (``view=True``).
 
@@ -611,6 +616,11 @@ class Composite:
 
     def __repr__(self):
         return f"<ndgrad composite {self.qualname}>"
+
+    def apply(self, *args, **params):
+        """Run this op on ``args`` through ``dispatch.apply`` (for the layers below dispatch
+        that apply an op they were handed: a view's history regenerated, core/views.py)."""
+        return apply(self, *args, **params)
 
     def input_names(self, n):
         """The names of this op's ``n`` array inputs: its forward's parameters after the
