@@ -615,8 +615,7 @@ def funm(A, func, disp=True):
 def _traced(x):
     """Whether ``x`` requires grad or is a transform's value (a grad level's or vmap's
     tensor, or one carrying a forward-mode tangent)."""
-    from .core.dispatch import innermost_level
-    from .core.tensor import Tensor
+    from .core.tensor import Tensor, innermost_level
     if not isinstance(x, Tensor):
         return False
     return type(x) is not Tensor or x.requires_grad or innermost_level((x,)) is not None

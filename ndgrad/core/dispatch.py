@@ -20,10 +20,10 @@ from .backend import (_BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
 from .graph import record
-from .tensor import Tensor, _mark_inference, _new
+from .tensor import Tensor, _mark_inference, _new, owning_level
 from .views import link_view
 
-__all__ = ["apply", "innermost_level", "TENSOR_F", "Namespace", "VARIADIC",
+__all__ = ["apply", "TENSOR_F", "Namespace", "VARIADIC",
            "DeviceMismatchError"]
 
 VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
@@ -67,7 +67,7 @@ def apply(op, *args, **params):
                         claim = True
                         break
             if claim:
-                level = _innermost(args, params)
+                level = owning_level(args, params)
                 if level is not None:
                     if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
                         args = _scalars_to_device(op, args)
@@ -273,67 +273,6 @@ def _alive_values(args):
             a = alive
         out.append(a)
     return out
-
-
-# ------------------------------------------------------------------ transform levels
-def _innermost(args, params):
-    """The deepest visible level that one of ``args`` (or a tensor in ``params``) belongs
-    to, or None (Note [Levels])."""
-    best = None
-    depth = -1
-    for a in args:
-        if isinstance(a, Tensor):
-            lv = _level_of(a, depth)
-        elif type(a) in (list, tuple, dict):
-            lv = _level_in(a, depth)
-        else:
-            continue
-        if lv is not None:
-            best, depth = lv, lv.depth
-    if params:
-        lv = _level_in(params, depth)
-        if lv is not None:
-            best = lv
-    return best
-
-
-def _level_of(t, depth):
-    """The deepest visible level deeper than ``depth`` that tensor ``t`` belongs to: its own
-    (a transform's Tensor subclass), one it carries data for, or one its view base does."""
-    best = None
-    lv = t._level
-    if lv is not None and lv.alive and not lv.hidden and lv.depth > depth:
-        best, depth = lv, lv.depth
-    m = t._meta
-    if m is not None:
-        for data in (m.level_data, m.base._meta.level_data if m.base is not None and
-                     m.base._meta is not None else None):
-            if data:
-                for lv in data:
-                    if lv.alive and not lv.hidden and lv.depth > depth:
-                        best, depth = lv, lv.depth
-    return best
-
-
-def _level_in(x, depth):
-    best = None
-    for v in (x.values() if type(x) is dict else x):
-        if isinstance(v, Tensor):
-            lv = _level_of(v, depth)
-        elif type(v) in (list, tuple, dict):
-            lv = _level_in(v, depth)
-        else:
-            continue
-        if lv is not None:
-            best, depth = lv, lv.depth
-    return best
-
-
-def innermost_level(values, params=None):
-    """The deepest visible transform level among ``values`` (and ``params``), or None."""
-    if not _VISIBLE[0]:
-        return None
-    return _innermost(values, params)
 
 
 # ------------------------------------------------------------------ devices

@@ -55,13 +55,12 @@ import warnings
 
 from . import anomaly
 from .backend import is_differentiable_dtype
-from .dispatch import innermost_level
 from .inplace import check_inplace, rebase
 from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, PackedValue, SavedOutput, SavedValue
 from .hooks import NodeHooks
-from .tensor import Tensor, _new, _wrap_raw, is_live
+from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "apply_function", "new_ctx", "wire", "finish_node"]

@@ -12,11 +12,11 @@ and :func:`rebase`.
 from __future__ import annotations
 
 from .backend import NUMPY
-from .dispatch import TENSOR_F, _alive_values, _innermost, _VISIBLE, apply
+from .dispatch import TENSOR_F, _alive_values, _VISIBLE, apply
 from .grad_mode import STATE, no_grad
 from .graph import OpNode
 from .saved import FREED
-from .tensor import Tensor
+from .tensor import Tensor, owning_level
 from .views import base_now_requires_grad, check_view_history, regenerate
 
 __all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE"]
@@ -94,7 +94,7 @@ def apply_inplace(op, target, *args, **params):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}: in-place target must be a Tensor, got {type(target).__name__}")
     if _VISIBLE[0]:
-        level = _innermost((target,) + args, params)
+        level = owning_level((target,) + args, params)
         if level is not None:
             return level.interpreter.process_inplace(level, op, target, args, params)
     if type(target) is not Tensor or any(isinstance(a, Tensor) and type(a) is not Tensor

@@ -28,7 +28,7 @@ from . import levels
 from .grad_mode import INFERENCE_BLOCKS, STATE
 
 __all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_level_data",
-           "host_array"]
+           "host_array", "owning_level", "innermost_level"]
 
 
 class VersionCounter:
@@ -139,6 +139,58 @@ def drop_level_data(lv, holders):
         t = r()
         if t is not None and t._meta is not None and t._meta.level_data:
             t._meta.level_data.pop(lv, None)
+
+def owning_level(args, params=None):
+    """The deepest visible transform level that one of ``args`` (or a tensor in ``params``)
+    belongs to, or None: the level whose interpreter runs an op on them (Note [Levels] in
+    core/levels.py)."""
+    best = _level_in(args, -1)
+    if params:
+        lv = _level_in(params, -1 if best is None else best.depth)
+        if lv is not None:
+            best = lv
+    return best
+
+
+def innermost_level(values, params=None):
+    """The deepest visible transform level among ``values`` (and ``params``), or None."""
+    if not levels.VISIBLE[0]:
+        return None
+    return owning_level(values, params)
+
+
+def _level_in(x, depth):
+    """The deepest visible level deeper than ``depth`` among the values of sequence or dict
+    ``x`` (nested ones too)."""
+    best = None
+    for v in (x.values() if type(x) is dict else x):
+        if isinstance(v, Tensor):
+            lv = _level_of(v, depth)
+        elif type(v) in (list, tuple, dict):
+            lv = _level_in(v, depth)
+        else:
+            continue
+        if lv is not None:
+            best, depth = lv, lv.depth
+    return best
+
+
+def _level_of(t, depth):
+    """The deepest visible level deeper than ``depth`` that tensor ``t`` belongs to: its own
+    (a transform's Tensor subclass), one it carries data for, or one its view base does."""
+    best = None
+    lv = t._level
+    if lv is not None and lv.alive and not lv.hidden and lv.depth > depth:
+        best, depth = lv, lv.depth
+    m = t._meta
+    if m is not None:
+        for data in (m.level_data, m.base._meta.level_data if m.base is not None and
+                     m.base._meta is not None else None):
+            if data:
+                for lv in data:
+                    if lv.alive and not lv.hidden and lv.depth > depth:
+                        best, depth = lv, lv.depth
+    return best
 
 
 def _fresh(t):

@@ -33,7 +33,7 @@ import functools
 import threading
 
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import innermost_level
+from ..core.tensor import innermost_level
 from ..core.function import Function
 from ..core.grad_mode import STATE
 from ..core.levels import visible_levels

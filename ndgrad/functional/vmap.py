@@ -47,7 +47,8 @@ from ..core import levels as _levels
 from ..core.backend import backend_for_device, is_differentiable_dtype, is_floating
 from ..core.creation import asarray as _asarray
 from ..core.creation import sample as _sample
-from ..core.dispatch import TENSOR_F, VARIADIC, apply, innermost_level
+from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.tensor import innermost_level
 from ..core.function import Function, _run as _run_function, apply_function, new_ctx
 from ..core.inplace import apply_inplace, inplace
 from ..core.grad_mode import STATE
