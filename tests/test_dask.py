@@ -24,7 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 import ndgrad  # noqa: E402
 from ndgrad.checks.strategies import op_samples  # noqa: E402
 from ndgrad.core.backend import DaskUnsupported  # noqa: E402
-from ndgrad.core.dispatch import DeviceMismatchError  # noqa: E402
+from ndgrad.core.devices import DeviceMismatchError  # noqa: E402
 from ndgrad.core.ops import COMPOSITES, REGISTRY  # noqa: E402
 
 pytestmark = pytest.mark.cpu_only("the Dask backend computes with NumPy chunks on the host")

@@ -436,7 +436,7 @@ def backend_of(array):
 # `B.on(device)`; operations run where CuPy runs them, on its current device, which is the
 # device of their inputs unless the user switched it (`ndgrad.cuda.device(n)`). Tensors on
 # two different devices in one op are an error that names both, and 0-d CPU tensors move to
-# the device of the others (Note [Mixing devices] in core/dispatch.py).
+# the device of the others (Note [Mixing devices] in core/devices.py).
 _CUDA = {"backend": None}
 
 

@@ -22,7 +22,7 @@ backward pass builds Dask graphs too; Dask schedules them (threads, processes or
   ``__array_function__`` would compute them silently.
 * Mixing: NumPy-backed tensors (model parameters) meet Dask-backed ones (data) in every op;
   the op runs with this backend and Dask wraps the NumPy arrays as one-chunk constants of
-  the graph (Note [Mixing devices] in core/dispatch.py). A NumPy leaf's gradient is then a
+  the graph (Note [Mixing devices] in core/devices.py). A NumPy leaf's gradient is then a
   Dask array: ``.backward()`` keeps it aside and computes all of them in one
   ``dask.compute`` when the pass ends (``engine.accumulate_into``), so ``param.grad`` is
   NumPy-backed. Dask with a GPU tensor is an error naming both devices.

@@ -7,8 +7,8 @@ and an input belongs to one, the level's interpreter runs the op instead (Note [
 core/levels.py). Keep this module lean: every attribute read on the fast path is paid on
 every operation (benchmarks/bench_core.py measures it).
 
-Also here: device mixing (Note [Mixing devices]). A view op's outputs are linked to their
-bases by core/views.py (Note [In-place on views]).
+Device mixing is decided by core/devices.py (Note [Mixing devices]); a view op's outputs are
+linked to their bases by core/views.py (Note [In-place on views]).
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from . import levels as _levels
 from .backend import (_BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES,
-                      DaskUnsupported, Device)
+                      DaskUnsupported)
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
+from .devices import DeviceMismatchError, same_device, scalars_to_device
 from .graph import record
 from .tensor import Tensor, _mark_inference, _new, owning_level
 from .views import link_view
 
-__all__ = ["apply", "TENSOR_F", "Namespace", "VARIADIC",
-           "DeviceMismatchError"]
+__all__ = ["apply", "TENSOR_F", "Namespace", "VARIADIC"]
 
 VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 
@@ -70,7 +70,7 @@ def apply(op, *args, **params):
                 level = owning_level(args, params)
                 if level is not None:
                     if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
-                        args = _scalars_to_device(op, args)
+                        args = scalars_to_device(op, args)
                     return level.interpreter.process(level, op, args, params)
         nin = op.nin
         n = len(args)
@@ -275,34 +275,6 @@ def _alive_values(args):
     return out
 
 
-# ------------------------------------------------------------------ devices
-# Note [Mixing devices]
-# ~~~~~~~~~~~~~~~~~~~~~
-# The inputs of one op must be on one device. `apply` notices a mix when an input's array
-# type is not the backend's (one comparison, made anyway) and calls `same_device`, which
-# either raises a DeviceMismatchError naming both devices, or, as PyTorch does, moves 0-d CPU
-# inputs (0-d CPU tensors and NumPy 0-d arrays: scalars, such as those ops on Python numbers
-# give inside formulas) to the device of the others, through the differentiable `to_device`
-# op, so their gradient goes back to the CPU. Python scalars never count. A transform level
-# computes and saves its op's inputs itself, so `apply` moves such scalars before handing
-# the op to the level (`_scalars_to_device`). A lazy backend (Dask, whose arrays are graphs)
-# takes NumPy inputs as they are: `_mixed` runs the op on it, and Dask makes the NumPy arrays
-# constants of its graph; their gradients come back as Dask arrays, which the engine computes
-# at the end of the pass (Note [The Dask backend] in core/backend_dask.py). A lazy backend
-# with a GPU tensor is an error. The error names the function the user called:
-# the op's qualified name, and a composite (ops/__init__.py) re-raises it under its own.
-class DeviceMismatchError(RuntimeError):
-    """Tensors of two devices met in one operation (Note [Mixing devices]);
-    ``devices`` holds the two. A public function built of several ops re-raises it under its
-    own name (ops/__init__.py), so the message names what the user called."""
-
-    def __init__(self, name, a, b):
-        super().__init__(
-            f"{name}: expected all tensors to be on the same device, but found at least two "
-            f"devices, {a} and {b}; move them with .to(device) (NumPy arrays count as cpu)")
-        self.devices = (a, b)
-
-
 def _mixed(op, args, extra, params):
     """Run ``op`` on inputs of two devices (Note [Mixing devices]): with a lazy backend's
     arrays (Dask) among NumPy ones, on the lazy backend; otherwise after ``same_device``."""
@@ -327,54 +299,3 @@ def _mixed(op, args, extra, params):
         return _result(op, args, extra, params, op.forward(lazy, *datas, *extra, **params),
                        requires_grad)
     return apply(op, *same_device(op, args), *extra, **params)
-
-
-def same_device(op, args):
-    """``args`` with 0-d CPU inputs moved to the device of the others (Note [Mixing
-    devices]); a DeviceMismatchError naming both devices when tensors of two devices meet."""
-    target = None
-    for a in args:
-        d = a._data if type(a) is Tensor else a
-        if type(d) in _BACKEND_BY_TYPE and not (type(d) is _NDARRAY and d.ndim == 0):
-            dev = _BACKEND_BY_TYPE[type(d)].device_of(d)
-            if target is None:
-                target = dev
-            elif dev != target:
-                raise DeviceMismatchError(op.qualname, target, dev)
-    if target is None:
-        return args
-    out = []
-    for a in args:
-        d = a._data if type(a) is Tensor else a
-        if type(d) is _NDARRAY and target.type != "cpu":
-            if d.ndim != 0:
-                raise DeviceMismatchError(op.qualname, target, _CPU)
-            a = TENSOR_F.to_device(a if type(a) is Tensor else _new(d, False), target)
-        out.append(a)
-    return out
-
-
-_CPU = Device("cpu")
-
-
-def _scalars_to_device(op, args):
-    """``args`` of a transform level's op with 0-d CPU values moved to the device of the
-    others, before the level computes on them or saves them (Note [Mixing devices])."""
-    nin = len(args) if op.nin == VARIADIC else op.nin
-    host = [k for k, a in enumerate(args[:nin]) if _host_scalar(a)]
-    if not host:
-        return args
-    target = next((a.device for a in args[:nin] if isinstance(a, Tensor) and
-                   a.device.type != "cpu"), None)
-    if target is None:
-        return args
-    args = list(args)
-    for k in host:
-        a = args[k]
-        args[k] = TENSOR_F.to_device(a if type(a) is Tensor else _new(a, False), target)
-    return tuple(args)
-
-
-def _host_scalar(a):
-    d = a._data if type(a) is Tensor else a
-    return type(d) is _NDARRAY and d.ndim == 0

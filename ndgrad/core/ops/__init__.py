@@ -18,8 +18,8 @@ import inspect
 from .. import backend as _backend_mod
 from .. import creation as _creation
 from ..backend import NUMPY, Backend, DaskUnsupported
-from ..dispatch import (TENSOR_F, VARIADIC, DeviceMismatchError, Namespace, apply,
-                        sequences_stacked)
+from ..devices import DeviceMismatchError
+from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply, sequences_stacked
 from ..graph import OpNode
 from ..inplace import apply_inplace
 from ..tensor import Tensor
