@@ -11,29 +11,24 @@ Examples
 
 from __future__ import annotations
 
-import sys
 import warnings
 
-from ..core import function
 from ..core.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                            set_detect_anomaly)
 from ..core.creation import tensor
 from ..core.backward import backward
-from ..core.function import Function, FunctionCtx, once_differentiable
 from ..core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                              set_grad_enabled)
 from ..core.graph import Node
 from ..core.tensor import Tensor
 from ..functional.vmap import autograd_grad as grad
-from . import graph, profiler
+from . import function, graph, profiler
+from .function import Function, FunctionCtx, once_differentiable
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
            "once_differentiable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "function", "graph", "profiler"]
-
-# `from ndgrad.autograd.function import once_differentiable` works, as with torch.autograd.
-sys.modules.setdefault(__name__ + ".function", function)
 
 
 def Variable(data, requires_grad=False, volatile=None):
