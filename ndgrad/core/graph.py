@@ -109,7 +109,8 @@ class Node:
         """Drop the saved values (after a backward without retain_graph)."""
 
     def _saved_items(self):
-        """``(name, value)`` for each value this node saved (none here)."""
+        """``(name, value)`` for each value this node saved (none here): for pictures and
+        memory reports, and ``grad_fn._saved_<name>`` (core/ops/__init__.py)."""
         return []
 
     @property
@@ -120,23 +121,6 @@ class Node:
         except AttributeError:
             self._metadata = {}
             return self._metadata
-
-    def _saved_by_name(self, key, raw):
-        """``grad_fn._saved_<key>`` (``raw``: ``_raw_saved_<key>``): properties the ops layer
-        gives OpNode for every input and parameter name (core/ops/__init__.py)."""
-        items = dict(self._saved_items())
-        if key not in items:
-            if self._is_freed():
-                raise RuntimeError(FREED_MSG)
-            known = ", ".join(f"_saved_{k}" for k in items) or "none"
-            raise AttributeError(f"{self.name()} saved no value named {key!r} (it has: {known})")
-        return items[key] if raw else self._saved_value(key)
-
-    def _is_freed(self):
-        return False
-
-    def _saved_value(self, key):
-        return dict(self._saved_items())[key]
 
     def _hooks(self):
         h = self.hooks
@@ -238,20 +222,6 @@ class OpNode(Node):
                           out.packed[0] if out.single else out.packed))
         items.extend(self.params.items())
         return items
-
-    def _is_freed(self):
-        return self.saved is FREED or self.saved_out is FREED
-
-    def _saved_value(self, key):
-        if key == "out":
-            out = self._checked_out()
-            return out.rebuild(self)
-        saved = self.saved
-        if saved is not None and saved is not FREED:
-            for name, v in zip(self.op.input_names(len(saved)), saved):
-                if name == key:
-                    return v.unpack(self, f"input {name}") if type(v) in SAVED_TYPES else v
-        return self.params[key]
 
     def _unpack(self):
         saved = self.saved

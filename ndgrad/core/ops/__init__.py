@@ -21,6 +21,7 @@ from ..backend import NUMPY, Backend, DaskUnsupported
 from ..devices import DeviceMismatchError
 from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply, sequences_stacked
 from ..graph import OpNode
+from ..saved import FREED, FREED_MSG, SAVED_TYPES
 from ..inplace import apply_inplace
 from ..tensor import Tensor
 from . import registry
@@ -213,9 +214,30 @@ def expose_saved_names(ops):
     for name in sorted(names):
         if not hasattr(OpNode, f"_saved_{name}"):
             setattr(OpNode, f"_saved_{name}", property(
-                lambda self, key=name: self._saved_by_name(key, False)))
+                lambda node, key=name: _saved_by_name(node, key, False)))
             setattr(OpNode, f"_raw_saved_{name}", property(
-                lambda self, key=name: self._saved_by_name(key, True)))
+                lambda node, key=name: _saved_by_name(node, key, True)))
+
+
+def _saved_by_name(node, key, raw):
+    """``node._saved_<key>``: the output rebuilt, an input version-checked and unpacked, or a
+    parameter; ``raw``: what the node keeps (``_raw_saved_<key>``)."""
+    items = dict(node._saved_items())
+    if key not in items:
+        if node.saved is FREED or node.saved_out is FREED:
+            raise RuntimeError(FREED_MSG)
+        known = ", ".join(f"_saved_{k}" for k in items) or "none"
+        raise AttributeError(f"{node.name()} saved no value named {key!r} (it has: {known})")
+    if raw:
+        return items[key]
+    if key == "out":
+        return node._checked_out().rebuild(node)
+    saved = node.saved
+    names = node.op.input_names(len(saved)) if saved is not None and saved is not FREED else ()
+    if key in names:
+        v = saved[names.index(key)]
+        return v.unpack(node, f"input {key}") if type(v) in SAVED_TYPES else v
+    return node.params[key]
 
 
 for _op in REGISTRY.values():
