@@ -96,16 +96,13 @@ class BackwardPass:
 # ------------------------------------------------------------------ the run
 def _graph_level(roots):
     """The transform level whose graph the roots' histories are in (None: plain tensors)."""
-    if len(roots) == 1:
-        return roots[0]._autograd_level()
-    levels = {id(t._autograd_level()): t._autograd_level() for t in roots}
+    levels = {t._autograd_level() for t in roots}
     if len(levels) > 1:
         raise RuntimeError(
             "backward()/grad(): the outputs belong to the graphs of different function "
             "transforms (e.g. one computed inside ndgrad.func.grad and one outside it); "
             "differentiate them separately")
-    return next(iter(levels.values())) if levels else None
-
+    return levels.pop() if levels else None
 
 
 def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumulate=True,
@@ -335,17 +332,14 @@ def _general_node(node, grads_out, p):
         # rules of inputs that lead to no requested input are not run (they may not exist:
         # gammainc's in its shape parameter)
         skip = _unneeded_inputs(node.edges, needed)
-    if (hooks is not None and hooks.trace is not None) or anomaly.ENABLED[0]:
-        try:
-            grads_in = node.backward(p, grads_out, skip)
-            if anomaly.ENABLED[0] and anomaly._CHECK_NAN[0]:
-                anomaly.check_nan(node, grads_in)
-        except Exception as exc:
-            if node.hooks is not None and node.hooks.trace is not None:
-                anomaly.annotate(node, exc)
-            raise
-    else:
+    try:  # (a try costs nothing until it catches)
         grads_in = node.backward(p, grads_out, skip)
+        if anomaly.ENABLED[0] and anomaly._CHECK_NAN[0]:
+            anomaly.check_nan(node, grads_in)
+    except Exception as exc:
+        if node.hooks is not None and node.hooks.trace is not None:
+            anomaly.annotate(node, exc)
+        raise
     if len(grads_in) != len(node.edges):  # (here only: an OpNode gives one per input)
         raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                            f"gradients (expected {len(node.edges)}, got {len(grads_in)})")
@@ -389,11 +383,16 @@ def _capture(node, grads_out, p):
     for nr in range(node.nout):
         ks = p.capture.get((node, nr))
         if ks is not None and grads_out[nr] is not None:
-            for k in ks:
-                if p.accumulate:
-                    accumulate_into(p.inputs[k], grads_out[nr], p.grad_on)
-                else:
-                    p.results[k] = grads_out[nr]
+            _deliver(p, ks, grads_out[nr])
+
+
+def _deliver(p, ks, g):
+    """Gradient ``g`` of the requested inputs ``ks``: returned, or accumulated into them."""
+    for k in ks:
+        if p.accumulate:
+            accumulate_into(p.inputs[k], g, p.grad_on)
+        else:
+            p.results[k] = g
 
 
 # Note [Keeping fresh gradients]
@@ -449,11 +448,7 @@ def _accumulate_node(node, g, p):
             g = run_prehooks(node, [g])[0]
     ks = p.capture.get((node, 0)) if p.capture is not None else None
     if ks is not None:
-        for k in ks:
-            if p.accumulate:
-                accumulate_into(p.inputs[k], g, p.grad_on)
-            else:
-                p.results[k] = g
+        _deliver(p, ks, g)
     elif p.accumulate and p.capture is None:
         accumulate_into(leaf, g, p.grad_on, owned)
     if hooks is not None and hooks.post:
