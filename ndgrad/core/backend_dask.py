@@ -24,7 +24,7 @@ backward pass builds Dask graphs too; Dask schedules them (threads, processes or
   the op runs with this backend and Dask wraps the NumPy arrays as one-chunk constants of
   the graph (Note [Mixing devices] in core/devices.py). A NumPy leaf's gradient is then a
   Dask array: ``.backward()`` keeps it aside and computes all of them in one
-  ``dask.compute`` when the pass ends (``engine.accumulate_into``), so ``param.grad`` is
+  ``dask.compute`` when the pass ends (``accumulate.accumulate_into``), so ``param.grad`` is
   NumPy-backed. Dask with a GPU tensor is an error naming both devices.
 * Views: Dask arrays share no memory (``may_share_memory`` is False); an in-place operation
   on a Dask-backed tensor replaces its graph (Dask's ``__setitem__``) and no view sees it.
@@ -303,7 +303,7 @@ class DaskBackend(Backend):
     def broadcast_to(self, x, shape, chunks=None):
         """``numpy.broadcast_to``; ``chunks`` (those of the array the result meets) chunks
         it along its broadcast axes too, instead of one chunk per axis (Note [Lazy
-        gradients] in core/engine.py)."""
+        gradients] in core/accumulate.py)."""
         x = da.asarray(x)
         if chunks is None:
             return da.broadcast_to(x, shape)

@@ -40,15 +40,15 @@ from heapq import heappop, heappush
 from operator import attrgetter
 
 from . import anomaly
-from .backend import _BACKEND_BY_TYPE, backend_of
+from .backend import backend_of
 from .dispatch import TENSOR_F
 from .grad_mode import PROFILER, STATE
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
+from .accumulate import accumulate_into, owned_by_engine
 from .graph import AccumulateGrad, OpNode, fit_gradient, leaf_accumulator
-from .saved import FREED, SavedOutput, SavedValue
-from .tensor import Tensor, _new, _wrap_raw
+from .tensor import Tensor, _wrap_raw
 
-__all__ = ["run_backward", "accumulate_into", "BackwardPass", "current_pass", "queue_callback"]
+__all__ = ["run_backward", "BackwardPass", "current_pass", "queue_callback"]
 
 
 class BackwardPass:
@@ -72,7 +72,8 @@ class BackwardPass:
         self.needed = None
         self.owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone
         self.callbacks = []  # run when the pass ends (queue_callback)
-        self.lazy_grads = None  # (leaf, lazy gradient) pairs (Note [Lazy gradients])
+        self.lazy_grads = None  # (leaf, lazy gradient) pairs (Note [Lazy gradients] in
+        #                         core/accumulate.py)
 
     def read(self, node, grads):
         """``(F, inputs, out, grads)`` for the rules of ``node`` when a value they read must
@@ -281,7 +282,7 @@ def _run(roots, grads, p, all_needed=False):
                     heappush(heap, (-nxt.seq, nxt))
                 buf[nr] = gi
                 if type(nxt) is AccumulateGrad:
-                    owned[nxt] = _owned(gi, node, grads_out, grads_in)
+                    owned[nxt] = owned_by_engine(gi, node, grads_out, grads_in)
             else:
                 cur = buf[nr]
                 if cur is None:
@@ -395,43 +396,6 @@ def _deliver(p, ks, g):
             p.results[k] = g
 
 
-# Note [Keeping fresh gradients]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf's first gradient is copied into a new array with the parameter's memory layout,
-# unless the engine knows the array is its own (see _owned: made by a rule or by the
-# engine's own sums, referenced nowhere else) and already has the parameter's dtype and
-# strides: then it becomes ``.grad`` as is, as PyTorch steals an unshared gradient. For
-# large parameters the copy (and the fresh allocation's page faults) is a visible cost: the
-# MLP of the peer benchmark's W3 takes 6.4 ms per step without this, 5.1 ms with it.
-def _owned(gi, node, grads_out, grads_in):
-    """Whether gradient array ``gi``, going to a leaf, is referenced by nothing but the engine:
-    a fresh result of ``node``'s rule (not a view, not its incoming cotangent passed
-    through, not returned for two inputs, not a saved value). Such an array may become the
-    leaf's ``.grad`` without a copy (Note [Keeping fresh gradients])."""
-    if type(node) is not OpNode or getattr(gi, "base", 0) is not None:
-        return False
-    for x in grads_out:
-        if x is gi:
-            return False
-    n = 0
-    for x in grads_in:
-        if x is gi:
-            n += 1
-    if n > 1:
-        return False
-    out = node.saved_out
-    if type(out) is SavedOutput:
-        content = out.content
-        if content is gi or (type(content) is tuple and any(o is gi for o in content)):
-            return False
-    saved = node.saved
-    if saved is not None and saved is not FREED:
-        for v in saved:
-            if v is gi or (type(v) is SavedValue and getattr(v.value, "_data", None) is gi):
-                return False
-    return True
-
-
 def _accumulate_node(node, g, p):
     """A leaf's AccumulateGrad: leaf hooks, then accumulate into .grad or capture."""
     owned = p.owned.pop(node, False)
@@ -453,80 +417,6 @@ def _accumulate_node(node, g, p):
         accumulate_into(leaf, g, p.grad_on, owned)
     if hooks is not None and hooks.post:
         run_posthooks(node, [], [g])
-
-
-def accumulate_into(t, g, create_graph, owned=False):
-    """Accumulate ``g`` into ``t.grad`` with the parameter's layout (the default layouts)."""
-    if type(t) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
-        if type(t) is Tensor:
-            raise RuntimeError(g._gradient_for_plain_tensor_message(t))
-        g = _as_t(g)  # a transform's tensor keeps a gradient of its own kind
-        t._grad = g if t._grad is None else t._grad + g
-        return
-    B = t.backend
-    gdata = g._data if isinstance(g, Tensor) else g
-    if type(gdata) is not type(t._data) and _BACKEND_BY_TYPE.get(type(gdata), B).lazy and \
-            not (create_graph and isinstance(g, Tensor) and g._requires_grad):
-        gdata = _lazy_gradient(t, gdata)  # Note [Lazy gradients]
-        if gdata is None:
-            return
-    if isinstance(g, Tensor) and g._requires_grad and create_graph:
-        # keep the graph of the gradient (higher order)
-        if t._grad is None:
-            t._grad = g if g._grad_fn is not None or g is not t else g.clone()
-        else:
-            t._grad = t._grad + g
-        return
-    cur = t._grad
-    if cur is None:
-        d = t._data
-        if owned and type(gdata) is type(d) and gdata.dtype == d.dtype and \
-                gdata.strides == d.strides:
-            t._grad = _new(gdata, False)  # Note [Keeping fresh gradients]
-            return
-        new = B.empty_like(d)  # same memory layout as the parameter
-        new[...] = gdata
-        t._grad = _new(new, False)
-    elif create_graph or cur._requires_grad:
-        t._grad = cur + _wrap_raw(gdata)
-    else:
-        cur._data += gdata  # in place: .grad keeps its identity
-
-
-# Note [Lazy gradients]
-# ~~~~~~~~~~~~~~~~~~~~~
-# A NumPy-backed leaf (a model parameter) used with Dask-backed data gets a Dask array as its
-# gradient (Note [The Dask backend] in core/backend_dask.py). `.backward()` keeps such
-# gradients aside and, when the pass ends (an engine callback, as `queue_callback`), computes
-# all of them in one `dask.compute`, so they share their intermediates and `.grad` is
-# NumPy-backed. Outside a pass (or with create_graph, which keeps the gradient's graph)
-# nothing is deferred.
-# A reduction's cotangent is broadcast back to its input's shape; on a Dask input that would
-# be one chunk as large as the input, which the next elementwise rule (a `-g`) fills in
-# memory whole. So a node whose rules read only metadata keeps, for a Dask input, a stand-in
-# whose shape carries the input's chunks (`graph.ChunkedShape`, saved only once the Dask
-# backend exists), and `reductions.expand_reduced` broadcasts the cotangent chunk by chunk,
-# aligned with the data: the backward pass then holds a few chunks at a time, as the forward
-# does.
-def _lazy_gradient(t, gdata):
-    """Defer lazy gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
-    None), or, with no pass running, compute it now (returns the computed array)."""
-    p = current_pass()
-    if p is None:
-        return _BACKEND_BY_TYPE[type(gdata)].to_numpy(gdata)
-    if p.lazy_grads is None:
-        p.lazy_grads = []
-        p.callbacks.append(lambda: _compute_lazy_grads(p))
-    p.lazy_grads.append((t, gdata))
-    return None
-
-
-def _compute_lazy_grads(p):
-    pending, p.lazy_grads = p.lazy_grads, None
-    B = _BACKEND_BY_TYPE[type(pending[0][1])]
-    values = B.compute(*[g for _, g in pending])
-    for (t, _), v in zip(pending, values):
-        accumulate_into(t, t.backend.asarray(v), False)
 
 
 def _materialize(node, grads_out):

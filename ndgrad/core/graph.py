@@ -454,7 +454,7 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     node = _OpNode_new(OpNode)
     if keep is None:
         node.saved = lazy_standins(args) if _DASK["backend"] is not None and \
-            op._meta_standins else None  # (a Dask input: Note [Lazy gradients])
+            op._meta_standins else None  # (a Dask input: Note [Lazy gradients] in accumulate.py)
     else:
         saved = []
         for a, kept in zip(args, keep):

@@ -61,7 +61,7 @@ class ChunkedShape(tuple):
     """A lazy (Dask) input's shape with its ``chunks``: a rule that broadcasts a cotangent
     back to the shape (``reductions.expand_reduced``) gives it the input's chunks, so the
     cotangent is built chunk by chunk, aligned with the data, never as one chunk (Note [Lazy
-    gradients] in core/engine.py)."""
+    gradients] in core/accumulate.py)."""
 
 
 def lazy_standins(args):

@@ -1,7 +1,7 @@
 """The core's layers (Note [Layers] in docs/how_it_works.rst): ``ndgrad/core`` imports in one
-direction only (state -> backend -> tensor -> graph -> dispatch -> engine -> function -> ops),
-with no cycle and no function-local import of ndgrad modules; importing ndgrad loads neither
-SciPy nor CuPy."""
+direction only (state -> backend -> tensor -> saved -> graph -> dispatch -> engine ->
+function -> ops), with no cycle and no function-local import of ndgrad modules; importing
+ndgrad loads neither SciPy nor CuPy."""
 
 from __future__ import annotations
 
@@ -122,8 +122,8 @@ def test_core_layers_point_down():
     """The layers named in the design import only the layers below them."""
     graph, _ = core_imports()
     order = ["grad_mode", "levels", "backend", "tensor", "anomaly", "creation", "hooks", "devices",
-             "saved",
-             "graph", "views", "dispatch", "inplace", "engine", "backward", "function"]
+             "saved", "graph", "views", "dispatch", "inplace", "accumulate", "engine", "backward",
+             "function"]
     rank = {f"ndgrad.core.{m}": i for i, m in enumerate(order)}
     for m, deps in graph.items():
         if m not in rank:

@@ -12,7 +12,7 @@ from ..dispatch import TENSOR_F as F
 from ..dispatch import apply
 from ..inplace import apply_inplace
 from ..backward import tensor_backward
-from ..engine import accumulate_into
+from ..accumulate import accumulate_into
 from ..grad_mode import STATE
 from ..hooks import add_hook
 from ..tensor import Tensor, _meta
