@@ -147,6 +147,7 @@ def apply(op, *args, **params):
             raise
         raise exc.for_op(op.qualname) from None
 
+
 def _result(op, args, extra, params, out, requires_grad):
     """The Tensor(s) around the forward's ``out``: recorded, marked, linked as views."""
     single = op.nout == 1

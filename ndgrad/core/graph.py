@@ -56,9 +56,6 @@ def new_seq():
     return next(_seq)
 
 
-
-
-
 def save_value(t):
     """What a node keeps of tensor ``t``, an input or intermediate it saves: a SavedValue,
     or a PackedValue under saved-tensor hooks (Note [Saved-tensor hooks])."""
@@ -504,8 +501,6 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
             t._requires_grad = True
         node.saved_out = save_output(outs, False) if save_out else None
     return node
-
-
 
 
 _ANOMALY = anomaly.ENABLED

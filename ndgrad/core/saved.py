@@ -33,6 +33,7 @@ __all__ = ["SavedValue", "SavedOutput", "PackedValue", "PackedOutput", "InputMet
            "ChunkedShape", "FREED", "FREED_MSG", "SAVED_TYPES", "lazy_standins",
            "plain_output", "hooks_now", "hookable", "raise_inference_save"]
 
+
 class InputMeta:
     """Stand-in for an unsaved input whose rule reads only its shape, ndim, dtype or size."""
 

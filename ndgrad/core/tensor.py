@@ -140,6 +140,7 @@ def drop_level_data(lv, holders):
         if t is not None and t._meta is not None and t._meta.level_data:
             t._meta.level_data.pop(lv, None)
 
+
 def owning_level(args, params=None):
     """The deepest visible transform level that one of ``args`` (or a tensor in ``params``)
     belongs to, or None: the level whose interpreter runs an op on them (Note [Levels] in
