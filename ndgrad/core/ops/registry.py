@@ -617,28 +617,6 @@ class Composite:
     def __repr__(self):
         return f"<ndgrad composite {self.qualname}>"
 
-    def apply(self, *args, **params):
-        """Run this op on ``args`` through ``dispatch.apply`` (for the layers below dispatch
-        that apply an op they were handed: a view's history regenerated, core/views.py)."""
-        return apply(self, *args, **params)
-
-    def input_names(self, n):
-        """The names of this op's ``n`` array inputs: its forward's parameters after the
-        backend (``x``, ``y``), or ``arrays_0``, ``arrays_1``, ... for a variadic op; what
-        ``grad_fn._saved_<name>`` and graph pictures call them."""
-        names = self._input_names.get(n)
-        if names is None:
-            names = []
-            for p in list(inspect.signature(self.forward).parameters.values())[1:]:
-                if p.kind is p.VAR_POSITIONAL:
-                    names.extend(f"{p.name}_{k}" for k in range(n - len(names)))
-                    break
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                    names.append(p.name)
-            names = self._input_names[n] = tuple(
-                (names + [f"input_{k}" for k in range(len(names), n)])[:n])
-        return names
-
     def of(self, F):
         return _lookup(F, self.namespace, self.name)
 
