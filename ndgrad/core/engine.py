@@ -5,7 +5,8 @@ number from a heap: a Node is always created after the Nodes of its inputs, so w
 is popped every cotangent it will receive has arrived and no dependency counting is needed.
 One :class:`BackwardPass` holds what a run knows (its options, what it captures, how nodes
 read their saved values); every node's gradients go through ``graph.fit_gradient``
-(Note [Broadcasting is undone by the engine] in core/graph.py).
+(Note [Broadcasting is undone by the engine] in core/graph.py), and a leaf's reach its
+``.grad`` through ``accumulate.accumulate_into``.
 
 Note [Formulas on arrays or on Tensors]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
