@@ -34,7 +34,7 @@ scheme of JAX's autodidax, which avoids perturbation confusion), its interpreter
 4. attaches it to the output at level ``L``.
 
 A node that saves its output keeps the output's per-level data with it (Note [Saved tensors
-and versions] in ``ndgrad/core/graph.py``), so a backward pass inside the level sees the
+and versions] in ``ndgrad/core/saved.py``), so a backward pass inside the level sees the
 tangents of saved outputs too (forward over reverse).
 
 Views and in-place: a view op's jvp is the view op applied to the tangent, so the tangent of
