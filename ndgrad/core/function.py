@@ -57,7 +57,7 @@ from .backend import is_differentiable_dtype
 from .inplace import check_inplace, rebase
 from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
-from .saved import FREED_MSG, PackedValue, SavedOutput, SavedValue
+from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
 from .hooks import NodeHooks
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
@@ -160,7 +160,7 @@ class BackwardCFunction(FunctionCtx, Node):
         for k, (entry, which, _) in enumerate(saved):
             if entry is None:
                 out.append(None)
-            elif type(entry) is SavedValue or type(entry) is PackedValue:
+            elif type(entry) in SAVED_TYPES:
                 out.append(entry.unpack(self, f"saved tensor {k} ({which})"))
             else:  # an output: rebuilt around its content, with this node as its grad_fn
                 entry.check(self, f"saved tensor {k} ({which})")
@@ -170,7 +170,7 @@ class BackwardCFunction(FunctionCtx, Node):
     def _saved_items(self):
         """``(name, value)`` for each tensor saved by ``save_for_backward`` (``saved_0``,
         ``saved_1``, ...), without a version check (see ``graph.OpNode._saved_items``)."""
-        return [(f"saved_{k}", e.value if type(e) in (SavedValue, PackedValue) else
+        return [(f"saved_{k}", e.value if type(e) in SAVED_TYPES else
                  e.content if type(e) is SavedOutput else e.packed)
                 for k, (e, _, _) in enumerate(self._fn_saved or ()) if e is not None]
 
@@ -518,10 +518,7 @@ def _save(cls, node, results, input_pos, out_pos, dirty, record_it):
             continue
         m = t._meta
         if record_it and m is not None and m.inference:
-            raise RuntimeError(
-                f"Inference tensors cannot be saved for backward ({cls.__name__}). An inference "
-                "tensor was made inside `ndgrad.inference_mode()`; make it outside inference "
-                "mode, or `.clone()` it outside inference mode to get a normal tensor.")
+            raise_inference_save(cls.__name__)
         tid = id(t)
         k = out_pos.get(tid)
         if k is not None and (tid not in input_pos or tid in dirty):
