@@ -11,7 +11,7 @@ or out of place when the pass records (``create_graph``: ``.grad`` keeps its gra
 from __future__ import annotations
 
 from .backend import _BACKEND_BY_TYPE
-from .grad_mode import STATE
+from .grad_mode import current_pass
 from .graph import OpNode
 from .saved import FREED, SavedOutput, SavedValue
 from .tensor import Tensor, _new, _wrap_raw
@@ -113,8 +113,7 @@ def accumulate_into(t, g, create_graph, owned=False):
 def _lazy_gradient(t, gdata):
     """Defer lazy gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
     None), or, with no pass running, compute it now (returns the computed array)."""
-    passes = STATE.backward_passes
-    p = passes[-1] if passes else None  # (the running pass: engine.current_pass)
+    p = current_pass()
     if p is None:
         return _BACKEND_BY_TYPE[type(gdata)].to_numpy(gdata)
     if p.lazy_grads is None:

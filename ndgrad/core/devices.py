@@ -76,7 +76,7 @@ def scalars_to_device(op, args):
     """``args`` of a transform level's op with 0-d CPU values moved to the device of the
     others, before the level computes on them or saves them (Note [Mixing devices])."""
     nin = len(args) if op.nin < 0 else op.nin  # (a variadic op's are all inputs)
-    host = [k for k, a in enumerate(args[:nin]) if host_scalar(a)]
+    host = [k for k, a in enumerate(args[:nin]) if _host_scalar(a)]
     if not host:
         return args
     target = next((a.device for a in args[:nin] if isinstance(a, Tensor) and
@@ -90,6 +90,6 @@ def scalars_to_device(op, args):
     return tuple(args)
 
 
-def host_scalar(a):
+def _host_scalar(a):
     d = a._data if type(a) is Tensor else a
     return type(d) is _NDARRAY and d.ndim == 0

@@ -43,7 +43,7 @@ from operator import attrgetter
 from . import anomaly
 from .backend import backend_of
 from .dispatch import TENSOR_F
-from .grad_mode import PROFILER, STATE
+from .grad_mode import PROFILER, STATE, current_pass
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
 from .accumulate import accumulate_into, owned_by_engine
 from .graph import AccumulateGrad, OpNode, fit_gradient, leaf_accumulator
@@ -129,12 +129,6 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, accumula
     finally:
         STATE.backward_passes = outer
         STATE.grad_enabled = prev
-
-
-def current_pass():
-    """The backward pass running in this thread (the innermost), or None."""
-    passes = STATE.backward_passes
-    return passes[-1] if passes else None
 
 
 def queue_callback(fn):

@@ -12,7 +12,7 @@ import inspect
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "PROFILER", "RUN_HERE"]
+           "is_grad_enabled", "is_inference_mode_enabled", "PROFILER", "RUN_HERE", "current_pass"]
 
 
 class _State(threading.local):
@@ -50,6 +50,12 @@ INFERENCE_BLOCKS = [0]
 SAVED_HOOK_THREADS = [0]
 _LOCK = threading.Lock()
 STATE = _State()
+
+
+def current_pass():
+    """The backward pass running in this thread (the innermost), or None."""
+    passes = STATE.backward_passes
+    return passes[-1] if passes else None
 
 
 # Note [Profiling]

@@ -1,5 +1,5 @@
-"""The backward graph: Nodes, the one way to record a node and what it saves, leaf
-accumulation, and the one check of a gradient against its input.
+"""The backward graph: Nodes, the one way to record a node and what it saves, the leaves'
+AccumulateGrad nodes, and the one check of a gradient against its input.
 
 A :class:`Node` is recorded (:func:`record`) for each operation whose inputs require grad.
 It keeps what its vjp rules read (and nothing else) as saved values (core/saved.py), one
