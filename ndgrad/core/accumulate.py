@@ -14,7 +14,7 @@ from .backend import _BACKEND_BY_TYPE
 from .grad_mode import current_pass
 from .graph import OpNode
 from .saved import FREED, SavedOutput, SavedValue
-from .tensor import Tensor, _new, _wrap_raw
+from .tensor import Tensor, _as_tensor, _new, _wrap_raw
 
 __all__ = ["accumulate_into", "owned_by_engine"]
 
@@ -61,8 +61,7 @@ def accumulate_into(t, g, create_graph, owned=False):
     if type(t) is not Tensor or (isinstance(g, Tensor) and type(g) is not Tensor):
         if type(t) is Tensor:
             raise RuntimeError(g._gradient_for_plain_tensor_message(t))
-        g = g if isinstance(g, Tensor) else _wrap_raw(g)  # (a transform's tensor keeps a
-        #                                                     gradient of its own kind)
+        g = _as_tensor(g)  # (a transform's tensor keeps a gradient of its own kind)
         t._grad = g if t._grad is None else t._grad + g
         return
     B = t.backend

@@ -47,7 +47,7 @@ from .grad_mode import PROFILER, STATE, current_pass
 from .hooks import run_posthooks, run_prehooks, run_tensor_hooks
 from .accumulate import accumulate_into, owned_by_engine
 from .graph import AccumulateGrad, OpNode, fit_gradient, leaf_accumulator
-from .tensor import Tensor, _wrap_raw
+from .tensor import Tensor, _as_tensor, _wrap_raw
 
 __all__ = ["run_backward", "BackwardPass", "current_pass", "queue_callback"]
 
@@ -366,12 +366,8 @@ def _fitted(node, grads_in):
 def _add(a, b):
     """Sum two cotangents (raw arrays, or Tensors: then the sum is an op like any other)."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):
-        return _as_t(a) + _as_t(b)
+        return _as_tensor(a) + _as_tensor(b)
     return a + b
-
-
-def _as_t(g):
-    return g if isinstance(g, Tensor) else _wrap_raw(g)
 
 
 def _capture(node, grads_out, p):

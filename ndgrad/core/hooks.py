@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 
 from .grad_mode import STATE
-from .tensor import Tensor, _wrap_raw, is_live
+from .tensor import Tensor, _as_tensor, is_live
 
 __all__ = ["RemovableHandle", "add_hook", "NodeHooks", "run_tensor_hooks", "run_prehooks",
            "run_posthooks"]
@@ -62,8 +62,7 @@ class NodeHooks:
 
 
 def _tensors(grads):
-    return tuple(None if g is None else g if isinstance(g, Tensor) else _wrap_raw(g)
-                 for g in grads)
+    return tuple(None if g is None else _as_tensor(g) for g in grads)
 
 
 def _back(gts, grads):

@@ -86,6 +86,11 @@ def _wrap_raw(data):
     return _new(data, False)
 
 
+def _as_tensor(g):
+    """``g`` as a Tensor: itself, or a raw array (a gradient from a first-order rule) wrapped."""
+    return g if isinstance(g, Tensor) else _wrap_raw(g)
+
+
 def _mark_inference(t):
     m = t._meta = _Meta()
     m.inference = True
