@@ -73,3 +73,18 @@ def cube_function(vjp_scale=1.0, jvp_scale=1.0, second_order=True):
 
 
 Cube = cube_function()  # x^3 with right rules: the custom Function the transform tests share
+
+
+def restart_module_generators(module, states):
+    """Put every ``numpy.random.Generator`` a test module holds at module level (``RNG =
+    np.random.default_rng(7)``) back to the state it had when the module was loaded, before
+    each test (Note [Test data does not depend on test order] in tests/conftest.py).
+    ``states`` remembers those states, per module and name, from the first call."""
+    for name, g in vars(module).items():
+        if isinstance(g, np.random.Generator):
+            key = (module.__name__, name)
+            state = states.get(key)
+            if state is None:
+                states[key] = g.bit_generator.state  # (a fresh dict, a copy)
+            else:
+                g.bit_generator.state = state
