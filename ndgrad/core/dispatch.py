@@ -79,9 +79,9 @@ def apply(op, *args, **params):
             a = args[0]
             if type(a) is Tensor:
                 d = a._data
-                # (no **params when there are none: Note [Small shortcuts on the hot path])
+                # (Note [Forwards that hand their arguments on] in core/ops/registry.py)
                 out = op.forward(_BACKEND_BY_TYPE[type(d)], d, **params) if params else \
-                    op.forward(_BACKEND_BY_TYPE[type(d)], d)
+                    op.bound[_BACKEND_BY_TYPE[type(d)]](d)
                 requires_grad = a._requires_grad
             elif isinstance(a, Tensor):
                 return _apply_general(op, args, params)
@@ -133,7 +133,7 @@ def apply(op, *args, **params):
                     return _apply_general(op, args, params)
                 da, db = a, b
                 B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
-            out = op.forward(B, da, db, **params) if params else op.forward(B, da, db)
+            out = op.forward(B, da, db, **params) if params else op.bound[B](da, db)
         else:
             return _apply_general(op, args, params)
         return _result(op, args, (), params, out, requires_grad)

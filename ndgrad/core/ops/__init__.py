@@ -270,18 +270,37 @@ def _raw_call(B):
     return call
 
 
+class _RawNamespace(Namespace):
+    """A raw formula namespace: an op's function is its forward bound to the backend
+    (``op.bound[B]``), looked up on first use and kept as an attribute."""
+
+    def __init__(self, name, B):
+        super().__init__(name)
+        self._backend = B
+        self._lazy = {}  # name -> op (each set as an attribute on first look-up)
+
+    def __getattr__(self, name):  # (only for names not yet set)
+        op = self.__dict__.get("_lazy", {}).get(name)
+        if op is None:
+            raise AttributeError(f"{self!r} has no function {name!r}")
+        f = op.bound[self._backend]
+        setattr(self, name, f)
+        return f
+
+
 def raw_namespace(B: Backend):
     """The first-order formula namespace of backend ``B``: ops run their forward directly."""
-    ns = Namespace(B.name)
+    ns = _RawNamespace(B.name, B)
     for sub in registry.NAMESPACES:
-        setattr(ns, sub, Namespace(f"{B.name}.{sub}"))
+        setattr(ns, sub, _RawNamespace(f"{B.name}.{sub}", B))
     call = _raw_call(B)
     for op in REGISTRY.values():
         if op.pack:
-            f = _make_public(op, call)
-        else:
-            f = functools.partial(op.forward, B)
-        setattr(getattr(ns, op.namespace) if op.namespace else ns, op.name, f)
+            setattr(getattr(ns, op.namespace) if op.namespace else ns, op.name,
+                    _make_public(op, call))
+        else:  # bound on first use (Note [Forwards that hand their arguments on])
+            ns_of_op = getattr(ns, op.namespace) if op.namespace else ns
+            ns_of_op._lazy[op.name] = op
     for c in COMPOSITES.values():
         f = _make_composite_public(c, ns) if c.pack else functools.partial(c.fn, ns)
         setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name, f)

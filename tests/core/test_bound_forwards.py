@@ -1,0 +1,106 @@
+"""Forwards bound to a backend (Note [Forwards that hand their arguments on] in
+core/ops/registry.py): an op whose forward only hands its arguments on to the backend runs
+as the backend's own function, and gives what its forward gives, for every op."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndgrad
+from ndgrad.checks.strategies import op_samples
+from ndgrad.core.backend import NUMPY
+from ndgrad.core.ops import REGISTRY
+from ndgrad.core.ops.registry import _handed_on_to
+
+pytestmark = pytest.mark.cpu_only("it binds the forwards to the NumPy backend")
+
+ALL = sorted(REGISTRY)
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(u, v) for u, v in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+@pytest.mark.parametrize("name", ALL)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_the_bound_forward_gives_what_the_forward_gives(name, data):
+    op = REGISTRY[name]
+    args, kwargs = data.draw(op_samples(op))
+    bound = op.bound[NUMPY]
+    try:
+        want = op.forward(NUMPY, *args, **kwargs)
+    except Exception as exc:  # (a draw the forward refuses: the bound one must refuse too)
+        with pytest.raises(type(exc)):
+            bound(*args, **kwargs)
+        return
+    assert _same(bound(*args, **kwargs), want), name
+
+
+def test_forwards_that_hand_on_are_bound_to_the_backends_own_function():
+    for name, ufunc in [("tanh", np.tanh), ("sin", np.sin), ("add", np.add),
+                        ("multiply", np.multiply), ("square", np.square)]:
+        assert REGISTRY[name].bound[NUMPY] is ufunc, name
+        assert getattr(NUMPY.F, name) is ufunc, name
+    # a forward that does more than hand on keeps its own code
+    for name in ("sum", "conj"):
+        f = REGISTRY[name].bound[NUMPY]
+        assert isinstance(f, functools.partial) and f.func is REGISTRY[name].forward
+    direct = [n for n in ALL if not isinstance(REGISTRY[n].bound[NUMPY], functools.partial)]
+    assert len(direct) >= 40, direct
+
+
+def test_the_analysis_accepts_only_a_plain_hand_on():
+    def tanh(B, x):
+        """doc"""
+        return B.tanh(x)
+
+    def swapped(B, x, y):
+        return B.subtract(y, x)
+
+    def changed(B, x):
+        return B.exp(x + 1)
+
+    def keyword(B, x):
+        return B.sum(x, axis=0)
+
+    def default(B, x, axis=None):
+        return B.sum(x, axis)
+
+    def two_statements(B, x):
+        y = x
+        return B.exp(y)
+
+    def other_object(B, x):
+        return np.exp(x)
+
+    assert _handed_on_to(tanh) == "tanh"
+    for f in (swapped, changed, keyword, default, two_statements, other_object):
+        assert _handed_on_to(f) is None, f.__name__
+    assert _handed_on_to(lambda B, x: B.exp(x)) is None  # (lambdas: not analysed)
+
+
+def test_a_raw_namespace_names_what_it_lacks():
+    with pytest.raises(AttributeError, match="no function 'no_such_op'"):
+        NUMPY.F.no_such_op  # noqa: B018
+
+
+def test_a_bound_forward_serves_the_public_call_and_its_gradient():
+    x0 = np.array([0.3, -1.2, 2.0])
+    x = ndgrad.tensor(x0, requires_grad=True)
+    y = ndgrad.tanh(x * 2.0 + 1.0)
+    y.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), np.tanh(2 * x0 + 1), rtol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (1 - np.tanh(2 * x0 + 1) ** 2), rtol=1e-14)
+    # a call that does not fit the op still says so in the op's terms
+    with pytest.raises(TypeError, match=r"ndgrad\.tanh"):
+        ndgrad.tanh(x, 1, 2)
