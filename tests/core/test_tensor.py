@@ -482,6 +482,22 @@ def test_power_operator_and_its_gradients():
     close(z.grad, 3.0**yv * np.log(3.0))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64, np.int8,
+                                   np.bool_])
+@pytest.mark.parametrize("exponent", [2, 2.0])
+def test_a_square_is_numpys_power_exactly(dtype, exponent):
+    # pow's forward squares a real floating base with ``square`` (NumPy's power loop is
+    # slower): the same values and dtype as numpy.power; other bases keep numpy.power's
+    a = (np.random.default_rng(3).standard_normal(50) * 7).astype(dtype)
+    a[:3] = [0, 1, 2]
+    if a.dtype.kind == "f":
+        a[3:6] = [-0.0, np.inf, np.nan]
+    got = val(nd.pow(nd.tensor(a), exponent))
+    want = np.power(a, exponent)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 def test_integer_powers_through_nested_transforms(k):
     # x**k for the exponents pow's vjp treats specially (0, 1, 2), against the closed form

