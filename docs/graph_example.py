@@ -1,5 +1,6 @@
 """The example graph pictured on profiling.rst: docs/conf.py runs this file and renders
 ``dot`` to _static/graph_example.svg when the documentation is built."""
+from __future__ import annotations
 
 import numpy as np
 
