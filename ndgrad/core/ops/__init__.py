@@ -295,12 +295,11 @@ def raw_namespace(B: Backend):
         setattr(ns, sub, _RawNamespace(f"{B.name}.{sub}", B))
     call = _raw_call(B)
     for op in REGISTRY.values():
+        home = getattr(ns, op.namespace) if op.namespace else ns
         if op.pack:
-            setattr(getattr(ns, op.namespace) if op.namespace else ns, op.name,
-                    _make_public(op, call))
+            setattr(home, op.name, _make_public(op, call))
         else:  # bound on first use (Note [Forwards that hand their arguments on])
-            ns_of_op = getattr(ns, op.namespace) if op.namespace else ns
-            ns_of_op._lazy[op.name] = op
+            home._lazy[op.name] = op
     for c in COMPOSITES.values():
         f = _make_composite_public(c, ns) if c.pack else functools.partial(c.fn, ns)
         setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name, f)
