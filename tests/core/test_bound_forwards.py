@@ -20,6 +20,9 @@ from ndgrad.core.ops.registry import _handed_on_to
 pytestmark = pytest.mark.cpu_only("it binds the forwards to the NumPy backend")
 
 ALL = sorted(REGISTRY)
+# (an op bound with functools.partial runs its own forward: comparing it with itself could
+# not fail, so the comparison below is for the ops bound to the backend's function)
+HANDED_ON = [n for n in ALL if not isinstance(REGISTRY[n].bound[NUMPY], functools.partial)]
 
 
 def _same(a, b):
@@ -30,8 +33,8 @@ def _same(a, b):
         np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
-@pytest.mark.parametrize("name", ALL)
-@settings(max_examples=2)
+@pytest.mark.parametrize("name", HANDED_ON)
+@settings(max_examples=3)
 @given(data=st.data())
 def test_the_bound_forward_gives_what_the_forward_gives(name, data):
     op = REGISTRY[name]
@@ -55,8 +58,7 @@ def test_forwards_that_hand_on_are_bound_to_the_backends_own_function():
     for name in ("sum", "conj"):
         f = REGISTRY[name].bound[NUMPY]
         assert isinstance(f, functools.partial) and f.func is REGISTRY[name].forward
-    direct = [n for n in ALL if not isinstance(REGISTRY[n].bound[NUMPY], functools.partial)]
-    assert len(direct) >= 40, direct
+    assert len(HANDED_ON) >= 40, HANDED_ON
 
 
 def test_the_analysis_accepts_only_a_plain_hand_on():
