@@ -403,11 +403,11 @@ def _record_plan(op, needs):
 # and backward), `plain_output` builds a plain single output's SavedOutput field by field
 # (2.4 %), and `dispatch.apply` calls a forward without `**params` when there are none
 # (1.3 %; that call is now the op's bound forward, Note [Forwards that hand their arguments
-# on] in core/ops/registry.py, which takes no parameters). Each measured on W1's chain by interleaved A/B on one core against the same code
-# without it; the peer benchmark's W1 without all three: 4.28-4.29 us per op against
-# 4.07-4.08 with them (PyTorch 4.06-4.14 in the same runs). The first two are copies of
-# `edge_to` and of `SavedOutput.__init__`: tests/core/test_engine.py checks that each copy
-# builds what the original does.
+# on] in core/ops/registry.py, which takes no parameters). Each measured on W1's chain by
+# interleaved A/B on one core against the same code without it; the peer benchmark's W1
+# without all three: 4.28-4.29 us per op against 4.07-4.08 with them (PyTorch 4.06-4.14 in
+# the same runs). The first two are copies of `edge_to` and of `SavedOutput.__init__`:
+# tests/core/test_engine.py checks that each copy builds what the original does.
 def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     """Record one call of ``op``: the Node, linked as the ``grad_fn`` of ``outs``.
 
