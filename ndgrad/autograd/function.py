@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import functools
 
-from ..core import anomaly
 from ..core.backend import is_differentiable_dtype
 from ..core.function import BackwardCFunction, Function, FunctionCtx
 from ..core.grad_mode import STATE
-from ..core.graph import Node, edge_to, new_seq
-from ..core.hooks import NodeHooks
+from ..core.graph import Node, edge_to, record_node
 from ..core.tensor import Tensor, _new
+from .legacy import InplaceFunction, NestedIOFunction
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
+           "InplaceFunction", "NestedIOFunction"]
 
 _ONCE_MSG = ("trying to differentiate twice a function that was marked with "
              "@once_differentiable")
@@ -25,16 +25,13 @@ _ONCE_MSG = ("trying to differentiate twice a function that was marked with "
 
 class DelayedError(Node):
     """Grad_fn of the results of a ``@once_differentiable`` backward run with
-    ``create_graph=True``: differentiating through them raises."""
+    ``create_graph=True``: differentiating through them raises. Recorded by
+    ``graph.record_node``, which gives it what the recorder gives every node."""
 
     __slots__ = ("msg",)
 
-    def __init__(self, msg, edges, nout):
+    def __init__(self, msg):
         self.msg = msg
-        self.edges = tuple(edges)
-        self.seq = new_seq()
-        self.hooks = NodeHooks(anomaly.forward_trace()) if anomaly.ENABLED[0] else None
-        self.nout = nout
 
     def name(self):
         return "DelayedError"
@@ -95,19 +92,20 @@ def once_differentiable(fn):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        # the node's outputs: new tensors with the values of the differentiable results
+        diff = [k for k, o in enumerate(outs) if isinstance(o, Tensor) and
+                is_differentiable_dtype(o.dtype)]
+        if not diff:
+            return outputs
+        linked = [_new(outs[k]._data, False) if type(outs[k]) is Tensor else
+                  outs[k].detach() for k in diff]
         name = ctx.name() if isinstance(ctx, Node) else getattr(fn, "__qualname__", "backward")
-        err = DelayedError(f"{_ONCE_MSG} ({name})", edges, len(outs))
-        wrapped = tuple(_delayed(o, err, i) if isinstance(o, Tensor) and
-                        is_differentiable_dtype(o.dtype) else o for i, o in enumerate(outs))
-        return wrapped[0] if single else wrapped
+        record_node(DelayedError(f"{_ONCE_MSG} ({name})"), edges, linked)
+        wrapped = list(outs)
+        for k, t in zip(diff, linked):
+            wrapped[k] = t
+        return wrapped[0] if single else tuple(wrapped)
 
     wrapper._once_differentiable = True
     return wrapper
 
-
-def _delayed(o, err, i):
-    t = _new(o._data, True) if type(o) is Tensor else o.detach()
-    t._grad_fn = err
-    t._output_nr = i
-    t._requires_grad = True
-    return t

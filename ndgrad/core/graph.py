@@ -41,7 +41,8 @@ from .saved import (FREED, FREED_MSG, SAVED_TYPES, InputMeta, PackedOutput, Pack
 from .tensor import Tensor, _fresh, _meta
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "save_value", "save_output", "record",
-           "fit_gradient", "leaf_accumulator", "edge_to", "new_seq"]
+           "record_node", "link_outputs", "fit_gradient", "leaf_accumulator", "edge_to",
+           "new_seq"]
 
 _seq = itertools.count()
 _NDARRAY = NUMPY.array_type
@@ -88,7 +89,7 @@ class Node:
     registered or anomaly mode recorded a trace: the engine checks that one slot per node.
     """
 
-    __slots__ = ("edges", "seq", "hooks", "nout", "_metadata", "__weakref__")
+    __slots__ = ("edges", "seq", "hooks", "nout", "out_meta", "_metadata", "__weakref__")
 
     # A node of several outputs gets zeros for the outputs that received no gradient (a
     # custom Function decides for itself: ctx.set_materialize_grads).
@@ -147,7 +148,7 @@ class Node:
 class OpNode(Node):
     """The Node recorded for one call of a registered op."""
 
-    __slots__ = ("op", "extra", "params", "saved", "saved_out", "out_meta")
+    __slots__ = ("op", "extra", "params", "saved", "saved_out")
 
     def name(self):
         return self.op.node_name
@@ -494,17 +495,35 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
         else:
             node.saved_out = save_output(outs, True)
     else:
-        node.nout = len(outs)
-        node.out_meta = tuple((tuple(o.shape), o.dtype) for o in outs)
-        for i, t in enumerate(outs):
-            t._grad_fn = node
-            t._output_nr = i
-            t._requires_grad = True
+        link_outputs(node, outs)
         node.saved_out = save_output(outs, False) if save_out else None
     return node
 
 
 _ANOMALY = anomaly.ENABLED
+
+
+def link_outputs(node, outs):
+    """Make ``node`` the ``grad_fn`` of ``outs`` (its outputs 0, 1, ...) and give it what the
+    engine reads of a node's outputs: ``nout``, and ``out_meta`` (each output's shape and
+    dtype: the zeros of an output that got no gradient). Every node of several outputs gets
+    them here: ``record``'s, and those of :func:`record_node`."""
+    node.nout = len(outs)
+    node.out_meta = tuple((tuple(o.shape), o.dtype) for o in outs)
+    for i, t in enumerate(outs):
+        t._grad_fn = node
+        t._output_nr = i
+        t._requires_grad = True
+
+
+def record_node(node, edges, outs):
+    """Record ``node``, a Node that is no op's (once_differentiable's DelayedError), as
+    ``record`` records an op's: its ``edges``, its sequence number after its inputs' nodes,
+    anomaly mode's trace, and its outputs ``outs`` linked (:func:`link_outputs`)."""
+    node.edges = tuple(edges)
+    node.seq = next(_seq)
+    node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
+    link_outputs(node, outs)
 
 
 # ------------------------------------------------------------------ gradients

@@ -763,6 +763,61 @@ def test_once_differentiable_refuses_a_second_derivative():
         g.sum().backward()
 
 
+def _once_product(n):
+    """A once_differentiable Function of ``n`` inputs: their elementwise product, whose
+    derivative in ``x_k`` is the product of the others."""
+    class OnceProduct(Function):
+        @staticmethod
+        def forward(ctx, *xs):
+            ctx.save_for_backward(*xs)
+            out = xs[0]
+            for x in xs[1:]:
+                out = out * x
+            return out
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            xs = ctx.saved_tensors
+            grads = []
+            for k in range(len(xs)):
+                p = g
+                for j, x in enumerate(xs):
+                    if j != k:
+                        p = p * x
+                grads.append(p)
+            return tuple(grads)
+    return OnceProduct
+
+
+_ONCE_MSG = re.escape("trying to differentiate twice a function that was marked with "
+                      "@once_differentiable (OnceProductBackward)")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_once_differentiable_of_several_inputs_refuses_a_second_derivative(n):
+    """gradgradcheck with two inputs failed with AttributeError ('DelayedError' object has no
+    attribute 'out_meta'): the DelayedError node was made by hand, without what the recorder
+    gives every node of several outputs."""
+    rng = np.random.default_rng(7)
+    values = [rng.uniform(0.5, 1.5, 3) for _ in range(n)]
+    fn = _once_product(n)
+    xs = [nd.tensor(v, requires_grad=True) for v in values]
+    assert gradcheck(fn.apply, xs)  # first order against finite differences
+    with pytest.raises(RuntimeError, match=_ONCE_MSG):
+        gradgradcheck(fn.apply, xs)
+    grads = grad(fn.apply(*xs).sum(), xs, create_graph=True)
+    for k, g in enumerate(grads):  # d/dx_k prod = prod of the others
+        close(g, np.prod([v for j, v in enumerate(values) if j != k], axis=0))
+        assert g.grad_fn.name() == "DelayedError"
+        assert g.grad_fn.nout == n
+    assert grads[0].grad_fn.out_meta == tuple(((3,), np.dtype("float64")) for _ in range(n))
+    with pytest.raises(RuntimeError, match=_ONCE_MSG):  # one output's gradient only
+        grad(grads[0].sum(), xs)
+    with pytest.raises(RuntimeError, match=_ONCE_MSG):
+        grad(sum(g.sum() for g in grads), xs)
+
+
 def test_once_differentiable_keeps_the_wrapped_function_metadata():
     assert OnceCube.backward.__name__ == "backward"
     assert OnceCube.backward._once_differentiable is True
