@@ -1,5 +1,8 @@
 """The ``torch.autograd``-shaped facade: backward, grad, grad modes, custom Functions,
-anomaly detection, Variable; the ``graph`` and ``profiler`` modules.
+anomaly detection, Variable, gradcheck; the ``graph``, ``profiler``, ``function``,
+``functional``, ``forward_ad``, ``grad_mode`` and ``anomaly_mode`` modules. Names that live
+elsewhere in ndgrad (``gradcheck``, ``functional.jacobian``, ``forward_ad.make_dual``) are
+the same objects here.
 
 Examples
 --------
@@ -22,13 +25,20 @@ from ..core.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_g
 from ..core.graph import Node
 from ..core.tensor import Tensor
 from ..functional.vmap import autograd_grad as grad
-from . import function, graph, profiler
+from . import anomaly_mode, forward_ad, function, functional, grad_mode, graph, profiler
+from . import gradcheck as _gradcheck_module  # noqa: F401 (loaded first: as in PyTorch,
+from ..checks.gradcheck import gradcheck, gradgradcheck  # the attribute is the function)
 from .function import Function, FunctionCtx, once_differentiable
+from .legacy import InplaceFunction, NestedIOFunction
+from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
            "once_differentiable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled", "function", "graph", "profiler"]
+           "is_anomaly_check_nan_enabled", "function", "graph", "profiler", "gradcheck",
+           "gradgradcheck", "functional", "forward_ad", "grad_mode", "anomaly_mode",
+           "NestedIOFunction", "InplaceFunction", "set_multithreading_enabled",
+           "is_multithreading_enabled", "variable"]
 
 
 def Variable(data, requires_grad=False, volatile=None):
@@ -51,3 +61,18 @@ def Variable(data, requires_grad=False, volatile=None):
         # As PyTorch's: a new leaf sharing ``data``'s storage; ``data`` itself is untouched.
         return data.detach().requires_grad_(requires_grad)
     return tensor(data, requires_grad=requires_grad)
+
+
+def variable(*args, **kwargs):
+    """Removed long ago in PyTorch, kept there only to raise: use :func:`ndgrad.tensor`.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.autograd.variable([1.0])
+    Traceback (most recent call last):
+        ...
+    RuntimeError: ndgrad.autograd.variable(...) is deprecated: use ndgrad.tensor(...) instead
+    """
+    raise RuntimeError("ndgrad.autograd.variable(...) is deprecated: use ndgrad.tensor(...) "
+                       "instead")
