@@ -21,10 +21,14 @@ theorem (:func:`ndgrad.func.custom_root`, Note [Implicit differentiation] in
   Gauss-Newton); active bounds raise NotImplementedError when differentiating.
 
 A solution SciPy reports as failed (``success=False``, an unconverged root) is returned as
-SciPy returns it, but differentiating it raises a RuntimeError quoting SciPy's message:
-never a silently wrong derivative. SciPy is imported on first use (``import ndgrad`` loads
-no SciPy); the solvers work on host memory, so tensors on a GPU are copied to the host and
-back at each evaluation.
+SciPy returns it. Differentiating it looks at the condition the derivative comes from, not
+only at SciPy's flag (Note [Differentiating a flagged solution] in ``functional/custom.py``):
+when that condition holds to rounding level (BFGS's "precision loss" stop with a gradient
+of 1e-11), the derivative is computed, with a RuntimeWarning quoting SciPy's message; when
+it does not, a RuntimeError quotes SciPy's message and the residual: never a silently wrong
+derivative. Errors name the public function called (``ndgrad.optimize.minimize: ...``).
+SciPy is imported on first use (``import ndgrad`` loads no SciPy); the solvers work on host
+memory, so tensors on a GPU are copied to the host and back at each evaluation.
 """
 
 from __future__ import annotations
@@ -56,15 +60,42 @@ def _tensor_like(a, shape, dtype, device):
     return asarray(np.asarray(a, dtype=dtype).reshape(shape), device=device)
 
 
-def _failure(who):
-    def check(out):
+def _args(args, who, unpack=False):
+    """``args`` as SciPy's ``who`` takes it: a tuple as it is; anything else wrapped in a
+    tuple (``minimize``, ``root``, ``root_scalar``: ``args=0.5`` is ``args=(0.5,)``), or, for
+    ``least_squares`` and ``fixed_point`` (``unpack``), unpacked as SciPy's ``fun(x, *args)``
+    unpacks it (a list or an array gives its entries; a number raises)."""
+    if isinstance(args, tuple):
+        return args
+    if not unpack:
+        return (args,)
+    try:
+        return tuple(args)
+    except TypeError:
+        raise TypeError(f"ndgrad.optimize.{who}: args must be a tuple of the further "
+                        f"arguments of fun (SciPy's {who} calls fun(x, *args)), got "
+                        f"{type(args).__name__}; pass args=(value,)") from None
+
+
+def _public(who, condition, second_order=None, result=True):
+    """What custom_root needs to name ``ndgrad.optimize.<who>`` in its errors, and to judge
+    a solution SciPy reports as failed (Note [Differentiating a flagged solution] in
+    functional/custom.py): SciPy's report and the optimality condition in words.
+    ``result=False``: the solver returns no SciPy result (``fixed_point``: SciPy raises)."""
+    def failure(out):
         res = out[1]
         if getattr(res, "success", getattr(res, "converged", True)):
             return getattr(res, "_ndgrad_error", None)
         msg = getattr(res, "message", None) or getattr(res, "flag", "did not converge")
-        return (f"SciPy's {who} did not converge, so its solution does not satisfy the "
-                f"optimality condition the derivative comes from. SciPy's message: {msg}")
-    return check
+        msg = " ".join(str(msg).split())  # (MINPACK's messages are wrapped)
+        return f"SciPy's {who} reported a failure (SciPy's message: {msg})"
+    return dict(name=f"ndgrad.optimize.{who}", failure=failure if result else None,
+                condition=condition, second_order=second_order)
+
+
+_SECOND_ORDER_HINT = ("write fun with operations that have second derivatives (a custom "
+                      "Function needs a backward written with ndgrad operations, not "
+                      "once_differentiable)")
 
 
 def _result(res, x):
@@ -87,7 +118,8 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
         The starting point (not differentiated); the solution has its shape.
     args : tuple
         Further arguments of ``fun``: tensors (differentiated: the solution depends on them)
-        and other values.
+        and other values. Anything but a tuple is one argument (``args=0.5`` is
+        ``args=(0.5,)``), as in SciPy.
     method, bounds, tol, options, callback, constraints
         As for ``scipy.optimize.minimize``. ``jac`` is ndgrad's gradient; ``hessp``
         (Hessian-vector products by forward-over-reverse) is given to the methods that take
@@ -100,9 +132,11 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
         SciPy's result, with ``x`` a Tensor of ``x0``'s shape: differentiable (``.backward()``,
         ``func.grad``, ``jacrev``, ``jvp`` ...) with respect to the tensors in ``args`` by the
         implicit function theorem on ``grad_x fun(x, *args) = 0`` (conjugate gradients on
-        Hessian-vector products). Differentiating it raises a RuntimeError when SciPy reports
-        a failure (quoting its message), and NotImplementedError with a bound active at the
-        solution or with constraints.
+        Hessian-vector products). When SciPy reports a failure, differentiating it warns
+        (quoting SciPy's message) if the gradient is zero to rounding level there, and
+        raises a RuntimeError (quoting the message and the residual) if not (Note
+        [Differentiating a flagged solution]); with a bound active at the solution or with
+        constraints it raises NotImplementedError.
 
     Examples
     --------
@@ -129,25 +163,38 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
     """
     import scipy.optimize as so
     x0, shape, dtype, device = _start(x0)
-    args = tuple(args)
+    args = _args(args, "minimize")
     meth = method.lower() if isinstance(method, str) else method
+
+    def objective(x, *theta):
+        v = fun(x, *theta)
+        if isinstance(v, Tensor) and v.ndim:
+            if v.numel() != 1:
+                raise ValueError(
+                    f"ndgrad.optimize.minimize: fun must return a scalar, the objective to "
+                    f"minimize; it returned a Tensor of shape {tuple(v.shape)}. minimize "
+                    "needs a scalar objective: for residuals to make small use "
+                    "ndgrad.optimize.least_squares, for equations to solve "
+                    "ndgrad.optimize.root")
+            v = v.reshape(())  # (a one-entry array, as SciPy accepts)
+        return v
 
     def solver(x0, *theta):
         def f(xh):
             x = _tensor_like(xh, shape, dtype, device)
-            g, v = grad_and_value(lambda x: fun(x, *theta))(x)
+            g, v = grad_and_value(lambda x: objective(x, *theta))(x)
             v, g = _compute(v, g)  # (Dask-backed: both in one pass over the data)
             return float(v.item()), _host(g).reshape(-1)
 
         def hessp(xh, p):
             x = _tensor_like(xh, shape, dtype, device)
             v = _tensor_like(p, shape, dtype, device)
-            return _host(jvp(grad(lambda x: fun(x, *theta)), (x,), (v,))[1]).reshape(-1)
+            return _host(jvp(grad(lambda x: objective(x, *theta)), (x,), (v,))[1]).reshape(-1)
 
         def hess(xh):
             x = _tensor_like(xh, shape, dtype, device)
             n = x.numel()
-            return _host(hessian(lambda x: fun(x, *theta))(x)).reshape(n, n)
+            return _host(hessian(lambda x: objective(x, *theta))(x)).reshape(n, n)
 
         kw = {}
         if meth in _HESSP_METHODS:
@@ -162,9 +209,12 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
         return _tensor_like(res.x, shape, dtype, device), res
 
     def optimality(x, *theta):
-        return grad(lambda x: fun(x, *theta))(x)
-    x, res = custom_root(optimality, has_aux=True, solve="cg",
-                         _failure=_failure("minimize"))(solver)(x0, *args)
+        return grad(lambda x: objective(x, *theta))(x)
+    public = _public("minimize", "grad_x fun(x, *args) = 0", (
+        "the derivative of the minimizer comes from grad_x fun(x, *args) = 0, whose Jacobian "
+        "is fun's Hessian, so it needs fun's second derivative: " + _SECOND_ORDER_HINT))
+    x, res = custom_root(optimality, has_aux=True, solve="cg", _public=public)(solver)(
+        x0, *args)
     return _result(res, x)
 
 
@@ -205,6 +255,8 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
         ``fun(x, *args) -> Tensor`` of ``x``'s shape, written with ndgrad operations.
     x0 : Tensor or array_like
     args : tuple
+        Further arguments of ``fun`` (tensors among them are differentiated); anything but
+        a tuple is one argument, as in SciPy.
     method, tol, callback, options
         As for ``scipy.optimize.root``; the methods "hybr" and "lm" get ndgrad's Jacobian.
 
@@ -212,8 +264,9 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
     -------
     scipy.optimize.OptimizeResult
         With ``x`` a Tensor of ``x0``'s shape, differentiable by the implicit function theorem
-        on ``fun(x, *args) = 0`` (GMRES on Jacobian-vector products); differentiating an
-        unconverged root raises a RuntimeError quoting SciPy's message.
+        on ``fun(x, *args) = 0`` (GMRES on Jacobian-vector products). When SciPy reports a
+        failure, differentiating it warns if ``fun(x) = 0`` holds to rounding level there
+        and raises a RuntimeError (quoting SciPy's message and the residual) if not.
 
     Examples
     --------
@@ -229,7 +282,7 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
     """
     import scipy.optimize as so
     x0, shape, dtype, device = _start(x0)
-    args = tuple(args)
+    args = _args(args, "root")
     meth = method.lower() if isinstance(method, str) else method
 
     def solver(x0, *theta):
@@ -248,7 +301,7 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
         return _tensor_like(res.x, shape, dtype, device), res
 
     x, res = custom_root(fun, has_aux=True, solve="gmres",
-                         _failure=_failure("root"))(solver)(x0, *args)
+                         _public=_public("root", "fun(x, *args) = 0"))(solver)(x0, *args)
     return _result(res, x)
 
 
@@ -263,7 +316,8 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     f : callable
         ``f(x, *args) -> 0-d Tensor`` for a 0-d tensor ``x``, written with ndgrad operations.
     args, method, bracket, x0, x1, xtol, rtol, maxiter, options
-        As for ``scipy.optimize.root_scalar``. ``fprime`` and ``fprime2``: None (ndgrad's
+        As for ``scipy.optimize.root_scalar`` (anything but a tuple in ``args`` is one
+        argument). ``fprime`` and ``fprime2``: None (ndgrad's
         derivatives are passed when the method is "newton" or "halley", or when only ``x0``
         is given), or SciPy's.
 
@@ -271,7 +325,8 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     -------
     scipy.optimize.RootResults
         With ``root`` a 0-d Tensor, differentiable with respect to the tensors in ``args``;
-        differentiating an unconverged root raises a RuntimeError quoting SciPy's flag.
+        differentiating a root SciPy reports as unconverged warns if ``f(x) = 0`` holds to
+        rounding level there and raises a RuntimeError quoting SciPy's flag if not.
 
     Examples
     --------
@@ -287,7 +342,7 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
     tensor(0.08333333)
     """
     import scipy.optimize as so
-    args = tuple(args)
+    args = _args(args, "root_scalar")
     meth = method.lower() if isinstance(method, str) else method
     start = asarray(float(x0) if x0 is not None else 0.0)
     device = start.device
@@ -318,7 +373,8 @@ def root_scalar(f, args=(), method=None, bracket=None, fprime=None, fprime2=None
         return scalar(res.root), res
 
     x, res = custom_root(f, has_aux=True, solve="dense",
-                         _failure=_failure("root_scalar"))(solver)(start, *args)
+                         _public=_public("root_scalar", "f(x, *args) = 0"))(solver)(
+        start, *args)
     res.root = x
     return res
 
@@ -328,7 +384,9 @@ def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
     with respect to the tensors in ``args`` by the implicit function theorem on
     ``func(x, *args) - x = 0`` (GMRES).
 
-    SciPy raises a RuntimeError when it does not converge; so does this function.
+    SciPy raises a RuntimeError when it does not converge; so does this function. As in
+    SciPy, ``args`` is unpacked into ``func(x, *args)`` (a tuple, or a list or array whose
+    entries are the arguments).
 
     Examples
     --------
@@ -343,7 +401,7 @@ def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
     """
     import scipy.optimize as so
     x0, shape, dtype, device = _start(x0)
-    args = tuple(args)
+    args = _args(args, "fixed_point", unpack=True)
 
     def solver(x0, *theta):
         def T(xh):
@@ -353,7 +411,8 @@ def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
         x = so.fixed_point(T, _host(x0), xtol=xtol, maxiter=maxiter, method=method)
         return _tensor_like(x, shape, dtype, device)
 
-    return custom_fixed_point(func, solve="gmres")(solver)(x0, *args)
+    public = _public("fixed_point", "func(x, *args) - x = 0", result=False)
+    return custom_fixed_point(func, solve="gmres", _public=public)(solver)(x0, *args)
 
 
 def _rho(loss, z):
@@ -399,6 +458,8 @@ def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf",
         SciPy's named losses (a callable loss is not supported).
     args : tuple
         Further positional arguments of ``fun``: tensors (differentiated) and other values.
+        As in SciPy, ``args`` is unpacked into ``fun(x, *args)``: a list or an array passes
+        its entries as the arguments.
     kwargs : dict, optional
         Keyword arguments of ``fun`` (not differentiated).
 
@@ -409,9 +470,10 @@ def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf",
         the tensors in ``args`` by the implicit function theorem on ``grad_x C(x, *args) = 0``,
         whose Jacobian is the exact Hessian of the cost (``JᵀJ + Σ r_i ∇²r_i`` for the linear
         loss; the dense Hessian for up to 50 unknowns, conjugate gradients on
-        Hessian-vector products above). Differentiating it raises a RuntimeError quoting
-        SciPy's message when SciPy reports a failure, and NotImplementedError when a bound
-        is active at the solution.
+        Hessian-vector products above); it needs ``fun``'s second derivative. When SciPy
+        reports a failure, differentiating it warns if ``grad_x C = 0`` holds to rounding
+        level there and raises a RuntimeError (quoting SciPy's message and the residual)
+        if not; it raises NotImplementedError when a bound is active at the solution.
 
     Examples
     --------
@@ -435,7 +497,7 @@ def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf",
     """
     import scipy.optimize as so
     x0, shape, dtype, device = _start(x0)
-    args = tuple(args)
+    args = _args(args, "least_squares", unpack=True)
     kwargs = dict(kwargs or {})
     if callable(loss):
         _rho("callable", None)
@@ -474,6 +536,12 @@ def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf",
     def optimality(x, *theta):
         return grad(lambda x: cost(x, *theta))(x)
     solve = "dense" if int(np.prod(shape, dtype=int)) <= 50 else "cg"
-    x, res = custom_root(optimality, has_aux=True, solve=solve,
-                         _failure=_failure("least_squares"))(solver)(x0, *args)
+    public = _public(
+        "least_squares", "grad_x C(x, *args) = 0 (J^T r = 0 for the linear loss)",
+        "the derivative of the solution comes from grad_x C(x, *args) = 0 (J^T r = 0 for the "
+        "linear loss), whose Jacobian J^T J + sum_i r_i Hess(r_i) needs the derivative of "
+        "the residuals' Jacobian J, so it needs fun's second derivative: "
+        + _SECOND_ORDER_HINT)
+    x, res = custom_root(optimality, has_aux=True, solve=solve, _public=public)(solver)(
+        x0, *args)
     return _result(res, x)

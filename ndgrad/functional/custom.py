@@ -481,7 +481,9 @@ def _host_solve(call, matvec, b, x, transpose):
 
     def mv(v):
         t = asarray(np.asarray(v, dtype=dtype).reshape(shape), device=device)
-        return np.asarray(matvec(t).detach().cpu().numpy(), dtype=dtype).reshape(n)
+        # (a copy: a matvec that hands its input back, F = x - theta's, would alias the
+        # vector SciPy's gmres updates in place, and gmres then fails on the identity)
+        return np.array(matvec(t).detach().cpu().numpy(), dtype=dtype).reshape(n)
 
     op = sla.LinearOperator((n, n), matvec=mv, dtype=dtype)
     kw = dict(rtol=call.tol, atol=0.0, maxiter=call.maxiter)
@@ -490,11 +492,15 @@ def _host_solve(call, matvec, b, x, transpose):
     else:
         v, info = sla.gmres(op, bh, restart=min(n, 50), **kw)
     if info != 0:
-        raise RuntimeError(
+        raise _LinearSolveError(
             f"{call.name}: the linear solve of the implicit function theorem ({call.solve}) "
             f"did not converge (info={info}); the derivative would be wrong. Try "
             "solve='dense', or solve='gmres' if dF/dx is not symmetric positive definite")
     return asarray(v.reshape(shape), device=device).astype(b.dtype)
+
+
+class _LinearSolveError(RuntimeError):
+    """The implicit function theorem's own linear solve failed (not an error of ``F``)."""
 
 
 def _solve(call, fun, x, b, transpose):
@@ -513,11 +519,14 @@ def _solve(call, fun, x, b, transpose):
 
 
 class _RootCall(_Call):
-    def __init__(self, rule, args, solver, F, solve, has_aux, tol, maxiter, failure):
+    def __init__(self, rule, args, solver, F, solve, has_aux, tol, maxiter, public):
         super().__init__(rule, args, ())
         self.solver, self.F, self.solve, self.has_aux = solver, F, solve, has_aux
-        self.tol, self.maxiter, self.failure = tol, maxiter, failure
-        self.name = getattr(solver, "__name__", "custom_root")
+        self.tol, self.maxiter = tol, maxiter
+        self.failure = public.get("failure")
+        self.name = public.get("name") or getattr(solver, "__name__", "custom_root")
+        self.condition = public.get("condition") or "optimality_fun(x, *theta) = 0"
+        self.second_order = public.get("second_order")
 
     def theta_fun(self, x, inputs, diff):
         """``F(x, .)`` as a function of the differentiable tensor leaves ``diff`` (indices
@@ -554,19 +563,21 @@ class _CustomRootFunction(Function):
         if isinstance(failure, BaseException):
             raise type(failure)(*failure.args)
         if failure is not None:
-            raise RuntimeError(f"{ctx.call.name}: cannot differentiate the solution: "
-                               f"{failure}")
+            x, *inputs = ctx.saved_tensors
+            _judge_flagged(ctx.call, failure, x, inputs)
+            ctx.failure = None  # (judged once: differentiable, and warned)
 
     @staticmethod
     def backward(ctx, g, *_aux):
-        _CustomRootFunction._check(ctx)
         from .transforms import vjp
         call = ctx.call
-        x, *inputs = ctx.saved_tensors
-        diff = [k for k, t in enumerate(inputs) if is_differentiable_dtype(t.dtype)]
-        u = _solve(call, call.x_fun(inputs), x, g, transpose=True)
-        _, vjp_fn = vjp(call.theta_fun(x, inputs, diff), *(inputs[k] for k in diff))
-        cts = vjp_fn(u)
+        with _second_order(call):
+            _CustomRootFunction._check(ctx)
+            x, *inputs = ctx.saved_tensors
+            diff = [k for k, t in enumerate(inputs) if is_differentiable_dtype(t.dtype)]
+            u = _solve(call, call.x_fun(inputs), x, g, transpose=True)
+            _, vjp_fn = vjp(call.theta_fun(x, inputs, diff), *(inputs[k] for k in diff))
+            cts = vjp_fn(u)
         out = [None] * len(inputs)
         for k, c in zip(diff, cts):
             out[k] = -c
@@ -574,22 +585,136 @@ class _CustomRootFunction(Function):
 
     @staticmethod
     def jvp(ctx, _call, _x0_t, *tangents):
-        _CustomRootFunction._check(ctx)
         from .transforms import jvp
         call = ctx.call
-        x, *inputs = ctx.saved_tensors
-        diff = [k for k, (t, d) in enumerate(zip(inputs, tangents))
-                if d is not None and is_differentiable_dtype(t.dtype)]
-        if not diff:
-            return (_zeros_like(x), None) if call.has_aux else _zeros_like(x)
-        _, rhs = jvp(call.theta_fun(x, inputs, diff), tuple(inputs[k] for k in diff),
-                     tuple(tangents[k] for k in diff))
-        dx = _solve(call, call.x_fun(inputs), x, -rhs, transpose=False)
+        with _second_order(call):
+            _CustomRootFunction._check(ctx)
+            x, *inputs = ctx.saved_tensors
+            diff = [k for k, (t, d) in enumerate(zip(inputs, tangents))
+                    if d is not None and is_differentiable_dtype(t.dtype)]
+            if not diff:
+                return (_zeros_like(x), None) if call.has_aux else _zeros_like(x)
+            _, rhs = jvp(call.theta_fun(x, inputs, diff), tuple(inputs[k] for k in diff),
+                         tuple(tangents[k] for k in diff))
+            dx = _solve(call, call.x_fun(inputs), x, -rhs, transpose=False)
         return (dx, None) if call.has_aux else dx
 
 
+@contextlib.contextmanager
+def _second_order(call):
+    """Errors raised while differentiating ``F`` (not the linear solve's own) get the
+    caller's explanation of why that derivative is needed, when it gave one
+    (``ndgrad.optimize``: the derivative of a minimizer needs ``fun``'s Hessian)."""
+    if call.second_order is None:
+        yield
+        return
+    try:
+        yield
+    except (_LinearSolveError, _FlaggedSolutionError):
+        raise
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        msg = f"{call.name}: {call.second_order}; differentiating it failed with: {e}"
+        try:
+            err = type(e)(msg)
+        except Exception:
+            err = RuntimeError(msg)
+        raise err from e
+
+
+# Note [Differentiating a flagged solution]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A solver may report a failure at a point that satisfies F(x, theta) = 0 as well as floating
+# point lets it: SciPy's BFGS stops with "Desired error not necessarily achieved due to
+# precision loss" when its line search can no longer resolve the objective's decrease,
+# often with a gradient of 1e-11 (SciPy's BFGS with the exact gradient stops at the same
+# point). The derivative depends on the solution only through F's Jacobians there, so what
+# decides whether it is right is how far x is from the exact root, not the solver's flag.
+# That distance is, to first order, the Newton step d = (dF/dx)^-1 F(x, theta): the residual
+# F measured in x's own units, whatever F's scale (a gradient of a sum of a million terms,
+# a root of an equation written in other units). A flagged solution is differentiated, with
+# a RuntimeWarning quoting the solver's message, when
+#
+#     max|d| <= tau max|x|,  tau = sqrt(eps) of x's dtype (1.5e-8 for float64),
+#
+# and refused otherwise (a RuntimeError quoting the message, the residual and the step); a
+# step that cannot be computed (a singular dF/dx, a non-finite residual) refuses too.
+#
+# Why sqrt(eps). (1) The implicit derivative at x differs from the one at the exact root by
+# O(|d|): a relative error of at most ~1.5e-8, smaller than what every solve that SciPy
+# calls a success at its default tolerances already carries (BFGS's default gtol is 1e-5),
+# so the rule admits nothing a success would not. (2) A minimizer that reads the objective's
+# values cannot place the minimum closer than that: near it f changes by d^T H d / 2, which
+# falls under f's own rounding, eps |f|, once |d| ~ sqrt(eps |f| / |H|) -- exactly where
+# BFGS reports precision loss; a tighter tau would refuse solutions as good as floating point
+# allows. The measure is relative to x's largest entry, as SciPy's xtol tests are
+# (|dx| <= xtol |x|): at an exact root at x = 0 a flagged solution is refused unless its step
+# is exactly 0. Nothing is computed unless the solver flagged a failure and a derivative is
+# asked for: then one solve with dF/dx (dense up to 50 unknowns, the call's matrix-free solve
+# above), once per solution.
+class _FlaggedSolutionError(RuntimeError):
+    """A flagged solution whose optimality condition does not hold to rounding level."""
+
+
+def _newton_step(call, x, inputs):
+    """``(F(x), d)`` with ``d = (dF/dx)^-1 F(x)`` on host arrays (``d`` None when it cannot
+    be computed), on values detached from every graph."""
+    import numpy as np
+    from ..core.grad_mode import no_grad
+    x = x.detach()
+    inputs = [t.detach() for t in inputs]
+    fun = call.x_fun(inputs)
+    with no_grad():
+        r = fun(x)
+    rh = np.asarray(r.detach().cpu().numpy()).reshape(-1)
+    if not np.all(np.isfinite(rh)):
+        return rh, None
+    try:
+        if x.numel() <= 50:
+            A = np.asarray(_dense_matrix(fun, x, False, "rev").detach().cpu().numpy())
+            d = np.linalg.solve(A, rh)
+        else:
+            d = np.asarray(_solve(call, fun, x, r, transpose=False).detach().cpu().numpy())
+    except (np.linalg.LinAlgError, _LinearSolveError):
+        return rh, None
+    d = d.reshape(-1)
+    return rh, (d if np.all(np.isfinite(d)) else None)
+
+
+def _judge_flagged(call, report, x, inputs):
+    """Differentiate a solution its solver flagged as failed (warning) if its optimality
+    condition holds to rounding level, else raise (Note [Differentiating a flagged
+    solution])."""
+    import warnings
+    import numpy as np
+    r, d = _newton_step(call, x, inputs)
+    xh = np.abs(np.asarray(x.detach().cpu().numpy())).reshape(-1)
+    tau = float(np.sqrt(np.finfo(np.result_type(xh.dtype, np.float32)).eps))
+    res = f"{np.max(np.abs(r), initial=0.0):.2e}"
+    scale = float(np.max(xh, initial=0.0))
+    if d is not None:
+        step = float(np.max(np.abs(d), initial=0.0))
+        if step <= tau * scale:
+            warnings.warn(
+                f"{call.name}: {report}; but the solution satisfies {call.condition} to "
+                f"rounding level (largest residual {res}, Newton step {step:.2e} against "
+                f"|x| = {scale:.2e}, at most {tau:.1e} of it is rounding level): "
+                "differentiating it", RuntimeWarning, stacklevel=2)
+            return
+        found = (f"its largest residual is {res} and the Newton step it implies is "
+                 f"{step:.2e} against |x| = {scale:.2e} (rounding level: at most {tau:.1e} "
+                 "of it)")
+    else:
+        found = (f"its largest residual is {res} and no Newton step could be computed "
+                 "from it (dF/dx is singular there, or a value is not finite)")
+    raise _FlaggedSolutionError(
+        f"{call.name}: cannot differentiate the solution: {report}; and the solution does "
+        f"not satisfy {call.condition}, the condition its derivative comes from, to "
+        f"rounding level: {found} (Note [Differentiating a flagged solution]). Solve to "
+        "convergence first (more iterations, another method, a better start)")
+
+
 def custom_root(optimality_fun, has_aux=False, solve="gmres", *, tol=1e-10, maxiter=None,
-                _failure=None):
+                _public=None):
     """Make a solver of ``optimality_fun(x, *theta) = 0`` differentiable in ``theta`` by the
     implicit function theorem (JAXopt's ``custom_root``).
 
@@ -645,6 +770,12 @@ def custom_root(optimality_fun, has_aux=False, solve="gmres", *, tol=1e-10, maxi
     >>> grad(lambda t: cube_root(ndgrad.tensor(1.0), t))(theta)   # 1 / (3 * 2**2)
     tensor(0.08333333)
     """
+    # _public (for ndgrad.optimize, which builds its solvers on this): "name", the public
+    # function named in errors; "failure", failure(solver's output) -> None, an exception to
+    # raise on differentiation, or the solver's own report of a failure, judged by the
+    # optimality condition (Note [Differentiating a flagged solution]); "condition", that
+    # condition in words; "second_order", why differentiating F is needed, added to an error
+    # raised while doing so.
     if solve not in _SOLVES:
         raise ValueError(f"custom_root: solve must be one of {_SOLVES}, got {solve!r}")
 
@@ -655,14 +786,14 @@ def custom_root(optimality_fun, has_aux=False, solve="gmres", *, tol=1e-10, maxi
             if not isinstance(x0, Tensor):
                 x0 = asarray(x0)
             call = _RootCall(wrapped, theta, solver, optimality_fun, solve, has_aux, tol,
-                             maxiter, _failure)
+                             maxiter, _public or {})
             return _CustomRootFunction.apply(call, x0, *call.inputs)
         return wrapped
     return decorator
 
 
 def custom_fixed_point(fixed_point_fun, has_aux=False, solve="gmres", *, tol=1e-10,
-                       maxiter=None, _failure=None):
+                       maxiter=None, _public=None):
     """Make a solver of ``x = fixed_point_fun(x, *theta)`` differentiable in ``theta``
     (JAXopt's ``custom_fixed_point``): :func:`custom_root` with
     ``F(x, theta) = T(x, theta) - x``.
@@ -693,4 +824,4 @@ def custom_fixed_point(fixed_point_fun, has_aux=False, solve="gmres", *, tol=1e-
     def F(x, *theta):
         return fixed_point_fun(x, *theta) - x
     return custom_root(F, has_aux=has_aux, solve=solve, tol=tol, maxiter=maxiter,
-                       _failure=_failure)
+                       _public=_public)

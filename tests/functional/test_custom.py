@@ -200,14 +200,21 @@ def test_custom_fixed_point():
 
 
 def test_custom_root_failure_refuses_derivatives():
-    @custom_root(lambda x, th: x - th, has_aux=True, _failure=lambda out: out[1])
-    def solver(x0, th):
-        return th * 1.0, "Maximum number of iterations has been exceeded."
+    # a solver's report of failure is judged by the optimality condition (Note
+    # [Differentiating a flagged solution]): refused off the root, warned at it
+    def flagged(offset):
+        @custom_root(lambda x, th: x - th, has_aux=True,
+                     _public=dict(name="my_solver", failure=lambda out: out[1]))
+        def solver(x0, th):
+            return th * 1.0 + offset, "Maximum number of iterations has been exceeded."
+        return lambda t: solver(nd.tensor(0.0), t)[0]
     th = nd.tensor(1.0)
-    x, msg = solver(nd.tensor(0.0), th)
-    close(x, 1.0)
-    with pytest.raises(RuntimeError, match="Maximum number of iterations"):
-        grad(lambda t: solver(nd.tensor(0.0), t)[0])(th)
+    close(flagged(0.5)(th), 1.5)
+    with pytest.raises(RuntimeError, match=r"^my_solver: cannot differentiate the solution: "
+                       r"Maximum number of iterations.*largest residual is 5\.00e-01"):
+        grad(flagged(0.5))(th)
+    with pytest.warns(RuntimeWarning, match="my_solver: Maximum number.*rounding level"):
+        close(grad(flagged(0.0))(th), 1.0)
     with pytest.raises(ValueError, match="solve must be"):
         custom_root(lambda x: x, solve="lu")
 
