@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .backend import NUMPY
 from .dispatch import TENSOR_F, _alive_values, _VISIBLE, apply
-from .grad_mode import STATE, no_grad
+from .grad_mode import STATE
 from .graph import OpNode
 from .saved import FREED
 from .tensor import Tensor, owning_level
@@ -88,7 +88,11 @@ def _repoint_saved_output(node, result, target):
 # an error under grad mode (allowed under ``no_grad``, for parameter updates); in-place on a
 # view carries the change into its base's history (Note [In-place on views]). The same
 # protocol serves every level: a transform gives its own stand-in and its own write (one
-# level down), and its values keep their histories at their level.
+# level down), and its values keep their histories at their level. Grad mode is never
+# switched off here: the levels below a transform's value record its computation even where
+# the value's own level records nothing (``grad(vmap(f))`` differentiates the physical
+# computation of an in-place op on a batched value), so for a transform's value the old
+# value is copied whenever a rule of the op could read it, whatever this level needs.
 def apply_inplace(op, target, *args, **params):
     """``target <- op(target, *args, **params)`` in place (Note [In-place operations])."""
     if not isinstance(target, Tensor):
@@ -179,15 +183,22 @@ def inplace(op, target, args, params, write=_write_data):
     check_inplace(target, op.name)
     record_it = STATE.grad_enabled and op.differentiable and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
-    if record_it:
-        needs = (target._requires_grad,) + tuple(
-            isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])
-        _, mask = op.save_plan(needs)
-        old = target._stand_in(mask is None or bool(mask and mask[0]))  # its old value
-        result = apply(op, old, *args, **params)
-    else:
-        with no_grad():
-            result = apply(op, target, *args, **params)
+    needs = (target._requires_grad,) + tuple(
+        isinstance(a, Tensor) and a._requires_grad for a in args[:op.nin - 1])
+    if type(target) is not Tensor and STATE.grad_enabled and op.differentiable:
+        # a transform's value: the levels below may record what this one does not
+        # (grad(vmap(f)) records the batched values' physical computation), so the old
+        # value is kept whenever a rule could read it
+        needs = (True,) * len(needs)
+    elif not record_it:
+        return _finish(op, target, apply(op, target, *args, **params), write, False)
+    _, mask = op.save_plan(needs)
+    old = target._stand_in(mask is None or bool(mask and mask[0]))  # its old value
+    return _finish(op, target, apply(op, old, *args, **params), write, record_it)
+
+
+def _finish(op, target, result, write, record_it):
+    """Write ``result``, the new value of ``target``, and continue its history."""
     _check_inplace_result(op, target, result)
     write(target, result)
     if record_it and result._grad_fn is not None:

@@ -29,6 +29,18 @@ the captured tensor cannot become a value of ``G``, and the level's dependence w
 A tensor made inside ``f`` (``zeros``, ``tensor``, ...) is a value of ``G`` from the start
 (``Interpreter.lift``), so writing into it is fine.
 
+Views of ``G``'s values are linked and kept current at ``G`` as plain views are (Note
+[In-place on views] in core/views.py): a view taken before an in-place change of its base is
+stale, and its history is regenerated where it is next read, by applying its view op to the
+base again, at ``G``. That is only possible while ``G`` is active: after it exited, the op
+would run on the wrapped values and give the view no history at ``G`` (a gradient of zero,
+silently: ``grad`` of ``y0 = y[0]; y.sin_(); return y0`` was zero). The outputs of ``f``
+are the only values whose histories at ``G`` are read after ``G`` exits (they are the roots
+of the level's backward passes, also of a ``vjp_fn`` called later), so the transforms settle
+them before leaving (:func:`settle`, then :func:`leave`). Inside a ``vmap`` the values ``G``
+wraps are batched; they are linked as views when their physical values share memory
+(``BatchedTensor._shares_memory``), so ``vmap(grad(f))`` keeps its views current too.
+
 Note [Grad modes of a level]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 Inside ``f`` grad mode is on (and inference mode off), whatever it was outside, so ``G``
@@ -46,7 +58,7 @@ from ..core import levels as _levels
 from ..core.backend import DIFFERENTIABLE_DTYPES as _DIFF_DTYPES
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
-from ..core.views import link_view
+from ..core.views import check_view_history, link_view
 from ..core.inplace import apply_inplace, inplace
 from ..core.function import apply_function, finish_node, new_ctx, wire
 from ..core.grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
@@ -55,8 +67,9 @@ from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, _new
+from .pytree import tree_flatten
 
-__all__ = ["GradTensor", "enter", "leave", "track", "lower", "lower_tree"]
+__all__ = ["GradTensor", "enter", "leave", "settle", "track", "lower", "lower_tree"]
 
 _INDEX_PUT = REGISTRY["index_put"]
 _CLONE = REGISTRY["clone"]
@@ -432,6 +445,16 @@ def enter():
     STATE.grad_enabled = True
     STATE.inference = False
     return level
+
+
+def settle(tree, level):
+    """Bring the histories of the level's values in ``tree`` (the function's outputs) up to
+    date while ``level`` is active: a view whose base changed in place since it was taken
+    is regenerated now, at the level (Note [Grad levels])."""
+    leaves, _ = tree_flatten(tree)
+    for t in leaves:
+        if type(t) is GradTensor and t._level is level and t._meta is not None:
+            check_view_history(t)
 
 
 def leave(level):

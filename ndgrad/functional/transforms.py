@@ -144,6 +144,7 @@ def grad_and_value(func, argnums=0, has_aux=False, *, _who="grad_and_value"):
             if out.dtype.kind == "c":
                 raise RuntimeError(f"{who}(f)(*args): f returned a complex scalar; grad needs "
                                    "a real output (take .real or abs() of it)")
+            grad_level.settle(out, level)  # (Note [Grad levels]: a stale view, while active)
         finally:
             grad_level.leave(level)
         grads = _pullback([out], [None], tracked, level)
@@ -248,6 +249,7 @@ def vjp(func, *primals, has_aux=False):
         tracked = [grad_level.track(x, level) for x in leaves]
         out = func(*tree_unflatten(spec, tracked))
         out, aux = _split_aux(out, has_aux, who)
+        grad_level.settle(out, level)  # (Note [Grad levels]: a stale view, while active)
     finally:
         grad_level.leave(level)
     oleaves, ospec = tree_flatten(out)

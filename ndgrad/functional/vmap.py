@@ -264,7 +264,13 @@ class BatchedTensor(Tensor):
         return self
 
     def _shares_memory(self, other):
-        return False  # (views of batched tensors are not linked: Note [Batched tensors])
+        # vmap itself links no views (it never calls link_view); a level inside it does,
+        # for its values that wrap batched ones (vmap(func.grad(f)): a view of a grad
+        # level's value must follow an in-place change of its base, Note [In-place on
+        # views]): batched values share memory when their physical values do
+        return type(other) is BatchedTensor and other._level is self._level and \
+            self._phys is not None and other._phys is not None and \
+            self._phys._shares_memory(other._phys)
 
     def _stand_in(self, copy):
         s = _wrap(apply(_CLONE, self._value) if copy else self._value, self._level)

@@ -301,3 +301,25 @@ def test_a_rule_that_reads_no_input_saves_none_so_later_in_place_changes_are_fin
     s.backward()
     np.testing.assert_allclose(a.grad.cpu().numpy(), [2.0 + 2 * 2.0, 2.0 + 2 * 2.0])
     np.testing.assert_allclose(b.grad.cpu().numpy(), [[3.0 * 2], [3.0 * 2]])
+
+
+# ------------------------------------------------------------------ under a transform
+def test_inplace_on_a_batched_value_is_recorded_for_the_graph_outside_the_vmap():
+    # The vmap level records nothing for these values (none requires grad inside it), but
+    # the plain graph outside differentiates their physical computation (Note [In-place
+    # operations]): sin_ must be recorded there, with the old value kept for its rule.
+    def f(x):
+        y = x.clone()
+        y0 = y[:2]            # a view taken before the in-place change of its base
+        y.sin_()
+        y[1:].mul_(x[1:])     # in-place on a view, then the base is read
+        return y0 + y[1:]
+    X = np.array([[0.3, -1.1, 0.7], [1.2, 0.4, -0.5]])
+    x = nd.tensor(X, requires_grad=True)
+    w = np.array([[0.5, -2.0], [1.5, 0.25]])
+    (nd.func.vmap(f)(x) * nd.tensor(w)).sum().backward()
+    # y = [sin x0, sin(x1) x1, sin(x2) x2]; out = [y0 + y1, y1 + y2]
+    d1 = np.cos(X[:, 1]) * X[:, 1] + np.sin(X[:, 1])
+    d2 = np.cos(X[:, 2]) * X[:, 2] + np.sin(X[:, 2])
+    ref = np.stack([w[:, 0] * np.cos(X[:, 0]), (w[:, 0] + w[:, 1]) * d1, w[:, 1] * d2], 1)
+    close(x.grad, ref)
