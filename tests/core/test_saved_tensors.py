@@ -7,8 +7,15 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import ndgrad as nd
+from ndgrad.core import dispatch
+from ndgrad.core import ops as ops_module
+from ndgrad.core.ops import REGISTRY
+from registry_harness import cases, draw
+from support import host
 from ndgrad.autograd.graph import (allow_mutation_on_saved_tensors, disable_saved_tensors_hooks,
                                    increment_version, register_multi_grad_hook, save_on_cpu,
                                    saved_tensors_hooks)
@@ -267,3 +274,81 @@ def test_transform_values_are_saved_as_usual_under_hooks():
 def test_nbytes_and_itemsize():
     t = nd.ones((3, 4), dtype="float32")
     assert (t.nbytes, t.itemsize) == (48, 4)
+
+
+# ------------------------------------------------------------------ a node's own saved names
+def _recorded(op_call):
+    """Run ``op_call()`` and return its result and what ``dispatch.apply`` handed to
+    ``graph.record`` for the last node it recorded: ``(op, args, outs, params)``."""
+    seen = []
+    real = dispatch.record
+
+    def spy(op, args, outs, extra=(), params=None, needs=None):
+        seen.append((op, tuple(args), tuple(outs), dict(params or {})))
+        return real(op, args, outs, extra, *(() if params is None else (params,)))
+    dispatch.record = spy
+    try:
+        result = op_call()
+    finally:
+        dispatch.record = real
+    return result, (seen[-1] if seen else None)
+
+
+DIFFERENTIABLE = [n for n in sorted(REGISTRY) if REGISTRY[n].differentiable]
+
+
+@pytest.mark.parametrize("name, dtype", cases(DIFFERENTIABLE))
+@settings(max_examples=3)
+@given(data=st.data())
+def test_a_nodes_saved_names_are_its_own_and_read_back_the_saved_values(name, dtype, data):
+    """``dir(grad_fn)`` lists the ``_saved_<name>`` / ``_raw_saved_<name>`` of the values that
+    node saved and no other op's (it listed ``_saved_L`` on a product, and reading it
+    raised); each reads back the value saved: the input itself, the output's values, the
+    parameter. What the node saved is what the op's declaration says (its save plan for the
+    inputs that need a gradient), for the arguments ``apply`` recorded."""
+    op = REGISTRY[name]
+    sample = draw(data, op, dtype)
+    assume(sample.pos)
+    inputs = sample.inputs(requires_grad=True)
+    outs, rec = _recorded(lambda: sample.call(inputs))
+    if rec is None:  # (conj of a real tensor is the tensor)
+        assert all(o.grad_fn is None or o is i for o in outs for i in inputs)
+        return
+    assert rec[0] is op, rec[0]  # (the last node recorded is the op's)
+    _, args, node_outs, params = rec
+    node = node_outs[0].grad_fn
+    assert node.op is op
+    needs = tuple(isinstance(a, nd.Tensor) and a.requires_grad for a in args)
+    save_out, mask = op.save_plan(needs)
+    if mask is not None and True not in mask:
+        mask = (False,) * len(args)
+    names = op.input_names(len(args))
+    expected = {}
+    for k, a in enumerate(args):
+        if (mask is None or mask[k]) and a is not None:
+            expected[names[k]] = a
+    expected.update(params)
+    own = {n for n in dir(node) if n.startswith("_saved_") and n != "_saved_items"}
+    want = {f"_saved_{k}" for k in expected} | ({"_saved_out"} if save_out else set())
+    assert own == want, (own, want)
+    raw = {n for n in dir(node) if n.startswith("_raw_saved_")}
+    assert raw == {f"_raw{n}" for n in want}
+    for key, value in expected.items():
+        got = getattr(node, f"_saved_{key}")
+        if isinstance(value, nd.Tensor):
+            assert got is value, key  # the input itself, version-checked
+        elif isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(got, value)
+        else:
+            assert got is value or got == value, key
+    if save_out:
+        got = node._saved_out
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(node_outs)
+        for g, o in zip(got, node_outs):
+            np.testing.assert_array_equal(host(g), host(o))
+            assert g.grad_fn is node
+    # another op's names are not this node's: not listed, and reading them says so
+    for other in sorted(ops_module._SAVED_PROPERTIES - own - raw)[:40]:
+        with pytest.raises(AttributeError, match="saved no value named"):
+            getattr(node, other)

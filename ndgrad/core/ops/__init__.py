@@ -212,11 +212,37 @@ def expose_saved_names(ops):
         names.update(p.name for p in list(inspect.signature(op.forward).parameters.values())[1:]
                      if p.kind is not p.VAR_POSITIONAL and p.kind is not p.VAR_KEYWORD)
     for name in sorted(names):
-        if not hasattr(OpNode, f"_saved_{name}"):
-            setattr(OpNode, f"_saved_{name}", property(
-                lambda node, key=name: _saved_by_name(node, key, False)))
-            setattr(OpNode, f"_raw_saved_{name}", property(
-                lambda node, key=name: _saved_by_name(node, key, True)))
+        _expose(name)
+
+
+_SAVED_PROPERTIES = set()  # the names of the properties expose_saved_names attached
+
+
+def _expose(name):
+    if f"_saved_{name}" not in _SAVED_PROPERTIES:
+        setattr(OpNode, f"_saved_{name}", property(
+            lambda node, key=name: _saved_by_name(node, key, False)))
+        setattr(OpNode, f"_raw_saved_{name}", property(
+            lambda node, key=name: _saved_by_name(node, key, True)))
+        _SAVED_PROPERTIES.update((f"_saved_{name}", f"_raw_saved_{name}"))
+
+
+def _node_dir(node):
+    """``dir(grad_fn)``: the node's attributes, with the ``_saved_<name>`` and
+    ``_raw_saved_<name>`` properties of the values this node keeps only (OpNode has those of
+    every op's names; PyTorch's nodes, one class per op, list their own)."""
+    own = set()
+    for key, _ in node._saved_items():
+        _expose(key)  # (a variadic op's 17th input, ...)
+        own.update((f"_saved_{key}", f"_raw_saved_{key}"))
+    names = []
+    for name in object.__dir__(node):
+        if name in own or name not in _SAVED_PROPERTIES:
+            names.append(name)
+    return sorted(names)
+
+
+OpNode.__dir__ = _node_dir
 
 
 def _saved_by_name(node, key, raw):
