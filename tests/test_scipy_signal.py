@@ -409,3 +409,43 @@ def test_filtfilt_gust_derivatives_in_b_a_x_and_compositions():
                     - ss.filtfilt(bb, aa - eps * e, xs[0], method="gust")) / (2 * eps)
                    for e in np.eye(2)], axis=-1)
     close(jacrev(f)(T(aa)), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_zero_leading_denominator_coefficient_is_refused_as_scipy_does():
+    """``a[0] == 0`` is a ValueError naming the function (SciPy 1.17's lfilter and filtfilt
+    raise "filter coefficient a[0] == 0 not supported"; its sosfilt wants sos[:, 3] == 1),
+    also for one batch element under vmap, and never an inf or nan output; a nonzero a[0]
+    still gives SciPy's values."""
+    x = np.linspace(-1.0, 1.0, 20)
+    with pytest.raises(ValueError, match="a\\[0\\] == 0 not supported"):
+        ss.lfilter([1.0], [0.0, 1.0], x)  # (the behaviour matched)
+    for b, a in (([1.0], [0.0, 1.0]), ([1.0, 2.0], [0.0]), ([1.0], [0.0]), ([0.5], [0.0, 0.0])):
+        with pytest.raises(ValueError, match="ndgrad.signal.lfilter: filter coefficient "
+                                             "a\\[0\\] == 0 not supported"):
+            signal.lfilter(T(b), T(a), T(x))
+    with pytest.raises(ValueError, match="ndgrad.signal.lfilter: filter coefficient a\\[0\\]"):
+        signal.lfilter(T([1.0]), T([0.0, 0.5]), T(x), -1, T([0.0]))
+    for method in ("pad", "gust"):
+        with pytest.raises(ValueError, match="a\\[0\\] == 0 not supported"):
+            ss.filtfilt([1.0, 0.5], [0.0, 1.0], x, method=method)
+        with pytest.raises(ValueError, match="ndgrad.signal.filtfilt: filter coefficient "
+                                             "a\\[0\\] == 0"):
+            signal.filtfilt(T([1.0, 0.5]), T([0.0, 1.0]), T(x), method=method)
+    sos = np.array([[1.0, 0.2, 0.0, 1.0, -0.5, 0.0], [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]])
+    with pytest.raises(ValueError, match="sos\\[:, 3\\] should be all ones"):
+        ss.sosfiltfilt(sos, x)
+    for fn in (signal.sosfilt, signal.sosfiltfilt):
+        with pytest.raises(ValueError, match=f"ndgrad.signal.{fn.__name__}: filter "
+                                             "coefficient sos\\[1, 3\\] == 0 not supported"):
+            fn(T(sos), T(x))
+    # one batch element's a[0] == 0 under vmap: refused there too (not a row of inf)
+    as_ = T([[1.0, -0.5], [0.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's division by zero)
+        with pytest.raises(ValueError, match="ndgrad.signal.lfilter: .*a / a\\[0\\] = "
+                                             "\\[1.0, inf\\], is not finite: filter "
+                                             "coefficient a\\[0\\] == 0 not supported"):
+            vmap(lambda a: signal.lfilter(T([1.0]), a, T(x)))(as_)
+    good = T([[1.0, -0.5], [2.0, 1.0]])
+    got = vmap(lambda a: signal.lfilter(T([1.0]), a, T(x)))(good)
+    close(got, np.stack([ss.lfilter([1.0], a, x) for a in host(good)]))

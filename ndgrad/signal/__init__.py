@@ -449,7 +449,15 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
 # ------------------------------------------------------------------------------- filters
 def _iir_value(b, a, x, zi):
     from scipy.signal import lfilter as scipy_lfilter
-    y, _ = scipy_lfilter(_host(b), _host(a), _host(x), axis=-1, zi=_host(zi))
+    ah = _host(a)
+    if not np.isfinite(ah).all():
+        # (a[0] == 0 makes a / a[0] inf or nan; lfilter refuses it before normalizing when it
+        # can read a[0], and here when it could not: a batch of coefficients under vmap)
+        raise ValueError(f"ndgrad.signal.lfilter: the denominator divided by its leading "
+                         f"coefficient, a / a[0] = {ah.tolist()}, is not finite: filter "
+                         "coefficient a[0] == 0 not supported (as in SciPy), nor an inf or "
+                         "nan coefficient")
+    y, _ = scipy_lfilter(_host(b), ah, _host(x), axis=-1, zi=_host(zi))
     return _nd.asarray(np.asarray(y, dtype=x.dtype), device=x.device)
 
 
@@ -525,6 +533,36 @@ def _final_state(b, a, x, y, zi, k):
     return zf
 
 
+_A0_ZERO = ("filter coefficient a[0] == 0 not supported (as in SciPy): the leading "
+            "coefficient of the denominator must be nonzero")
+
+
+def _leading_values(c):
+    """The host values of ``c`` (a tensor of leading coefficients), or None for a vmap
+    batch, which has no single value (the host rule checks each element then)."""
+    try:
+        return _host(c)
+    except RuntimeError:
+        return None
+
+
+def _check_a0(a, who):
+    """SciPy's refusal of ``a[0] == 0`` (``ndgrad.signal.lfilter`` would divide by it)."""
+    lead = _leading_values(a[0])
+    if lead is not None and lead == 0:
+        raise ValueError(f"ndgrad.signal.{who}: {_A0_ZERO}")
+
+
+def _check_sections(sos, who):
+    """Each section's ``a0`` (``sos[s, 3]``) must be nonzero: it is divided by."""
+    lead = _leading_values(sos[:, 3])
+    if lead is not None and (lead == 0).any():
+        s = int(np.flatnonzero(lead == 0)[0])
+        raise ValueError(f"ndgrad.signal.{who}: filter coefficient sos[{s}, 3] == 0 not "
+                         f"supported: it is section {s}'s a[0], which the section is divided "
+                         "by (SciPy requires sos[:, 3] to be all ones)")
+
+
 def _real_float(t, who, what):
     if _is_complex(t):
         raise TypeError(f"{who}: complex {what} is not supported (only real filters and "
@@ -583,6 +621,7 @@ def lfilter(b, a, x, axis=-1, zi=None):
         raise ValueError("lfilter: x must have at least one dimension")
     if not -nd <= axis < nd:
         raise ValueError(f"lfilter: axis {axis} is out of range for a {nd}-D signal")
+    _check_a0(a, "lfilter")
     k = max(a.shape[0], b.shape[0]) - 1
     dtype = _nd.result_type(b, a, x) if zi is None else _nd.result_type(
         b, a, x, _tensor(zi, "lfilter", "zi"))
@@ -662,6 +701,7 @@ def sosfilt(sos, x, axis=-1, zi=None):
     if len(sos.shape) != 2 or sos.shape[1] != 6 or sos.shape[0] == 0:
         raise ValueError(f"sosfilt: sos must have shape (n_sections, 6), got "
                          f"{tuple(sos.shape)}")
+    _check_sections(sos, "sosfilt")
     x = _tensor(x, "sosfilt", "x")
     nsec = sos.shape[0]
     if zi is not None:
@@ -837,6 +877,8 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
     if len(b.shape) != 1 or len(a.shape) != 1:
         raise ValueError(f"filtfilt: b and a must be 1-D, got shapes {tuple(b.shape)} and "
                          f"{tuple(a.shape)}")
+    if a.shape[0]:
+        _check_a0(a, "filtfilt")
     if method == "gust":
         if irlen is not None and (isinstance(irlen, bool) or int(irlen) != irlen
                                   or irlen < 1):
@@ -951,6 +993,7 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
     tensor([0., 1., 2., 3., 4., 5., 6., 7.])
     """
     sos = _check_sos(sos, "sosfiltfilt")
+    _check_sections(sos, "sosfiltfilt")
     x, axis = _filter_axis(x, axis, "sosfiltfilt")
     sh = _host(sos)
     ntaps = 2 * sos.shape[0] + 1 - min(int((sh[:, 2] == 0).sum()), int((sh[:, 5] == 0).sum()))
