@@ -11,9 +11,11 @@ operations (plain functions, not registered ops): every transform (backward, for
   row pivots from SciPy (piecewise constant) and factors the permuted matrix with an
   unpivoted Doolittle elimination written in ndgrad operations, so ``lu`` is differentiable
   in the matrix to any order; ``lu_solve`` uses triangular solves.
-* ``sqrtm`` is the Denman-Beavers iteration, ``logm`` inverse scaling and squaring (square
-  roots by Denman-Beavers, then the series of ``2 atanh``); ``expm_frechet`` the block
-  formula ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)], [0, expm(A)]]``.
+* ``sqrtm`` is the Denman-Beavers iteration (of a rotated matrix for eigenvalues on the
+  negative real axis, Note [sqrtm on the negative real axis]), ``logm`` inverse scaling and
+  squaring (square roots by Denman-Beavers, then the series of ``2 atanh``);
+  ``expm_frechet`` the block formula ``expm([[A, E], [0, A]]) = [[expm(A), L(A, E)],
+  [0, expm(A)]]``.
 * ``funm`` is ``V f(Λ) V^-1`` from :func:`ndgrad.linalg.eig` (Note [funm]).
 * ``schur`` is SciPy's, on the host, for its values only (not differentiable: it refuses
   inputs that require grad and transforms' values).
@@ -404,13 +406,44 @@ def _denman_beavers(name, a, tol=1e-14, maxiter=60):
     return y, z
 
 
+# Note [sqrtm on the negative real axis]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# SciPy's sqrtm returns the principal root, complex (complex128 for float64, complex64 for
+# float32) when a real A has an eigenvalue on the negative real axis (a 1 x 1 block of its real
+# Schur form; LAPACK's eigenvalues of a real matrix are then exactly real). Denman-Beavers
+# converges only for eigenvalues off the closed negative real axis (on a real negative
+# eigenvalue its iterates stay real). So when some eigenvalue lies on that axis (real and
+# negative, imaginary part exactly 0), the root is taken of a rotated matrix:
+#
+#     sqrtm(A) = exp(i phi / 2) sqrtm(exp(-i phi) A),   0 < phi < pi,
+#
+# which holds for the principal branches as long as every eigenvalue's argument minus phi
+# stays in (-pi, pi): arguments lie in (-pi, pi], the axis is at pi, so phi must stay below
+# pi + (the smallest argument); phi is half that bound (at most pi / 2), which puts the
+# rotated spectrum as far from the cut on both sides as the bound allows. phi is a constant
+# chosen from A's value, and the identity holds for every matrix near A, so the derivative
+# of the composite (through the complex Denman-Beavers iteration) is sqrtm's own.
+def _branch_rotation(a):
+    """The angle ``phi`` of Note [sqrtm on the negative real axis], or None when no
+    eigenvalue of ``a`` lies on the negative real axis."""
+    w = np.linalg.eigvals(np.asarray(a.detach().cpu().numpy()))
+    on_axis = (w.imag == 0) & (w.real < 0)
+    if not on_axis.any():
+        return None
+    bound = np.pi + float(np.min(np.angle(w[~on_axis]), initial=np.pi))
+    return min(0.5 * bound, 0.5 * np.pi)
+
+
 def sqrtm(A, disp=True, blocksize=64):
     """Principal matrix square root ``X`` with ``X @ X = A``, as ``scipy.linalg.sqrtm``.
 
     Denman-Beavers iteration in ndgrad operations: differentiable in ``A`` (the iterates'
-    derivatives converge with them; checked with gradcheck). ``A`` must have no eigenvalues
-    on the closed negative real axis (``LinAlgError`` otherwise); a real ``A`` gives a real
-    result. ``disp`` and ``blocksize`` are accepted for compatibility and ignored.
+    derivatives converge with them; checked with gradcheck). As SciPy's, a real ``A`` gives
+    a real result unless it has an eigenvalue on the negative real axis: then the result is
+    the complex principal root (complex128 for float64, complex64 for float32), still
+    differentiable in ``A`` (Note [sqrtm on the negative real axis]). A singular ``A`` with
+    no square root raises ``LinAlgError``. ``disp`` and ``blocksize`` are accepted for
+    compatibility and ignored (SciPy deprecates them).
 
     Examples
     --------
@@ -419,10 +452,21 @@ def sqrtm(A, disp=True, blocksize=64):
     >>> x
     tensor([[2. , 0.2],
             [0. , 3. ]])
+    >>> r = ndgrad.linalg.sqrtm(ndgrad.tensor([[-4.0, 1.0], [0.0, 9.0]]))  # -4: complex
+    >>> r.dtype
+    dtype('complex128')
+    >>> bool(abs(r[0, 0] - 2j) < 1e-15 and abs(r[1, 1] - 3) < 1e-15)
+    True
     """
     a = _float(A)
     _square("sqrtm", a, "A")
-    return _denman_beavers("sqrtm", a)[0]
+    phi = _branch_rotation(a)
+    if phi is None:
+        return _denman_beavers("sqrtm", a)[0]
+    nd = _nd()
+    ac = a.astype(nd.complex64 if a.dtype in (nd.float32, nd.complex64) else nd.complex128)
+    root = _denman_beavers("sqrtm", ac * complex(np.exp(-1j * phi)))[0]
+    return root * complex(np.exp(0.5j * phi))
 
 
 def logm(A, disp=True):

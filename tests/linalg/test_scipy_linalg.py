@@ -93,6 +93,55 @@ def test_factor_and_solve():
     assert gradgradcheck(lambda a: L.lu_factor(a)[0], (T(a[:3, :3]),))
 
 
+@pytest.mark.parametrize("name", ["triangular", "two negative", "random", "complex input"])
+def test_sqrtm_with_eigenvalues_on_the_negative_axis_is_scipys_complex_root(name):
+    rng = np.random.default_rng(11)
+    a = {"triangular": np.array([[-4.0, 1.0], [0.0, 9.0]]),
+         "two negative": np.array([[-1.0, 0.5], [0.2, -4.0]]),
+         "random": np.array([[1.2, -0.4, 0.3], [0.7, -2.0, 0.1], [0.2, 0.5, 0.8]]),
+         "complex input": np.array([[-4.0, 1.0 + 1.0j], [0.0, 2.0 - 1.0j]])}[name]
+    assert (np.linalg.eigvals(a).real < 0).any()
+    ref = sl.sqrtm(a)
+    assert ref.dtype == np.complex128
+    x = L.sqrtm(nd.tensor(a))
+    assert x.dtype == ref.dtype
+    np.testing.assert_allclose(V(x), ref, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(V(x @ x), a, rtol=1e-12, atol=1e-13)
+    if a.dtype.kind == "c":
+        return  # (a complex A on the cut: the root jumps across it, no derivative)
+    # the derivative of the complex root of a real A against central differences of
+    # SciPy's: forward (a jvp along a real direction) and reverse (a real loss's gradient)
+    e = rng.normal(size=a.shape)
+    h = 1e-6
+    fd = (sl.sqrtm(a + h * e) - sl.sqrtm(a - h * e)) / (2 * h)
+    _, t = jvp(L.sqrtm, (nd.tensor(a),), (nd.tensor(e),))
+    np.testing.assert_allclose(V(t), fd, rtol=1e-7, atol=1e-8)
+    w = rng.normal(size=a.shape) + 1j * rng.normal(size=a.shape)
+
+    def loss(m):
+        return np.real(np.sum(np.conj(w) * sl.sqrtm(m)))
+    g = nd.func.grad(lambda m: nd.real((nd.conj(nd.tensor(w)) * L.sqrtm(m)).sum()))(
+        nd.tensor(a))
+    fd_g = np.zeros(a.shape)
+    for idx in np.ndindex(a.shape):
+        d = np.zeros(a.shape)
+        d[idx] = h
+        fd_g[idx] = (loss(a + d) - loss(a - d)) / (2 * h)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(V(g), fd_g, rtol=1e-7, atol=1e-8)
+
+
+def test_sqrtm_keeps_scipys_dtypes():
+    neg = np.array([[-4.0, 1.0], [0.0, 9.0]])
+    for dtype in (np.float32, np.float64):
+        for m in (neg, -neg):  # (-neg: eigenvalues 4 and -9)
+            assert L.sqrtm(nd.tensor(m.astype(dtype))).dtype == sl.sqrtm(m.astype(dtype)).dtype
+        pos = np.array([[4.0, 1.0], [0.0, 9.0]], dtype=dtype)
+        assert L.sqrtm(nd.tensor(pos)).dtype == sl.sqrtm(pos).dtype == dtype
+    np.testing.assert_allclose(V(L.sqrtm(nd.tensor(neg.astype(np.float32)))),
+                               sl.sqrtm(neg.astype(np.float32)), rtol=1e-5, atol=1e-6)
+
+
 def test_matrix_functions():
     m = SPD / 4 + np.array([[0.0, 0.3, 0.0], [0.0, 0.0, 0.2], [0.1, 0.0, 0.0]])  # non-symmetric
     np.testing.assert_allclose(V(L.sqrtm(T(m))), sl.sqrtm(m), rtol=1e-10)
