@@ -30,7 +30,8 @@ from . import gradcheck as _gradcheck_module  # noqa: F401 (loaded first: as in 
 from ..checks.gradcheck import gradcheck, gradgradcheck  # the attribute is the function)
 from .function import Function, FunctionCtx, once_differentiable
 from .legacy import InplaceFunction, NestedIOFunction
-from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
+from .grad_mode import (enforce_grad_layout_policy, is_multithreading_enabled,
+                        set_multithreading_enabled)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "Variable", "Node", "Function", "FunctionCtx",
@@ -38,7 +39,7 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_anomaly_check_nan_enabled", "function", "graph", "profiler", "gradcheck",
            "gradgradcheck", "functional", "forward_ad", "grad_mode", "anomaly_mode",
            "NestedIOFunction", "InplaceFunction", "set_multithreading_enabled",
-           "is_multithreading_enabled", "variable"]
+           "is_multithreading_enabled", "enforce_grad_layout_policy", "variable"]
 
 
 def Variable(data, requires_grad=False, volatile=None):

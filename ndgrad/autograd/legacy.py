@@ -81,6 +81,10 @@ def _match(spec, g, where, out, who):
         return
     kind = spec.kind
     if kind == "leaf":
+        if isinstance(g, (tuple, list, dict)):
+            raise RuntimeError(
+                f"{who}.backward_extended returned {_describe(g)} for {where}, which is a "
+                "Tensor (or another single value): return one gradient there, or None")
         out.append((g, where))
         return
     if kind == "dict":
