@@ -460,3 +460,48 @@ def test_a_root_that_is_not_a_tensor_is_an_error():
         to_dot(y, params={"w": np.ones(3)})
     with pytest.raises(TypeError, match="top must be an int"):
         memory_report(y, top=2.5)
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_memory_report_counts_what_a_checkpoint_keeps_to_run_again(use_reentrant):
+    """A checkpoint keeps its inputs to recompute its function in backward (Note [How
+    checkpointing recomputes]); the report counted 0 bytes for them (the nodes inside keep
+    only handles) while they were held."""
+    from ndgrad.utils.checkpoint import checkpoint
+    rng = np.random.default_rng(3)
+    x = ndgrad.tensor(rng.standard_normal(1000), requires_grad=True)
+    w = ndgrad.tensor(rng.standard_normal((40, 25)), requires_grad=True)
+    h = x * 2.0          # saves nothing of x (the 2.0 only)
+    v = w.reshape(1000)  # a view of w: a reshape saves nothing
+
+    def f(a, b):
+        return ndgrad.tanh(ndgrad.sin(a) * b)
+
+    loss = checkpoint(f, h, v, use_reentrant=use_reentrant).sum()
+    report = memory_report(loss, top=None)
+    # what the graph keeps: the two inputs, to run f again (h's and w's bytes)
+    assert report.total_bytes == nbytes(h) + nbytes(w) == 1000 * 8 * 2
+    assert report.array_count == 2
+    # and counted once, on one node, however many nodes inside hold a handle of them
+    assert sorted(size for _, size in report.nodes if size)[-1] == 16000
+    loss.backward()
+    assert memory_report(loss).total_bytes == 0  # freed with the graph
+    np.testing.assert_allclose(host(x.grad), 2 * np.cos(2 * host(x)) * host(v) /
+                               np.cosh(np.sin(2 * host(x)) * host(v)) ** 2)
+
+
+def test_memory_report_counts_a_nested_checkpoints_inputs_once():
+    from ndgrad.utils.checkpoint import checkpoint
+    x = ndgrad.ones(500, requires_grad=True)
+    h = x * 3.0
+    inner = []
+
+    def outer(a):
+        b = ndgrad.exp(a) * 1.0  # an intermediate, the inner checkpoint's input
+        inner.append(b)
+        return checkpoint(lambda c: ndgrad.sin(c) * 2.0, b)
+
+    loss = checkpoint(outer, h).sum()
+    report = memory_report(loss)
+    assert report.total_bytes == nbytes(h) + nbytes(inner[0]) == 2 * 500 * 8
+    assert report.array_count == 2

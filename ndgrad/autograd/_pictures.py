@@ -146,8 +146,9 @@ def _array_of(v):
 
 def _arrays_in(value, where=""):
     """``(where, array)`` for each raw array ``value`` holds: itself (``where`` is ``""``),
-    or those in a tuple or list (several outputs, an index), with their position
-    (``"[1]"``)."""
+    those in a tuple or list (several outputs, an index), with their position (``"[1]"``),
+    or those an object a pack hook returned keeps alive, by its ``_kept_for_backward()``
+    (``" (checkpoint input 0)"``)."""
     if isinstance(value, Tensor) or _is_array(value):
         a = _array_of(value)
         return [] if a is None else [(where, a)]
@@ -155,6 +156,14 @@ def _arrays_in(value, where=""):
         found = []
         for k, v in enumerate(value):
             found.extend(_arrays_in(v, f"{where}[{k}]"))
+        return found
+    kept = getattr(value, "_kept_for_backward", None)
+    if kept is not None and where.count("(") < 4:
+        # what a saved-tensor hook packed keeps alive, where it says so (a checkpoint's
+        # handle: the inputs it runs the function on again)
+        found = []
+        for label, v in kept():
+            found.extend(_arrays_in(v, f"{where} ({label})"))
         return found
     return []
 
@@ -692,10 +701,12 @@ def memory_report(roots, top=10):
 
     What counts: every array a node of the graph keeps for its backward: the tensors and
     arrays it saved (``Node._saved_items()``: inputs its rule reads, its saved output, a
-    custom Function's ``save_for_backward`` tensors) and the arrays among an op's parameters
-    (the index array of ``x[idx]``), each at its ``nbytes`` (a view counts its own size, not
-    its base's). An array saved by several nodes counts once, for the first of them recorded
-    in the forward computation (arrays are the same when they are the same bytes:
+    custom Function's ``save_for_backward`` tensors), the arrays among an op's parameters
+    (the index array of ``x[idx]``) and what a saved-tensor hook's packed value keeps alive
+    where it says so (a checkpoint's inputs, kept to run it again in backward: see
+    :func:`ndgrad.utils.checkpoint.checkpoint`), each at its ``nbytes`` (a view counts its
+    own size, not its base's). An array saved by several nodes counts once, for the first of
+    them recorded in the forward computation (arrays are the same when they are the same bytes:
     same buffer, shape, strides and dtype, e.g. one tensor saved twice, or a tensor and its
     ``detach()``). A leaf saved by a node (``x`` in ``x * y``) counts: the graph keeps it
     alive. What does not count: the leaves' own data (it is not saved for backward; PyTorch

@@ -19,7 +19,8 @@ deterministic), and the handle's unpack returns value k. The recomputed values a
 when the pass ends; the recomputed graph is never used: unpacking gives each value its place
 in the original graph, so ``create_graph=True`` (double backward), ``autograd.grad`` with
 ``inputs=``, nested checkpoints and hooks all work as without checkpointing. What is kept
-per checkpoint: its inputs (to run it again) and its outputs.
+per checkpoint: its inputs (to run it again) and its outputs; the handles say so
+(``_Frame._kept_for_backward``), so ``memory_report`` counts the inputs.
 """
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ class _Frame:
     def pack(self, t):
         self.metas.append((tuple(t.shape), t.dtype, t.device))
         return (self, len(self.metas) - 1)
+
+    def _kept_for_backward(self):
+        """``(label, value)`` for what this checkpoint keeps to run its function again, its
+        arguments: what the handles its nodes hold keep alive, for ``memory_report``."""
+        kept = [(f"checkpoint input {k}", a) for k, a in enumerate(self.args)]
+        kept.extend((f"checkpoint input {key}", a) for key, a in self.kwargs.items())
+        return kept
 
     @staticmethod
     def unpack(handle):
