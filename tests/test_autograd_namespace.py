@@ -242,6 +242,31 @@ def test_nested_io_third_derivative_closed_form():
     close(g3, np.full(3, 6.0))
 
 
+class ExpPair(NestedIOFunction):
+    """exp of two inputs, saving its outputs nested in a dict (read back rebuilt, with this
+    node as their grad_fn, so the second derivative goes through the Function)."""
+
+    def forward_extended(self, xs):
+        ys = [nd.exp(x) for x in xs]
+        self.save_for_backward({"ys": ys})
+        return tuple(ys)
+
+    def backward_extended(self, g0, g1):
+        ys = self.saved_tensors[0]["ys"]
+        return [g0 * ys[0], g1 * ys[1]]
+
+
+def test_saved_outputs_nested_second_order():
+    av, bv = RNG.standard_normal(2), RNG.standard_normal(1)
+    a, b = nd.tensor(av, requires_grad=True), nd.tensor(bv, requires_grad=True)
+    y0, y1 = ExpPair.apply([a, b])
+    (ga,) = autograd.grad((y0 * y0).sum() + y1.sum(), a, create_graph=True)
+    close(ga, 2 * np.exp(2 * av))
+    (gga,) = autograd.grad(ga.sum(), a)
+    close(gga, 4 * np.exp(2 * av))
+    assert gradgradcheck(lambda u, v: ExpPair.apply([u, v]), (a, b))
+
+
 Point = collections.namedtuple("Point", "p q")
 
 
