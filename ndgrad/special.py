@@ -104,23 +104,6 @@ def rgamma(x):
     return 1.0 / gamma(x)  # noqa: F821
 
 
-def gammasgn(x):
-    """Sign of the gamma function: 1 for ``x >= 0``; on ``(-k-1, -k)``, ``(-1)^(k+1)``;
-    NaN at the poles -1, -2, ... (as SciPy). Piecewise constant: its derivative is 0.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.special.gammasgn(ndgrad.tensor([2.5, -0.5, -1.5]))
-    tensor([ 1., -1.,  1.])
-    """
-    P = _PUBLIC
-    fl = P["floor"](x)
-    inner = 1.0 - 2.0 * P["remainder"](fl, 2.0)
-    pole = P["logical_and"](x < 0, x == fl)
-    return P["where"](x >= 0, 1.0, P["where"](pole, float("nan"), inner)).detach()
-
-
 def gammaincinv(a, y):
     """Inverse of :func:`gammainc` in ``x``: the ``x >= 0`` with ``gammainc(a, x) = y``.
 
@@ -163,5 +146,5 @@ def gammainccinv(a, y):
     return _gammaincinv(a, y, upper=True)  # noqa: F821
 
 
-__all__ = sorted(set(__all__) | {"jn", "yn", "iv", "kv", "exp1", "rgamma", "gammasgn",
-                                 "gammaincinv", "gammainccinv"})
+__all__ = sorted(set(__all__) | {"jn", "yn", "iv", "kv", "exp1", "rgamma", "gammaincinv",
+                                 "gammainccinv"})

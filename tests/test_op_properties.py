@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad
@@ -33,8 +33,8 @@ from ndgrad.checks import GradcheckError, gradcheck, gradgradcheck
 from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import REGISTRY
 from ndgrad.core.ops.registry import VARIADIC, Domain, Op
-from registry_harness import (ENTRIES, Sample, assert_close, cases, draw, entry, fd_directional,
-                              random_like, reference, require, sin_with_rules)
+from registry_harness import (ENTRIES, Linearization, Sample, assert_close, cases, draw, entry,
+                              fd_directional, random_like, reference, require, sin_with_rules)
 from support import host
 
 
@@ -340,3 +340,71 @@ def test_scatter_inverts_the_view(name, dtype, data):
         again = op.forward(NUMPY, written, *rest, **sample.kwargs)
         again = again[k] if isinstance(again, (tuple, list)) else again
         np.testing.assert_array_equal(again, c, err_msg=name)
+
+
+# --------------------------------------------------------------------- piecewise constant
+PIECEWISE_CONSTANT = sorted(name for name, op in REGISTRY.items() if op.piecewise_constant)
+
+
+def test_piecewise_constant_ops_take_their_rules_from_the_declaration():
+    """One flag, one rule (Note [Piecewise-constant ops] in core/ops/registry.py): among the
+    ops declared piecewise constant are those PyTorch treats so (floor, ceil, round, trunc)
+    and special.gammasgn, whose output did not require grad; none may declare rules."""
+    assert {"floor", "ceil", "trunc", "round", "floor_divide",
+            "special.gammasgn"} <= set(PIECEWISE_CONSTANT)
+    for name in PIECEWISE_CONSTANT:
+        op = REGISTRY[name]
+        assert op.differentiable, name
+        with pytest.raises(TypeError, match=f"{name} is declared piecewise_constant"):
+            op.defvjp(*(lambda F, g, out, *a, **k: g,) * op.nin)
+        with pytest.raises(TypeError, match="defjvp cannot give it others"):
+            op.defjvp(lambda F, tangents, out, *a, **k: tangents[0])
+        assert not op.save_plan((True,) * op.nin)[0], name  # its rules read nothing
+
+
+@pytest.mark.parametrize("name", PIECEWISE_CONSTANT)
+@settings(max_examples=5)
+@given(data=st.data())
+def test_piecewise_constant_ops_have_zero_derivatives_that_require_grad(name, data):
+    """Away from the jumps (the op's domain), finite differences see a constant: the
+    output requires grad when an input does (as PyTorch's floor and sign), its gradient, its
+    jvp, its Hessian and its gradient under vmap equal the finite differences, zero."""
+    op = REGISTRY[name]
+    sample = _differentiable_sample(data, op, "float64")
+    xs = sample.leaves()
+    outs = sample.call(sample.inputs(xs))
+    assert all(o.requires_grad and o.grad_fn.name() == op.node_name for o in outs), name
+    lin = Linearization(sample.evaluate, sample.floats)
+    rng = np.random.default_rng(0)
+    cots = [random_like(rng, host(o)) for o in outs]
+    grads = ndgrad.autograd.grad(outs, xs, [ndgrad.tensor(c) for c in cots])
+    assert_close(grads, lin.vjp(cots), f"{name} vjp", rtol=0, atol=0)
+    ts = [random_like(rng, x) for x in sample.floats]
+    _, tangents = ndgrad.func.jvp(sample.function(), tuple(ndgrad.tensor(x) for x in
+                                                            sample.floats),
+                                  tuple(ndgrad.tensor(t) for t in ts))
+    assert_close(tangents, lin.jvp(ts), f"{name} jvp", rtol=0, atol=0)
+
+    def total(*floats):
+        return sum(o.sum() for o in sample.function()(*floats))
+    argnums = tuple(range(len(xs)))
+    floats = tuple(ndgrad.tensor(x) for x in sample.floats)
+    hess = ndgrad.func.hessian(total, argnums=argnums)(*floats)
+    # the reference: central differences of the finite-difference gradient (a step inside
+    # the distance the domain keeps from the jumps)
+    outer = Linearization(lambda fs: tuple(np.real(g) for g in Linearization(
+        lambda v: (np.sum([np.sum(o) for o in sample.evaluate(v)]),), fs).vjp([1.0])),
+        sample.floats, eps=1e-5)
+    for i in argnums:
+        for j in argnums:
+            assert_close(hess[i][j], outer.jacfwd()[i][j], f"{name} hessian[{i}][{j}]",
+                         rtol=0, atol=0)
+    # vmap of the gradient over two points, the second shifted inside the same step
+    points = [sample.floats, [x + 1e-5 for x in sample.floats]]
+    batch = tuple(ndgrad.tensor(np.stack(column)) for column in zip(*points))
+    per = ndgrad.func.vmap(ndgrad.func.grad(total, argnums=argnums))(*batch)
+    ones = [np.ones_like(host(o)) for o in outs]
+    reference = [Linearization(sample.evaluate, p).vjp(ones) for p in points]
+    for i in argnums:
+        assert_close(per[i], np.stack([r[i] for r in reference]), f"{name} vmap(grad)[{i}]",
+                     rtol=0, atol=0)

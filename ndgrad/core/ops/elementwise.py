@@ -172,12 +172,12 @@ def _divide_identity(F, i, s, args, batched, params):
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
                                                valid=_off_integer_quotients),
-       inplace_method="floor_divide_")
+       inplace_method="floor_divide_", piecewise_constant=True)
 def floor_divide(B, x, y):
     """Elementwise ``floor(x / y)`` (Python's ``//``), broadcasting.
 
-    A step function: its gradient is zero with respect to both inputs (Note [Gradients at
-    kinks]).
+    A step function: its gradient is zero with respect to both inputs (Note [Piecewise-constant
+    ops] in registry.py).
 
     Examples
     --------
@@ -188,11 +188,6 @@ def floor_divide(B, x, y):
     return B.floor_divide(x, y)
 
 
-floor_divide.defvjp(lambda F, g, out, x, y: F.zeros_like(g),
-                    lambda F, g, out, x, y: F.zeros_like(g))
-floor_divide.defjvp(lambda F, tangents, out, x, y: F.zeros_like(out))
-floor_divide.deftaylor("linear")  # (piecewise constant)
-floor_divide.defsparsity("zero")
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
@@ -949,18 +944,12 @@ atanh.defjvp_from_vjp()
 
 
 # ------------------------------------------------------------------------- rounding
-def _zero_vjp(F, g, out, x):
-    return F.zeros_like(g)  # reads neither x nor out, so the node saves nothing
-
-
-def _zero_jvp(F, tangents, out, *inputs, **params):
-    return F.zeros_like(out)
-
-
+# (step functions: their derivatives come from piecewise_constant=True, Note
+# [Piecewise-constant ops] in registry.py)
 _STEP = Domain((-3.0, 3.0), valid=_off_integers)
 
 
-@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="floor_")
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="floor_", piecewise_constant=True)
 def floor(B, x):
     """Elementwise floor: the largest integer ``<= x`` (as a float). Zero gradient.
 
@@ -973,13 +962,9 @@ def floor(B, x):
     return B.floor(x)
 
 
-floor.defvjp(_zero_vjp)
-floor.defjvp(_zero_jvp)
-floor.deftaylor("linear")  # (piecewise constant)
-floor.defsparsity("zero")
 
 
-@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="ceil_")
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="ceil_", piecewise_constant=True)
 def ceil(B, x):
     """Elementwise ceiling: the smallest integer ``>= x`` (as a float). Zero gradient.
 
@@ -992,13 +977,9 @@ def ceil(B, x):
     return B.ceil(x)
 
 
-ceil.defvjp(_zero_vjp)
-ceil.defjvp(_zero_jvp)
-ceil.deftaylor("linear")  # (piecewise constant)
-ceil.defsparsity("zero")
 
 
-@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="trunc_")
+@defop(kind=ELEMENTWISE, domain=_STEP, inplace_method="trunc_", piecewise_constant=True)
 def trunc(B, x):
     """Elementwise truncation toward zero (as a float). Zero gradient.
 
@@ -1011,10 +992,6 @@ def trunc(B, x):
     return B.trunc(x)
 
 
-trunc.defvjp(_zero_vjp)
-trunc.defjvp(_zero_jvp)
-trunc.deftaylor("linear")  # (piecewise constant)
-trunc.defsparsity("zero")
 
 
 def _round_sample(d):
@@ -1029,7 +1006,7 @@ def _round_sample(d):
 
 
 @defop(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0)), sample=_round_sample,
-       inplace_method="round_")
+       inplace_method="round_", piecewise_constant=True)
 def round(B, x, decimals=0):
     """Round to ``decimals`` decimal places, halves to even (NumPy's rule; PyTorch's too).
     Zero gradient.
@@ -1051,10 +1028,6 @@ def round(B, x, decimals=0):
     return B.round(x, decimals=decimals)
 
 
-round.defvjp(lambda F, g, out, x, decimals=0: F.zeros_like(g))
-round.defjvp(_zero_jvp)
-round.deftaylor("linear")  # (piecewise constant)
-round.defsparsity("zero")
 
 
 # ------------------------------------------------------------------------- two-input, non-smooth

@@ -327,7 +327,8 @@ class Op:
 
     __slots__ = (
         "name", "namespace", "qualname", "forward", "kind", "nin", "nout", "domain",
-        "differentiable", "view", "sample", "method", "pack", "inplace_method",
+        "differentiable", "piecewise_constant", "view", "sample", "method", "pack",
+        "inplace_method",
         "kwarg_aliases", "notes", "doc", "node_name",
         # reverse mode (Note [What a node saves])
         "vjp_rules", "vjp_each", "saves", "_uses", "_meta_standins", "_save_cache",
@@ -355,6 +356,7 @@ class Op:
         self.nout = nout
         self.domain = domain
         self.differentiable = differentiable
+        self.piecewise_constant = False  # (Note [Piecewise-constant ops])
         self.view = view
         self.sample = sample
         self.method = method
@@ -464,6 +466,7 @@ class Op:
         if saves is not None and len(saves) != len(rules):
             raise TypeError(f"{self.name}: saves= names what each rule reads: {len(rules)} "
                             f"entries, got {len(saves)}")
+        self._no_rules_of_its_own("defvjp")
         self.vjp_rules = rules
         self.saves = saves
         self._uses = None
@@ -473,11 +476,19 @@ class Op:
     def defvjp_each(self, rule, saves=None):
         """Variadic form: ``rule(F, i, g, out, *inputs, **params)`` for input ``i``;
         ``saves``: the parameter names it reads, when declared."""
+        self._no_rules_of_its_own("defvjp_each")
         self.vjp_each = rule
         self.saves = saves
         self._uses = None
         self._save_cache.clear()
         return self
+
+    def _no_rules_of_its_own(self, what):
+        if self.piecewise_constant:
+            raise TypeError(
+                f"{self.qualname} is declared piecewise_constant: its derivative rules are "
+                f"zero and come from that declaration (Note [Piecewise-constant ops]); {what} "
+                "cannot give it others")
 
     def vjp_rule(self, i):
         if self.vjp_each is not None:
@@ -606,6 +617,7 @@ class Op:
     # -- jvp
     def defjvp(self, rule):
         """Joint rule ``rule(F, tangents, out, *inputs, **params)`` -> output tangent."""
+        self._no_rules_of_its_own("defjvp")
         self.jvp = rule
         return self
 
@@ -694,7 +706,7 @@ class Composite:
 
 def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, view=False,
           sample=None, method=None, pack=False, inplace_method=None, kwarg_aliases=None,
-          notes=None, namespace=None):
+          notes=None, namespace=None, piecewise_constant=False):
     """Declare a primitive from its forward function (see the module docstring).
 
     Parameters
@@ -709,6 +721,10 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
         Where the property suite draws inputs (default: reals in [-2, 2]).
     differentiable : bool
         False for ops whose output never requires grad (comparisons, argmax).
+    piecewise_constant : bool
+        The output is constant between jumps (``floor``, ``round``): it requires grad when an
+        input does, and every derivative is zero, from this flag (Note [Piecewise-constant
+        ops]); the op declares no rules of its own.
     view : bool
         The output may share memory with the first input (shares its version counter). A view
         op also declares how to write a view's value back into its input (``defscatter``), or
@@ -740,9 +756,49 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
                 notes=notes, namespace=_check_namespace(namespace))
         if op.qualname in REGISTRY or op.qualname in COMPOSITES:
             raise ValueError(f"op {op.qualname!r} is already registered")
+        if piecewise_constant:
+            _piecewise_constant(op)
         REGISTRY[op.qualname] = op
         return op
     return deco
+
+
+# Note [Piecewise-constant ops]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op whose output is constant between jumps (floor, ceil, trunc, round, floor_divide,
+# special.gammasgn) is declared ``piecewise_constant=True``, and everything about its
+# derivative follows from that flag, here, for all of them alike, as PyTorch treats floor,
+# ceil, round, trunc and sign: the output requires grad when an input does (so
+# ``autograd.grad`` through it gives zeros, not an error, and it composes with what follows),
+# every input's cotangent and the output's tangent are zero (derivatives away from the jumps;
+# at a jump there is none, and zero is what PyTorch returns), the Taylor coefficients are
+# zero ("linear": each is the jvp's), and no output element depends on an input element for
+# sparsity detection. The rules read nothing, so a node saves nothing. Such an op declares no
+# rule of its own (defvjp and defjvp refuse), so none can disagree with the others; the
+# property suite checks each against finite differences away from the jumps, under vmap and
+# in a Hessian (tests/test_op_properties.py). (``sign`` is piecewise constant for real inputs
+# only; its complex derivative is not zero, so it declares its own rules.)
+def _piecewise_constant(op):
+    op.piecewise_constant = True
+    if op.nin == VARIADIC:
+        op.vjp_each = _zero_cotangent_each
+    else:
+        op.vjp_rules = (_zero_cotangent,) * op.nin
+    op.jvp = _zero_tangent
+    op.taylor = "linear"
+    op.sparsity = "zero"
+
+
+def _zero_cotangent(F, g, out, *inputs, **params):
+    return F.zeros_like(g)  # (reads neither the inputs nor out: the node saves nothing)
+
+
+def _zero_cotangent_each(F, i, g, out, *inputs, **params):
+    return F.zeros_like(g)
+
+
+def _zero_tangent(F, tangents, out, *inputs, **params):
+    return F.zeros_like(out)
 
 
 # Note [Namespaces]

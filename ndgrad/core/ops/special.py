@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import _signed  # the shared sampler of ops with a kink at 0
+from .elementwise import _off_integers, _signed  # samplers shared with the step functions
 from .reductions import normalize_axis
 from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
 
@@ -334,6 +334,28 @@ def gamma(B, x):
 
 gamma.defvjp(lambda F, g, out, x: g * (out * F.special.digamma(x)))
 gamma.defjvp_from_vjp()
+
+
+@defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-3.0, 3.0), valid=_off_integers),
+       piecewise_constant=True)
+def gammasgn(B, x):
+    """Sign of the gamma function: 1 for ``x > 0``; on ``(-k-1, -k)``, ``(-1)^(k+1)``; NaN at
+    the poles -1, -2, ... and at ``-inf`` (SciPy's ``gammasgn``, which gives -1 at ``-0.0``).
+
+    Piecewise constant: its output requires grad when ``x`` does, with a zero derivative, as
+    ``ndgrad.floor``'s (Note [Piecewise-constant ops] in registry.py). Real inputs only.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([2.5, -0.5, -1.5], requires_grad=True)
+    >>> ndgrad.special.gammasgn(x)
+    tensor([ 1., -1.,  1.], grad_fn=<SpecialGammasgnBackward0>)
+    >>> ndgrad.autograd.grad(ndgrad.special.gammasgn(x).sum(), x)
+    (tensor([0., 0., 0.]),)
+    """
+    _real_only("gammasgn", x)
+    return B.special.gammasgn(x)
 
 
 @defop(kind=ELEMENTWISE, namespace="special", domain=_GAMMA_DOMAIN,
