@@ -15,15 +15,19 @@ shape out of range) give ``nan``, as SciPy's. Masked-out entries are computed at
 interior point, so they contribute zero (not ``nan``) to a gradient.
 
 ``rvs`` draws with SciPy's (NumPy ``Generator``) sampler on the host and returns a Tensor that
-is *not* differentiable. Methods that would need a special function ndgrad lacks raise
-NotImplementedError naming it. The cdfs, sfs, ppfs and isfs of ``gamma``, ``chi2``,
+is *not* differentiable. A method SciPy has that ndgrad lacks is declared in the
+distribution's ``missing`` (method: the reason), and raises NotImplementedError quoting it
+(``tests/test_stats.py`` derives the list from both namespaces). The discrete distributions'
+``ppf`` and ``isf`` are SciPy's, computed on the host: step functions of ``q`` and the
+parameters, with derivative zero. ``vonmises``'s cdf is SciPy's series (Note [The von Mises
+cdf]) and its ppf SciPy's value with the implicit derivative. The cdfs, sfs, ppfs and isfs of ``gamma``, ``chi2``,
 ``gennorm``, ``t``, ``beta``, ``binom`` and ``nbinom`` go through ``gammainc``, ``betainc``
 and their inverses, whose derivatives in the shape arguments are first order only (numerically
 summed expansions): they are differentiable in their shapes too, but a second derivative in a
 shape raises NotImplementedError (in ``x``, ``loc``, ``scale`` and ``p``: any order).
 At a point ON the boundary of the support, the derivative is the formula's one-sided value
 (possibly infinite, or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is
-imported by ``rvs`` only, never by ``import ndgrad``.
+imported by ``rvs`` and the host quantiles only, never by ``import ndgrad``.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ class _Dist:
     shapes: tuple = ()
     safe: tuple = ()        # a valid value of each shape, used where the parameters are not
     inner = 0.0             # a point inside the standard support, used outside it
-    missing: dict = {}      # method -> the special function it would need
+    missing: dict = {}      # method -> why it is not implemented (SciPy has it)
     has_scale = True
 
     def __call__(self, *args, **kwds):
@@ -126,9 +130,7 @@ class _Dist:
     def _need(self, method):
         fn = getattr(self, "_" + method, None)
         if fn is None:
-            need = self.missing.get(method)
-            why = (f"it needs scipy.special.{need}, which ndgrad.special does not have"
-                   if need else "it has no simple closed form")
+            why = self.missing.get(method) or "it has no simple closed form"
             raise NotImplementedError(f"ndgrad.stats.{self.name}.{method} is not implemented: "
                                       f"{why}")
         return fn
@@ -313,6 +315,22 @@ class rv_discrete(_Dist):
     def _sf(self, y, *s):
         return 1 - self._need("cdf")(y, *s)
 
+    def _step_quantile(self, method, q, args, kwds):
+        shapes, loc, _ = self._parse(args, kwds)
+        q = _t(q)
+        return _host_quantile(self.name, method)(q, *shapes, loc)
+
+    def ppf(self, q, *args, **kwds):
+        """The percent point function: the smallest integer ``k`` with ``cdf(k) >= q``
+        (SciPy's, computed on the host: a step function of ``q`` and the parameters, so its
+        derivative is zero)."""
+        return self._step_quantile("ppf", q, args, kwds)
+
+    def isf(self, q, *args, **kwds):
+        """The inverse survival function: the smallest integer ``k`` with ``sf(k) <= q``
+        (SciPy's, computed on the host; its derivative is zero)."""
+        return self._step_quantile("isf", q, args, kwds)
+
 
 class rv_frozen:
     """A distribution with its parameters fixed: ``norm(loc, scale).logpdf(x)`` is
@@ -340,6 +358,74 @@ class rv_frozen:
 def _doc(obj, text):
     type(obj).__doc__ = text
     return obj
+
+
+def _like(value, like):
+    """A host result as a float Tensor on ``like``'s device, written ``0 * like + value`` (an
+    operation on ``like``, not a tensor of its own: a rule that calls its function again
+    inside a reverse pass then adds no leaf to the pass's graph)."""
+    arr, B = np.asarray(value, dtype=np.float64), like.backend
+    return 0.0 * like + (arr if B.name == "numpy" else B.asarray(arr))
+
+
+def _vonmises_ppf_value(q, kappa):
+    import scipy.stats as st
+    return _like(st.vonmises.ppf(_host(q), _host(kappa)), q)
+
+
+def _vonmises_ppf_rule(primals, tangents):
+    """Note [The von Mises cdf]: dx = (dq - dF/dkappa dkappa) / pdf(x)."""
+    from .functional.transforms import jvp
+    q, kappa = primals
+    dq, dkappa = tangents
+    x = _vonmises_ppf(q, kappa)
+    _, dF = jvp(lambda k: vonmises._cdf(x, k), (kappa,), (dkappa,))
+    return x, (dq - dF) / _F.exp(vonmises._logpdf(x, kappa))
+
+
+def _host_step_value(name, method):
+    def value(q, *params):
+        import scipy.stats as st
+        *shapes, loc = params
+        out = getattr(getattr(st, name), method)(_host(q), *[_host(p) for p in shapes],
+                                                 loc=_host(loc))
+        return _like(out, q)
+    return value
+
+
+def _zero_rule(fn):
+    def rule(primals, tangents):
+        out = fn(*primals)
+        zero = 0.0 * out
+        for t in tangents:          # (zero, but linear in the tangents, as a rule must be)
+            zero = zero + 0.0 * t
+        return out, zero
+    return rule
+
+
+_HOST_RULES = {}
+
+
+def _host_quantile(name, method):
+    """SciPy's ``scipy.stats.<name>.<method>`` of a discrete distribution, computed on the
+    host (``q, *shapes, loc`` Tensors): a step function of its arguments, whose derivative
+    is zero (forward, reverse, every order); under ``vmap`` it runs once per element."""
+    key = (name, method)
+    if key not in _HOST_RULES:
+        from .functional.custom import custom_jvp
+        fn = custom_jvp(_host_step_value(name, method), vmap_method="sequential")
+        fn.defjvp(_zero_rule(fn))
+        _HOST_RULES[key] = fn
+    return _HOST_RULES[key]
+
+
+def _vonmises_ppf(q, kappa):
+    if "vonmises" not in _HOST_RULES:
+        from .functional.custom import custom_jvp
+        fn = custom_jvp(_vonmises_ppf_value, vmap_method="sequential")
+        fn.defjvp(_vonmises_ppf_rule)
+        _HOST_RULES["vonmises"] = fn
+    return _HOST_RULES["vonmises"](q, kappa)
 
 
 # ----------------------------------------------------------------------- continuous families
@@ -851,26 +937,79 @@ class uniform_gen(rv_continuous):
         return 0.0
 
 
+# Note [The von Mises cdf]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# SciPy's vonmises lives on the whole line with a periodic density; its cdf is the integral
+# from -pi, continued by whole turns: cdf(x + 2 pi k) = cdf(x) + k (so it runs past [0, 1]
+# outside [-pi, pi], as SciPy's does). On [-pi, pi] it is the Fourier series
+#
+#     F(x) = 1/2 + x / (2 pi) + (1 / pi) sum_{n >= 1} (I_n(kappa) / I_0(kappa)) sin(n x) / n,
+#
+# whose Bessel ratios come from the backward recurrence r_n = kappa / (2 n + kappa r_{n+1})
+# (r_n = I_n / I_{n-1}; started at 0 beyond the last term), summed from the last term down.
+# SciPy sums 1 + 28 + kappa/2 - 100/(kappa + 5) terms for kappa < 50 ("12 decimal digits");
+# written with ndgrad operations it is one fixed number of terms for every entry, 54, the
+# most SciPy uses below 50 (more terms only add digits). From kappa = 50 SciPy switches to
+# the normal approximation ndtr(sqrt(2/pi) / i0e(kappa) sin(x/2)); so does this, so the
+# values are SciPy's. Both are ndgrad operations, so the cdf is differentiable in x (its
+# derivative is the series' term-by-term derivative, the density to the series' accuracy),
+# kappa, loc and scale, to every order. The ppf has no closed form: its value is SciPy's
+# (root finding on the host) and its derivative the implicit one, dx = (dq - dF/dkappa
+# dkappa) / pdf(x), a rule that calls the ppf again, so higher orders follow.
+_VM_TERMS, _VM_NORMAL = 54, 50.0
+
+
 class vonmises_gen(rv_continuous):
     """The von Mises distribution, ``scipy.stats.vonmises(kappa)``: the periodic density
     ``exp(kappa cos y) / (2 pi I0(kappa))`` on the whole line, written with
-    ``special.i0e`` (``log I0(kappa) = log i0e(kappa) + kappa``). The cdf and variance need
-    a series SciPy sums numerically (not implemented).
+    ``special.i0e`` (``log I0(kappa) = log i0e(kappa) + kappa``). The cdf and sf are SciPy's
+    series (its normal approximation from ``kappa = 50``), continued by whole turns outside
+    ``[-pi, pi]`` as SciPy's; the ppf and isf are SciPy's values with implicit derivatives
+    (Note [The von Mises cdf]); all are differentiable in ``x`` (``q``), ``kappa``, ``loc``
+    and ``scale``. The variance needs a numerical integral (not implemented).
 
     Examples
     --------
     >>> from ndgrad import stats
     >>> stats.vonmises.logpdf(0.5, 2.0)
     tensor(-0.90670548)
+    >>> stats.vonmises.cdf(1.0, 2.0)
+    tensor(0.88957774)
     """
 
     name, shapes, safe = "vonmises", ("kappa",), (1.0,)
+    missing = {"var": "it needs a numerical integral of x**2 against the density",
+               "std": "it needs a numerical integral of x**2 against the density"}
 
     def _argcheck(self, kappa):
         return kappa > 0
 
     def _logpdf(self, y, kappa):
         return kappa * (_F.cos(y) - 1) - _F.log(2 * math.pi * _S.i0e(kappa))
+
+    def _cdf(self, y, kappa):
+        turns = _F.round(y / (2 * math.pi))
+        x = y - turns * (2 * math.pi)
+        small = kappa < _VM_NORMAL
+        ks = _w(small, kappa, 1.0)
+        ratio = 0.0 * ks
+        total = 0.0 * x
+        for n in range(_VM_TERMS - 1, 0, -1):
+            ratio = ks / (2 * n + ks * ratio)
+            total = ratio * (_F.sin(n * x) / n + total)
+        series = _F.clip(0.5 + x / (2 * math.pi) + total / math.pi, 0.0, 1.0)
+        kl = _w(small, _VM_NORMAL, kappa)
+        normal = _S.ndtr(math.sqrt(2 / math.pi) / _S.i0e(kl) * _F.sin(x / 2))
+        return _w(small, series, normal) + turns
+
+    def _sf(self, y, kappa):
+        return 1 - self._cdf(y, kappa)
+
+    def _ppf(self, q, kappa):
+        return _vonmises_ppf(q, kappa)
+
+    def _isf(self, q, kappa):
+        return -_vonmises_ppf(q, kappa)     # (the density is even)
 
     def _mean(self, kappa):
         return 0.0 * kappa
@@ -1292,9 +1431,13 @@ class multivariate_normal_gen:
     ``logpdf`` and ``pdf`` differentiable in ``x``, ``mean`` and ``cov`` (through
     :func:`ndgrad.linalg.cholesky` and :func:`ndgrad.linalg.solve_triangular`); ``entropy``
     in ``cov``. ``x`` has shape ``(..., d)`` (for ``d = 1`` also ``(...)``); the result has
-    ``x``'s leading shape, squeezed as SciPy's. ``cov`` must be positive definite
-    (``allow_singular=True`` is not supported); ``cdf`` needs a multivariate normal
-    integral and raises NotImplementedError.
+    ``x``'s leading shape, squeezed as SciPy's. ``cov`` must be positive definite, or, with
+    ``allow_singular=True``, positive semidefinite: then, as SciPy's, the density lives on
+    ``mean + range(cov)`` (``logpdf = -inf`` off it, by SciPy's support test) and uses the
+    pseudo-determinant and the pseudo-inverse, with SciPy's rank cut (eigenvalues at most
+    ``1e6 eps max|eig|``); it is differentiable to every order in ``x``, ``mean`` and ``cov``
+    along covariances of the same rank (Note [Singular multivariate normal]). ``cdf`` and
+    ``logcdf`` need a multivariate normal integral and raise NotImplementedError.
 
     Examples
     --------
@@ -1303,6 +1446,10 @@ class multivariate_normal_gen:
     >>> cov = ndgrad.tensor([[2.0, 0.5], [0.5, 1.0]])
     >>> stats.multivariate_normal.logpdf([0.5, -1.0], mean=[0.0, 0.0], cov=cov)
     tensor(-2.90339925)
+    >>> singular = ndgrad.tensor([[1.0, 1.0], [1.0, 1.0]])   # rank 1: the line x0 = x1
+    >>> stats.multivariate_normal.logpdf([[0.5, 0.5], [0.5, 0.6]], cov=singular,
+    ...                                  allow_singular=True)
+    tensor([-1.39051212,        -inf])
     """
 
     def __call__(self, mean=None, cov=1, allow_singular=False):
@@ -1315,9 +1462,6 @@ class multivariate_normal_gen:
 
     @staticmethod
     def _params(mean, cov, allow_singular):
-        if allow_singular:
-            raise NotImplementedError("ndgrad.stats.multivariate_normal: allow_singular=True "
-                                      "is not supported; pass a positive definite cov")
         cov = _t(cov)
         if mean is None:
             dim = 1 if cov.ndim == 0 else cov.shape[-1]
@@ -1338,6 +1482,71 @@ class multivariate_normal_gen:
                              f"match mean, got {tuple(cov.shape)}")
         return mean, cov, dim
 
+    # Note [Singular multivariate normal]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # SciPy reads a covariance through eigh: eigenvalues at most cut = 1e6 eps max|s|
+    # (1e3 for float32) are zero, one below -cut is an error (not semidefinite); the rank r
+    # counts the others; logpdf = -(r log 2pi + log pdet + dev' C^+ dev) / 2 on the support,
+    # -inf where |V' dev| >= 1e3 cut (V: the null eigenvectors; SciPy's test, in its units).
+    # The eigenvectors of a singular C are not differentiable (its zero eigenvalues repeat),
+    # so the range is taken from the host eigh only as a constant Q (d x r) and carried
+    # differentiably: near C, range(C Q) = range(C) for every C of rank r, so with W the
+    # orthonormal factor of qr(C Q) (differentiable: C Q has full column rank) and
+    # C_r = W' C W (r x r, positive definite),
+    #
+    #     pdet(C) = det(C_r),   C^+ = W C_r^-1 W',
+    #
+    # exact for every C of rank r near the given one (W differs from an eigenbasis by a
+    # rotation, which neither changes). So the derivatives in cov are those of SciPy's
+    # function along covariances of the same rank (cov = B B' moving B, say), to every order;
+    # a direction that raises the rank leaves the support, where no derivative exists. A full
+    # rank cov takes the Cholesky path, as without allow_singular.
+    @staticmethod
+    def _psd(cov, who):
+        """SciPy's reading of ``cov`` (Note [Singular multivariate normal]): the range and
+        null bases (host arrays) and the cut."""
+        c = _host(cov.detach())
+        s, u = np.linalg.eigh(c)
+        scale = float(np.max(np.abs(s), initial=0.0))
+        cut = (1e3 if s.dtype == np.float32 else 1e6) * np.finfo(s.dtype).eps * scale
+        if s.size and s.min() < -cut:
+            raise ValueError(f"ndgrad.stats.multivariate_normal.{who}: cov must be symmetric "
+                             f"positive semidefinite (its smallest eigenvalue is "
+                             f"{s.min():.3g})")
+        keep = s > cut
+        return u[:, keep], u[:, ~keep], cut
+
+    @staticmethod
+    def _range_factor(cov, basis):
+        """(W, L): W an orthonormal basis of ``cov``'s range (differentiable), L the Cholesky
+        factor of W' cov W."""
+        from . import linalg
+
+        q = asarray(basis.astype(_host(cov.detach()).dtype), device=cov.device)
+        w = linalg.qr(cov @ q).Q
+        c_r = _F.transpose(w) @ cov @ w
+        return w, linalg.cholesky(0.5 * (c_r + _F.transpose(c_r)))
+
+    def _factor(self, cov, dim, allow_singular, who):
+        """(W or None, Cholesky factor, rank, null basis or None)."""
+        from . import linalg
+
+        if allow_singular:
+            basis, null, cut = self._psd(cov, who)
+            if basis.shape[1] < dim:
+                if basis.shape[1] == 0:
+                    return None, None, 0, (null, cut)
+                w, chol = self._range_factor(cov, basis)
+                return w, chol, basis.shape[1], (null, cut)
+        try:
+            chol = linalg.cholesky(cov)
+        except np.linalg.LinAlgError as e:
+            raise np.linalg.LinAlgError(
+                f"ndgrad.stats.multivariate_normal.{who}: cov must be symmetric positive "
+                "definite when allow_singular is False (as SciPy's); pass allow_singular=True "
+                f"for a singular (semidefinite) covariance. ({e})") from None
+        return None, chol, dim, None
+
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
         """The log density at ``x`` (shape ``(..., d)``)."""
         from . import linalg
@@ -1353,11 +1562,19 @@ class multivariate_normal_gen:
                              f"(the dimension of mean), got shape {tuple(x.shape)}")
         lead = tuple(x.shape[:-1])
         diff = _F.reshape(x - mean, (-1, dim))
-        chol = linalg.cholesky(cov)
-        # log N = -|L^-1 (x - mean)|^2 / 2 - sum log diag L - d log(2 pi) / 2
-        z = linalg.solve_triangular(chol, _F.transpose(diff), upper=False)
-        out = (-0.5 * _F.sum(z * z, axis=0) - _F.sum(_F.log(_F.diagonal(chol)))
-               - 0.5 * dim * _LOG2PI)
+        w, chol, rank, null = self._factor(cov, dim, allow_singular, "logpdf")
+        # log N = -|L^-1 (x - mean)|^2 / 2 - sum log diag L - r log(2 pi) / 2
+        if chol is None:  # (rank 0: only the mean itself, and SciPy's test never holds)
+            out = 0.0 * _F.sum(diff, axis=1)
+        else:
+            proj = _F.transpose(diff) if w is None else _F.transpose(w) @ _F.transpose(diff)
+            z = linalg.solve_triangular(chol, proj, upper=False)
+            out = (-0.5 * _F.sum(z * z, axis=0) - _F.sum(_F.log(_F.diagonal(chol)))
+                   - 0.5 * rank * _LOG2PI)
+        if null is not None:
+            basis, cut = null
+            resid = np.linalg.norm(_host(diff.detach()) @ basis, axis=-1)
+            out = _w(asarray(resid < 1e3 * cut, device=out.device), out, -_INF)
         out = _F.reshape(out, lead)
         return _F.squeeze(out) if out.ndim and 1 in out.shape else out
 
@@ -1365,19 +1582,27 @@ class multivariate_normal_gen:
         """The density at ``x``, ``exp(logpdf)``."""
         return _F.exp(self.logpdf(x, mean, cov, allow_singular))
 
+    _integral = ("it needs a multivariate normal integral (SciPy's qmvn), which ndgrad does "
+                 "not have")
+    missing = {"cdf": _integral, "logcdf": _integral}
+
     def cdf(self, x, mean=None, cov=1, allow_singular=False):
         """Not implemented: needs the multivariate normal integral (SciPy's ``qmvn``)."""
         raise NotImplementedError("ndgrad.stats.multivariate_normal.cdf is not implemented: "
-                                  "it needs a multivariate normal integral (SciPy's qmvn), "
-                                  "which ndgrad does not have")
+                                  + self.missing["cdf"])
+
+    def logcdf(self, x, mean=None, cov=1, allow_singular=False):
+        """Not implemented: needs the multivariate normal integral (SciPy's ``qmvn``)."""
+        raise NotImplementedError("ndgrad.stats.multivariate_normal.logcdf is not "
+                                  "implemented: " + self.missing["logcdf"])
 
     def entropy(self, mean=None, cov=1, allow_singular=False):
-        """The differential entropy ``(d log(2 pi e) + log det cov) / 2``."""
-        from . import linalg
-
+        """The differential entropy ``(r log(2 pi e) + log pdet cov) / 2`` (``r`` the rank:
+        SciPy's entropy allows a singular ``cov`` whatever ``allow_singular`` says)."""
         mean, cov, dim = self._params(mean, cov, allow_singular)
-        logdet = 2 * _F.sum(_F.log(_F.diagonal(linalg.cholesky(cov))))
-        return 0.5 * (dim * (_LOG2PI + 1) + logdet)
+        _, chol, rank, _ = self._factor(cov, dim, True, "entropy")
+        logdet = 0.0 if chol is None else 2 * _F.sum(_F.log(_F.diagonal(chol)))
+        return 0.5 * (rank * (_LOG2PI + 1) + logdet) + 0.0 * _F.sum(cov)
 
     def rvs(self, mean=None, cov=1, size=1, random_state=None, allow_singular=False):
         """Draws with NumPy's ``Generator.multivariate_normal``, as a Tensor that is NOT

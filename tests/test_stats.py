@@ -7,13 +7,15 @@ for the derivatives in x and in every shape, loc and scale parameter.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.stats as ss
 
 import ndgrad as nd
 from ndgrad import stats
-from ndgrad.checks import gradcheck
+from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.func import grad, jacrev, vmap
 from ndgrad.optimize import minimize
 from support import close, host
@@ -47,17 +49,22 @@ DISCRETE = {
     "geom": ((0.35,), [0.0, 1.0, 2.0, 2.5, 6.0]),
     "bernoulli": ((0.3,), [-1.0, 0.0, 0.5, 1.0, 2.0]),
 }
-# methods that need a special function ndgrad lacks
-_CDFS = {"cdf", "logcdf", "sf", "logsf"}
-MISSING = {"t": _CDFS | {"ppf", "isf"}, "beta": _CDFS | {"ppf", "isf"},
-           "vonmises": _CDFS | {"ppf", "isf", "var", "std"},
-           "binom": _CDFS | {"entropy"}, "nbinom": _CDFS | {"entropy"},
-           "poisson": {"entropy"}, "geom": {"entropy"}}
 Q = [0.0, 1e-3, 0.3, 0.5, 0.9, 1.0, 1.5]
 
 
 def _implemented(name, method):
-    return method not in MISSING.get(name, set())
+    """Whether ndgrad.stats.<name> has ``method`` (from its declaration: a ``_method`` of its
+    own, or a public method other than the moments and the tail methods, which fall back on
+    ``_cdf``/``_sf``), and has not declared it missing."""
+    dist = getattr(stats, name)
+    if method in dist.missing:
+        return False
+    if method in ("logcdf", "logsf", "std"):
+        return _implemented(name, {"logcdf": "cdf", "logsf": "sf", "std": "var"}[method])
+    if method in ("ppf", "isf") and isinstance(dist, stats.rv_discrete):
+        return True
+    private = {"pdf": "logpdf", "pmf": "logpmf"}.get(method, method)
+    return hasattr(dist, "_" + private)
 
 
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
@@ -97,6 +104,9 @@ def test_discrete_values_against_scipy(name):
         if _implemented(name, method):
             close(getattr(ours, method)(k, *shapes, loc=1.0),
                   getattr(ref, method)(k, *shapes, loc=1.0), rtol=1e-10, atol=1e-14)
+    for method in ("ppf", "isf"):
+        close(getattr(ours, method)(Q, *shapes, loc=1.0),
+              getattr(ref, method)(Q, *shapes, loc=1.0))
     for method in ("mean", "var", "std", "entropy"):
         if _implemented(name, method):
             close(getattr(ours, method)(*shapes, loc=1.0), getattr(ref, method)(*shapes, loc=1.0),
@@ -391,3 +401,140 @@ def test_betainc_distribution_functions():
                      (_req(2.5), _req(0.7)))
     close(grad(lambda n: stats.nbinom.cdf(3, n, 0.3))(nd.tensor(3.5)),
           _fd_shape(lambda n: ss.nbinom.cdf(3, n, 0.3), 3.5), rtol=1e-7)
+
+
+_TAILS = ("cdf", "logcdf", "sf", "logsf", "ppf", "isf")
+
+
+def _distributions():
+    """Every distribution object of ndgrad.stats's namespace that scipy.stats has too."""
+    return [n for n in stats.__all__ if hasattr(ss, n) and not isinstance(getattr(stats, n), type)
+            and (hasattr(getattr(stats, n), "logpdf") or hasattr(getattr(stats, n), "logpmf"))]
+
+
+@pytest.mark.cpu_only(HOST)
+@pytest.mark.parametrize("name", _distributions())
+def test_every_tail_function_scipy_has_is_there_or_declared_missing(name):
+    # the list comes from both namespaces: a cdf/logcdf/sf/logsf/ppf/isf that SciPy's
+    # distribution has must work in ndgrad's (SciPy's value at a point of the support), or
+    # be declared in its `missing` with the reason, which the NotImplementedError quotes
+    ours, ref = getattr(stats, name), getattr(ss, name)
+    shapes = tuple(getattr(ours, "safe", ()))
+    point = ([0.2] if not hasattr(ours, "safe") else
+             [float(ref.ppf(0.3, *shapes)), float(ref.ppf(0.8, *shapes))])
+    for method in _TAILS:
+        if not callable(getattr(ref, method, None)):
+            continue
+        arg = [0.3, 0.8] if method in ("ppf", "isf") else point
+        if method in getattr(ours, "missing", {}):
+            why = ours.missing[method]
+            assert len(why) > 20
+            with pytest.raises(NotImplementedError, match=re.escape(why)):
+                getattr(ours, method)(arg, *shapes)
+            continue
+        close(getattr(ours, method)(arg, *shapes), getattr(ref, method)(arg, *shapes),
+              rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.cpu_only(HOST)
+def test_vonmises_cdf_sf_ppf_isf_against_scipy_and_finite_differences():
+    x = np.array([-7.0, -4.0, -np.pi, -1.0, 0.0, 0.5, np.pi, 4.0, 7.0])
+    for kappa in (0.01, 0.5, 2.0, 20.0, 49.9, 50.0, 300.0):  # both sides of SciPy's switch
+        for m in ("cdf", "sf"):
+            close(getattr(stats.vonmises, m)(x, kappa), getattr(ss.vonmises, m)(x, kappa),
+                  rtol=1e-12, atol=1e-13)
+    close(stats.vonmises.logcdf([-2.0, 1.0, 3.0], 2.0, loc=0.3),
+          ss.vonmises.logcdf([-2.0, 1.0, 3.0], 2.0, loc=0.3), rtol=1e-10)
+    close(stats.vonmises.logsf([-2.0, 1.0, 3.0], 2.0, scale=1.5),
+          ss.vonmises.logsf([-2.0, 1.0, 3.0], 2.0, scale=1.5), rtol=1e-10)
+    for m in ("ppf", "isf"):
+        close(getattr(stats.vonmises, m)(Q, 2.0, loc=0.3, scale=1.7),
+              getattr(ss.vonmises, m)(Q, 2.0, loc=0.3, scale=1.7), rtol=1e-10, atol=1e-12)
+    # derivatives: the cdf in x is the density; in kappa, loc, scale, and the ppf's in q and
+    # kappa, against central differences of SciPy's
+    pts = nd.tensor([-2.0, 0.5, 4.0])
+    close(grad(lambda v: stats.vonmises.cdf(v, 2.0).sum())(pts),
+          ss.vonmises.pdf(host(pts), 2.0), rtol=1e-11)
+    for kappa in (2.0, 60.0):
+        close(jacrev(lambda k: stats.vonmises.cdf(pts, k))(nd.tensor(kappa)),
+              _fd_shape(lambda k: ss.vonmises.cdf(host(pts), k), kappa), rtol=1e-6, atol=1e-9)
+    q = nd.tensor([0.2, 0.7])
+    close(jacrev(lambda k: stats.vonmises.ppf(q, k))(nd.tensor(2.0)),
+          _fd_shape(lambda k: ss.vonmises.ppf(host(q), k), 2.0), rtol=1e-6)
+    close(grad(lambda v: stats.vonmises.isf(v, 2.0).sum())(q),
+          _fd_shape(lambda v: ss.vonmises.isf(v, 2.0), host(q)), rtol=1e-6)
+    assert gradcheck(lambda v, k, loc, s: stats.vonmises.cdf(v, k, loc=loc, scale=s),
+                     (_req([-2.0, 0.5, 4.0]), _req(2.0), _req(0.1), _req(1.3)))
+    assert gradcheck(lambda v, k, loc, s: stats.vonmises.ppf(v, k, loc=loc, scale=s),
+                     (_req([0.2, 0.7]), _req(2.0), _req(0.1), _req(1.3)))
+    # the ppf's rule calls the ppf again: second derivatives are implicit too
+    assert gradgradcheck(lambda v, k: stats.vonmises.ppf(v, k), (_req([0.2, 0.7]), _req(2.0)))
+
+
+@pytest.mark.cpu_only(HOST)
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
+def test_discrete_ppf_isf_are_scipys_steps_with_zero_derivative():
+    q, mu = _req([0.3, 0.9]), _req(2.5)
+    stats.poisson.ppf(q, mu).sum().backward()
+    close(q.grad, [0.0, 0.0])
+    close(mu.grad, 0.0)
+    close(jacrev(lambda p: stats.binom.isf(nd.tensor([0.3, 0.9]), 5.0, p))(nd.tensor(0.3)),
+          [0.0, 0.0])
+    mus = nd.tensor([0.5, 2.5, 7.0])
+    close(vmap(lambda m: stats.poisson.ppf(nd.tensor(0.7), m))(mus),
+          ss.poisson.ppf(0.7, host(mus)))
+    close(vmap(lambda m: stats.vonmises.ppf(nd.tensor(0.7), m))(mus),
+          ss.vonmises.ppf(0.7, host(mus)), rtol=1e-10)
+
+
+@pytest.mark.cpu_only(HOST)
+def test_multivariate_normal_allow_singular_as_scipy_with_derivatives():
+    rng = np.random.default_rng(4)
+    b = rng.normal(size=(4, 2))                   # cov = b b': rank 2 in 4 dimensions
+    cov, mean = b @ b.T, rng.normal(size=4)
+    x = mean + (b @ rng.normal(size=(2, 5))).T    # on the support mean + range(cov)
+    x[2] += 0.1 * rng.normal(size=4)              # off it: -inf
+    ref = ss.multivariate_normal(mean, cov, allow_singular=True)
+    got = stats.multivariate_normal.logpdf(x, mean, cov, allow_singular=True)
+    assert np.isneginf(host(got)[2]) and np.isneginf(ref.logpdf(x)[2])
+    close(got, ref.logpdf(x), rtol=1e-10)
+    close(stats.multivariate_normal(mean, cov, allow_singular=True).pdf(x), ref.pdf(x),
+          rtol=1e-10)
+    close(stats.multivariate_normal.entropy(mean, cov), ref.entropy(), rtol=1e-10)
+    close(stats.multivariate_normal.logpdf(0.0, cov=0.0, allow_singular=True),
+          ss.multivariate_normal.logpdf(np.array([0.0]), cov=np.zeros((1, 1)),
+                                        allow_singular=True))
+    with pytest.raises(ValueError, match=r"multivariate_normal\.logpdf: cov must be symmetric "
+                       r"positive semidefinite"):
+        stats.multivariate_normal.logpdf(x, mean, -cov, allow_singular=True)
+    with pytest.raises(np.linalg.LinAlgError, match=r"multivariate_normal\.logpdf: cov must be "
+                       r"symmetric positive definite when allow_singular is False.*"
+                       r"allow_singular=True"):
+        stats.multivariate_normal.logpdf(x, mean, cov)
+    # the score in x is -cov^+ (x - mean) (the pseudo-inverse; in the range of cov)
+    close(grad(lambda v: stats.multivariate_normal.logpdf(v, mean, cov, allow_singular=True))(
+        nd.tensor(x[0])), -np.linalg.pinv(cov) @ (x[0] - mean), rtol=1e-9, atol=1e-12)
+    # along covariances of the same rank, cov = B B' with the point kept on the support
+    # (x = mean + B c), against central differences of SciPy's: first and second order
+    c = rng.normal(size=2)
+
+    def ours(bb, m):
+        return stats.multivariate_normal.logpdf(m + bb @ nd.tensor(c), m, bb @ bb.T,
+                                                allow_singular=True)
+
+    def scipys(bb, m):
+        return ss.multivariate_normal.logpdf(m + bb @ c, m, bb @ bb.T, allow_singular=True)
+    h = 1e-6
+    fd = np.zeros_like(b)
+    for idx in np.ndindex(b.shape):
+        e = np.zeros_like(b)
+        e[idx] = h
+        fd[idx] = (scipys(b + e, mean) - scipys(b - e, mean)) / (2 * h)
+    close(grad(ours)(nd.tensor(b), nd.tensor(mean)), fd, rtol=1e-6, atol=1e-8)
+    e, h2 = rng.normal(size=b.shape), 1e-4
+    second = (scipys(b + h2 * e, mean) - 2 * scipys(b, mean) + scipys(b - h2 * e, mean)) / h2 ** 2
+    _, d2 = nd.func.jvp(lambda bb: nd.func.jvp(lambda u: ours(u, nd.tensor(mean)), (bb,),
+                                               (nd.tensor(e),))[1], (nd.tensor(b),),
+                        (nd.tensor(e),))
+    close(d2, second, rtol=1e-5)
+    assert gradcheck(lambda bb, m: ours(bb, m), (_req(b), _req(mean)))
