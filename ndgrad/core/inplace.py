@@ -11,6 +11,9 @@ and :func:`rebase`.
 
 from __future__ import annotations
 
+import os
+import sys
+
 from .backend import NUMPY
 from .dispatch import TENSOR_F, _alive_values, _VISIBLE, apply
 from .grad_mode import STATE
@@ -114,13 +117,47 @@ BEFORE_WRITE = []
 
 
 def _write_data(target, result):
-    """The plain write: the data into ``target``'s memory, and a version bump."""
+    """The plain write: the data into ``target``'s memory, and a version bump, with where
+    the user's code made it (Note [Where a tensor was modified in place])."""
     for fn in BEFORE_WRITE:
         fn(target)
     target._data[...] = result._data
     m = target._meta
     if m is None or not m.inference:  # inference tensors track no versions
-        target._counter().value += 1
+        c = target._counter()
+        c.value += 1
+        _note_where(c)
+
+
+# Note [Where a tensor was modified in place]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Reading a saved value that was modified in place since it was saved is an error (Note
+# [Saved tensors and versions] in core/saved.py); to say where the modification happened
+# without anomaly mode (PyTorch can only say so under it), every in-place write of a plain
+# tensor (every level's write ends in `_write_data`) notes on the tensor's version counter
+# the version it made and the first frame outside the ndgrad package: the user's code, its
+# line and the function of ndgrad it called (`mul_`, `__setitem__`, a NumPy function with
+# `out=`); saved.py's message names them while that version is still the current one. Only
+# the in-place path pays for it: a walk of a few frames (a frame object each) and a tuple of
+# references (no frame is kept). Measured by an in-process A/B of `_write_data` with and
+# without it, interleaved, fastest of 61 rounds: `x.add_(c)` under no_grad on 16 values
+# 3.4 -> 4.3 us, a recorded `y.mul_(c)` 4.9 -> 5.7 us, `x[3] = c` 4.1 -> 5.1 us; the
+# counter's second slot leaves W1's chain as it was (3.82 against 3.81 us per op).
+_PACKAGE = os.path.dirname(os.path.dirname(_write_data.__code__.co_filename)) + os.sep
+
+
+def _note_where(c):
+    # (frames 0 to 2 are this module's: _note_where, _write_data and the protocol's call of
+    # its write; each frame the walk steps through costs a frame object, about 0.2 us)
+    f = sys._getframe(3)
+    entry = None
+    while f is not None:
+        code = f.f_code
+        if not code.co_filename.startswith(_PACKAGE):
+            c.where = (c.value, code, f.f_lineno, entry)
+            return
+        entry = code  # the outermost of ndgrad's frames so far: what the user called
+        f = f.f_back
 
 
 def check_inplace(target, what):

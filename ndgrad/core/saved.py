@@ -99,18 +99,50 @@ FREED_MSG = (
 )
 
 
-def _modified_msg(node, arr, which, cur, expected):
+def _modified_msg(node, arr, which, counter, expected):
     shape = list(getattr(arr, "shape", ()))
     dtype = getattr(arr, "dtype", "?")
+    cur = counter.value
+    where = _where_modified(counter, cur, expected)
+    hint = ("make that operation out-of-place" if where else
+            "find the in-place operation that modified it afterwards (an `*_` method, "
+            "`x[...] = v` or an augmented assignment such as `+=`) and make it out-of-place")
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: [{dtype} array of shape {shape}], which is {which} saved by "
-        f"{node.name()}, is at version {cur}; expected version {expected} instead. Hint: "
-        "the operation that saved it is the one named; find the in-place operation that "
-        "modified it afterwards (an `*_` method, `x[...] = v` or an augmented assignment such "
-        "as `+=`) and make it out-of-place, or `.clone()` the tensor before modifying it. "
-        "ndgrad.autograd.detect_anomaly() shows where the saving operation was called."
+        f"{node.name()}, is at version {cur}; expected version {expected} instead.{where} "
+        f"Hint: the operation that saved it is the one named; {hint}, or `.clone()` the "
+        "tensor before modifying it. ndgrad.autograd.detect_anomaly() shows where the saving "
+        "operation was called."
     )
+
+
+_AUGMENTED = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=",
+              "__ifloordiv__": "//=", "__imod__": "%=", "__ipow__": "**=", "__imatmul__": "@="}
+
+
+def _where_modified(counter, cur, expected):
+    """``" The tensor was modified in place at <file>:<line> in <function> by <what>."``,
+    from what the last in-place write noted on ``counter`` when it made version ``cur``
+    (Note [Where a tensor was modified in place] in core/inplace.py), or ``""``."""
+    where = getattr(counter, "where", None)
+    if where is None or where[0] != cur:  # (a later change noted nothing: not this one)
+        return ""
+    _, code, line, entry = where
+    name = "?" if entry is None else entry.co_name
+    if name in _AUGMENTED:
+        what = f"{_AUGMENTED[name]} ({name})"
+    elif name == "__setitem__":
+        what = "x[...] = value (__setitem__)"
+    elif entry is not None and entry.co_filename.endswith("numpy_protocols.py"):
+        what = "the out= argument of a NumPy function"
+    else:
+        what = name
+    function = getattr(code, "co_qualname", code.co_name)
+    more = f", the last of {cur - expected} in-place changes since it was saved" \
+        if cur - expected > 1 else ""
+    return (f" The tensor was modified in place at {code.co_filename}:{line} in {function} "
+            f"by {what}{more}.")
 
 
 def raise_inference_save(name):
@@ -145,7 +177,7 @@ class SavedValue:
         cur = _version_of(t)
         if cur != self.version:
             raise RuntimeError(_modified_msg(node, t, which if type(which) is str else
-                                             f"input {which}", cur, self.version))
+                                             f"input {which}", t._counter(), self.version))
         return t
 
 
@@ -186,8 +218,7 @@ class SavedOutput:
         if self.counter.value != self.version:
             content = self.content
             arr = content[0] if type(content) is tuple else content
-            raise RuntimeError(_modified_msg(node, arr, which, self.counter.value,
-                                             self.version))
+            raise RuntimeError(_modified_msg(node, arr, which, self.counter, self.version))
 
     def rebuild(self, node):
         """The output(s) as Tensors whose ``grad_fn`` is ``node``, with the transform data

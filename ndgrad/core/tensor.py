@@ -33,9 +33,11 @@ __all__ = ["Tensor", "VersionCounter", "level_data", "set_level_data", "drop_lev
 
 class VersionCounter:
     """Shared by a tensor and its views; bumped by every in-place operation
-    (Note [Saved tensors and versions] in core/saved.py)."""
+    (Note [Saved tensors and versions] in core/saved.py). ``where``, set by an in-place
+    write only: where the user's code made it (Note [Where a tensor was modified in place]
+    in core/inplace.py)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "where")
 
     def __init__(self):
         self.value = 0

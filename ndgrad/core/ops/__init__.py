@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from .. import backend as _backend_mod
 from .. import creation as _creation
@@ -361,6 +362,10 @@ def _make_inplace_method(op, name):
             args, kw = norm(self, *args, **kw)
             args = args[1:]
         return apply_inplace(op, self, *args, **kw)
+    # its code named as the method too (tracebacks, and Note [Where a tensor was modified
+    # in place] in core/inplace.py, say `mul_`, not `method`)
+    method.__code__ = method.__code__.replace(co_name=name, **(
+        {"co_qualname": f"Tensor.{name}"} if sys.version_info >= (3, 11) else {}))
     method.__name__ = name
     method.__qualname__ = f"Tensor.{name}"
     method.__module__ = "ndgrad"
