@@ -564,15 +564,16 @@ class _CustomRootFunction(Function):
             raise type(failure)(*failure.args)
         if failure is not None:
             x, *inputs = ctx.saved_tensors
-            _judge_flagged(ctx.call, failure, x, inputs)
+            with _second_order(ctx.call):  # (the Newton step differentiates F)
+                _judge_flagged(ctx.call, failure, x, inputs)
             ctx.failure = None  # (judged once: differentiable, and warned)
 
     @staticmethod
     def backward(ctx, g, *_aux):
         from .transforms import vjp
         call = ctx.call
+        _CustomRootFunction._check(ctx)
         with _second_order(call):
-            _CustomRootFunction._check(ctx)
             x, *inputs = ctx.saved_tensors
             diff = [k for k, t in enumerate(inputs) if is_differentiable_dtype(t.dtype)]
             u = _solve(call, call.x_fun(inputs), x, g, transpose=True)
@@ -587,8 +588,8 @@ class _CustomRootFunction(Function):
     def jvp(ctx, _call, _x0_t, *tangents):
         from .transforms import jvp
         call = ctx.call
+        _CustomRootFunction._check(ctx)
         with _second_order(call):
-            _CustomRootFunction._check(ctx)
             x, *inputs = ctx.saved_tensors
             diff = [k for k, (t, d) in enumerate(zip(inputs, tangents))
                     if d is not None and is_differentiable_dtype(t.dtype)]
