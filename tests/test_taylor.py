@@ -4,6 +4,7 @@ forward mode, closed forms, and jet composed with the other transforms."""
 from __future__ import annotations
 
 import re
+from itertools import product
 from math import factorial
 from pathlib import Path
 
@@ -14,10 +15,12 @@ from hypothesis import strategies as st
 
 import ndgrad as nd
 from ndgrad.core.ops import REGISTRY
+from ndgrad.core.ops.registry import ELEMENTWISE
 from ndgrad.core.ops import series as series_rules
 from ndgrad.func import derivatives, jet
 from ndgrad.functional.taylor import _nested
-from registry_harness import FLOAT, Sample, assert_close, cases, draw, require
+from registry_harness import (ENTRIES, FLOAT, Sample, assert_close, cases, draw, entry,
+                              require)
 from support import host
 
 ORDER = 4
@@ -137,6 +140,72 @@ def test_derivatives_of_elementary_functions(f, closed):
         np.testing.assert_allclose(_np(g), closed(x0, k), rtol=1e-9, err_msg=f"order {k}")
 
 
+INF, NAN = np.inf, np.nan
+
+
+@pytest.mark.parametrize("f, x0, expected", [
+    # integer powers are polynomials: exact at 0 (each order's own value, not nan)
+    (lambda v: v ** 2, 0.0, [0, 0, 2, 0]),
+    (lambda v: v ** 2.0, 0.0, [0, 0, 2, 0]),
+    (lambda v: v ** nd.tensor(2.0), 0.0, [0, 0, 2, 0]),
+    (lambda v: nd.float_power(v, 2), 0.0, [0, 0, 2, 0]),
+    (lambda v: v ** 1, 0.0, [0, 1, 0, 0]),
+    (lambda v: v ** 0, 0.0, [1, 0, 0, 0]),
+    (lambda v: v ** 3, 0.0, [0, 0, 0, 6]),
+    (lambda v: nd.power(v, 4), 0.0, [0, 0, 0, 0, 24, 0]),
+    # ... and at a tiny base, whose power underflows (it gave zeros, silently)
+    (lambda v: v ** 2, 1e-170, [0, 2e-170, 2, 0]),
+    (lambda v: v ** 3, 1e-170, [0, 0, 6e-170, 6]),
+    # negative integers: the poles' infinities, with the sign of the zero
+    (lambda v: v ** -1, 0.0, [INF, -INF, INF, -INF]),
+    (lambda v: v ** -1, -0.0, [-INF, -INF, -INF, -INF]),
+    (lambda v: v ** -2, 0.0, [INF, -INF, INF, -INF]),
+    (lambda v: v ** -2, -0.0, [INF, INF, INF, INF]),
+    (nd.reciprocal, 0.0, [INF, -INF, INF, -INF]),
+    # real powers at 0: 0 where the derivative of that order vanishes, else its infinity
+    (lambda v: v ** 0.5, 0.0, [0, INF, -INF, INF]),
+    (lambda v: v ** 0.5, -0.0, [0, INF, -INF, INF]),
+    (lambda v: v ** 2.5, 0.0, [0, 0, 0, INF]),
+    (lambda v: v ** -0.5, 0.0, [INF, -INF, INF, -INF]),
+    (nd.sqrt, 0.0, [0, INF, -INF, INF]),
+    (nd.log, 0.0, [-INF, INF, -INF, INF]),
+    (nd.log, -0.0, [-INF, -INF, -INF, -INF]),
+    # undefined: a negative base with a real exponent
+    (lambda v: v ** 0.5, -1.0, [NAN, NAN, NAN, NAN]),
+])
+def test_derivatives_of_powers_at_zero_and_tiny_bases(f, x0, expected):
+    """``derivatives`` of ``x ** p`` (every form: a number, a float, a tensor exponent,
+    ``float_power``), ``reciprocal``, ``sqrt`` and ``log`` at 0, -0 and a tiny base equal the
+    closed form ``p (p-1) ... (p-k+1) x0 ** (p-k)`` (Note [Taylor mode at singular points]):
+    exact values, infinities with their signs, nan only where the function is undefined."""
+    with np.errstate(all="ignore"):
+        got = derivatives(f, nd.tensor(x0), len(expected) - 1)
+    np.testing.assert_allclose(np.array([float(g) for g in got]), np.array(expected, float),
+                               rtol=1e-15, atol=0)
+
+
+def test_powers_along_curved_paths_and_tensor_exponents_at_zero():
+    """An integer power along any path through 0 is exact; a tensor of exponents mixes
+    polynomials, real powers and poles element by element; an exponent carrying a series
+    of its own (the generic rule) agrees at 0."""
+    z = nd.tensor(0.0)
+    # x(t) = 2t + 3t^2/2 + 5t^3/6: x^3 = 8t^3 + ..., so y3 = 48 (and y1 = y2 = 0)
+    _, ys = jet(lambda v: v ** 3, (z,), ([nd.tensor(2.0), nd.tensor(3.0), nd.tensor(5.0)],))
+    assert [float(y) for y in ys] == [0.0, 0.0, 48.0]
+    # x^2 along the same path: 2 x1^2 = 8, 6 x1 x2 = 36
+    _, ys = jet(lambda v: v ** 2, (z,), ([nd.tensor(2.0), nd.tensor(3.0), nd.tensor(5.0)],))
+    assert [float(y) for y in ys] == [0.0, 8.0, 36.0]
+    p = nd.tensor([0.0, 1.0, 2.0, 3.0, 0.5, -1.0])
+    with np.errstate(all="ignore"):
+        got = np.array([_np(d) for d in derivatives(lambda v: v ** p, nd.zeros(6), 3)]).T
+    np.testing.assert_array_equal(got, [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 2, 0], [0, 0, 0, 6],
+                                        [0, INF, -INF, INF], [INF, -INF, INF, -INF]])
+    # x ** y with y carrying a (zero) series: the generic elementwise rule
+    zero, one = nd.tensor(0.0), nd.tensor(1.0)
+    _, ys = jet(lambda a, b: a ** b, (z, nd.tensor(2.0)), ([one, zero, zero], [zero] * 3))
+    assert [float(y) for y in ys] == [0.0, 2.0, 0.0]
+
+
 def test_jet_of_a_product_and_a_quotient_with_two_inputs():
     # x(t) = a + t, y(t) = b + 2t:  x y = ab + (2a + b) t + 2 t^2;  x / y by its series
     a, b = nd.tensor(1.5), nd.tensor(0.5)
@@ -240,3 +309,177 @@ def test_in_place_operations_and_custom_functions_inside_jet():
     got = derivatives(lambda v: Cube.apply(v), nd.tensor(x0), 4)
     for k, e in enumerate([x0 ** 3, 3 * x0 ** 2, 6 * x0, 6 + 0 * x0, 0 * x0]):
         np.testing.assert_allclose(_np(got[k]), e, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------ singular points
+# Every elementwise op at the special points of its domain (Note [Taylor mode at singular
+# points] in ndgrad/core/ops/series.py): zeros of both signs, tiny values (whose powers
+# underflow), the ends of many domains (+-1), flat tails (+-30), and integers and halves
+# (the exponents where a power is a polynomial or has a branch point).
+SPECIAL_POINTS = (0.0, -0.0, 1e-170, -1e-170, 0.5, 1.0, -1.0, 2.0, 3.0, 30.0, -30.0, -0.5,
+                  1 / 3)
+TINY = 1e-100  # below this, a reference that under- or overflowed is not a reference
+ELEMENTWISE_OPS = [n for n in ENTRIES
+                   if entry(n).kind == ELEMENTWISE and entry(n).differentiable]
+SWEEP_ORDER = 3
+
+
+def _grid(sample):
+    """Per floating input, a column of points: every combination of the special points for
+    up to two inputs; for more, each input through them with the others at the sample's."""
+    nf = len(sample.pos)
+    if nf <= 2:
+        return [np.array(c) for c in zip(*product(SPECIAL_POINTS, repeat=nf))]
+    base = [np.asarray(a).reshape(-1)[0] for a in sample.floats]
+    rows = [base[:i] + [p] + base[i + 1:] for i in range(nf) for p in SPECIAL_POINTS]
+    return [np.array(c) for c in zip(*rows)]
+
+
+def _nested_reverse(f, xs, vs, K):
+    """``[f, D f[v], ..., D^K f[v, ..., v]]`` of an elementwise ``f``, element by element,
+    by nested reverse mode: ``autograd.grad(create_graph=True)`` of the sum, dotted with
+    ``v`` (element j of the result depends on element j of each input only)."""
+    xs = [x.detach().requires_grad_() for x in xs]
+    cur = f(*xs)
+    out = [_np(cur)]
+    for _ in range(K):
+        total = None
+        if cur.requires_grad:
+            gs = nd.autograd.grad(cur.sum(), xs, create_graph=True, allow_unused=True)
+            for g, v in zip(gs, vs):
+                if g is not None:
+                    total = g * v if total is None else total + g * v
+        cur = nd.zeros_like(cur) if total is None else total
+        out.append(_np(cur))
+    return out
+
+
+def _limit_agrees(t, near):
+    """Where nested differentiation gives nan at a point, Taylor mode's value ``t`` must be
+    the limit of nested differentiation's values ``near`` at points approaching it along
+    the path (from the side where they are defined): an infinity of the sign they take,
+    growing, or a finite value they approach."""
+    for far, closer in near:
+        if np.isnan(far) or np.isnan(closer):
+            continue
+        if np.isinf(t):
+            return np.sign(closer) == np.sign(t) and abs(closer) >= abs(far)
+        return abs(closer - t) <= 1e-4 * max(1.0, abs(t))
+    return False
+
+
+def _sweep(name, sample):
+    """The mismatches of Taylor mode against nested reverse mode (or, where that gives
+    nan, against the limit) at the special points, for each way the inputs move."""
+    op = entry(name)
+    arrays = [a.reshape(-1)[0] if i not in sample.pos and isinstance(a, np.ndarray) and a.size
+              else a for i, a in enumerate(sample.arrays)]
+    fixed = Sample(op, tuple(arrays) + sample.extra, sample.kwargs)
+
+    def f(*xs):
+        return fixed.call(fixed.inputs(xs))[0]
+
+    cols = _grid(sample)
+    with nd.no_grad():
+        try:
+            f(*(nd.tensor(c) for c in cols))
+        except ValueError:  # an op that checks its domain: only the points it accepts
+            keep = []
+            for j in range(len(cols[0])):
+                try:
+                    f(*(nd.tensor(c[j:j + 1]) for c in cols))
+                    keep.append(j)
+                except ValueError:
+                    pass
+            cols = [c[keep] for c in cols]
+        n = len(cols)
+        points = [nd.tensor(c) for c in cols]
+        y0 = _np(f(*points))
+    if y0.dtype.kind != "f":
+        return []
+    tiny = np.zeros(len(y0), dtype=bool)
+    zero = np.zeros(len(y0), dtype=bool)
+    for c in cols:
+        tiny |= (c != 0) & (np.abs(c) < TINY)
+        zero |= c == 0
+    # the points to check: the op is defined there (not nan), and did not overflow (an
+    # infinite value away from 0, as erfcx(-30) = 2 exp(900): not a pole)
+    checked = ~np.isnan(y0) & (np.isfinite(y0) | zero)
+    # (moving inputs, inputs carrying a zero series): each alone, each with the others
+    # still, all together
+    ways = [((i,), ()) for i in range(n)]
+    if n > 1:
+        ways += [((i,), tuple(j for j in range(n) if j != i)) for i in range(n)]
+        ways += [(tuple(range(n)), ())]
+    bad = []
+    for moving, still in ways:
+        carried = moving + still
+
+        def g(*xs, carried=carried):
+            full = list(points)
+            for i, x in zip(carried, xs):
+                full[i] = x
+            return f(*full)
+
+        def at(shift, carried=carried, moving=moving):
+            return [points[i] + shift if i in moving else points[i] for i in carried]
+
+        ones = [nd.ones_like(points[i]) if i in moving else nd.zeros_like(points[i])
+                for i in carried]
+        zero = nd.zeros_like(points[0])
+        _, ys = jet(g, tuple(at(0.0)), tuple([v] + [zero] * (SWEEP_ORDER - 1) for v in ones))
+        T = [y0] + [_np(c) for c in ys]
+        R = _nested_reverse(g, at(0.0), ones, SWEEP_ORDER)
+        near = None
+        # at a tiny point, only each input alone: where several inputs carry series, the
+        # derivative in x ** p's exponent, x ** p log x, is an underflowed power times an
+        # overflowed series (docs/higher_order.rst)
+        here = checked & ~tiny if carried != moving or len(moving) > 1 else checked
+        for k in range(1, SWEEP_ORDER + 1):
+            scale = np.max([np.where(np.isfinite(r), np.abs(r), 0) for r in R[:k + 1]], axis=0)
+            for e in np.flatnonzero(here):
+                t, r = T[k][e], R[k][e]
+                if tiny[e] and not (np.isfinite(r) and 0 < abs(r) < 1e100):
+                    continue  # the reference under- or overflowed
+                if np.isnan(r):
+                    if np.isnan(t):
+                        continue
+                    if near is None:  # nested forward mode, and the values approaching
+                        forward = [y0] + [_np(d) for d in _nested(g, tuple(at(0.0)), tuple(
+                            [v] + [zero] * (SWEEP_ORDER - 1) for v in ones), SWEEP_ORDER)]
+                        near = [[_nested_reverse(g, at(s * d), ones, SWEEP_ORDER)
+                                 for d in (1e-5, 1e-7)] for s in (1, -1)]
+                    # a rule's own convention there (forward mode follows it too), or the
+                    # limit
+                    ok = t == forward[k][e] or _limit_agrees(
+                        t, [(a[k][e], b[k][e]) for a, b in near])
+                else:
+                    ok = t == r or abs(t - r) <= 1e-7 * abs(r) + 1e-9 * scale[e]
+                if not ok:
+                    at_ = ", ".join(repr(float(c[e])) for c in cols)
+                    bad.append(f"{name}({at_}), moving {moving}, still {still}: order {k} "
+                               f"is {t!r}, nested differentiation {r!r}")
+    return bad
+
+
+@pytest.mark.cpu_only("the special points are device independent")
+@pytest.mark.parametrize("name", ELEMENTWISE_OPS)
+@settings(max_examples=1, deadline=None)
+@given(data=st.data())
+def test_taylor_mode_at_special_points_matches_nested_differentiation(name, data):
+    """Every differentiable elementwise op (registered or composite), at zeros of both signs,
+    tiny values, domain ends, flat tails and integer and half-integer points, in each input
+    alone, with the others carrying a zero series, and all together: Taylor mode's
+    derivatives to order 3 equal nested reverse mode's (an infinity with its sign; at a
+    tiny point only where the reference neither under- nor overflowed), and where nested
+    differentiation gives nan (0 * inf, inf - inf), Taylor mode gives nan or the limit of
+    the derivative approaching the point, or what nested forward mode gives (an op's rule
+    may set a value at a boundary, as ``special._gammainc_da``'s 0 at x = 0) (Note [Taylor
+    mode at singular points])."""
+    op = entry(name)
+    sample = draw(data, op, FLOAT, max_side=1, max_dims=1)
+    if not sample.pos:
+        pytest.skip(f"{name}: this sample has no floating input")
+    with np.errstate(all="ignore"):
+        bad = _sweep(name, sample)
+    assert not bad, f"{len(bad)} mismatches:\n" + "\n".join(bad[:12])

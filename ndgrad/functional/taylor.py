@@ -19,7 +19,9 @@ declares (``Op.deftaylor``, or set by its jvp declaration):
   separately: ``y_k`` is the sum over the splits ``k = k_1 + ... + k_n`` of the multinomial
   coefficient times the op on ``(x1_{k_1}, ..., xn_{k_n})`` (Leibniz's rule for two);
 * a rule of its own: the ODE recurrences of ``exp``, ``log``, ``sin``, ``cos``, ``tanh``,
-  ``sigmoid``, ``sqrt``, ``square``, ``reciprocal``, ``divide``, ``pow`` (core/ops/series.py);
+  ``sigmoid``, ``sqrt``, ``square``, ``reciprocal``, ``divide``, and ``pow`` by a constant
+  composing its own derivatives (core/ops/series.py; Note [Taylor mode at singular points]
+  there says what they give where a derivative is infinite);
 * ``"elementwise"`` (every op whose jvp comes from its vjp, ``defjvp_from_vjp``): with
   ``y' = sum_i d_i x_i'`` and ``d_i`` the op's derivative (its vjp rule at a cotangent of
   ones), ``y_k = sum_i sum_{j<k} C(k-1, j) d_{i,j} x_{i,k-j}``, where the series of ``d_i``
@@ -44,6 +46,7 @@ from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
+from ..core.ops.series import masked
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 from ..forward_ad import fit_to
 from .pytree import tree_flatten, tree_unflatten
@@ -146,9 +149,12 @@ def _elementwise(op, series, out, args, params, K):
                 d0, dser = jet(d, tuple(args[:nin]) + (out,),
                                tuple(None if x is None else x[1:k] for x in xs) + (ys[1:k],))
                 ds = [d0] + list(dser)
-            term = ds[0] * xs[i][k]
+            # (x's coefficients of order >= 2 masked: Note [Taylor mode at singular points])
+            term = ds[0] * xs[i][1] if k == 1 else masked(F, ds[0], xs[i][k])
             for j in range(1, k):
-                term = term + comb(k - 1, j) * ds[j] * xs[i][k - j]
+                c = comb(k - 1, j)
+                term = term + (c * (ds[j] * xs[i][1]) if j == k - 1 else
+                               c * masked(F, ds[j], xs[i][k - j]))
             total = term if total is None else total + term
         ys.append(total)
         coeffs.append(total)
