@@ -283,6 +283,33 @@ def test_hessian_trace_estimate_is_reproducible_and_exact_for_a_multiple_of_the_
     close(c, hessian_trace_estimate(g, x, 5))
 
 
+# ------------------------------------------------------------------------------ at 0
+def test_operators_at_zero_and_on_zero_coordinates_of_polynomials():
+    """At 0 (and at points with zero coordinates), where x ** p's Taylor rule used to
+    divide by x (nan), every operator of a polynomial or Gaussian input equals its closed
+    form (Note [Taylor mode at singular points] in ndgrad/core/ops/series.py)."""
+    d = 3
+    zero = nd.zeros(d)
+    gauss = lambda v: nd.exp(-(v ** 2).sum() / 2)  # noqa: E731  (Hessian at 0: -I)
+    close(hessian_diag(gauss)(zero), -np.ones(d))
+    close(hessian_diag(lambda v: (v ** 3).sum() + v[0] * v[1] ** 2)(zero), np.zeros(d))
+    # at (0, 1, 0): d^2/dx_i^2 of sum x^3 + x_0^2 x_1^2 is 6 x_i + (2 x_1^2, 2 x_0^2, 0)
+    p = nd.tensor([0.0, 1.0, 0.0])
+    quartic = lambda v: (v ** 3).sum() + v[0] ** 2 * v[1] ** 2  # noqa: E731
+    close(hessian_diag(quartic)(p), [2.0, 6.0, 0.0])
+    for method in ("taylor", "hessian"):
+        close(laplacian(gauss, method=method)(zero), -d)
+        close(laplacian(quartic, method=method)(p), 8.0)
+    square = lambda v: (v ** 2).sum()  # noqa: E731  (Hessian 2 I: every sample exact)
+    close(hessian_trace_estimate(square, zero, 4, key=0), 2 * d)
+    close(hessian_trace_estimate(gauss, zero, 4, key=0), -d)
+    # hutch++ with a sketch of d columns: Q spans R^d and the trace is exact
+    close(hessian_trace_estimate(square, zero, 3 * d, method="hutch++", key=0), 2 * d)
+    close(hessian_trace_estimate(quartic, p, 3 * d, method="hutch++", key=0), 8.0)
+    # biharmonic of sum x^4 + x_0^2 x_1^2: 24 d + 8
+    close(biharmonic(lambda v: (v ** 4).sum() + v[0] ** 2 * v[1] ** 2)(zero), 24 * d + 8)
+
+
 # ------------------------------------------------------------------------------ biharmonic
 def test_biharmonic_closed_forms():
     d = 4
