@@ -39,9 +39,16 @@ So the pattern contains every entry the Jacobian can have (at ``x`` for ``"local
 point reached by the same control flow for ``"global"``), and equals the Jacobian's nonzeros
 for elementwise, shape and indexing computations. ``hessian_sparsity`` also gathers, for a
 scalar ``f``, the pairs of input elements that interact nonlinearly: an op linear in its
-inputs (``Op.taylor == "linear"``) adds none, a multilinear one (``multiply``, ``matmul``)
-the pairs across its inputs' dependencies, any other the pairs within each output element's
-dependencies (``D_outᵀ D_out``); the Hessian's pattern is their union.
+inputs (``Op.taylor == "linear"``) adds none; one declared multilinear (``Op.taylor ==
+"multilinear"``: ``multiply``, ``matmul``, ``outer``, ``tensordot``, ``vecdot``, ``einsum``,
+``cross``) is linear in each input, so it adds only the pairs of an element of one input with
+an element of another that reach the same output element (none if only one input depends on
+``x``); any other the pairs within each output element's dependencies (``D_outᵀ D_out``).
+The Hessian's pattern is their union.
+
+The rules read an op's parameters by name, whether they were given by keyword or by position
+(Note [Rules read parameters by name]), and a rule's result must have one row per output
+element: a rule that breaks this is an error naming the op, never a silently wrong pattern.
 """
 
 from __future__ import annotations
@@ -189,9 +196,9 @@ def _elementwise(op, data, out, args, params, n, lv, inputs=None):
             continue
         in_shape = _shape(args[i])
         index = None if in_shape == shape else _broadcast_index(in_shape, shape)
-        if op.name == "multiply":
-            # d(a b)/da = b: none where the other factor is zero, if it is a constant (no
-            # data) or, under "local", at x
+        if op.taylor == "multilinear":
+            # (multiply) d(a b)/da = b: none where the other factor is zero, if it is a
+            # constant (no data) or, under "local", at x
             other = args[1 - i]
             if data[1 - i] is None or lv.info.kind == "local":
                 zero = np.broadcast_to(_host(other) == 0, shape).reshape(-1)
@@ -486,37 +493,91 @@ def _rule_of(op):
     return _RULES[rule], rule
 
 
+# ------------------------------------------------------------------------------ parameters
+# Note [Rules read parameters by name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op's parameters reach ``apply`` by keyword (``sum(x, axis=1)``) or by position after its
+# array inputs (``sum(x, 1)``, ``x.sum(1)``). The rules read them by name (``params["axis"]``)
+# and see only the array inputs in ``args``, so the positional ones are named first, by the
+# forward's signature (``Op.input_names``). A rule that saw ``sum(x, 1)`` as a sum over every
+# axis gave a pattern of one row for an output of several elements, and the next rule failed
+# on it (or, for the last op, the pattern was silently wrong); ``_check_rows`` now makes any
+# such mismatch an error that names the op.
+def _by_name(op, args, nin, params):
+    """``args``' array inputs, and ``params`` with the positional parameters after them
+    named."""
+    names = op.input_names(len(args))[nin:]
+    named = dict(zip(names, args[nin:]))
+    named.update(params)
+    return args[:nin], named
+
+
+def _check_rows(op, rule, outs, res, n):
+    for o, D in zip(outs, res):
+        if D is None or not isinstance(o, Tensor):
+            continue
+        size = o.numel()
+        if D.shape != (size, n):
+            raise RuntimeError(
+                f"jacobian_sparsity: the sparsity rule {rule!r} of {op.qualname} gave a "
+                f"pattern of shape {D.shape} for an output of {size} elements and an input "
+                f"of {n} (a bug in ndgrad: please report it); pass the pattern yourself "
+                "(sparsity=) to go on")
+
+
 # ------------------------------------------------------------------------------ Hessian pairs
-def _pairs(lv, op, rule, data, out_data, args):
+def _pairs(lv, op, rule, rule_fn, data, out, out_data, args, params):
     """The nonlinear interactions ``op`` adds (Note [Sparsity propagation])."""
     if op.taylor == "linear" or rule in ("zero", "moves", "where", "sort", "extremum",
                                          "clip") or op.name == "abs":
         return          # (linear, or piecewise linear: no second derivative)
-    add = None
-    moving = [i for i, D in enumerate(data) if D is not None]
-    if op.name in ("multiply", "matmul", "outer"):
-        if len(moving) < 2:
+    if op.taylor == "multilinear":
+        if sum(D is not None for D in data) < 2:
             return      # (linear in the one input that moves)
-        add = _cross_pairs(op, data, args)
-    if add is None:
+        add = _cross_pairs(lv, op, rule, rule_fn, data, out, args, params)
+    else:
         add = _sp().csr_array((lv.info.n, lv.info.n), dtype=bool)
-        for D in (out_data if isinstance(out_data, (tuple, list)) else (out_data,)):
+        for D in out_data:
             if D is not None:
                 Di = D.astype(np.int8)
                 add = add + (Di.T @ Di).astype(bool)
     lv.info.hessian = (lv.info.hessian + add + add.T).astype(bool).tocsr()
 
 
-def _cross_pairs(op, data, args):
-    """Pairs across the two inputs of a bilinear op: ``multiply`` per output element,
-    ``matmul`` per contracted index, ``outer`` every pair."""
+def _cross_pairs(lv, op, rule, rule_fn, data, out, args, params):
+    """Pairs across the inputs of an op declared multilinear (``Op.taylor``): linear in each
+    input, so its second derivatives pair an element of one input with an element of another
+    that reach the same output element, never two elements of one input. Per output
+    element: ``matmul`` per contracted index, ``outer`` every pair, an elementwise op the
+    elements broadcast to that position (whatever the other factors' values: a zero factor
+    kills a first derivative, not the cross one), any other (``tensordot``, ``vecdot``,
+    ``einsum``, ``cross``) the elements its rule says the output element depends on, input by
+    input."""
+    if rule == "contraction":
+        return _contraction_pairs(op, data, args)
+    n = lv.info.n
+    rows = []
+    for i, D in enumerate(data):
+        if D is None:
+            continue
+        if rule == "elementwise":
+            R = _rows(D, _broadcast_index(_shape(args[i]), _shape(out)))
+        else:   # (rules whose pattern for one input does not read the others' values)
+            only = tuple(D if j == i else None for j in range(len(data)))
+            R = rule_fn(op, only, out, args, params, n, lv)
+            R = R[0] if isinstance(R, (list, tuple)) else R
+        rows.append(R.astype(np.int8))
+    add = _sp().csr_array((n, n), dtype=bool)
+    for a in range(len(rows)):
+        for b in range(a + 1, len(rows)):
+            add = add + (rows[a].T @ rows[b]).astype(bool)
+    return add
+
+
+def _contraction_pairs(op, data, args):
+    """``matmul``'s pairs per contracted index, ``outer``'s every pair."""
     Da, Db = data[0].astype(np.int8), data[1].astype(np.int8)
     sa, sb = _shape(args[0]), _shape(args[1])
-    if op.name == "multiply":
-        out = np.broadcast_shapes(sa, sb)
-        Da = _rows(data[0], _broadcast_index(sa, out)).astype(np.int8)
-        Db = _rows(data[1], _broadcast_index(sb, out)).astype(np.int8)
-        return (Da.T @ Db).astype(bool)
     if op.name == "outer":
         ua = _group(Da, np.zeros(Da.shape[0], dtype=np.int64), 1).astype(np.int8)
         ub = _group(Db, np.zeros(Db.shape[0], dtype=np.int64), 1).astype(np.int8)
@@ -561,10 +622,13 @@ class _SparsityInterpreter(_levels.Interpreter):
                 warnings.warn(f"jacobian_sparsity: {op.qualname} declares no sparsity rule; "
                               "its outputs are taken to depend on every element of its "
                               "inputs", stacklevel=3)
+        if len(args) > nin:     # (Note [Rules read parameters by name])
+            args, params = _by_name(op, args, nin, params)
         res = rule(op, data, out, args, params, lv.info.n, lv)
         res = list(res) if isinstance(res, (list, tuple)) else [res]
+        _check_rows(op, name, outs, res, lv.info.n)
         if lv.info.hessian is not None:
-            _pairs(lv, op, name, data, res, args)
+            _pairs(lv, op, name, rule, data, out, res, args, params)
         for o, D in zip(outs, res):
             if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) and D is not None:
                 set_level_data(o, lv, D, lv.info.holders)

@@ -14,13 +14,15 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
 from ndgrad.core.ops import COMPOSITES, REGISTRY
-from ndgrad.func import hessian, hessian_sparsity, jacobian_sparsity, jacrev
-from registry_harness import FLOAT, draw, entry, require
+from ndgrad.core.ops.registry import VARIADIC
+from ndgrad.func import (coloring, hessian, hessian_sparsity, jacobian_sparsity, jacrev,
+                         sparse_hessian, sparse_jacfwd, sparse_jacobian, sparse_jacrev)
+from registry_harness import FLOAT, draw, entry, outs, require
 from support import host
 
 HOST = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' device "
@@ -89,6 +91,214 @@ def test_pattern_contains_the_jacobian_nonzeros_of_every_op(name, data):
                         assert not extra.any(), (
                             f"{name}: the pattern of an {op.kind} op has entries the Jacobian "
                             f"does not, at {np.argwhere(extra)[:5].tolist()}")
+
+
+# Broadcasting against constants around each op (Note [Rules read parameters by name] in
+# ndgrad/functional/sparsity.py came from this sweep). The op's floating input ``i`` is
+# ``base + x * C``: ``base`` the drawn value (so the op sees a valid input), ``x`` a smaller
+# variable (taken at 0) that a constant ``C`` of another shape broadcasts; the op's output
+# is multiplied by constants of several shapes (one with an extra leading axis) and reduced
+# over axes given by keyword, by position and with keepdims.
+def _pre_broadcasts(s):
+    """``(x shape, C shape)`` pairs whose product broadcasts against shape ``s``."""
+    out = [((), ())]
+    if len(s) >= 1:
+        out.append((s[:-1] + (1,), s[-1:]))
+        out.append((s[1:], (1,) * len(s[1:])))
+    if len(s) >= 2:
+        out.append(((1,) + s[1:], (s[0],) + (1,) * (len(s) - 1)))
+    return out
+
+
+def _post_reductions(t):
+    """Functions of an op's output of shape ``t`` (a constant product, then a reduction)."""
+    rng = np.random.default_rng(11)
+    W = nd.tensor(rng.uniform(0.5, 1.5, t))
+    W2 = nd.tensor(rng.uniform(0.5, 1.5, (2,) + t))
+    out = [lambda y: y * W,
+           lambda y: nd.sum(y * W2, 0),                       # axis by position
+           lambda y: (y * W2).sum(axis=0, keepdims=True)]
+    if len(t) >= 1:
+        Wt = nd.tensor(rng.uniform(0.5, 1.5, t[-1:]))
+        out.append(lambda y: nd.sum(y * Wt, -1))
+        out.append(lambda y: nd.mean(y * W2, tuple(range(1, len(t) + 1)), keepdims=True))
+        out.append(lambda y: (y * Wt[None]).prod(-1))
+    return out
+
+
+def _broadcast_variants(floats, f, i, k):
+    """``(fi, x0)``: output ``k`` of the op, through a constant product and a reduction, as a
+    function of a variable broadcast into input ``i``; one per pre- and post-broadcast
+    (paired, cycling the shorter list)."""
+    rng = np.random.default_rng(12)
+    base = floats[i]
+    pres = _pre_broadcasts(tuple(base.shape))
+    posts = _post_reductions(tuple(f(*floats)[k].shape))
+    for v in range(max(len(pres), len(posts))):
+        xshape, cshape = pres[v % len(pres)]
+        post = posts[v % len(posts)]
+        C = nd.tensor(rng.uniform(0.5, 1.5, cshape))
+
+        def fi(x, C=C, post=post):
+            xs = list(floats)
+            xs[i] = base + x * C
+            return post(f(*xs)[k])
+        yield fi, nd.zeros(xshape, dtype=base.dtype)
+
+
+@HOST
+@pytest.mark.parametrize("name", sorted(REGISTRY) + sorted(COMPOSITES))
+@FEW
+@given(data=st.data())
+def test_patterns_contain_the_nonzeros_under_broadcasting_of_every_op(name, data):
+    # the Jacobian's nonzeros (jacrev) are in jacobian_sparsity's pattern, and where the op
+    # has second derivatives the Hessian's nonzeros (hessian) in hessian_sparsity's, with
+    # the op's input broadcast from a smaller variable and its output broadcast against
+    # constants and reduced
+    op = entry(name)
+    require(op, "vjp")
+    sample = draw(data, op, FLOAT, **SIZES)
+    if not sample.pos:
+        pytest.skip(f"{name}: no floating input")
+    second = not any(k in (getattr(op, "notes", None) or {}) for k in ("gradgrad", "fd"))
+    f = sample.function(floating_outputs=True)
+    floats = [nd.tensor(a) for a in sample.floats]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(len(floats)):
+            for k in range(len(f(*floats))):
+                for fi, x in _broadcast_variants(floats, f, i, k):
+                    true = _dense_pattern(fi, x)
+                    for kind in ("global", "local"):
+                        P = jacobian_sparsity(fi, x, kind=kind).toarray()
+                        assert P.shape == true.shape, (name, P.shape, true.shape)
+                        missing = true & ~P
+                        assert not missing.any(), (
+                            f"{name} ({kind}), input {i}, output {k}, x {tuple(x.shape)}: "
+                            f"the pattern misses Jacobian nonzeros at "
+                            f"{np.argwhere(missing)[:5].tolist()}")
+                    if not second:
+                        continue
+                    h = lambda v, fi=fi: nd.sum(fi(v))  # noqa: E731
+                    H = host(hessian(h)(x)).reshape(x.numel(), x.numel()) != 0
+                    for kind in ("global", "local"):
+                        P = hessian_sparsity(h, x, kind=kind).toarray()
+                        missing = H & ~P
+                        assert not missing.any(), (
+                            f"{name} ({kind}), input {i}, output {k}, x {tuple(x.shape)}: "
+                            f"the Hessian pattern misses nonzeros at "
+                            f"{np.argwhere(missing)[:5].tolist()}")
+
+
+def _parameters(op):
+    """The parameters of the op's public function after its array inputs (the forward's,
+    or its argument normaliser's where it has one)."""
+    import inspect
+    fn = op.normalize_args
+    params = list(inspect.signature(fn or op.forward).parameters.values())
+    return params[op.nin + (fn is None):]
+
+
+def _both_ways(op, sample):
+    """The sample's parameters (``extra`` and ``kwargs``) given once by position (every one
+    the forward takes so, defaults filled in between) and once by keyword:
+    ``((positional, keywords), keywords)``."""
+    params = _parameters(op)
+    named = dict(zip((p.name for p in params), sample.extra))
+    named.update(sample.kwargs)
+    positional = []
+    for p in params:
+        if p.kind is not p.POSITIONAL_OR_KEYWORD:
+            break
+        positional.append(p)
+    # (none given: the first one's default, given both ways)
+    last = max((k for k, p in enumerate(positional) if p.name in named), default=0)
+    values = [named.get(p.name, p.default) for p in positional[:last + 1]]
+    rest = {k: v for k, v in named.items()
+            if k not in {p.name for p in positional[:last + 1]}}
+    named.update((p.name, v) for p, v in zip(positional, values))
+    return (values, rest), named
+
+
+@HOST
+@pytest.mark.parametrize("name", sorted(
+    n for n, op in REGISTRY.items() if op.nin != VARIADIC and any(
+        p.kind is p.POSITIONAL_OR_KEYWORD for p in _parameters(op))))
+@FEW
+@given(data=st.data())
+def test_parameters_by_position_give_the_pattern_they_give_by_keyword(name, data):
+    # sum(x, 1) is sum(x, axis=1): the rules read parameters by name (Note [Rules read
+    # parameters by name]); a rule that missed a positional axis reduced over every axis
+    op = REGISTRY[name]
+    require(op, "vjp")
+    sample = draw(data, op, FLOAT, **SIZES)
+    assume(sample.pos)
+    (positional, rest), named = _both_ways(op, sample)
+
+    def call(xs, by_position):
+        ins = sample.inputs(xs)
+        out = op.public(*ins, *positional, **rest) if by_position else \
+            op.public(*ins, **named)
+        return tuple(o for o in outs(out) if o.dtype.kind in "fc")
+    floats = [nd.tensor(a) for a in sample.floats]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(len(floats)):
+            for k in range(len(call(floats, False))):
+                def fi(x, by_position, i=i, k=k):
+                    xs = list(floats)
+                    xs[i] = x
+                    return call(xs, by_position)[k]
+                true = _dense_pattern(lambda x: fi(x, True), floats[i])
+                for kind in ("global", "local"):
+                    P = jacobian_sparsity(fi, floats[i], True, kind=kind).toarray()
+                    assert not (true & ~P).any(), (name, kind, i, k)
+                    np.testing.assert_array_equal(
+                        P, jacobian_sparsity(fi, floats[i], False, kind=kind).toarray())
+
+
+MULTILINEAR = sorted(n for n, op in REGISTRY.items() if op.taylor == "multilinear")
+
+
+@HOST
+@pytest.mark.parametrize("name", MULTILINEAR)
+@FEW
+@given(data=st.data())
+def test_multilinear_ops_pair_only_elements_of_different_inputs(name, data):
+    # an op declared multilinear (Op.taylor) is linear in each input: its Hessian pairs an
+    # element of one input with one of another, never two of the same input; so a
+    # weighted sum of its output has an empty Hessian pattern in one input, and in all of
+    # its inputs at once (one variable, split) empty diagonal blocks
+    op = REGISTRY[name]
+    sample = draw(data, op, FLOAT, **SIZES)
+    f = sample.function(floating_outputs=True)
+    floats = [nd.tensor(a) for a in sample.floats]
+    rng = np.random.default_rng(13)
+    W = nd.tensor(rng.uniform(0.5, 1.5, tuple(f(*floats)[0].shape)))
+    for i in range(len(floats)):
+        def alone(x, i=i):
+            xs = list(floats)
+            xs[i] = x
+            return nd.sum(f(*xs)[0] * W)
+        assert not (host(hessian(alone)(floats[i])) != 0).any()
+        assert hessian_sparsity(alone, floats[i]).nnz == 0, (name, i)
+    sizes = [x.numel() for x in floats]
+    if len(floats) < 2:
+        return
+    bounds = np.cumsum([0] + sizes)
+
+    def together(x):
+        xs = [x[bounds[j]:bounds[j + 1]].reshape(tuple(floats[j].shape))
+              for j in range(len(floats))]
+        return nd.sum(f(*xs)[0] * W)
+    x = nd.concat([v.reshape(-1) for v in floats])
+    true = host(hessian(together)(x)) != 0
+    P = hessian_sparsity(together, x).toarray()
+    assert not (true & ~P).any()
+    for j in range(len(floats)):
+        block = slice(bounds[j], bounds[j + 1])
+        assert not true[block, block].any()
+        assert not P[block, block].any(), (name, j)
 
 
 # ------------------------------------------------------------------------------ structures
@@ -236,6 +446,52 @@ def test_errors():
 
 
 @HOST
+@pytest.mark.parametrize("cshape", [(3,), (1, 3), (4, 1), (4, 3), (2, 4, 3)])
+@pytest.mark.parametrize("reduce", ["position", "method", "keepdims", "mean"])
+def test_blocks_times_a_broadcast_constant_summed_over_an_axis(cshape, reduce):
+    # x reshaped into blocks, times a broadcast constant, summed over the block axis with
+    # the axis given by position (the rules once read it as "every axis": a pattern of one
+    # row, then "cannot reshape array of size 1 into shape (4,3)" or a wrong-length
+    # pattern in sparse_hessian)
+    rng = np.random.default_rng(14)
+    C = nd.tensor(rng.uniform(0.5, 1.5, cshape))
+
+    def f(x):
+        p = x.reshape(4, 3) * C
+        if reduce == "position":
+            return nd.sum(p, -1)
+        if reduce == "method":
+            return p.sum(-1)
+        if reduce == "keepdims":
+            return nd.sum(p, -1, True)
+        return nd.mean(p, -1)
+    x = nd.tensor(rng.normal(size=12))
+    blocks = np.kron(np.eye(4, dtype=bool), np.ones((1, 3), bool))
+    expected = np.tile(blocks, (int(np.prod(cshape[:-2])), 1))
+    P = jacobian_sparsity(f, x).toarray()
+    np.testing.assert_array_equal(P, expected)
+    np.testing.assert_array_equal(P, _dense_pattern(f, x))
+
+    def g(x):
+        return nd.sum(nd.sin(f(x)), 0).sum()
+    H = sparse_hessian(g, x)
+    np.testing.assert_allclose(H.toarray(), host(hessian(g)(x)), rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(hessian_sparsity(g, x).toarray(),
+                                  np.kron(np.eye(4, dtype=bool), np.ones((3, 3), bool)))
+
+
+@HOST
+def test_a_rule_with_a_wrong_number_of_rows_is_an_error(monkeypatch):
+    import ndgrad.functional.sparsity as sparsity
+    monkeypatch.setitem(sparsity._RULES, "one_row",
+                        lambda op, data, out, args, params, n, lv: sparsity._empty(1, n))
+    monkeypatch.setattr(REGISTRY["exp"], "sparsity", "one_row")
+    with pytest.raises(RuntimeError, match=r"rule 'one_row' of exp gave a pattern of shape "
+                                           r"\(1, 3\) for an output of 3 elements"):
+        jacobian_sparsity(nd.exp, nd.ones(3))
+
+
+@HOST
 def test_a_wrong_rule_is_caught():
     # a rule that drops a dependency (exp declared as having no derivative) or adds one (a
     # shape op treated as dense) fails the checks the registry test makes
@@ -255,8 +511,6 @@ def test_a_wrong_rule_is_caught():
 
 
 # ------------------------------------------------------------------------------ by coloring
-from ndgrad.func import (coloring, sparse_hessian, sparse_jacfwd, sparse_jacobian,  # noqa: E402
-                         sparse_jacrev)
 
 
 def _dense_jacobian(f, x):
