@@ -21,7 +21,7 @@ from ndgrad.func import derivatives, jet
 from ndgrad.functional.taylor import _nested
 from registry_harness import (ENTRIES, FLOAT, Sample, assert_close, cases, draw, entry,
                               require)
-from support import host
+from support import close, host
 
 ORDER = 4
 PRIMITIVES = sorted(n for n, op in REGISTRY.items() if op.differentiable)
@@ -170,6 +170,9 @@ INF, NAN = np.inf, np.nan
     (nd.sqrt, 0.0, [0, INF, -INF, INF]),
     (nd.log, 0.0, [-INF, INF, -INF, INF]),
     (nd.log, -0.0, [-INF, -INF, -INF, -INF]),
+    # cbrt: +inf from both sides at order 1 (it was sign(x) * abs(x) ** (1/3): nan)
+    (nd.cbrt, 0.0, [0, INF, -INF, INF]),
+    (nd.cbrt, -0.0, [0, INF, INF, INF]),
     # undefined: a negative base with a real exponent
     (lambda v: v ** 0.5, -1.0, [NAN, NAN, NAN, NAN]),
 ])
@@ -182,6 +185,17 @@ def test_derivatives_of_powers_at_zero_and_tiny_bases(f, x0, expected):
         got = derivatives(f, nd.tensor(x0), len(expected) - 1)
     np.testing.assert_allclose(np.array([float(g) for g in got]), np.array(expected, float),
                                rtol=1e-15, atol=0)
+
+
+def test_cbrt_is_exact_real_and_infinitely_steep_at_zero():
+    """``cbrt`` is NumPy's (exact on cubes), real only, and its derivative at 0 is +inf by
+    nested reverse mode too (the composite ``sign(x) * abs(x) ** (1/3)`` gave nan)."""
+    assert nd.cbrt(nd.tensor(27.0)).item() == 3.0
+    with np.errstate(all="ignore"):
+        g = nd.func.grad(lambda v: nd.cbrt(v).sum())(nd.tensor([0.0, -0.0, 8.0]))
+    close(g, [INF, INF, 1 / 12], rtol=1e-15)
+    with pytest.raises(TypeError, match="cbrt: complex input is not supported"):
+        nd.cbrt(nd.tensor([1 + 1j]))
 
 
 def test_powers_along_curved_paths_and_tensor_exponents_at_zero():

@@ -55,25 +55,10 @@ def meshgrid(F, *xi, indexing="xy"):
 
 
 # ------------------------------------------------------------- NumPy's elementwise extras
-# NumPy's names for functions of primitives (np.cbrt, np.deg2rad, ...); NumPy code
+# NumPy's names for functions of primitives (np.deg2rad, np.logaddexp2, ...); NumPy code
 # calling them on Tensors runs these (ndgrad/numpy_protocols.py).
 _LN2 = 0.6931471805599453
 _DEG = 0.017453292519943295  # pi / 180
-
-
-@defcomposite(kind=ELEMENTWISE, domain=Domain((0.2, 3.0)))
-def cbrt(F, x):
-    """The real cube root, elementwise (negative for negative ``x``).
-
-    ``d/dx cbrt(x) = 1 / (3 cbrt(x)^2)``, infinite at 0.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.cbrt(ndgrad.tensor([8.0, -27.0]))
-    tensor([ 2., -3.])
-    """
-    return F.sign(x) * F.abs(x) ** (1.0 / 3.0)
 
 
 @defcomposite(kind=ELEMENTWISE, domain=Domain((-4.0, 4.0)))

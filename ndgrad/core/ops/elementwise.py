@@ -342,6 +342,30 @@ sqrt.defjvp_from_vjp()
 sqrt.deftaylor(series.RULES["sqrt"])
 
 
+@defop(kind=ELEMENTWISE, domain=Domain((0.2, 3.0)), sample=_signed(0.2, 3.0))
+def cbrt(B, x):
+    """The real cube root, elementwise (negative for negative ``x``).
+
+    ``d/dx cbrt(x) = 1 / (3 cbrt(x)^2)``, infinite at 0 (``+inf`` from both sides, also in
+    Taylor mode: Note [Taylor mode at singular points]). Real input only, as NumPy's.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.cbrt(ndgrad.tensor([8.0, -27.0]))
+    tensor([ 2., -3.])
+    """
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
+        raise TypeError("cbrt: complex input is not supported (NumPy's cbrt is real; "
+                        "x ** (1 / 3) gives the principal complex root)")
+    return B.cbrt(x)
+
+
+cbrt.defvjp(lambda F, g, out, x: g / (3 * F.square(out)))
+cbrt.defjvp_from_vjp()
+cbrt.deftaylor(series.RULES["cbrt"])
+
+
 @defop(kind=ELEMENTWISE, domain=Domain((0.3, 2.0), complex=True), sample=_signed(0.3, 2.0),
        inplace_method="reciprocal_")
 def reciprocal(B, x):

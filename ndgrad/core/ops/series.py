@@ -1,5 +1,6 @@
 """Taylor rules of the ops with a known recurrence or closed form (exp, log, sin, cos, tanh,
-sigmoid, sqrt, square, reciprocal, divide, pow by a constant; linalg.inv and linalg.solve),
+sigmoid, sqrt, cbrt, square, reciprocal, divide, pow by a constant; linalg.inv and
+linalg.solve),
 for ``ndgrad.func.jet`` (Note [Taylor rules] in ndgrad/functional/taylor.py).
 
 Series are lists of *derivative* coefficients, as in JAX's ``jet``: ``x = [x0, x1, ..., xK]``
@@ -205,6 +206,28 @@ def _sqrt_rule(F, series, out, x):
     return ys[1:]
 
 
+def _cbrt_rule(F, series, out, x):
+    # y' = d x' with d = 1 / (3 y^2) = w^2 / 3, w = 1 / y: w's series by the quotient
+    # recurrence of 1 / y, d's by Leibniz's rule, each order from y's so far. No input
+    # coefficient multiplies an infinity unmasked but x1 (Note [Taylor mode at singular
+    # points]): at 0, +inf, -inf, +inf, ... (from below at -0.0: +inf, +inf, ...)
+    xs = [x] + list(series[0])
+    K = len(series[0])
+    ys, ws, ds = [out], [F.reciprocal(out)], []
+    for k in range(1, K + 1):
+        ds.append(leibniz(ws, ws, k - 1) / 3)
+        total = ds[k - 1] * xs[1]
+        for j in range(k - 1):
+            total = total + comb(k - 1, j) * masked(F, ds[j], xs[k - j])
+        ys.append(total)
+        if k < K:  # w_k = -(sum_{j>=1} C(k, j) y_j w_{k-j}) / y_0
+            acc = ys[1] * ws[k - 1] * k
+            for j in range(2, k + 1):
+                acc = acc + comb(k, j) * ys[j] * ws[k - j]
+            ws.append(-acc / out)
+    return ys[1:]
+
+
 def _sin_cos(F, x, s, K):
     """The series of sin and cos of x together: sin' = cos x', cos' = -sin x'."""
     xs = [x] + list(s)
@@ -299,6 +322,7 @@ RULES = {
     "sigmoid": ode_rule(_sigmoid_d),
     "log": _log_rule,
     "sqrt": _sqrt_rule,
+    "cbrt": _cbrt_rule,
     "sin": _sin_rule,
     "cos": _cos_rule,
     "square": _square_rule,
