@@ -21,34 +21,18 @@ from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
 from .devices import DeviceMismatchError, same_device, scalars_to_device
 from .graph import record
+from .namespace import (SEQUENCES as _SEQUENCES, TENSOR_F, VARIADIC, Namespace, holds_tensor,
+                        sequences_stacked, stack_nested)
 from .tensor import Tensor, _mark_inference, _new, owning_level
 from .views import link_view
 
 __all__ = ["apply", "TENSOR_F", "Namespace", "VARIADIC"]
-
-VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 
 _DIFF_DTYPES = DIFFERENTIABLE_DTYPES  # (Note [Differentiable dtypes] in core/backend.py)
 _WEAK_FLOATS = WEAK_FLOAT_DTYPES  # bfloat16 once seen: Python floats keep its dtype
 _VISIBLE = _levels.VISIBLE
 _PROFILER = PROFILER  # (Note [Profiling] in core/grad_mode.py)
 _NDARRAY = NUMPY.array_type
-
-
-class Namespace:
-    """A formula namespace ``F``: attribute access to functions (filled by
-    ``ndgrad.core.ops`` from the op registry)."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"<formula namespace {self._name}>"
-
-
-# The formula namespace over Tensors: ndgrad's public functions, so that formulas run on it
-# are recorded and transformed. The raw namespaces (first order, on arrays) are `B.F`.
-TENSOR_F = Namespace("ndgrad")
 
 
 # ------------------------------------------------------------------ the hot path
@@ -71,6 +55,11 @@ def apply(op, *args, **params):
                 if level is not None:
                     if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
                         args = scalars_to_device(op, args)
+                    for a in args:  # (a level's value in a list: Note [Sequences of tensors])
+                        if type(a) in _SEQUENCES:
+                            stacked = sequences_stacked(args, op)
+                            if stacked is not None:
+                                return apply(op, *stacked, **params)
                     return level.interpreter.process(level, op, args, params)
         nin = op.nin
         n = len(args)
@@ -86,8 +75,8 @@ def apply(op, *args, **params):
             elif isinstance(a, Tensor):
                 return _apply_general(op, args, params)
             else:  # an array or a Python scalar: its own backend (NumPy for scalars)
-                if type(a) in _SEQUENCES and _holds_tensor(a):
-                    return apply(op, stack_nested(a), **params)
+                if type(a) in _SEQUENCES and holds_tensor(a):
+                    return apply(op, stack_nested(a, op.qualname), **params)
                 out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
                 requires_grad = False
         elif n == nin == 2:
@@ -189,38 +178,6 @@ def _as_array(out):
     return NUMPY.asarray(out)
 
 
-# Note [Sequences of tensors]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# An array input given as a (nested) list or tuple holding tensors, ``ndgrad.sum([x, 2 * x])``,
-# is NumPy's array of it made differentiable (as JAX's ``jnp.array``): the elements stacked by
-# ndgrad's ``stack`` (numbers lifted to the tensors' device and dtype). A sequence of plain
-# numbers goes to the forward as NumPy would take it. Ops that take sequences (``concat``,
-# ``stack``) receive their arrays unpacked and never see one here.
-_SEQUENCES = (list, tuple)
-
-
-def _holds_tensor(seq):
-    return any(isinstance(e, Tensor) or (type(e) in _SEQUENCES and _holds_tensor(e))
-               for e in seq)
-
-
-def stack_nested(seq):
-    """The tensor NumPy's ``array(seq)`` would be, differentiable in the tensors in ``seq``
-    (Note [Sequences of tensors])."""
-    items = [stack_nested(e) if type(e) in _SEQUENCES and _holds_tensor(e) else e
-             for e in seq]
-    like = next(e for e in items if isinstance(e, Tensor))
-    lifted = [e if isinstance(e, Tensor) else TENSOR_F.zeros_like(like) + e for e in items]
-    return TENSOR_F.stack(lifted)
-
-
-def sequences_stacked(args, nin):
-    """``args`` with each of the first ``nin`` that is a sequence holding tensors stacked
-    (Note [Sequences of tensors])."""
-    return tuple(stack_nested(a) if k < nin and type(a) in _SEQUENCES and _holds_tensor(a)
-                 else a for k, a in enumerate(args))
-
-
 def _apply_general(op, args, params):
     nin = op.nin
     if nin == VARIADIC:
@@ -230,8 +187,9 @@ def _apply_general(op, args, params):
             raise TypeError(f"{op.name}() takes {nin} array argument(s), got {len(args)}")
         extra = args[nin:]
         args = args[:nin]
-        if any(type(a) in _SEQUENCES and _holds_tensor(a) for a in args):
-            return apply(op, *sequences_stacked(args, nin), *extra, **params)
+    stacked = sequences_stacked(args, op)
+    if stacked is not None:
+        return apply(op, *stacked, *extra, **params)
     datas = []
     B = None
     requires_grad = False

@@ -123,9 +123,9 @@ def test_cycle_check_finds_a_cycle():
 def test_core_layers_point_down():
     """The layers named in the design import only the layers below them."""
     graph, _ = core_imports()
-    order = ["grad_mode", "levels", "backend", "tensor", "anomaly", "creation", "hooks", "devices",
-             "saved", "graph", "views", "dispatch", "inplace", "accumulate", "engine", "backward",
-             "function"]
+    order = ["grad_mode", "levels", "backend", "tensor", "namespace", "anomaly", "creation",
+             "hooks", "devices", "saved", "graph", "views", "dispatch", "inplace", "accumulate",
+             "engine", "backward", "function"]
     rank = {f"ndgrad.core.{m}": i for i, m in enumerate(order)}
     for m, deps in graph.items():
         if m not in rank:

@@ -20,7 +20,8 @@ from .. import backend as _backend_mod
 from .. import creation as _creation
 from ..backend import NUMPY, Backend, DaskUnsupported
 from ..devices import DeviceMismatchError
-from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply, sequences_stacked
+from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply
+from ..namespace import holds_tensor, stack_nested
 from ..graph import OpNode
 from ..saved import FREED, FREED_MSG, SAVED_TYPES
 from ..inplace import apply_inplace
@@ -141,14 +142,13 @@ def _make_composite_public(c, F):
     fn_ = c.fn
     name = c.qualname
 
-    # (shape and indexing composites, as block and select, take sequences of arrays as such)
-    nin = None if c.pack or c.nin == VARIADIC or c.kind in ("shape", "indexing") else c.nin
+    arrays = _array_inputs(c)
 
     def run(*args, **kw):
         if aliases and kw:
             _rename(kw, aliases)
-        if nin and any(type(a) in (list, tuple) for a in args[:nin]):
-            args = sequences_stacked(args, nin)
+        if arrays is not None:
+            args, kw = _sequences_stacked(arrays, name, args, kw)
         try:
             return fn_(F, *args, **kw)
         except DeviceMismatchError as exc:  # raised by an op inside: name this function
@@ -163,6 +163,43 @@ def _make_composite_public(c, F):
     fn.__module__ = "ndgrad"
     fn.__signature__ = _public_signature(c.fn, c.pack)
     return fn
+
+
+def _array_inputs(c):
+    """``(names, variadic)`` for composite ``c``: the names of its positional parameters
+    that are array inputs (None where one takes a sequence of arrays as such, named in
+    ``c.sequences``), and whether every further positional argument is an array input too
+    (``atleast_1d(*arys)``, a packing composite's arrays); None when it has no array input
+    (Note [Sequences of tensors] in core/namespace.py)."""
+    params = list(inspect.signature(c.fn).parameters.values())[1:]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                       p.POSITIONAL_OR_KEYWORD)]
+    variadic = c.pack or c.nin == VARIADIC
+    names = tuple(None if n in c.sequences else n
+                  for n in (positional if variadic else positional[:c.nin]))
+    if not variadic and not any(names):
+        return None
+    return names, variadic
+
+
+def _sequences_stacked(arrays, name, args, kw):
+    """``(args, kw)`` with the array inputs that are lists or tuples holding tensors stacked
+    (``arrays`` from :func:`_array_inputs`)."""
+    names, variadic = arrays
+    out = None
+    for k, a in enumerate(args):
+        if k < len(names) and names[k] is None:
+            continue
+        if k >= len(names) and not variadic:
+            break
+        if type(a) in (list, tuple) and holds_tensor(a):
+            if out is None:
+                out = list(args)
+            out[k] = stack_nested(a, name)
+    for key, a in kw.items():
+        if key in names and type(a) in (list, tuple) and holds_tensor(a):
+            kw[key] = stack_nested(a, name)
+    return (args if out is None else tuple(out)), kw
 
 
 def _packed(run, names, name, iterables=False):

@@ -681,7 +681,7 @@ class Composite:
     property suite covers it: ``fn(F, *inputs, **params)``."""
 
     def __init__(self, name, fn, *, nin, domain, sample, method, kwarg_aliases, kind,
-                 namespace=None, pack=False, notes=None):
+                 namespace=None, pack=False, notes=None, sequences=()):
         self.name = name
         self.namespace = namespace
         self.qualname = f"{namespace}.{name}" if namespace else name
@@ -694,6 +694,9 @@ class Composite:
         self.kind = kind
         self.pack = pack
         self.notes = notes or {}
+        # inputs that take a sequence of arrays as such, not one array (Note [Sequences of
+        # tensors] in core/namespace.py): a list there is not stacked
+        self.sequences = frozenset(sequences)
         self.public = None
         self.differentiable = True
 
@@ -843,17 +846,22 @@ def _torch_spellings(fn, kind):
 
 
 def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
-                 kwarg_aliases=None, kind=None, namespace=None, pack=False, notes=None):
+                 kwarg_aliases=None, kind=None, namespace=None, pack=False, notes=None,
+                 sequences=()):
     """Register a function written with ``F`` from primitives (see :class:`Composite`);
     ``namespace`` and ``pack`` (the public function takes the arrays as one sequence,
     ``vstack(tup)``; the composite is written ``fn(F, *arrays, ...)``) and ``notes`` (declared
-    exceptions of the property suite, with reasons) as for :func:`defop`."""
+    exceptions of the property suite, with reasons) as for :func:`defop`. An array input
+    given as a list holding tensors is stacked into one tensor, as NumPy reads an array-like
+    (Note [Sequences of tensors] in core/namespace.py), except the inputs named in
+    ``sequences``, which take a sequence of arrays as such (``select``'s ``condlist``)."""
     def deco(fn):
         cname = name or fn.__name__
         c = Composite(cname, fn, nin=nin, domain=domain or Domain(), sample=sample,
                       method=(namespace is None) if method is None else method, kind=kind,
                       kwarg_aliases=kwarg_aliases or _torch_spellings(fn, kind),
-                      namespace=_check_namespace(namespace), pack=pack, notes=notes)
+                      namespace=_check_namespace(namespace), pack=pack, notes=notes,
+                      sequences=sequences)
         if c.qualname in COMPOSITES or c.qualname in REGISTRY:
             raise ValueError(f"{c.qualname!r} is already registered")
         c.__doc__ = fn.__doc__

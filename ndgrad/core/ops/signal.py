@@ -1120,7 +1120,8 @@ def _sample_histogram(d):
             d.array(shape, 0.5, 2.0)), {}
 
 
-@defcomposite(kind=INDEXING, nin=5, domain=_ANYC, sample=_sample_histogram, method=False)
+@defcomposite(kind=INDEXING, nin=5, domain=_ANYC, sample=_sample_histogram, method=False,
+              sequences=("range",))
 def histogram(F, a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     """The histogram of ``a`` (flattened): the count (with ``weights``, the sum of the
     weights) of the values in each bin, and the bin edges, as NumPy's ``histogram``.
@@ -1248,7 +1249,8 @@ def _sample_histogram2d(d):
             d.choice([None, True]), d.array((n,), 0.5, 2.0, dtype="float64")), {}
 
 
-@defcomposite(kind=INDEXING, nin=6, domain=_ANY, sample=_sample_histogram2d, method=False)
+@defcomposite(kind=INDEXING, nin=6, domain=_ANY, sample=_sample_histogram2d, method=False,
+              sequences=("bins", "range"))
 def histogram2d(F, x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002
     """The two-dimensional histogram of the points ``(x, y)``: counts (float64; with
     ``weights``, sums of the real weights) per bin, and the edges along ``x`` and ``y``, as

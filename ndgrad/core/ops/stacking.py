@@ -493,7 +493,8 @@ def _sample_block(d):
              [d.array((r2, c1)), d.array((r2, c2))]],), {}
 
 
-@defcomposite(kind=SHAPE, domain=_ANY, method=False, sample=_sample_block)
+@defcomposite(kind=SHAPE, domain=_ANY, method=False, sample=_sample_block,
+              sequences=("arrays",))
 def block(F, arrays):
     """Assemble a tensor from nested lists of blocks (NumPy's ``block``): the innermost lists
     are joined along the last axis, the next ones along the second-to-last, and so on; blocks
@@ -1259,7 +1260,8 @@ def _sample_choose(d):
     return (d.int_array(ishape, lo, hi), d.array((n,) + shape)), {"mode": mode}
 
 
-@defcomposite(nin=2, kind=INDEXING, domain=_ANY, sample=_sample_choose)
+@defcomposite(nin=2, kind=INDEXING, domain=_ANY, sample=_sample_choose,
+              sequences=("choices",))
 def choose(F, a, choices, out=None, mode="raise"):
     """Entries picked from ``choices`` by the index tensor ``a``: ``out[i] =
     choices[a[i]][i]``, ``a`` and the choices broadcast together (NumPy's ``choose``).
@@ -1318,7 +1320,8 @@ def _sample_select(d):
     return (d.bool_array((n,) + shape), d.array((n,) + shape)), kwargs
 
 
-@defcomposite(nin=2, kind=INDEXING, domain=_ANY, method=False, sample=_sample_select)
+@defcomposite(nin=2, kind=INDEXING, domain=_ANY, method=False, sample=_sample_select,
+              sequences=("condlist", "choicelist"))
 def select(F, condlist, choicelist, default=0):
     """Entries from ``choicelist`` by the first true condition of ``condlist`` (``default``
     where none is), everything broadcast together (NumPy's ``select``).
