@@ -33,7 +33,9 @@ declares (Note [Taylor rules] in functional/taylor.py):
   ``J_y = sum_i f_i J_i`` and ``L_y = sum_i f_i L_i + sum_{i,j} f_ij sum_d J_i,d J_j,d``:
   plain broadcasting over the leading axis, no ``vmap``, and ``sum_d J_i,d J_j,d`` one
   ``einsum``. Three passes over the batch (``f' J``, and the einsum's two reads) where the
-  ODE recurrence of ``tanh`` vmapped over the directions makes five or six;
+  ODE recurrence of ``tanh`` vmapped over the directions makes five or six. A zero ``L_i``
+  adds nothing even where ``f_i`` is infinite (``sqrt`` at 0: Note [Taylor mode at
+  singular points] in core/ops/series.py);
 * an op with a Taylor rule function but no vjp rule per input, or with several outputs,
   or none at all (``abs``, ``prod``, ``logsumexp``, the decompositions, custom Functions):
   its order-2 Taylor coefficients, from its rule (or the exact nested-forward-mode
@@ -77,6 +79,7 @@ from ..core.creation import asarray, rand, zeros_like
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
+from ..core.ops.series import masked
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 from ..forward_ad import fit_to
 from .taylor import _coefficients, _nested, inplace_through_copy, jet
@@ -340,7 +343,9 @@ def _elementwise(op, data, out, args, params, d):
         else:
             J = _add(J, firsts[i] * Js[i])
         if data[i][1] is not None:
-            L = _add(L, firsts[i] * data[i][1])
+            # (a zero Laplacian of the input adds nothing, even where f_i is infinite:
+            # Note [Taylor mode at singular points] in core/ops/series.py)
+            L = _add(L, masked(F, firsts[i], data[i][1]))
     for a, i in enumerate(moving):
         di = derivative(i)
         for j in moving[a:]:

@@ -310,6 +310,18 @@ def test_operators_at_zero_and_on_zero_coordinates_of_polynomials():
     close(biharmonic(lambda v: (v ** 4).sum() + v[0] ** 2 * v[1] ** 2)(zero), 24 * d + 8)
 
 
+def test_forward_laplacian_where_an_intermediate_sits_at_a_singular_point():
+    """The Forward Laplacian adds ``f' L`` only where ``L`` is nonzero: ``sqrt(x ** 1)`` at
+    a zero coordinate has ``L = 0`` and ``f' = inf`` there (it gave nan); the Laplacian is
+    ``sum -x^(-3/2) / 4``, ``-inf`` at (0, 1), as the Hessian route gives."""
+    x = nd.tensor([0.0, 1.0])
+    with np.errstate(all="ignore"):
+        close(laplacian(lambda v: nd.sqrt(v ** 1).sum())(x), -np.inf)
+        close(laplacian(lambda v: nd.sqrt(v ** 1).sum(), method="hessian")(x), -np.inf)
+    y = nd.tensor([0.5, 2.0])
+    close(laplacian(lambda v: nd.sqrt(v ** 1).sum())(y), (-host(y) ** -1.5 / 4).sum())
+
+
 # ------------------------------------------------------------------------------ biharmonic
 def test_biharmonic_closed_forms():
     d = 4
