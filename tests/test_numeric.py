@@ -371,6 +371,40 @@ def test_array():
     assert leaf.requires_grad and leaf.is_leaf
 
 
+def test_array_of_tensors_and_numbers_is_differentiable():
+    """``array([[a, 1], [2, b]])`` stacks (as JAX's ``jnp.array``): det's gradient is
+    ``(b, a)``, under autograd and every transform; ``copy=False`` is NumPy's error."""
+    a = nd.tensor(3.0, requires_grad=True)
+    b = nd.tensor(4.0, requires_grad=True)
+    m = nd.array([[a, 1.0], [2.0, b]])
+    close(m, [[3.0, 1.0], [2.0, 4.0]])
+    nd.linalg.det(m).backward()
+    close(a.grad, 4.0)
+    close(b.grad, 3.0)
+
+    def det(v):  # det [[v0, 1], [2, v1]] = v0 v1 - 2
+        return nd.linalg.det(nd.array([[v[0], 1.0], [2.0, v[1]]]))
+    v = nd.tensor([3.0, 4.0])
+    close(func.grad(det)(v), [4.0, 3.0])
+    close(func.jvp(det, (v,), (nd.tensor([1.0, 10.0]),))[1], 4.0 + 30.0)
+    close(func.hessian(det)(v), [[0.0, 1.0], [1.0, 0.0]])
+    vs = nd.tensor([[3.0, 4.0], [2.0, 5.0]])
+    close(func.vmap(det)(vs), [10.0, 8.0])
+    close(func.vmap(func.grad(det))(vs), [[4.0, 3.0], [5.0, 2.0]])
+    # asarray and array of a flat list; dtype and ndmin in the graph
+    (g,) = nd.autograd.grad(nd.array([a, 2 * a], dtype=nd.float32, ndmin=2).sum(), a)
+    assert g.dtype == nd.float64
+    close(g, 3.0)
+    (g,) = nd.autograd.grad((nd.asarray((a, a * a)) * nd.tensor([1.0, 1.0])).sum(), a)
+    close(g, 1.0 + 2 * 3.0)
+    with pytest.raises(ValueError, match=r"ndgrad\.array\(copy=False\): a sequence holding "
+                                         r"tensors becomes a new tensor"):
+        nd.array([a, b], copy=False)
+    with pytest.raises(ValueError, match=r"ndgrad\.asarray\(copy=False\)"):
+        nd.asarray([a, b], copy=False)
+    assert nd.array([a, b], copy=None).requires_grad
+
+
 def test_plain_creation_functions():
     close(numeric.identity(3), np.identity(3))
     assert numeric.identity(2, dtype=nd.int64).dtype == np.int64

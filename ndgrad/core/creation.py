@@ -7,9 +7,12 @@ Every creation function takes ``dtype``, ``device`` and, where the result is flo
 
 from __future__ import annotations
 
+import operator
+
 from . import levels
 from .backend import (_CUDA, NUMPY, Device, _placed, _seed_state, as_dtype,
                       backend_for_device, backend_of, get_default_dtype)
+from .namespace import TENSOR_F, holds_tensor, stack_nested
 from .tensor import Tensor, _default_float, as_data, finish
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
@@ -47,9 +50,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     """Convert ``obj`` to a tensor, sharing memory with NumPy arrays where possible.
 
-    A Tensor is returned as is when no conversion is needed. ``copy`` follows the array API:
-    None copies only when needed (a dtype change), True always copies, False never does (and
-    raises ValueError when a copy would be needed).
+    A Tensor is returned as is when no conversion is needed; a conversion of a Tensor (its
+    dtype, its device, a copy) stays in its graph, as :func:`astype` and :func:`clone` do.
+    A (nested) list or tuple holding tensors is stacked differentiably, as JAX's
+    ``jnp.asarray`` does (numbers in it take the tensors' dtype and device). ``copy`` follows
+    the array API: None copies only when needed (a dtype change), True always copies, False
+    never does (and raises ValueError when a copy would be needed).
 
     Examples
     --------
@@ -58,13 +64,51 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     >>> t = ndgrad.asarray(a)
     >>> t.numpy() is a or np.shares_memory(t.numpy(), a)
     True
+    >>> x = ndgrad.tensor(2.0, requires_grad=True)
+    >>> ndgrad.asarray([x, 3 * x, 1.0])
+    tensor([2., 6., 1.], grad_fn=<StackBackward0>)
     """
-    if isinstance(obj, Tensor) and (dtype is None or as_dtype(dtype) == obj.dtype) and \
-            (device is None or obj.device == device) and not copy:
-        if requires_grad and not obj.requires_grad:
-            obj.requires_grad_(True)
-        return obj
+    if type(obj) in (list, tuple) and holds_tensor(obj):
+        return from_tensor(stacked(obj, copy, "asarray"), dtype, device, None, requires_grad,
+                           "asarray")
+    if isinstance(obj, Tensor):
+        return from_tensor(obj, dtype, device, copy, requires_grad, "asarray")
     return finish(as_data(obj, dtype, device, copy=copy), requires_grad)
+
+
+def stacked(seq, copy, who):
+    """The (nested) sequence ``seq`` holding tensors, stacked differentiably (Note
+    [Sequences of tensors] in core/namespace.py): always a new tensor, so ``copy=False`` is
+    a ValueError (NumPy's, for a sequence)."""
+    if copy is False:
+        raise ValueError(f"ndgrad.{who}(copy=False): a sequence holding tensors becomes a new "
+                         "tensor, which is a copy; pass copy=None (or leave copy out)")
+    return stack_nested(seq, who)
+
+
+def from_tensor(t, dtype, device, copy, requires_grad, who, ndmin=0):
+    """Tensor ``t`` converted as ``asarray``/``array`` say, in its graph: moved to
+    ``device`` (``Tensor.to``), cast to ``dtype`` (``astype``), copied (``clone``) when
+    ``copy`` is True and nothing else made a copy; ``copy=False`` refuses a conversion."""
+    out, copied = t, False
+    if device is not None and Device(device) != out.device:
+        out, copied = out.to(device), True
+    d = as_dtype(dtype)
+    if d is not None and d != out.dtype:
+        if copy is False:
+            raise ValueError(f"ndgrad.{who}(copy=False): converting {out.dtype} to {d} needs a "
+                             "copy; pass copy=None to copy only when needed")
+        out, copied = TENSOR_F.astype(out, d), True
+    if copy is False and copied:
+        raise ValueError(f"ndgrad.{who}(copy=False): moving the tensor to {device} needs a "
+                         "copy; pass copy=None to copy only when needed")
+    if copy and not copied:
+        out = TENSOR_F.clone(out)
+    if out.ndim < ndmin:
+        out = TENSOR_F.reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
@@ -151,28 +195,45 @@ def _dtype_or_default(dtype, floating=True):
     return d if d is not None else (get_default_dtype() if floating else None)
 
 
-def _shape(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(int(s) for s in shape)
+def _shape(size, shape=None, who="zeros"):
+    """The shape a creation function was given: ints by position (``zeros(2, 3)``, PyTorch's
+    form), one int or sequence by position (``zeros((2, 3))``, NumPy's) or as ``shape=``
+    (the array API's keyword)."""
+    if shape is not None:
+        if size:
+            raise TypeError(f"ndgrad.{who}: the shape was given by position and as shape=; "
+                            "give it once")
+        size = (shape,)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    try:
+        return tuple(operator.index(s) for s in size)
+    except TypeError:
+        raise TypeError(f"ndgrad.{who}: the shape must be ints, {who}(2, 3), or one sequence "
+                        f"of ints, {who}((2, 3)); got {size!r} (pass dtype and device by "
+                        "keyword)") from None
 
 
-def zeros(*shape, dtype=None, device=None, requires_grad=False):
-    """A tensor of zeros; ``zeros(2, 3)`` and ``zeros((2, 3))`` both work.
+def zeros(*size, shape=None, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros; ``zeros(2, 3)``, ``zeros((2, 3))`` and ``zeros(shape=(2, 3))``
+    (the array API's form) all work.
 
     Examples
     --------
     >>> import ndgrad
     >>> ndgrad.zeros(2, 3).shape
     (2, 3)
+    >>> ndgrad.zeros(shape=3)
+    tensor([0., 0., 0.])
     """
     B, device = _placed(device)
     with B.on(device):
-        return finish(B.zeros(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.zeros(_shape(size, shape, "zeros"), dtype=_dtype_or_default(dtype)),
+                      requires_grad)
 
 
-def ones(*shape, dtype=None, device=None, requires_grad=False):
-    """A tensor of ones.
+def ones(*size, shape=None, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones; the shape as :func:`zeros` takes it.
 
     Examples
     --------
@@ -182,11 +243,12 @@ def ones(*shape, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return finish(B.ones(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.ones(_shape(size, shape, "ones"), dtype=_dtype_or_default(dtype)),
+                      requires_grad)
 
 
-def empty(*shape, dtype=None, device=None, requires_grad=False):
-    """An uninitialised tensor.
+def empty(*size, shape=None, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor; the shape as :func:`zeros` takes it.
 
     Examples
     --------
@@ -196,26 +258,54 @@ def empty(*shape, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return finish(B.empty(_shape(shape), dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.empty(_shape(size, shape, "empty"), dtype=_dtype_or_default(dtype)),
+                      requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with ``fill_value`` (its dtype follows the value, floats the default).
+
+    ``fill_value`` may be an array of values that broadcasts to ``shape``, as in NumPy. A
+    Tensor ``fill_value`` (or a list holding tensors) is differentiable, as in JAX and HIPS
+    autograd: the result is ``fill_value`` broadcast to ``shape`` (and cast to ``dtype``),
+    so its gradient is the cotangent summed over the broadcast dimensions.
 
     Examples
     --------
     >>> import ndgrad
     >>> ndgrad.full((2,), 7.0)
     tensor([7., 7.])
+    >>> v = ndgrad.tensor(0.5, requires_grad=True)
+    >>> ndgrad.full((2, 3), v).sum().backward()
+    >>> v.grad
+    tensor(6.)
     """
-    B, device = _placed(device)
     if isinstance(shape, int):
         shape = (shape,)
+    if type(fill_value) in (list, tuple) and holds_tensor(fill_value):
+        fill_value = stack_nested(fill_value, "full")
+    if isinstance(fill_value, Tensor):
+        return _filled(fill_value, tuple(shape), dtype, device, requires_grad, "full")
+    B, device = _placed(device)
     d = as_dtype(dtype)
     if d is None:
         d = _default_float(NUMPY.asarray(fill_value)).dtype
     with B.on(device):
         return finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
+
+
+def _filled(value, shape, dtype, device, requires_grad, who):
+    """``full``'s result for a Tensor fill value: ``value`` on ``device`` and of ``dtype``,
+    broadcast to ``shape`` and copied (a new tensor, not a view), in its graph."""
+    v = from_tensor(value, dtype, device, None, False, who)
+    try:
+        out = TENSOR_F.clone(TENSOR_F.broadcast_to(v, shape))
+    except ValueError:
+        raise ValueError(f"ndgrad.{who}: the fill value of shape {tuple(v.shape)} does not "
+                         f"broadcast to the shape {shape}") from None
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def _like(fn_name, x, dtype, device, requires_grad, *extra):
@@ -272,12 +362,27 @@ def empty_like(x, dtype=None, device=None, requires_grad=False):
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with the shape (and by default dtype and device) of ``x``.
 
+    A Tensor ``fill_value`` (or a list holding tensors) is differentiable, as in :func:`full`:
+    its gradient is the cotangent summed over the broadcast dimensions (it is cast to the
+    dtype of ``x`` unless ``dtype`` is given, as NumPy's ``full_like`` casts its value).
+
     Examples
     --------
     >>> import ndgrad
     >>> ndgrad.full_like(ndgrad.zeros(2), 3.0)
     tensor([3., 3.])
+    >>> v = ndgrad.tensor(0.5, requires_grad=True)
+    >>> (ndgrad.full_like(ndgrad.zeros(4), v) * ndgrad.arange(4.0)).sum().backward()
+    >>> v.grad
+    tensor(6.)
     """
+    if type(fill_value) in (list, tuple) and holds_tensor(fill_value):
+        fill_value = stack_nested(fill_value, "full_like")
+    if isinstance(fill_value, Tensor):
+        if not isinstance(x, Tensor):
+            x = asarray(x)
+        return _filled(fill_value, tuple(x.shape), x.dtype if dtype is None else dtype,
+                       x.device if device is None else device, requires_grad, "full_like")
     return _like("full_like", x, dtype, device, requires_grad, fill_value)
 
 
@@ -360,7 +465,7 @@ def randn(*shape, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.randn(2, 3).shape
     (2, 3)
     """
-    return _random("randn", _shape(shape), dtype, device, requires_grad)
+    return _random("randn", _shape(shape, who="randn"), dtype, device, requires_grad)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False):
@@ -372,7 +477,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     >>> bool(((ndgrad.rand(5) >= 0) & (ndgrad.rand(5) < 1)).all())
     True
     """
-    return _random("rand", _shape(shape), dtype, device, requires_grad)
+    return _random("rand", _shape(shape, who="rand"), dtype, device, requires_grad)
 
 
 def randn_like(x, dtype=None, device=None, requires_grad=False):

@@ -112,7 +112,85 @@ def test_asarray_keeps_the_memory_layout():
     assert t.detach().cpu().numpy().flags.f_contiguous
 
 
+def test_asarray_of_a_tensor_converts_it_in_its_graph():
+    """A dtype change or a copy of a tensor is differentiable (``astype``, ``clone``)."""
+    x = nd.tensor([1.0, 2.0], requires_grad=True)
+    f = nd.asarray(x, dtype=nd.float32)
+    c = nd.asarray(x, copy=True)
+    assert f.dtype == nd.float32 and c is not x and c._data is not x._data
+    (gf,) = nd.autograd.grad((f * 3).sum(), x)
+    (gc,) = nd.autograd.grad((c * c).sum(), x)
+    assert gf.dtype == nd.float64
+    np.testing.assert_allclose(val(gf), [3.0, 3.0])
+    np.testing.assert_allclose(val(gc), [2.0, 4.0])
+
+
+def test_asarray_stacks_a_list_holding_tensors():
+    t = nd.tensor(2.0, requires_grad=True)
+    y = nd.asarray([t, 3 * t, 1.0])
+    np.testing.assert_allclose(val(y), [2.0, 6.0, 1.0])
+    (y * nd.tensor([1.0, 1.0, 5.0])).sum().backward()
+    np.testing.assert_allclose(val(t.grad), 4.0)
+    f = nd.func.grad(lambda s: (nd.asarray([[s, s * s], [1.0, 2.0]]) ** 2).sum())
+    np.testing.assert_allclose(val(f(nd.tensor(1.5))), 2 * 1.5 + 4 * 1.5 ** 3)  # d(s^2 + s^4)
+
+
 # ---------------------------------------------------------------------------- filled tensors
+def test_zeros_ones_empty_take_the_shape_as_the_array_api_writes_it():
+    """``zeros(shape, *, dtype, device)``: an int, a tuple, or ``shape=`` by keyword."""
+    for fn in (nd.zeros, nd.ones, nd.empty):
+        assert fn(shape=(2, 3)).shape == (2, 3)
+        assert fn(shape=3).shape == (3,)
+        assert fn(np.int64(2)).shape == (2,)
+        assert fn(shape=()).shape == ()
+        name = fn.__name__
+        with pytest.raises(TypeError, match=rf"ndgrad\.{name}: the shape was given by position "
+                                            "and as shape="):
+            fn(2, shape=3)
+        with pytest.raises(TypeError, match=rf"ndgrad\.{name}: the shape must be ints.*got "
+                                            r"\(\(2, 3\), dtype\('float32'\)\) \(pass dtype"):
+            fn((2, 3), nd.float32)
+        with pytest.raises(TypeError, match=rf"ndgrad\.{name}: the shape must be ints"):
+            fn(2.5)
+    np.testing.assert_array_equal(val(nd.ones(shape=(2,), dtype=nd.int32)),
+                                  np.ones(2, np.int32))
+
+
+def test_full_is_differentiable_in_its_fill_value():
+    """``full(shape, v)`` is ``v`` broadcast (JAX, HIPS autograd): the gradient is the
+    cotangent summed over the broadcast dimensions."""
+    rng = np.random.default_rng(4)
+    cot = rng.standard_normal((2, 3))
+    v = nd.tensor(0.5, requires_grad=True)
+    y = nd.full((2, 3), v)
+    np.testing.assert_array_equal(val(y), np.full((2, 3), 0.5))
+    (y * nd.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(val(v.grad), cot.sum(), rtol=1e-13)
+    row = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)  # an array fill value, as NumPy's
+    (g,) = nd.autograd.grad((nd.full((2, 3), row, dtype=nd.float32) * nd.tensor(cot)).sum(), row)
+    np.testing.assert_allclose(val(g), cot.sum(axis=0), atol=1e-6)
+    assert g.dtype == nd.float64
+    like = nd.zeros((2, 3), dtype=nd.float32)
+    w = nd.full_like(like, v)
+    assert w.dtype == nd.float32 and w.shape == (2, 3)
+    (g,) = nd.autograd.grad((w * nd.tensor(cot, dtype=nd.float32)).sum(), v)
+    np.testing.assert_allclose(val(g), cot.sum(), atol=1e-6)
+    # under the transforms
+    s = nd.tensor(1.5)
+    np.testing.assert_allclose(val(nd.func.grad(lambda s: (nd.full((2, 3), s) ** 2).sum())(s)),
+                               6 * 2 * 1.5)
+    np.testing.assert_allclose(val(nd.func.jvp(lambda s: nd.full_like(like, s), (s,),
+                                               (nd.tensor(2.0),))[1]), np.full((2, 3), 2.0))
+    np.testing.assert_allclose(val(nd.func.vmap(lambda s: nd.full((2,), s))(nd.tensor([1.0, 4.0]))),
+                               [[1.0, 1.0], [4.0, 4.0]])
+    with pytest.raises(ValueError, match=r"ndgrad\.full: the fill value of shape \(3,\) does "
+                                         r"not broadcast to the shape \(2,\)"):
+        nd.full((2,), row)
+    leaf = nd.full((2,), nd.tensor(1.0), requires_grad=True)
+    assert leaf.requires_grad and leaf.is_leaf
+
+
+
 @pytest.mark.parametrize("fn,ref", [(nd.zeros, np.zeros), (nd.ones, np.ones)])
 def test_zeros_and_ones(fn, ref):
     for shape_args in [(2, 3), ((2, 3),), ([2, 3],), ((),)]:

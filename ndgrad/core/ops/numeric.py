@@ -26,10 +26,11 @@ import numbers
 
 import numpy as np
 
-from ..backend import Device, _placed, as_dtype, get_default_dtype
-from ..creation import _numpy_layout, asarray, eye
+from ..backend import _placed, as_dtype, get_default_dtype
+from ..creation import _numpy_layout, asarray, eye, from_tensor, stacked
 from ..creation import linspace as _creation_linspace
 from ..dispatch import TENSOR_F
+from ..namespace import holds_tensor
 from ..tensor import Tensor, as_data, finish
 from .elementwise import _off_integer_quotients, _off_integers
 from .reductions import _sample_prod
@@ -943,9 +944,12 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False,  # noqa: A00
     A Tensor stays in its graph: the copy (``copy=True``, the default), the cast to
     ``dtype`` and the move to ``device`` are differentiable, as :func:`copy` and
     :func:`astype`; ``copy=None`` copies only when needed, ``copy=False`` never (a
-    ValueError when a copy is needed). Other data becomes a new leaf, as :func:`tensor`.
-    ``device`` and ``requires_grad`` are ndgrad's additions; ``order`` may be "K", "A" or
-    "C" and ``like`` a Tensor (the result goes on its device).
+    ValueError when a copy is needed). A (nested) list or tuple holding tensors is stacked
+    differentiably, as JAX's ``jnp.array`` does: numbers in it take the tensors' dtype and
+    device, and the result is a new tensor (so ``copy=False`` is a ValueError, as NumPy's
+    for a list). Other data becomes a new leaf, as :func:`tensor`. ``device`` and
+    ``requires_grad`` are ndgrad's additions; ``order`` may be "K", "A" or "C" and ``like``
+    a Tensor (the result goes on its device).
 
     Examples
     --------
@@ -955,26 +959,22 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False,  # noqa: A00
     >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
     >>> ndgrad.array(x, dtype=ndgrad.float32)
     tensor([1., 2.], dtype=float32, grad_fn=<AstypeBackward0>)
+    >>> a, b = ndgrad.tensor(3.0, requires_grad=True), ndgrad.tensor(4.0, requires_grad=True)
+    >>> m = ndgrad.array([[a, 1.0], [2.0, b]])
+    >>> m
+    tensor([[3., 1.],
+            [2., 4.]], grad_fn=<StackBackward0>)
+    >>> ndgrad.linalg.det(m).backward()
+    >>> a.grad, b.grad  # d det / da = b, d det / db = a
+    (tensor(4.), tensor(3.))
     """
-    nd = TENSOR_F
     device = _layout("array", order, like, device)
     ndmin = int(ndmin)
+    if type(object) in (list, tuple) and holds_tensor(object):
+        return from_tensor(stacked(object, copy, "array"), dtype, device, None, requires_grad,
+                           "array", ndmin)
     if isinstance(object, Tensor):
-        out, copied = object, False
-        if device is not None and Device(device) != out.device:
-            out, copied = out.to(device), True
-        if dtype is not None and as_dtype(dtype) != out.dtype:
-            out, copied = nd.astype(out, as_dtype(dtype)), True
-        if copy is False and copied:
-            raise ValueError("array(copy=False): converting the tensor needs a copy; pass "
-                             "copy=None to copy only when needed")
-        if copy and not copied:
-            out = nd.clone(out)
-        if out.ndim < ndmin:
-            out = nd.reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
-        if requires_grad and not out.requires_grad:
-            out.requires_grad_(True)
-        return out
+        return from_tensor(object, dtype, device, copy, requires_grad, "array", ndmin)
     data = as_data(object, dtype, device, copy=copy)
     if data.ndim < ndmin:
         data = data.reshape((1,) * (ndmin - data.ndim) + data.shape)
