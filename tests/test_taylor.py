@@ -497,3 +497,76 @@ def test_taylor_mode_at_special_points_matches_nested_differentiation(name, data
     with np.errstate(all="ignore"):
         bad = _sweep(name, sample)
     assert not bad, f"{len(bad)} mismatches:\n" + "\n".join(bad[:12])
+
+
+NON_ELEMENTWISE_OPS = [n for n in ENTRIES
+                       if entry(n).kind != ELEMENTWISE and entry(n).differentiable]
+
+
+def _paired(outs, w):
+    """``sum re(w * out)`` over the floating outputs: a real scalar of the outputs."""
+    total = None
+    for o, wi in zip(outs, w):
+        if wi is not None:
+            term = nd.sum(nd.real(o * wi))
+            total = term if total is None else total + term
+    return total
+
+
+@pytest.mark.cpu_only("the zero inputs are device independent")
+@pytest.mark.parametrize("name", NON_ELEMENTWISE_OPS)
+@settings(max_examples=1, deadline=None)
+@given(data=st.data())
+def test_taylor_mode_at_zero_inputs_matches_nested_differentiation(name, data):
+    """Every other differentiable op (reductions, scans, products, linear algebra, shapes,
+    registered or composite) with all its floating inputs zero: Taylor mode's directional
+    derivatives to order 3 along random directions, paired with a random cotangent, equal
+    nested reverse mode's wherever those are numbers; where the op's rules meet a singular
+    matrix, both raise."""
+    op = entry(name)
+    sample = draw(data, op, FLOAT, max_side=3, max_dims=2)
+    if not sample.pos:
+        pytest.skip(f"{name}: this sample has no floating input")
+    rng = np.random.default_rng(0)
+    f = sample.function()
+    xs = [nd.tensor(np.zeros_like(a)) for a in sample.floats]
+    vs = [nd.tensor(rng.standard_normal(a.shape)) for a in sample.floats]
+    with nd.no_grad(), np.errstate(all="ignore"):
+        try:
+            outs = f(*xs)
+        except (np.linalg.LinAlgError, ValueError) as e:
+            pytest.skip(f"{name} is not defined at zero inputs: {e}")
+    w = [nd.tensor(rng.standard_normal(tuple(o.shape))) if o.dtype.kind in "fc" else None
+         for o in outs]
+    K = SWEEP_ORDER
+
+    def nested():
+        leaves = [x.detach().requires_grad_() for x in xs]
+        cur = _paired(f(*leaves), w)
+        res = []
+        for _ in range(K):
+            total = None
+            if cur.requires_grad:
+                gs = nd.autograd.grad(cur, leaves, create_graph=True, allow_unused=True)
+                for g, v in zip(gs, vs):
+                    if g is not None:
+                        total = nd.sum(g * v) if total is None else total + nd.sum(g * v)
+            cur = nd.zeros_like(cur) if total is None else total
+            res.append(float(cur))
+        return res
+
+    zero = [nd.zeros_like(v) for v in vs]
+    with np.errstate(all="ignore"):
+        try:
+            prim, ser = jet(f, tuple(xs), tuple([v] + [z] * (K - 1) for v, z in zip(vs, zero)))
+        except np.linalg.LinAlgError:
+            with pytest.raises(np.linalg.LinAlgError):
+                nested()
+            return
+        R = nested()
+    T = [float(_paired([s[k] for s in ser], w)) for k in range(K)]
+    for k, (t, r) in enumerate(zip(T, R), 1):
+        if np.isnan(r):
+            continue  # (a degenerate input, such as interp's coinciding abscissae)
+        np.testing.assert_allclose(t, r, rtol=1e-7, atol=1e-9 * max(1.0, *map(abs, R[:k])),
+                                   err_msg=f"{name} at zero inputs, order {k}")
