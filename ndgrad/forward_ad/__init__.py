@@ -47,10 +47,18 @@ the view chain, when it is next used (the two share memory from then on).
 
 :func:`exit_dual_level` drops the tangents of that level from every tensor that got one
 (a per-level list of weak references).
+
+A dual level belongs to the thread that entered it, like every transform level (Note
+[Levels per thread] in ``ndgrad/core/levels.py``): threads enter, use and exit their own
+levels at the same time, numbered from 0 in each thread. A tensor carrying the tangent of a
+level entered in another thread is refused in an operation (an error that names the
+level), and has no tangent for :func:`unpack_dual` there. PyTorch's levels are process wide
+instead, and only one may be active at a time; ndgrad's nest, so they are per thread.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import namedtuple
 
@@ -65,8 +73,28 @@ from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
 
-_STACK = []          # the active dual levels' depths, innermost last (Note [Levels])
-_LEVELS = {}         # depth -> its core.levels.Level
+class _Duals(threading.local):
+    """This thread's dual levels (Note [Levels per thread] in core/levels.py: a dual level
+    belongs to the thread that entered it, like every transform level)."""
+
+    def __init__(self):
+        self.stack = []   # the active dual levels' depths, innermost last (Note [Levels])
+        self.levels = {}  # depth -> its core.levels.Level
+
+
+_DUALS = _Duals()
+
+
+def _duals():
+    """This thread's dual levels, without those a transform outside them exited (core's
+    ``levels.pop`` exits the levels left active inside the one it exits); their tangents
+    are dropped."""
+    duals = _DUALS
+    stack = duals.stack
+    while stack and not duals.levels[stack[-1]].alive:
+        lv = duals.levels.pop(stack.pop())
+        drop_level_data(lv, lv.info)
+    return duals
 _RESHAPE = REGISTRY["reshape"]
 _INDEX_PUT = REGISTRY["index_put"]
 below = _levels.below
@@ -86,9 +114,9 @@ def enter_dual_level():
     Returns
     -------
     int
-        The new level: its depth among the active transform levels (dual levels and vmaps,
-        Note [Levels] in ``ndgrad/core/levels.py``): 0 for the outermost, 1 for one nested
-        in it, and so on.
+        The new level: its depth among this thread's active transform levels (dual levels,
+        vmaps, ..., Note [Levels] in ``ndgrad/core/levels.py``): 0 for the outermost, 1 for
+        one nested in it, and so on.
 
     Examples
     --------
@@ -98,8 +126,9 @@ def enter_dual_level():
     """
     lv = _levels.push(_DUAL, [])  # info: weakrefs to the tensors given a tangent
     level = lv.depth
-    _STACK.append(level)
-    _LEVELS[level] = lv
+    duals = _duals()
+    duals.stack.append(level)
+    duals.levels[level] = lv
     return level
 
 
@@ -126,21 +155,24 @@ def exit_dual_level(*, level=None):
     >>> fwAD.unpack_dual(x).tangent is None
     True
     """
-    if not _STACK:
-        raise RuntimeError("exit_dual_level: no dual level is active (enter one with "
-                           "`with ndgrad.forward_ad.dual_level():` or enter_dual_level())")
-    inner = _STACK[-1]
+    duals = _duals()
+    if not duals.stack:
+        raise RuntimeError("exit_dual_level: no dual level is active in this thread (enter "
+                           "one with `with ndgrad.forward_ad.dual_level():` or "
+                           "enter_dual_level(); a dual level belongs to the thread that "
+                           "entered it)")
+    inner = duals.stack[-1]
     if level is None:
         level = inner
     if level != inner:
         raise RuntimeError(
             f"exit_dual_level: can only exit the innermost dual level, which is {inner}, but "
             f"level {level} was given; exit the levels nested in it first")
-    lv = _LEVELS[level]
+    lv = duals.levels[level]
     _levels.pop(lv)  # raises if a transform entered inside it is still active
-    del _LEVELS[level]
+    del duals.levels[level]
     drop_level_data(lv, lv.info)
-    _STACK.pop()
+    duals.stack.pop()
 
 
 class dual_level:
@@ -369,15 +401,17 @@ def _jvp_of(cls, ctx, tangents):
 
 # ------------------------------------------------------------------------------ public
 def _resolve(level, who):
+    stack = _duals().stack
     if level is None:
-        if not _STACK:
+        if not stack:
             raise RuntimeError(
-                f"{who}: no dual level is active; enter one first, e.g. "
-                "`with ndgrad.forward_ad.dual_level():`")
-        return _STACK[-1]
-    if level not in _STACK:
-        raise RuntimeError(f"{who}: level {level} is not an active dual level (active: "
-                           f"{list(_STACK)})")
+                f"{who}: no dual level is active in this thread; enter one first, e.g. "
+                "`with ndgrad.forward_ad.dual_level():` (a dual level belongs to the thread "
+                "that entered it)")
+        return stack[-1]
+    if level not in stack:
+        raise RuntimeError(f"{who}: level {level} is not an active dual level of this thread "
+                           f"(active: {list(stack)})")
     return level
 
 
@@ -424,7 +458,7 @@ def make_dual(tensor, tangent, level=None):
     tensor([ 0.54030231, -0.83229367])
     """
     level = _resolve(level, "make_dual")
-    lv = _LEVELS[level]
+    lv = _duals().levels[level]
     if not isinstance(tensor, Tensor):
         raise TypeError(f"make_dual: expected the primal to be a Tensor, got "
                         f"{type(tensor).__name__}")
@@ -489,13 +523,14 @@ def unpack_dual(tensor, level=None):
     """
     if not isinstance(tensor, Tensor):
         raise TypeError(f"unpack_dual: expected a Tensor, got {type(tensor).__name__}")
+    duals = _duals()
     if level is None:
-        if not _STACK:
+        if not duals.stack:
             return UnpackedDualTensor(tensor, None)
-        level = _STACK[-1]
-    elif level not in _STACK:
+        level = duals.stack[-1]
+    elif level not in duals.stack:
         return UnpackedDualTensor(tensor, None)
-    lv = _LEVELS[level]
+    lv = duals.levels[level]
     tangent = _input_tangent(tensor, lv)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)

@@ -459,9 +459,11 @@ def settle(tree, level):
 
 def leave(level):
     """Exit ``level`` and restore the modes outside it."""
-    _levels.pop(level)
-    STATE.grad_enabled = level.info.prev_grad
-    STATE.inference = level.info.prev_inference
+    try:
+        _levels.pop(level)
+    finally:  # (also when levels entered inside it were left active: pop exits them too)
+        STATE.grad_enabled = level.info.prev_grad
+        STATE.inference = level.info.prev_inference
 
 
 def track(x, level):

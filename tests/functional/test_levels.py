@@ -5,6 +5,8 @@ level of their own, each against a closed form."""
 from __future__ import annotations
 
 import importlib
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ import ndgrad as nd
 import ndgrad.forward_ad as fwAD
 from ndgrad import func
 from ndgrad.core import levels
-from support import close
+from support import close, host
 
 X0 = np.array([0.3, -1.2, 0.7])
 Y0 = np.array([1.0, 2.0, -0.5])
@@ -193,3 +195,158 @@ def test_grad_sees_an_outer_levels_values_as_constants():
     g = lambda x: x * func.grad(lambda y: (x * y).sum())(T(3.0))  # noqa: E731
     close(func.jacfwd(g)(T(X0)), X0.sum() * np.eye(3) + X0[:, None])
     close(func.jacrev(g)(T(X0)), X0.sum() * np.eye(3) + X0[:, None])
+
+
+# ------------------------------------------------------------------ levels per thread
+# Note [Levels per thread] in core/levels.py: each thread has its own stack of levels, so
+# transforms run in several threads at once; each result is checked against its closed form.
+def _tanh_d(x, k):
+    """The k-th derivative of tanh at x (k = 0..3)."""
+    t = np.tanh(x)
+    return [t, 1 - t * t, -2 * t * (1 - t * t), (1 - t * t) * (6 * t * t - 2)][k]
+
+
+def _duals_nested(x, v):
+    with fwAD.dual_level():
+        y = nd.tanh(fwAD.make_dual(T(x), T(v)))
+        with fwAD.dual_level():  # nested in this thread's own outer level
+            inner = fwAD.unpack_dual(nd.exp(fwAD.make_dual(T(x), T(v)))).tangent
+        return np.stack([host(fwAD.unpack_dual(y).tangent), host(inner)])
+
+
+_tanh_sum = lambda x: nd.tanh(x).sum()  # noqa: E731
+THREAD_CASES = {
+    "grad": (lambda x, v: func.grad(_tanh_sum)(T(x)), lambda x, v: _tanh_d(x, 1)),
+    "vjp": (lambda x, v: func.vjp(nd.tanh, T(x))[1](T(v))[0], lambda x, v: v * _tanh_d(x, 1)),
+    "jvp": (lambda x, v: func.jvp(nd.tanh, (T(x),), (T(v),))[1],
+            lambda x, v: v * _tanh_d(x, 1)),
+    "jacrev": (lambda x, v: func.jacrev(nd.tanh)(T(x)), lambda x, v: np.diag(_tanh_d(x, 1))),
+    "jacfwd": (lambda x, v: func.jacfwd(nd.tanh)(T(x)), lambda x, v: np.diag(_tanh_d(x, 1))),
+    "hessian": (lambda x, v: func.hessian(_tanh_sum)(T(x)),
+                lambda x, v: np.diag(_tanh_d(x, 2))),
+    "vmap(grad)": (lambda x, v: func.vmap(func.grad(_tanh_sum))(T(np.stack([x, v]))),
+                   lambda x, v: np.stack([_tanh_d(x, 1), _tanh_d(v, 1)])),
+    "jet": (lambda x, v: nd.stack(func.jet(nd.tanh, (T(x),), ([T(v), T(0 * v), T(0 * v)],))[1]),
+            lambda x, v: np.stack([v * _tanh_d(x, 1), v * v * _tanh_d(x, 2),
+                                   v ** 3 * _tanh_d(x, 3)])),
+    "derivatives": (lambda x, v: nd.stack(func.derivatives(nd.tanh, T(x), 3)),
+                    lambda x, v: np.stack([_tanh_d(x, k) for k in range(4)])),
+    "laplacian": (lambda x, v: func.laplacian(_tanh_sum)(T(x)),
+                  lambda x, v: _tanh_d(x, 2).sum()),
+    "dual levels": (_duals_nested, lambda x, v: np.stack([v * _tanh_d(x, 1), v * np.exp(x)])),
+}
+
+
+def _in_threads(work, n_threads=4):
+    """Run ``work(k, barrier)`` in ``n_threads`` threads at once, switching between them as
+    often as the interpreter allows; return what each raised (None when nothing)."""
+    barrier = threading.Barrier(n_threads)
+    raised = [None] * n_threads
+
+    def run(k):
+        try:
+            work(k, barrier)
+        except BaseException as exc:  # reported by the caller
+            raised[k] = exc
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n_threads)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return raised
+
+
+def test_every_transform_runs_in_several_threads_at_once():
+    wrong = []
+
+    def work(k, barrier):
+        rng = np.random.default_rng([20240611, k])
+        barrier.wait()  # (all threads start their transforms together)
+        for i in range(50):
+            for name, (run, closed_form) in THREAD_CASES.items():
+                x, v = rng.normal(size=3), rng.normal(size=3)
+                got, ref = host(run(x, v)), closed_form(x, v)
+                if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-12, atol=1e-12):
+                    wrong.append((k, i, name, got, ref))
+        assert levels.active_levels() == [] and nd.is_grad_enabled()
+    raised = _in_threads(work)
+    assert raised == [None] * 4, raised
+    assert wrong == []
+
+
+def test_a_failure_inside_a_transform_leaves_no_state_behind_in_its_thread():
+    def fails_inside(x):
+        y = nd.sin(x)
+        if y.shape:  # (always) a failure deep inside nested transforms
+            raise ValueError("boom inside")
+        return y
+
+    def leaves_a_dual_level_open(x):
+        fwAD.enter_dual_level()  # never exited: the grad level around it exits it
+        return nd.sin(x).sum()
+
+    wrong = []
+
+    def work(k, barrier):
+        rng = np.random.default_rng([7, k])
+        barrier.wait()
+        for i in range(30):
+            x = rng.normal(size=3)
+            with pytest.raises(ValueError, match="boom inside"):
+                func.vmap(func.grad(lambda t: func.jet(fails_inside, (t,), ([t],))[0].sum()))(
+                    T(np.stack([x, x])))
+            with pytest.raises(ValueError, match="boom inside"):
+                with nd.no_grad(), fwAD.dual_level():
+                    func.jacfwd(fails_inside)(T(x))
+            with pytest.raises(RuntimeError, match="dual level 1>, entered inside it, is still "
+                                                   "active.*both are exited now"):
+                func.grad(leaves_a_dual_level_open)(T(x))
+            # nothing is left: this thread's next transforms and modes are as before
+            if levels.active_levels() or fwAD._duals().stack or not nd.is_grad_enabled():
+                wrong.append((k, i, levels.active_levels(), fwAD._duals().stack))
+            got = func.vmap(func.grad(_tanh_sum))(T(np.stack([x, -x])))
+            if not np.allclose(host(got), np.stack([_tanh_d(x, 1), _tanh_d(-x, 1)]),
+                               rtol=1e-12, atol=1e-12):
+                wrong.append((k, i, got))
+            with fwAD.dual_level() as lv:
+                t = fwAD.unpack_dual(nd.exp(fwAD.make_dual(T(x), T(x)))).tangent
+                if lv != 0 or not np.allclose(host(t), x * np.exp(x), rtol=1e-12):
+                    wrong.append((k, i, lv, t))
+    raised = _in_threads(work)
+    assert raised == [None] * 4, raised
+    assert wrong == []
+
+
+def test_a_level_belongs_to_the_thread_that_entered_it():
+    out = {}
+
+    def other_thread(x):
+        for what, fn in [("op", lambda: nd.exp(x)), ("exit", fwAD.exit_dual_level),
+                         ("unpack", lambda: fwAD.unpack_dual(x).tangent),
+                         ("pop", lambda: levels.pop(outer))]:
+            try:
+                out[what] = fn()
+            except RuntimeError as exc:
+                out[what] = exc
+    with fwAD.dual_level():
+        x = fwAD.make_dual(T(X0), T(Y0))
+        (outer,) = levels.active_levels()
+        t = threading.Thread(target=other_thread, args=(x,))
+        t.start()
+        t.join()
+        # this thread's level is untouched, and its tangent still right
+        close(fwAD.unpack_dual(nd.exp(x)).tangent, Y0 * np.exp(X0))
+    with pytest.raises(RuntimeError, match=r"a value of <dual level 0>, a transform level "
+                                           r"entered in another thread, was used"):
+        raise out["op"]
+    with pytest.raises(RuntimeError, match="no dual level is active in this thread"):
+        raise out["exit"]
+    assert out["unpack"] is None  # no dual level in that thread: no tangent there
+    with pytest.raises(RuntimeError, match=r"cannot exit <dual level 0>: it was entered in "
+                                           "another thread"):
+        raise out["pop"]
