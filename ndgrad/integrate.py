@@ -1,11 +1,13 @@
-"""``ndgrad.integrate``: SciPy's ``solve_ivp`` and ``quad`` for functions written with ndgrad
-operations, their results differentiable with respect to the initial state, the tensors in
-``args`` and the evaluation times or limits.
+"""``ndgrad.integrate``: SciPy's ``solve_ivp``, ``odeint`` and ``quad`` for functions written
+with ndgrad operations, their results differentiable with respect to the initial state, the
+tensors in ``args`` and those the function captures, and the evaluation times or limits.
 
 SciPy integrates on host arrays, with ndgrad evaluating the integrand (grad mode off) and
 supplying the Jacobian ``jac`` to the implicit methods (BDF, Radau, LSODA). No derivative
 goes through SciPy's steps: the derivatives come from the sensitivity equations, solved by
 SciPy too (Note [ODE sensitivities]), so the solver's tolerances govern their accuracy.
+``odeint`` is SciPy's ``odeint`` for the values, and ``solve_ivp``'s machinery (LSODA) for the
+derivatives.
 
 Note [ODE sensitivities]
 ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -27,14 +29,37 @@ Note [ODE sensitivities]
   gradient from 6.2 to about 3.8 times the forward solve. One backward solve per cotangent
   (``jacrev`` runs one per output row).
 * Forward (``sensitivity="forward"``): ``S = ∂y/∂(y0, θ)`` (n × (n + p)) integrated with
-  ``y``: ``S' = ∂f/∂y S + [0, ∂f/∂θ]``, ``S(t0) = [I, 0]`` (Jacobians by ``jacfwd``). Forward
-  mode is ``S_k (dy0, dθ) + f_k dt_k``, reverse mode ``S_kᵀ g_k``; one solve serves every
-  direction. ``jvp`` uses these in both modes.
+  ``y``: ``S' = ∂f/∂y S + [0, ∂f/∂θ]``, ``S(t0) = [I, 0]``. Forward mode is
+  ``S_k (dy0, dθ) + f_k dt_k``, reverse mode ``S_kᵀ g_k``; one solve serves every
+  direction. ``jvp`` uses these in both modes. Every evaluation of the augmented right-hand
+  side needs ``f`` and its whole Jacobian ``∂f/∂(y, θ)``, and on small systems the transform
+  levels' per-operation cost dominates it: for at most ``_ROWS_MAX`` (8) real states, ``f``
+  is recorded once on plain tensors and the Jacobian's ``n`` rows are ``n`` backward passes
+  (formulas on raw arrays), which also give ``f``; for more, one ``jacfwd`` (every column
+  in one vectorized pass). The rates ``f_k`` at the output times are computed only when
+  ``t_eval`` is differentiated, in one vectorized evaluation. On bench_scipy.py's S1 (a
+  3-state SIR, RK45) this took a ``jvp`` from about 16 to about 10 times the plain solve.
+* The initial time of ``odeint`` (``t[0]``) moves the start: ``y(t_k; t0, y0)`` has
+  ``dy(t_k)/dt0 = -∂y(t_k)/∂y0 f(t0, y0)``, added to ``t[0]``'s cotangent (reverse) or to
+  ``y0``'s tangent (forward); ``y(t0) = y0`` does not move.
 
 The backward passes run on host arrays inside a Function with no derivative of its own, so
 they vectorize under ``vmap`` (``jacrev``) by a loop and second derivatives raise
 NotImplementedError instead of being silently wrong. ``quad`` is the same with
 ``∫ ∂f/∂θ dx`` (``scipy.integrate.quad_vec``) and Leibniz's rule for the limits.
+
+Note [Captured tensors]
+~~~~~~~~~~~~~~~~~~~~~~~
+A right-hand side may use tensors it closes over instead of ``args`` (``lambda t, y: -k * y``).
+Those that can carry a derivative (they require grad, or belong to a transform level) are
+found in its closure cells (inside tuples, lists and dicts there, and in the closures of the
+functions it captures: ``_Captured``) and become inputs of the solve like ``args``'
+tensors, so every transform differentiates them; while the solves run, the cells hold the
+values one level down (under a lock, restored after), as ``ndgrad.sparse.linalg`` does for
+a matvec's. A tensor reached any other way (an object's attribute, a global) cannot be
+handed over: before solving, ``fun`` is called once at ``(t0, y0)`` with every input
+detached (``_probe``), and a result that still carries a derivative is refused with a
+ValueError instead of a derivative silently lost.
 
 SciPy is imported on first use (``import ndgrad`` loads no SciPy); tensors on a GPU are
 copied to the host and back at each evaluation.
@@ -42,7 +67,10 @@ copied to the host and back at each evaluation.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
+import types
 import warnings
 
 import numpy as np
@@ -53,13 +81,13 @@ from .core.function import Function
 from .core.ops import PUBLIC as _PUBLIC
 from .autograd import grad as autograd_grad
 from .core.grad_mode import enable_grad, no_grad
-from .core.tensor import Tensor, host_array as _host
+from .core.tensor import Tensor, host_array as _host, innermost_level, is_live
 from .functional.custom import custom_vjp
 from .functional.pytree import tree_flatten, tree_unflatten
 from .functional.transforms import jacfwd, vjp
 from .functional.vmap import vmap
 
-__all__ = ["solve_ivp", "quad"]
+__all__ = ["solve_ivp", "odeint", "quad"]
 
 stack, concatenate = _PUBLIC["stack"], _PUBLIC["concatenate"]
 
@@ -108,23 +136,93 @@ def _apply_host_rule(who, fn, *tensors):
     return (out,) if isinstance(out, Tensor) else tuple(out)
 
 
-class _Problem:
-    """The integrand and its derivatives on host arrays, for one call of solve_ivp."""
+class _Captured:
+    """The tensors a right-hand side captures in its closure cells (also inside tuples, lists
+    and dicts there, and in the closures of the functions it captures) that can carry a
+    derivative (they require grad, or belong to a transform level), which it can be called
+    with other values in their place (Note [Captured tensors]). Other captured tensors are
+    constants."""
 
-    def __init__(self, fun, args, dtype, device):
-        self.fun, self.dtype, self.device = fun, dtype, device
-        leaves, self.spec = tree_flatten(tuple(args))
-        self.leaves = leaves
-        self.diff = [k for k, x in enumerate(leaves)
-                     if isinstance(x, Tensor) and is_differentiable_dtype(x.dtype)]
-        self.tensor_idx = [k for k, x in enumerate(leaves) if isinstance(x, Tensor)]
+    def __init__(self, fn):
+        self.cells = []
+        tensors, seen, todo = [], set(), [fn]
+        while todo:
+            for cell in getattr(todo.pop(), "__closure__", None) or ():
+                if id(cell) in seen:
+                    continue
+                seen.add(id(cell))
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if isinstance(value, types.FunctionType):
+                    todo.append(value)
+                    continue
+                leaves, spec = tree_flatten(value)
+                slots = [i for i, v in enumerate(leaves) if isinstance(v, Tensor) and (
+                    v.requires_grad or innermost_level([v]) is not None)]
+                if slots:
+                    self.cells.append((cell, value, leaves, spec, slots))
+                    tensors.extend(leaves[i] for i in slots)
+        self.tensors = tuple(tensors)
+
+    @contextlib.contextmanager
+    def holding(self, values):
+        """The cells hold ``values`` (one per captured tensor, in order) meanwhile."""
+        it = iter(values)
+        with _CELLS:  # (one lock: two solves sharing one function do not see each other's)
+            try:
+                for cell, _value, leaves, spec, slots in self.cells:
+                    leaves = list(leaves)
+                    for i in slots:
+                        leaves[i] = next(it)
+                    cell.cell_contents = tree_unflatten(spec, leaves)
+                yield
+            finally:
+                for cell, value, _leaves, _spec, _slots in self.cells:
+                    cell.cell_contents = value
+
+
+_CELLS = threading.RLock()
+
+# Forward sensitivities: ∂f/∂(y, θ) by one recording of f and n backward passes on plain
+# tensors up to this many states (about half the cost of jacfwd's vectorized forward pass
+# for a 3-state system), by jacfwd above (one pass for every direction, whatever n).
+_ROWS_MAX = 8
+
+
+class _Problem:
+    """The right-hand side and its derivatives on host arrays, for one call of solve_ivp or
+    odeint. Its tensors are the tensor leaves of ``args`` followed by the tensors ``fun``
+    captures (Note [Captured tensors]); ``θ`` are the differentiable ones among them."""
+
+    def __init__(self, fun, args, y0, captured):
+        self.fun, self.captured = fun, captured
+        self.n, self.dtype, self.device = y0.shape[0], y0.dtype, y0.device
+        self.leaves, self.spec = tree_flatten(tuple(args))
+        self.arg_idx = [k for k, x in enumerate(self.leaves) if isinstance(x, Tensor)]
+        self.tensors0 = tuple([self.leaves[k] for k in self.arg_idx] + list(captured.tensors))
+        self.diff = [i for i, x in enumerate(self.tensors0) if is_differentiable_dtype(x.dtype)]
 
     def args(self, tensors):
-        """``args`` with its tensor leaves replaced by ``tensors`` (in leaf order)."""
+        """``args`` with ``tensors`` in place of its tensor leaves (the first of them)."""
         leaves = list(self.leaves)
-        for k, t in zip(self.tensor_idx, tensors):
-            leaves[k] = t
+        for k, x in zip(self.arg_idx, tensors):
+            leaves[k] = x
         return tree_unflatten(self.spec, leaves)
+
+    def bound(self, tensors):
+        """``(t, y) -> fun(t, y, *args)`` with ``tensors`` in place of the problem's tensors."""
+        args = self.args(tensors)
+        fun, captured = self.fun, self.captured
+        if not captured.cells:
+            return lambda t, y: fun(t, y, *args)
+        held = tuple(tensors[len(self.arg_idx):])
+
+        def g(t, y):
+            with captured.holding(held):
+                return fun(t, y, *args)
+        return g
 
     def t(self, t):
         return asarray(float(t), dtype=self.dtype, device=self.device)
@@ -133,45 +231,94 @@ class _Problem:
         return asarray(np.asarray(yh, dtype=self.dtype), device=self.device)
 
     def theta(self, tensors):
-        """The differentiable tensors among ``tensors`` (the tensor leaves of args)."""
-        pos = {k: i for i, k in enumerate(self.tensor_idx)}
-        return [tensors[pos[k]] for k in self.diff]
+        return [tensors[i] for i in self.diff]
 
     def with_theta(self, tensors, theta):
         full = list(tensors)
-        pos = {k: i for i, k in enumerate(self.tensor_idx)}
-        for k, th in zip(self.diff, theta):
-            full[pos[k]] = th
-        return self.args(full)
+        for i, th in zip(self.diff, theta):
+            full[i] = th
+        return full
 
     def f(self, tensors):
-        args = self.args(tensors)
+        g = self.bound(tensors)
 
         def f(t, yh):
             with no_grad():
-                return _host(self.fun(self.t(t), self.y(yh), *args)).reshape(-1)
+                return _host(g(self.t(t), self.y(yh))).reshape(-1)
         return f
 
     def jac_y(self, tensors):
-        args = self.args(tensors)
+        evaluate = self.jacobian(tensors, params=False)
+        return lambda t, yh: evaluate(t, yh)[1]
 
-        def jac(t, yh):
+    def jacobian(self, tensors, params=True):
+        """``(t, y) -> (f, ∂f/∂y, ∂f/∂θ)`` on host, the last (n, p) over the flattened θ
+        (none unless ``params``): by rows (reverse mode) for a few real states, else by
+        ``jacfwd`` (``_ROWS_MAX``)."""
+        theta = self.theta(tensors) if params else []
+        n = self.n
+        if n <= _ROWS_MAX and self.dtype.kind == "f" and all(th.dtype.kind == "f"
+                                                             for th in theta):
+            return self._rows(tensors, params)
+        f = self.f(tensors)
+
+        def evaluate(t, yh):
             tt = self.t(t)
-            return _host(jacfwd(lambda y: self.fun(tt, y, *args))(self.y(yh)))
-        return jac
 
-    def jacobians(self, t, yh, tensors):
-        """``(∂f/∂y, ∂f/∂θ)`` at ``(t, y)``, the second (n, p) over the flattened θ."""
-        theta = self.theta(tensors)
-        tt, y = self.t(t), self.y(yh)
-        n = y.shape[0]
+            def g(y, *th):
+                return self.bound(self.with_theta(tensors, th) if params else tensors)(tt, y)
+            J = jacfwd(g, argnums=tuple(range(1 + len(theta))))(self.y(yh), *theta)
+            Jth = [_host(j).reshape(n, -1) for j in J[1:]]
+            return (f(t, yh), _host(J[0]).reshape(n, n),
+                    np.concatenate(Jth, axis=1) if Jth else np.zeros((n, 0)))
+        return evaluate
 
-        def g(y, *th):
-            return self.fun(tt, y, *self.with_theta(tensors, th))
-        J = jacfwd(g, argnums=tuple(range(1 + len(theta))))(y, *theta)
-        Jy = _host(J[0]).reshape(n, n)
-        Jth = [_host(j).reshape(n, -1) for j in J[1:]]
-        return Jy, (np.concatenate(Jth, axis=1) if Jth else np.zeros((n, 0)))
+    def _rows(self, tensors, params):
+        """The Jacobian's rows by reverse mode: ``f`` recorded once on plain tensors, then one
+        backward pass per row into the leaves' ``.grad`` (formulas on raw arrays)."""
+        n = self.n
+        plain = [x.detach() for x in tensors]
+        theta = [plain[i].detach().requires_grad_() for i in self.diff] if params else []
+        fun = self.bound(self.with_theta(plain, theta) if params else plain)
+        sizes = [th.numel() for th in theta]
+        basis = [self.y(row) for row in np.eye(n)]
+
+        def evaluate(t, yh):
+            y = self.y(yh).requires_grad_()
+            with enable_grad():
+                out = fun(self.t(t), y)
+            J = np.zeros((n, n + sum(sizes)))
+            if out.requires_grad:
+                leaves = [y] + theta
+                shape = tuple(out.shape)
+                for i in range(n):
+                    for x in leaves:
+                        x.grad = None
+                    out.backward(basis[i] if len(shape) == 1 else basis[i].reshape(shape),
+                                 retain_graph=i + 1 < n)
+                    off = 0
+                    for x, k in zip(leaves, [n] + sizes):
+                        if x.grad is not None:
+                            J[i, off:off + k] = _host(x.grad).reshape(-1)
+                        off += k
+            return _host(out).reshape(-1), J[:, :n], J[:, n:]
+        return evaluate
+
+
+def _rates(prob, tensors, ts, ys):
+    """``f(t_k, y_k)`` for every output time, (n, m) on host: one vectorized evaluation
+    (``vmap``), a loop when ``fun`` cannot be vectorized."""
+    m = len(ts)
+    if m == 0:
+        return np.zeros((ys.shape[0], 0))
+    g = prob.bound([x.detach() for x in tensors])
+    t, y = prob.y(ts), prob.y(np.asarray(ys).T)
+    with no_grad():
+        try:
+            F = vmap(g)(t, y)
+        except Exception:   # fun cannot be vectorized (it branches on values...): a loop
+            F = stack([g(t[i], y[i]).reshape(-1) for i in range(m)])
+    return _host(F).reshape(m, -1).T
 
 
 _GAUSS_NODES = 3   # per step: exact for degree 5, so the error is the interpolants' (whose
@@ -219,7 +366,7 @@ def _parameter_quadrature(prob, tensors, y_of, pieces):
     T, W, A = np.concatenate(T), np.concatenate(W), np.concatenate(A)
     Y = _dense_at(y_of, T)
     theta = [th.detach().requires_grad_() for th in prob.theta(tensors)]
-    args = prob.with_theta(tensors, theta)
+    g = prob.bound(prob.with_theta([x.detach() for x in tensors], theta))
     rows = max(1, int(4e6 // max(1, Y.shape[1])))   # (bounds the batch's memory)
     total = np.zeros(sum(th.numel() for th in theta))
     for s in range(0, len(T), rows):
@@ -227,9 +374,9 @@ def _parameter_quadrature(prob, tensors, y_of, pieces):
         aw = prob.y(A[s:s + rows] * W[s:s + rows, None])
         with enable_grad():
             try:
-                F = vmap(lambda t, y: prob.fun(t, y, *args))(t, y)
+                F = vmap(g)(t, y)
             except Exception:   # fun cannot be vectorized (it branches on values...): a loop
-                F = stack([prob.fun(t[i], y[i], *args).reshape(-1) for i in range(len(t))])
+                F = stack([g(t[i], y[i]).reshape(-1) for i in range(len(t))])
             out = (aw * F.reshape(aw.shape)).sum()
         if not out.requires_grad:           # f does not depend on θ
             continue
@@ -249,40 +396,318 @@ def _atol_scalar(atol):
     return float(a.min()) if a.ndim else float(a)
 
 
-def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, atol=1e-6,
+def _check_sensitivity(sensitivity, who):
+    if sensitivity not in _SENSITIVITIES:
+        raise ValueError(f"ndgrad.integrate.{who}: sensitivity must be one of "
+                         f"{_SENSITIVITIES}, got {sensitivity!r}")
+
+
+def _args_tuple(args, who):
+    """SciPy's ``args`` of ``solve_ivp``: None for none, anything else unpacked; one that
+    cannot be unpacked (a number) is SciPy's TypeError."""
+    if args is None:
+        return ()
+    try:
+        return tuple(args)
+    except TypeError as exc:
+        raise TypeError(f"ndgrad.integrate.{who}: Supplied 'args' cannot be unpacked. Please "
+                        f"supply `args` as a tuple (e.g. `args=({args},)`)") from exc
+
+
+def _state0(y0, who):
+    y0 = y0 if isinstance(y0, Tensor) else asarray(np.asarray(y0, dtype=float))
+    if y0.dtype.kind != "f":
+        y0 = y0.astype("float64")
+    return y0
+
+
+def _probe(prob, who, t0, y0, error=ValueError):
+    """``fun(t0, y0)`` with every input detached, at the caller's transform levels (Note
+    [Captured tensors]): a value that still carries a derivative depends on a tensor that
+    neither ``args`` nor the closure hands over, whose derivative would be lost; refused, as
+    is a value of the wrong size. (A function that cannot run on the caller's values, such
+    as one branching on a batched state under ``vmap``, is not probed.)"""
+    n = y0.shape[0]
+    try:
+        with enable_grad():
+            out = prob.bound([x.detach() for x in prob.tensors0])(prob.t(t0), y0.detach())
+    except Exception:
+        return
+    if isinstance(out, Tensor) and is_live(out, True):
+        raise ValueError(
+            f"ndgrad.integrate.{who}: the right-hand side depends on a tensor that requires "
+            "grad (or on a transform's value) that is neither in args nor captured in its "
+            "closure (an attribute of an object, a global ...); its derivative would be lost. "
+            "Pass it in args, or capture it in a local variable the function closes over")
+    size = out.numel() if isinstance(out, Tensor) else np.size(out)
+    if size != n:
+        raise error(f"ndgrad.integrate.{who}: the size of the array returned by the "
+                    f"right-hand side ({size}) does not match the size of y0 ({n})")
+
+
+# Options of SciPy's solve_ivp that are about the primal solve only: the sensitivity solves
+# are of another size, with ndgrad's Jacobian.
+_PRIMAL_ONLY = ("jac", "jac_sparsity", "lband", "uband", "vectorized", "events", "dense_output")
+
+
+def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity, options,
+         primal=None, dense=None, t0_moves=False):
+    """``(y, res)``: the solution at the output times, ``y`` (n, m) differentiable in ``y0``,
+    ``t_ev`` (the output times as a tensor, or None) and the problem's tensors (Note [ODE
+    sensitivities]), and SciPy's result of the primal solve.
+
+    ``primal(y0, tensors) -> (values (n, m), res)`` replaces SciPy's ``solve_ivp`` for the
+    values (odeint), ``dense(res)`` gives the adjoint a ``solve_ivp`` result with dense
+    output for it, and ``t0_moves`` says that ``t_ev[0]`` is also the initial time.
+    """
+    meth = method if isinstance(method, str) else getattr(method, "__name__", "")
+    implicit = meth in _IMPLICIT
+    derivative_options = {k: v for k, v in options.items() if k not in _PRIMAL_ONLY}
+    state = {}
+
+    def scipy_solve(f, z0, jac, atol, times=t_eval_h, **kw):
+        """A sensitivity solve: the problem's method, span and tolerances."""
+        import scipy.integrate as si
+        if implicit:
+            kw["jac"] = jac
+        return si.solve_ivp(f, (t0, tf), z0, method=method, t_eval=times, rtol=rtol,
+                            atol=atol, **{**derivative_options, **kw})
+
+    def solve_plain(y0, tensors):
+        import scipy.integrate as si
+        opts = dict(options)
+        jac = opts.get("jac")
+        if callable(jac):  # SciPy calls it as jac(t, y, *args)
+            args = prob.args([x.detach() for x in tensors])
+
+            def jac_h(t, y):
+                J = jac(t, y, *args)
+                return _host(J) if isinstance(J, Tensor) else J
+            opts["jac"] = jac_h
+        elif jac is None and implicit:
+            opts["jac"] = prob.jac_y(tensors)
+        opts["dense_output"] = sensitivity == "adjoint" or bool(options.get("dense_output"))
+        res = si.solve_ivp(prob.f(tensors), (t0, tf), _host(y0).reshape(-1), method=method,
+                           t_eval=t_eval_h, rtol=rtol, atol=atol, **opts)
+        return res.y, res
+
+    def forward_plain(y0, tensors):
+        """The primal solve (with the dense output the adjoint needs)."""
+        values, res = (primal or solve_plain)(y0, tensors)
+        state["res"], state["values"] = res, values
+        return prob.y(values)
+
+    def sensitivities(y0, tensors, res):
+        """``(S, ts, ys)`` on host: S (m, n, n + p) and the state at the output times ts (the
+        primal's times: with t_eval None, SciPy's own steps), cached by value."""
+        _check(res, who)
+        times = t_eval_h if t_eval_h is not None else res.t
+        key = [_host(y0), np.asarray(times)] + [_host(t) for t in tensors]
+        cached = state.get("sens")
+        if cached is not None and len(cached[0]) == len(key) and all(
+                a.shape == b.shape and np.array_equal(a, b) for a, b in zip(cached[0], key)):
+            return cached[1]
+        n = y0.shape[0]
+        p = sum(th.numel() for th in prob.theta(tensors))
+        q = n + p
+
+        derivatives, jac_y = prob.jacobian(tensors), prob.jac_y(tensors)
+
+        def rhs(t, z):  # (f and its Jacobian from one evaluation: Note [ODE sensitivities])
+            f, Jy, Jth = derivatives(t, z[:n])
+            dS = Jy @ z[n:].reshape(n, q)
+            dS[:, n:] += Jth
+            return np.concatenate([f, dS.reshape(-1)])
+
+        def jac(t, z):
+            import scipy.sparse as sp
+            Jy = jac_y(t, z[:n])
+            return sp.block_diag([Jy, sp.kron(Jy, sp.identity(q))], format="csc")
+
+        S0 = np.concatenate([np.eye(n), np.zeros((n, p))], axis=1)
+        z0 = np.concatenate([key[0].reshape(-1), S0.reshape(-1)])
+        aug = scipy_solve(rhs, z0, jac, _atol_scalar(atol), times=times)
+        _check(aug, who)
+        m = aug.t.shape[0]
+        out = (aug.y[n:].T.reshape(m, n, q), aug.t, aug.y[:n])
+        state["sens"] = (key, out)
+        return out
+
+    def split(ct_flat, y0, tensors):
+        """Cotangents of (y0, θ) from a flat host vector over (y0, θ)."""
+        n = y0.shape[0]
+        out_y0 = prob.y(ct_flat[:n])
+        cts, off = [], n
+        for th in prob.theta(tensors):
+            k = th.numel()
+            cts.append(asarray(np.asarray(ct_flat[off:off + k], dtype=th.dtype)
+                               .reshape(tuple(th.shape)), device=th.device))
+            off += k
+        return out_y0, cts
+
+    def adjoint(y0, tensors, g, res):
+        res = dense(res) if dense is not None else res
+        _check(res, who)
+        n = y0.shape[0]
+        p = sum(th.numel() for th in prob.theta(tensors))
+        gh = _host(g).reshape(n, -1)
+        ts = res.t
+        fun = prob.bound([x.detach() for x in tensors])
+        jac_y = prob.jac_y(tensors)
+        last = [None, None, None]   # (t, y, f(t, y)): the graph at the last t, kept
+
+        def rhs(t, a):   # a' = -aᵀ ∂f/∂y
+            # (on plain tensors, below any transform, with y the only leaf: recorded and run
+            # back by the engine into y.grad, about twice as fast as func.vjp's level. The
+            # implicit methods' Newton iterations call rhs again at the same t: the graph
+            # recorded there is run again, which saves a third of the backward solve.)
+            if last[0] != t:
+                y = prob.y(res.sol(t)).requires_grad_()
+                with enable_grad():
+                    last[:] = t, y, fun(prob.t(t), y)
+            _, y, out = last
+            if not out.requires_grad:        # f does not depend on y
+                return np.zeros(n)
+            ct = prob.y(a)
+            y.grad = None
+            out.backward(ct if out.shape == ct.shape else ct.reshape(tuple(out.shape)),
+                         retain_graph=True)
+            return -_host(y.grad).reshape(-1)
+
+        def jac(t, a):
+            return -jac_y(t, res.sol(t)).T
+
+        import scipy.integrate as si
+        a = np.zeros(n)
+        pieces = []                  # (from, to, a's dense output) from the last t_k back
+        for k in range(len(ts) - 1, -1, -1):
+            a = a + gh[:, k]
+            ta, tb = ts[k], ts[k - 1] if k > 0 else t0
+            if ta != tb:
+                kw = dict(jac=jac) if implicit else {}
+                back = si.solve_ivp(rhs, (ta, tb), a, method=method, rtol=rtol,
+                                    atol=_atol_scalar(atol), dense_output=p > 0, **kw)
+                if not back.success:
+                    raise RuntimeError(f"ndgrad.integrate.{who}: the adjoint (backward) "
+                                       f"integration failed. SciPy's message: {back.message}")
+                pieces.append((tb, ta, back.sol))
+                a = back.y[:, -1]
+        q = _parameter_quadrature(prob, tensors, res.sol, pieces) if p else np.zeros(0)
+        return np.concatenate([a, q]), res.t, res.y
+
+    def host_cotangents(y0, t_e, tensors, g, use_adjoint, res):
+        _check(res, who)
+        n = y0.shape[0]
+        gh = _host(g).reshape(n, -1)
+        if use_adjoint:
+            flat, ts, ys = adjoint(y0, tensors, g, res)
+        else:
+            S, ts, ys = sensitivities(y0, tensors, res)
+            flat = np.einsum("knq,nk->q", S, gh)
+        ct_y0, ct_th = split(flat, y0, tensors)
+        out = [ct_y0] + ct_th
+        if t_e is not None:  # dL/dt_k = g_k · f(t_k, y_k)
+            t_ct = (gh * _rates(prob, tensors, ts, ys)).sum(axis=0)
+            if t0_moves:   # y(t_k) = y(t_k; t0, y0): dy(t_k)/dt0 = -∂y(t_k)/∂y0 f(t0, y0)
+                t_ct[0] -= flat[:n] @ prob.f(tensors)(ts[0], _host(y0).reshape(-1))
+            out.append(asarray(t_ct.astype(t_e.dtype).reshape(tuple(t_e.shape)),
+                               device=t_e.device))
+        return out
+
+    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
+    def solve(y0, t_e, tensors):
+        return forward_plain(y0, tensors)
+
+    def fwd(y0, t_e, tensors):
+        if _plain([y0, t_e, *tensors]) or "res" not in state:
+            y = forward_plain(y0.detach(), tuple(t.detach() for t in tensors))
+        else:  # recomputed for a higher derivative: the values are those of the first call
+            y = prob.y(state["values"])
+        # (SciPy's result travels with the residuals: under vmap every batch element has
+        # its own)
+        return y, (y0, t_e, tensors, state["res"])
+
+    def bwd(residuals, g):
+        y0, t_e, tensors, res = residuals
+        use_adjoint = sensitivity == "adjoint"
+        has_t = t_e is not None
+
+        def rule(g, y0, *rest):  # (the Function's inputs, lowered below any level)
+            t_e = rest[0] if has_t else None
+            return host_cotangents(y0, t_e, tuple(rest[1:] if has_t else rest), g,
+                                   use_adjoint, res)
+        outs = _apply_host_rule(who, rule, g,
+                                *(x for x in (y0, t_e, *tensors) if x is not None))
+        ct_y0, rest = outs[0], list(outs[1:])
+        cts = [None] * len(tensors)
+        for i, c in zip(prob.diff, rest):
+            cts[i] = c
+        ct_t = rest[len(prob.diff)] if has_t else None
+        return ct_y0, ct_t, tuple(cts)
+
+    def jvp_rule(primals, tangents):
+        y0, t_e, tensors = primals
+        dy0, dt, dtensors = tangents
+        if not _plain([y0, t_e, *tensors]):
+            raise NotImplementedError(_HIGHER.format(who))
+        S, ts, ys = sensitivities(y0, tensors, state["res"])
+        n = y0.shape[0]
+        d = dy0.reshape(-1)
+        if t_e is not None and dt is not None and t0_moves:  # (as in host_cotangents)
+            d = d - prob.y(prob.f(tensors)(ts[0], _host(y0).reshape(-1))) * dt.reshape(-1)[0]
+        dth = [dtensors[i].reshape(-1) for i in prob.diff]
+        if dth:
+            d = concatenate([d] + dth)
+        dy = (asarray(S.astype(prob.dtype), device=prob.device) @ d).T
+        if t_e is not None and dt is not None:
+            dy = dy + prob.y(_rates(prob, tensors, ts, ys)) * dt.reshape(-1)
+        return None, dy.reshape((n, -1))
+
+    solve.defvjp(fwd, bwd)
+    solve.defjvp(jvp_rule)
+    y = solve(y0, t_ev, prob.tensors0)
+    return y, state["res"]
+
+
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=None, rtol=1e-3, atol=1e-6,
               sensitivity="adjoint", **options):
     """Solve an initial value problem (``scipy.integrate.solve_ivp``) for a right-hand side
     written with ndgrad operations; the solution is differentiable with respect to ``y0``,
-    the tensors in ``args`` and ``t_eval``.
+    the tensors in ``args``, the tensors ``fun`` captures, and ``t_eval``.
 
     Parameters
     ----------
     fun : callable
         ``fun(t, y, *args) -> Tensor`` of ``y``'s shape: ``t`` a 0-d tensor, ``y`` a 1-D tensor.
+        Tensors it captures in its closure are differentiated like those in ``args`` (Note
+        [Captured tensors]); one it reaches otherwise (an object's attribute, a global) that
+        requires grad is refused with a ValueError.
     t_span : pair of float
         ``(t0, tf)`` (not differentiated).
     y0 : Tensor or array_like
         The 1-D initial state.
     method : str
         As SciPy's; the implicit methods "BDF", "Radau" and "LSODA" get ndgrad's Jacobian
-        ``∂f/∂y`` (by ``jacfwd``) as ``jac``.
+        ``∂f/∂y`` as ``jac`` (unless ``jac`` is given).
     t_eval : Tensor or array_like, optional
         The times of the output (SciPy's own steps when None); a tensor is differentiated
         (``dy(t_k)/dt_k = f(t_k, y(t_k))``).
-    args : tuple
-        Further arguments of ``fun``: tensors (pytrees of them) are differentiated.
+    args : tuple, optional
+        Further arguments of ``fun`` (and of a ``jac`` in ``options``), unpacked as SciPy
+        does (a number is a TypeError): tensors (pytrees of them) are differentiated.
     rtol, atol : float
         SciPy's tolerances, used by the sensitivity solves too: they govern the accuracy of
         the derivatives as well as of the solution (tighten them for accurate gradients).
     sensitivity : {"adjoint", "forward"}
         How reverse mode is computed: the continuous adjoint (one backward solve of size
         ``n`` and a quadrature per cotangent; best for a scalar loss of many parameters) or
-        the forward
-        sensitivity equations (one solve of size ``n (1 + n + p)``, serving every cotangent;
-        small problems, full Jacobians). Forward mode (``jvp``, ``jacfwd``) uses forward
-        sensitivities in both cases (Note [ODE sensitivities]).
+        the forward sensitivity equations (one solve of size ``n (1 + n + p)``, serving every
+        cotangent; small problems, full Jacobians). Forward mode (``jvp``, ``jacfwd``) uses
+        forward sensitivities in both cases (Note [ODE sensitivities]).
     **options
-        Passed to SciPy's ``solve_ivp`` (``first_step``, ``max_step``, ``dense_output`` ...).
+        Passed to SciPy's ``solve_ivp`` (``first_step``, ``max_step``, ``dense_output``,
+        ``jac`` ...); the sensitivity solves use those that are not about the primal system
+        alone (not ``jac``, ``jac_sparsity``, ``lband``, ``uband``, ``vectorized``, ``events``).
 
     Returns
     -------
@@ -307,219 +732,195 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=(), rtol=1e-3, a
     >>> bool(abs(k.grad.item() - expected) < 1e-8)
     True
     """
-    if sensitivity not in _SENSITIVITIES:
-        raise ValueError(f"ndgrad.integrate.solve_ivp: sensitivity must be one of "
-                         f"{_SENSITIVITIES}, got {sensitivity!r}")
-    y0 = y0 if isinstance(y0, Tensor) else asarray(np.asarray(y0, dtype=float))
-    if y0.dtype.kind != "f":
-        y0 = y0.astype("float64")
+    _check_sensitivity(sensitivity, "solve_ivp")
+    args = _args_tuple(args, "solve_ivp")
+    y0 = _state0(y0, "solve_ivp")
     if y0.ndim != 1:
         raise ValueError(f"ndgrad.integrate.solve_ivp: y0 must be 1-D, got shape "
                          f"{tuple(y0.shape)}")
-    dtype, device = y0.dtype, y0.device
     t0, tf = float(t_span[0]), float(t_span[1])
     t_ev = t_eval if isinstance(t_eval, Tensor) else None
     t_eval_h = None if t_eval is None else (
         _host(t_eval) if t_ev is not None else np.asarray(t_eval, dtype=float))
-    prob = _Problem(fun, args, dtype, device)
-    tensors0 = tuple(prob.leaves[k] for k in prob.tensor_idx)
-    meth = method if isinstance(method, str) else getattr(method, "__name__", "")
-    implicit = meth in _IMPLICIT
-    state = {}
-
-    def scipy_solve(f, z0, jac, atol, times=t_eval_h, **kw):
-        import scipy.integrate as si
-        if implicit and "jac" not in options:
-            kw["jac"] = jac
-        return si.solve_ivp(f, (t0, tf), z0, method=method, t_eval=times, rtol=rtol,
-                            atol=atol, **{**options, **kw})
-
-    def forward_plain(y0, tensors):
-        """The primal solve (dense output kept for the adjoint)."""
-        res = scipy_solve(prob.f(tensors), _host(y0).reshape(-1), prob.jac_y(tensors),
-                          atol, dense_output=sensitivity == "adjoint" or
-                          bool(options.get("dense_output")))
-        state["res"] = res
-        return prob.y(res.y)
-
-    def sensitivities(y0, tensors, res):
-        """``(S, F)`` on host: S (m, n, n + p) and F = f(t_k, y_k) (n, m), cached by value."""
-        # (at the primal's times: with t_eval None, SciPy's own steps)
-        times = t_eval_h if t_eval_h is not None else res.t
-        key = [_host(y0), np.asarray(times)] + [_host(t) for t in tensors]
-        cached = state.get("sens")
-        if cached is not None and len(cached[0]) == len(key) and all(
-                a.shape == b.shape and np.array_equal(a, b) for a, b in zip(cached[0], key)):
-            return cached[1]
-        n = y0.shape[0]
-        theta = prob.theta(tensors)
-        p = sum(th.numel() for th in theta)
-        q = n + p
-        f = prob.f(tensors)
-
-        def rhs(t, z):
-            y, S = z[:n], z[n:].reshape(n, q)
-            Jy, Jth = prob.jacobians(t, y, tensors)
-            dS = Jy @ S
-            dS[:, n:] += Jth
-            return np.concatenate([f(t, y), dS.reshape(-1)])
-
-        def jac(t, z):
-            import scipy.sparse as sp
-            Jy, _ = prob.jacobians(t, z[:n], tensors)
-            return sp.block_diag([Jy, sp.kron(Jy, sp.identity(q))], format="csc")
-
-        S0 = np.concatenate([np.eye(n), np.zeros((n, p))], axis=1)
-        z0 = np.concatenate([key[0].reshape(-1), S0.reshape(-1)])
-        res = scipy_solve(rhs, z0, jac, _atol_scalar(atol), times=times)
-        _check(res, "solve_ivp")
-        m = res.t.shape[0]
-        S = res.y[n:].T.reshape(m, n, q)
-        F = np.stack([f(t, res.y[:n, k]) for k, t in enumerate(res.t)], axis=1) if m else \
-            np.zeros((n, 0))
-        state["sens"] = (key, (S, F))
-        return S, F
-
-    def split(ct_flat, y0, tensors):
-        """Cotangents of (y0, tensors) from a flat host vector over (y0, θ)."""
-        n = y0.shape[0]
-        out_y0 = prob.y(ct_flat[:n])
-        theta = prob.theta(tensors)
-        cts, off = [], n
-        for th in theta:
-            k = th.numel()
-            cts.append(asarray(np.asarray(ct_flat[off:off + k], dtype=th.dtype)
-                               .reshape(tuple(th.shape)), device=th.device))
-            off += k
-        return out_y0, cts
-
-    def adjoint(y0, tensors, g, res):
-        _check(res, "solve_ivp")
-        n = y0.shape[0]
-        theta = prob.theta(tensors)
-        p = sum(th.numel() for th in theta)
-        gh = _host(g).reshape(n, -1)
-        ts, ys = res.t, res.y
-        f = prob.f(tensors)
-        jac_y = prob.jac_y(tensors)
-
-        plain_args = prob.args([x.detach() for x in tensors])
-
-        last = [None, None, None]   # (t, y, f(t, y)): the graph at the last t, kept
-
-        def rhs(t, a):   # a' = -aᵀ ∂f/∂y
-            # (on plain tensors, below any transform, with y the only leaf: recorded and run
-            # back by the engine into y.grad, about twice as fast as func.vjp's level. The
-            # implicit methods' Newton iterations call rhs again at the same t: the graph
-            # recorded there is run again, which saves a third of the backward solve.)
-            if last[0] != t:
-                y = prob.y(res.sol(t)).requires_grad_()
-                with enable_grad():
-                    last[:] = t, y, prob.fun(prob.t(t), y, *plain_args)
-            _, y, out = last
-            if not out.requires_grad:        # f does not depend on y
-                return np.zeros(n)
-            ct = prob.y(a)
-            y.grad = None
-            out.backward(ct if out.shape == ct.shape else ct.reshape(tuple(out.shape)),
-                         retain_graph=True)
-            return -_host(y.grad).reshape(-1)
-
-        def jac(t, a):
-            return -jac_y(t, res.sol(t)).T
-
-        import scipy.integrate as si
-        a = np.zeros(n)
-        t_ct = np.zeros(ts.shape[0])
-        pieces = []                  # (from, to, a's dense output) from the last t_k back
-        for k in range(len(ts) - 1, -1, -1):
-            t_ct[k] = gh[:, k] @ f(ts[k], ys[:, k])
-            a = a + gh[:, k]
-            ta, tb = ts[k], ts[k - 1] if k > 0 else t0
-            if ta != tb:
-                kw = dict(jac=jac) if implicit else {}
-                back = si.solve_ivp(rhs, (ta, tb), a, method=method, rtol=rtol,
-                                    atol=_atol_scalar(atol), dense_output=p > 0, **kw)
-                if not back.success:
-                    raise RuntimeError("ndgrad.integrate.solve_ivp: the adjoint (backward) "
-                                       f"integration failed. SciPy's message: {back.message}")
-                pieces.append((tb, ta, back.sol))
-                a = back.y[:, -1]
-        q = _parameter_quadrature(prob, tensors, res.sol, pieces) if p else np.zeros(0)
-        return np.concatenate([a, q]), t_ct
-
-    def host_cotangents(y0, t_e, tensors, g, use_adjoint, res):
-        if use_adjoint:
-            flat, t_ct = adjoint(y0, tensors, g, res)
-        else:
-            S, F = sensitivities(y0, tensors, res)
-            gh = _host(g).reshape(y0.shape[0], -1)
-            flat = np.einsum("knq,nk->q", S, gh)
-            t_ct = (gh * F).sum(axis=0)
-        ct_y0, ct_th = split(flat, y0, tensors)
-        out = [ct_y0] + ct_th
-        if t_e is not None:
-            out.append(asarray(t_ct.astype(t_e.dtype).reshape(tuple(t_e.shape)),
-                               device=t_e.device))
-        return out
-
-    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
-    def solve(y0, t_e, tensors):
-        return forward_plain(y0, tensors)
-
-    def fwd(y0, t_e, tensors):
-        if _plain([y0, t_e, *tensors]) or "res" not in state:
-            y = forward_plain(y0.detach(), tuple(t.detach() for t in tensors))
-        else:  # recomputed for a higher derivative: the values are those of the first call
-            y = prob.y(state["res"].y)
-        # (SciPy's result travels with the residuals: under vmap every batch element has
-        # its own)
-        return y, (y0, t_e, tensors, state["res"])
-
-    def bwd(residuals, g):
-        y0, t_e, tensors, res = residuals
-        use_adjoint = sensitivity == "adjoint"
-        has_t = t_e is not None
-
-        def rule(g, y0, *rest):  # (the Function's inputs, lowered below any level)
-            t_e = rest[0] if has_t else None
-            return host_cotangents(y0, t_e, tuple(rest[1:] if has_t else rest), g,
-                                   use_adjoint, res)
-        outs = _apply_host_rule("solve_ivp", rule, g,
-                                *(x for x in (y0, t_e, *tensors) if x is not None))
-        ct_y0, rest = outs[0], list(outs[1:])
-        pos = {k: i for i, k in enumerate(prob.tensor_idx)}
-        theta_pos = [pos[k] for k in prob.diff]
-        cts = [None] * len(tensors)
-        for i, c in zip(theta_pos, rest[:len(theta_pos)]):
-            cts[i] = c
-        ct_t = rest[len(theta_pos)] if t_e is not None else None
-        return ct_y0, ct_t, tuple(cts)
-
-    def jvp_rule(primals, tangents):
-        y0, t_e, tensors = primals
-        dy0, dt, dtensors = tangents
-        if not _plain([y0, t_e, *tensors]):
-            raise NotImplementedError(_HIGHER.format("solve_ivp"))
-        S, F = sensitivities(y0, tensors, state["res"])
-        pos = {k: i for i, k in enumerate(prob.tensor_idx)}
-        dth = [dtensors[pos[k]].reshape(-1) for k in prob.diff]
-        d = concatenate([dy0.reshape(-1)] + dth) if dth else dy0.reshape(-1)
-        St = asarray(S.astype(dtype), device=device)
-        dy = (St @ d).T
-        if t_e is not None and dt is not None:
-            dy = dy + prob.y(F) * dt.reshape(-1)
-        return None, dy
-
-    solve.defvjp(fwd, bwd)
-    solve.defjvp(jvp_rule)
-    y = solve(y0, t_ev, tensors0)
-    res = state["res"]
+    prob = _Problem(fun, args, y0, _Captured(fun))
+    _probe(prob, "solve_ivp", t0, y0)
+    y, res = _ivp("solve_ivp", prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol,
+                  sensitivity, options)
     out = type(res)(res)
     out.y = y
     if not options.get("dense_output"):
         out.sol = None
     return out
+
+
+_ODEINT_SUCCESS = ("Integration successful.", "Nothing was done; the integration time was 0.")
+_ODEINT_TOL = 1.49012e-8   # (SciPy's odeint's default rtol and atol)
+
+
+class _OdeintResult:
+    """What differentiating odeint reads of its primal solve: whether SciPy's odeint
+    succeeded (its message), and, made on first use, a dense ``solve_ivp`` (LSODA) of the
+    same problem for the adjoint's ``y(t)``."""
+
+    def __init__(self, message, dense):
+        self.success, self.message = message in _ODEINT_SUCCESS, message
+        self._dense, self._res = dense, None
+
+    def dense(self):
+        if self._res is None:
+            self._res = self._dense()
+        return self._res
+
+
+def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
+           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
+           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False, *,
+           sensitivity="adjoint"):
+    """Integrate a system of ODEs with LSODA (``scipy.integrate.odeint``, with its signature
+    and values) for ``func`` written with ndgrad operations; the solution is differentiable
+    with respect to ``y0``, ``t``, the tensors in ``args`` and the tensors ``func`` captures.
+
+    SciPy's ``odeint`` computes the values. The derivatives are those of
+    :func:`solve_ivp` (``method="LSODA"``, ``odeint``'s ``rtol`` and ``atol``): the adjoint
+    (with a dense ``solve_ivp`` of the same problem for ``y(t)``) or the forward sensitivity
+    equations, ``dy(t_k)/dt_k = f(y_k, t_k)`` for the output times, and
+    ``dy(t_k)/dt_0 = -∂y(t_k)/∂y0 f(y0, t_0)`` for the initial time ``t[0]``. The tolerances
+    govern their accuracy (tighten them for accurate gradients). HIPS autograd's
+    ``autograd.scipy.integrate.odeint`` offers the same (reverse mode, in ``y0``, ``t`` and
+    ``args``). First derivatives only: second derivatives raise NotImplementedError.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(y, t, *args) -> Tensor`` (``func(t, y, *args)`` with ``tfirst=True``): ``y`` a
+        1-D tensor, ``t`` a 0-d tensor. Tensors it captures in its closure are
+        differentiated like those in ``args``.
+    y0 : Tensor or array_like
+        The initial state (1-D, or a number).
+    t : Tensor or array_like
+        The output times, monotonically increasing or decreasing (repeated values allowed);
+        ``t[0]`` is the initial time. A tensor is differentiated.
+    args : tuple
+        Further arguments of ``func`` and ``Dfun`` (a tuple, as SciPy requires): tensors
+        (pytrees of them) are differentiated.
+    Dfun, col_deriv, full_output, ml, mu, rtol, atol, tcrit, h0, hmax, hmin, ixpr, mxstep, \
+mxhnil, mxordn, mxords, printmessg, tfirst
+        As SciPy's, for the solve that gives the values (``Dfun(y, t, *args)`` is called
+        with tensors, as ``func``). The derivative solves use ``rtol``, ``atol``, ``h0``,
+        ``hmax`` and ``hmin``, and ndgrad's Jacobian.
+    sensitivity : {"adjoint", "forward"}
+        How reverse mode is computed, as for :func:`solve_ivp` (keyword only; an ndgrad
+        extension).
+
+    Returns
+    -------
+    y : Tensor
+        Shape ``(len(t), len(y0))``, ``y[0] = y0``.
+    infodict : dict
+        SciPy's, only with ``full_output`` (under ``vmap``, the last batch element's).
+        Differentiating a solution whose integration failed (SciPy's ``ODEintWarning``, its
+        message other than "Integration successful.") raises a RuntimeError quoting it.
+
+    Examples
+    --------
+    ``y' = -k y``: ``y(t) = y0 exp(-k t)``, so ``dy(t)/dk = -t y(t)``:
+
+    >>> import numpy as np
+    >>> import ndgrad
+    >>> from ndgrad.integrate import odeint
+    >>> from ndgrad.func import grad
+    >>> def decay(y, t, k):
+    ...     return -k * y
+    >>> t = np.array([0.0, 1.0, 2.0])
+    >>> odeint(decay, ndgrad.tensor([1.0]), t, args=(ndgrad.tensor(0.5),), rtol=1e-10,
+    ...        atol=1e-12)
+    tensor([[1.        ],
+            [0.60653066],
+            [0.36787944]])
+    >>> g = grad(lambda k: odeint(decay, ndgrad.tensor([1.0]), t, args=(k,), rtol=1e-10,
+    ...                           atol=1e-12)[-1, 0])(ndgrad.tensor(0.5))
+    >>> bool(abs(g.item() + 2.0 * np.exp(-1.0)) < 1e-8)
+    True
+    """
+    who = "odeint"
+    _check_sensitivity(sensitivity, who)
+    if not isinstance(args, tuple):
+        raise TypeError(f"ndgrad.integrate.odeint: extra arguments must be in a tuple (as "
+                        f"SciPy's odeint requires), e.g. args=({args!r},); got a "
+                        f"{type(args).__name__}")
+    y0 = _state0(y0, who)
+    if y0.ndim == 0:
+        y0 = y0.reshape(1)
+    if y0.ndim != 1:
+        raise ValueError("ndgrad.integrate.odeint: initial condition y0 must be "
+                         f"one-dimensional, got shape {tuple(y0.shape)}")
+    t_ten = t if isinstance(t, Tensor) else None
+    t_h = np.asarray(_host(t), dtype=float)
+    if t_h.ndim != 1:
+        raise ValueError(f"ndgrad.integrate.odeint: t must be a 1-D sequence of times, got "
+                         f"shape {t_h.shape}")
+    dt = np.diff(t_h)
+    if not ((dt >= 0).all() or (dt <= 0).all()):
+        raise ValueError("ndgrad.integrate.odeint: the values in t must be monotonically "
+                         "increasing or monotonically decreasing; repeated values are allowed")
+    fun = func if tfirst else (lambda s, y, *a: func(y, s, *a))
+    prob = _Problem(fun, args, y0, _Captured(func))
+    n = y0.shape[0]
+    keep = np.concatenate([[True], dt != 0]) if len(t_h) else np.zeros(0, bool)
+    times = t_h[keep]  # (distinct: solve_ivp's output times must be)
+    info = {}
+    if len(times) <= 1:  # nothing to integrate: y0 at every time
+        y = y0[None, :] * asarray(np.ones((len(t_h), 1)), dtype=y0.dtype, device=y0.device)
+        if full_output and len(times):
+            import scipy.integrate as si
+            f = prob.f([x.detach() for x in prob.tensors0])
+            info = si.odeint(lambda y, s: f(s, y), _host(y0).reshape(-1), times,
+                             full_output=True)[1]
+    else:
+        _probe(prob, who, times[0], y0, error=RuntimeError)
+        rtol_ = _ODEINT_TOL if rtol is None else rtol
+        atol_ = _ODEINT_TOL if atol is None else atol
+        steps = {k: v for k, v in (("first_step", h0), ("max_step", hmax),
+                                   ("min_step", hmin)) if v}
+
+        def primal(y0, tensors):
+            import scipy.integrate as si
+            f = prob.f(tensors)
+            jac = None
+            if Dfun is not None:  # (called as func is)
+                D = Dfun if tfirst else (lambda s, y, *a: Dfun(y, s, *a))
+                args_ = prob.args(tensors)
+
+                def jac(y, s):
+                    with no_grad():
+                        return _host(D(prob.t(s), prob.y(y), *args_))
+            values, out = si.odeint(lambda y, s: f(s, y), _host(y0).reshape(-1), times,
+                                    Dfun=jac, col_deriv=col_deriv, full_output=True, ml=ml,
+                                    mu=mu, rtol=rtol, atol=atol, tcrit=tcrit, h0=h0,
+                                    hmax=hmax, hmin=hmin, ixpr=ixpr, mxstep=mxstep,
+                                    mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
+                                    printmessg=printmessg)
+            info.clear()
+            info.update(out)
+
+            def dense():
+                return si.solve_ivp(f, (times[0], times[-1]), _host(y0).reshape(-1),
+                                    method="LSODA", t_eval=times, rtol=rtol_, atol=atol_,
+                                    jac=prob.jac_y(tensors), dense_output=True, **steps)
+            return values.T, _OdeintResult(out["message"], dense)
+
+        t_ev = None
+        if t_ten is not None:
+            t_ev = t_ten if keep.all() else t_ten[np.flatnonzero(keep)]
+        y, _ = _ivp(who, prob, y0, float(times[0]), float(times[-1]), t_ev, times, "LSODA",
+                    rtol_, atol_, sensitivity, steps, primal=primal,
+                    dense=lambda res: res.dense(), t0_moves=True)
+        y = y.T
+        if not keep.all():  # the repeated times
+            y = y[np.cumsum(keep) - 1]
+    if y.shape != (len(t_h), n):
+        y = y.reshape((len(t_h), n))
+    return (y, dict(info)) if full_output else y
 
 
 def quad(func, a, b, args=(), **options):
@@ -539,7 +940,8 @@ def quad(func, a, b, args=(), **options):
     a, b : float or 0-d Tensor
         The limits (may be infinite); tensors are differentiated.
     args : tuple
-        Further arguments of ``func``; tensors (pytrees of them) are differentiated.
+        Further arguments of ``func`` (anything else is one argument, as in SciPy); tensors
+        (pytrees of them) are differentiated.
     **options
         Passed to ``scipy.integrate.quad`` (``epsabs``, ``epsrel``, ``limit``, ``points`` ...).
 
@@ -562,7 +964,9 @@ def quad(func, a, b, args=(), **options):
     tensor(0.13533528)
     """
     import scipy.integrate as si
-    leaves, spec = tree_flatten(tuple(args))
+    if not isinstance(args, tuple):  # (SciPy's quad: one further argument)
+        args = (args,)
+    leaves, spec = tree_flatten(args)
     tensor_idx = [k for k, x in enumerate(leaves) if isinstance(x, Tensor)]
     diff = [k for k in tensor_idx if is_differentiable_dtype(leaves[k].dtype)]
     tensors0 = tuple(leaves[k] for k in tensor_idx)

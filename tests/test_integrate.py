@@ -16,7 +16,7 @@ import pytest
 import ndgrad as nd
 from ndgrad.checks import gradcheck
 from ndgrad.func import grad, jacfwd, jacrev, jvp, vmap
-from ndgrad.integrate import quad, solve_ivp
+from ndgrad.integrate import odeint, quad, solve_ivp
 from support import close, host
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
@@ -265,3 +265,242 @@ def test_under_vmap_in_both_orders():
            - quad(_gauss, 0.0, 1.0, args=(nd.tensor(v - eps),))[0].item()) / (2 * eps)
           for v in a]
     close(vmap(grad(gauss))(nd.tensor(a)), fd, rtol=1e-7)
+
+
+# --------------------------------------------------------------------------- odeint
+def sir(y, t, beta, gamma):
+    s, i, r = y[0], y[1], y[2]
+    infection = beta * s * i / (s + i + r)
+    return nd.stack([-infection, infection - gamma * i, gamma * i])
+
+
+def sir_np(y, t, beta, gamma):
+    s, i, r = y
+    infection = beta * s * i / (s + i + r)
+    return np.array([-infection, infection - gamma * i, gamma * i])
+
+
+SIR_Y0, SIR_RATES, SIR_T = np.array([990.0, 10.0, 0.0]), (0.3, 0.1), np.linspace(0, 60, 7)
+ODE_TIGHT = dict(rtol=1e-12, atol=1e-10)
+
+
+def test_odeint_values_and_infodict_are_scipys():
+    from scipy.integrate import odeint as sp_odeint
+    got = odeint(sir, nd.tensor(SIR_Y0), SIR_T, args=tuple(nd.tensor(r) for r in SIR_RATES))
+    want = sp_odeint(sir_np, SIR_Y0, SIR_T, args=SIR_RATES)
+    assert tuple(got.shape) == (7, 3)
+    close(got, want, rtol=1e-9, atol=1e-9)   # (the same LSODA; f rounded alike)
+    y, info = odeint(lambda t, y, b, g: sir(y, t, b, g), SIR_Y0, SIR_T,
+                     args=SIR_RATES, full_output=True, tfirst=True, hmax=5.0, mxstep=1000)
+    wy, winfo = sp_odeint(sir_np, SIR_Y0, SIR_T, args=SIR_RATES, full_output=True,
+                          hmax=5.0, mxstep=1000)
+    close(y, wy, rtol=1e-9, atol=1e-9)
+    assert info["message"] == winfo["message"] == "Integration successful."
+    np.testing.assert_array_equal(info["nst"], winfo["nst"])
+    # a scalar state, decreasing and repeated times, one time
+    close(odeint(lambda y, t: -y, 1.0, [1.0, 0.5, 0.5, 0.0]),
+          sp_odeint(lambda y, t: -y, 1.0, [1.0, 0.5, 0.5, 0.0]), rtol=1e-12)
+    close(odeint(lambda y, t: -y, [1.0, 2.0], [0.3]), [[1.0, 2.0]])
+    assert tuple(odeint(lambda y, t: -y, [1.0, 2.0], []).shape) == (0, 2)
+
+
+def _odeint_fd(loss, x, rel):
+    """Central differences of ``loss`` (a float of a float vector), steps ``rel`` relative."""
+    eps = rel * np.maximum(1.0, np.abs(x))
+    return np.array([(loss(x + e) - loss(x - e)) / (2 * h)
+                     for e, h in zip(np.diag(eps), eps)])
+
+
+@pytest.mark.cpu_only("finite differences of many SciPy solves: the values, once")
+@pytest.mark.parametrize("sensitivity", ["adjoint", "forward"])
+def test_odeint_gradients_in_y0_args_and_t_against_finite_differences(sensitivity):
+    """d/d(y0, beta, gamma, t) of a loss of SIR's trajectory, t[0] (the initial time)
+    included, against central differences of SciPy odeint re-solves at tight tolerances;
+    jvp and jacfwd against the same."""
+    from scipy.integrate import odeint as sp_odeint
+    w = np.random.default_rng(3).normal(size=(7, 3))
+
+    def loss_np(x):
+        y = sp_odeint(sir_np, x[:3], x[5:], args=(x[3], x[4]), **ODE_TIGHT)
+        return float((w * y).sum() + (y[-1] ** 2).sum() * 1e-4)
+
+    def loss(y0, beta, gamma, t):
+        y = odeint(sir, y0, t, args=(beta, gamma), sensitivity=sensitivity, **ODE_TIGHT)
+        return (nd.tensor(w) * y).sum() + (y[-1] ** 2).sum() * 1e-4
+    x = np.concatenate([SIR_Y0, SIR_RATES, SIR_T + 1.0])   # (t[0] = 1: a moving start)
+    args = (nd.tensor(x[:3]), nd.tensor(x[3]), nd.tensor(x[4]), nd.tensor(x[5:]))
+    g = grad(loss, argnums=(0, 1, 2, 3))(*args)
+    got = np.concatenate([host(gi).reshape(-1) for gi in g])
+    fd = _odeint_fd(loss_np, x, 1e-5)
+    close(got, fd, rtol=1e-6, atol=1e-6)
+    assert abs(got[5]) > 1.0     # (the initial time's derivative is not zero)
+    direction = np.random.default_rng(4).normal(size=len(x))
+    _, tangent = jvp(loss, args, tuple(nd.tensor(d) for d in
+                                       (direction[:3], direction[3], direction[4],
+                                        direction[5:])))
+    close(tangent, fd @ direction, rtol=1e-6)
+    jf = jacfwd(lambda y0: odeint(sir, y0, x[5:], args=(nd.tensor(x[3]), nd.tensor(x[4])),
+                                  **ODE_TIGHT)[-1])(nd.tensor(x[:3]))
+    jfd = np.stack([(sp_odeint(sir_np, x[:3] + e, x[5:], args=(x[3], x[4]), **ODE_TIGHT)[-1]
+                     - sp_odeint(sir_np, x[:3] - e, x[5:], args=(x[3], x[4]),
+                                 **ODE_TIGHT)[-1]) / 2e-4 for e in 1e-4 * np.eye(3)], axis=1)
+    close(jf, jfd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_odeint_captured_tensors_closed_forms_and_refusals():
+    """A rate the function captures is differentiated like one in args (y = y0 exp(-k t));
+    second derivatives, a non-tuple args, a bad y0, t or right-hand side, and a failed
+    integration are refused with messages that name odeint."""
+    t = np.array([0.0, 0.5, 2.0])
+
+    def y_of(k, **kw):
+        return odeint(lambda y, t: -k * y, nd.tensor([2.0]), t, rtol=1e-11, atol=1e-12, **kw)
+    for sensitivity in ("adjoint", "forward"):
+        g = grad(lambda k, s=sensitivity: y_of(k, sensitivity=s).sum())(nd.tensor(0.7))
+        close(g, (-t * 2.0 * np.exp(-0.7 * t)).sum(), rtol=1e-8)
+    k = nd.tensor(0.7, requires_grad=True)
+    y_of(k)[-1, 0].backward()
+    close(k.grad, -2.0 * 2.0 * np.exp(-1.4), rtol=1e-8)
+    close(vmap(grad(lambda k: y_of(k)[-1, 0]))(nd.tensor([0.5, 0.7])),
+          -4.0 * np.exp(-2.0 * np.array([0.5, 0.7])), rtol=1e-8)
+    with pytest.raises(NotImplementedError, match="second derivatives through "
+                                                  "ndgrad.integrate.odeint"):
+        grad(grad(lambda k: y_of(k)[-1, 0]))(nd.tensor(0.7))
+    with pytest.raises(TypeError, match="odeint: extra arguments must be in a tuple"):
+        odeint(lambda y, t, k: -k * y, [1.0], t, args=[0.5])
+    with pytest.raises(ValueError, match="odeint: initial condition y0 must be "
+                                         "one-dimensional"):
+        odeint(lambda y, t: -y, np.ones((2, 2)), t)
+    with pytest.raises(ValueError, match="odeint: the values in t must be monotonically"):
+        odeint(lambda y, t: -y, [1.0], [0.0, 1.0, 0.5])
+    with pytest.raises(RuntimeError, match="odeint: the size of the array returned by the "
+                                           "right-hand side \\(2\\) does not match the size "
+                                           "of y0 \\(1\\)"):
+        odeint(lambda y, t: nd.concatenate([y, y]), [1.0], t)
+    from scipy.integrate import ODEintWarning
+    y0 = nd.tensor([1.0], requires_grad=True)
+    with pytest.warns(ODEintWarning, match="Excess work done"):
+        y = odeint(lambda y, t: -y, y0, [0.0, 100.0], mxstep=5)
+    with pytest.raises(RuntimeError, match="odeint: cannot differentiate the solution: "
+                                           "SciPy's integration failed. SciPy's message: "
+                                           "Excess work done"):
+        y.sum().backward()
+
+
+# ------------------------------------------------------------- args and captured tensors
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_args_are_taken_as_scipy_takes_them():
+    """solve_ivp unpacks any iterable args (a list, an array, None for none) and refuses a
+    number with SciPy's TypeError; its jac gets the args as SciPy's does; quad wraps a
+    non-tuple args into one argument, as SciPy's quad."""
+    import scipy.integrate as si
+    k = 0.5
+    want = si.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=[k], **TIGHT).y
+    for args in ([k], np.array([k]), (nd.tensor(k),), nd.tensor([k])):
+        got = solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=args, **TIGHT).y
+        close(got, want, rtol=1e-9)
+    close(solve_ivp(lambda t, y: -y, (0.0, 1.0), [1.0], args=None, **TIGHT).y[0, -1],
+          math.exp(-1.0), rtol=1e-9)
+    with pytest.raises(TypeError, match="Supplied 'args' cannot be unpacked"):
+        si.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=k)
+    for bad in (k, nd.tensor(k)):
+        with pytest.raises(TypeError, match="ndgrad.integrate.solve_ivp: Supplied 'args' "
+                                            "cannot be unpacked. Please supply `args` as a "
+                                            "tuple \\(e.g. `args=\\("):
+            solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], args=bad)
+    jac_calls = []
+
+    def jac(t, y, k):
+        jac_calls.append(float(k))
+        return -float(k) * np.eye(1)
+    kt = nd.tensor(0.5)
+    res = solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), [1.0], method="BDF", args=(kt,),
+                    jac=jac, t_eval=[1.0], rtol=1e-8, atol=1e-10)
+    assert jac_calls and set(jac_calls) == {0.5}
+    close(res.y, [[math.exp(-0.5)]], rtol=1e-6)
+    gf = grad(lambda k: solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), nd.tensor([1.0]),
+                                  method="BDF", args=(k,), jac=jac, t_eval=[1.0],
+                                  sensitivity="forward", **TIGHT).y.sum())(kt)
+    close(gf, -math.exp(-0.5), rtol=1e-7)
+    value, _ = quad(lambda x, ab: ab[0] * x + ab[1], 0.0, 1.0, args=[nd.tensor(2.0), 3.0])
+    close(value, si.quad(lambda x, ab: ab[0] * x + ab[1], 0.0, 1.0, args=[2.0, 3.0])[0])
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+@pytest.mark.parametrize("sensitivity", ["adjoint", "forward"])
+def test_tensors_the_right_hand_side_captures_are_differentiated(sensitivity):
+    """y' = -k y with k captured (directly, in a tuple, and by a helper closure): its
+    gradient is the closed form in every mode (it was lost before: no derivative in the
+    plain graph, an internal error under func.grad); a tensor the function reaches
+    otherwise (an attribute) is refused instead of being silently constant."""
+    t = np.array([0.5, 2.0])
+    expected = (-t * 1.5 * np.exp(-0.8 * t)).sum()
+
+    def direct(k):
+        return solve_ivp(lambda s, y: -k * y, (0.0, 2.0), nd.tensor([1.5]), t_eval=t,
+                         sensitivity=sensitivity, **TIGHT).y.sum()
+
+    def nested(k):
+        pair = (k, 1.0)
+
+        def rate(y):
+            return pair[0] * pair[1] * y
+        return solve_ivp(lambda s, y: -rate(y), (0.0, 2.0), nd.tensor([1.5]), t_eval=t,
+                         sensitivity=sensitivity, **TIGHT).y.sum()
+    for f in (direct, nested):
+        close(grad(f)(nd.tensor(0.8)), expected, rtol=1e-8)
+        close(jvp(f, (nd.tensor(0.8),), (nd.tensor(1.0),))[1], expected, rtol=1e-8)
+        k = nd.tensor(0.8, requires_grad=True)
+        f(k).backward()
+        close(k.grad, expected, rtol=1e-8)
+    close(vmap(grad(direct))(nd.tensor([0.8, 0.5])),
+          [expected, (-t * 1.5 * np.exp(-0.5 * t)).sum()], rtol=1e-8)
+
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        def rhs(self, s, y):
+            return -self.k * y
+    with pytest.raises(ValueError, match="solve_ivp: the right-hand side depends on a "
+                                         "tensor that requires grad .* neither in args nor "
+                                         "captured"):
+        solve_ivp(Model(nd.tensor(0.8, requires_grad=True)).rhs, (0.0, 2.0), [1.5])
+    with pytest.raises(ValueError, match="neither in args nor captured"):
+        grad(lambda k: solve_ivp(Model(k).rhs, (0.0, 2.0), [1.5]).y.sum())(nd.tensor(0.8))
+
+
+@pytest.mark.cpu_only("finite differences of many SciPy solves: the values, once")
+@pytest.mark.parametrize("n", [3, 12])
+def test_forward_sensitivities_of_a_coupled_system_match_finite_differences(n):
+    """jvp and jacfwd (forward sensitivities; their Jacobians by reverse rows for a few
+    states, by jacfwd for more: Note [ODE sensitivities]) against central differences of
+    SciPy re-solves, in y0 and in the rates."""
+    import scipy.integrate as si
+    rng = np.random.default_rng(n)
+    K = rng.uniform(0.2, 1.0, size=(n, n)) / n
+    y00, r0 = rng.uniform(0.5, 1.5, n), rng.uniform(0.5, 1.5, n)
+    t_eval = [0.5, 1.0, 2.0]
+
+    def rhs(t, y, r, K):
+        return r * y * (1.0 - K @ y) - 0.1 * y * nd.sin(t)
+
+    def rhs_np(t, y, r):
+        return r * y * (1.0 - K @ y) - 0.1 * y * np.sin(t)
+
+    def y_np(y0, r):
+        return si.solve_ivp(rhs_np, (0.0, 2.0), y0, t_eval=t_eval, args=(r,),
+                            **TIGHT).y
+
+    def y_of(y0, r):
+        return solve_ivp(rhs, (0.0, 2.0), y0, t_eval=t_eval, args=(r, K), **TIGHT).y
+    dy0, dr = rng.normal(size=n), rng.normal(size=n)
+    _, tangent = jvp(y_of, (nd.tensor(y00), nd.tensor(r0)), (nd.tensor(dy0), nd.tensor(dr)))
+    eps = 1e-6
+    fd = (y_np(y00 + eps * dy0, r0 + eps * dr) - y_np(y00 - eps * dy0, r0 - eps * dr)) / (2 * eps)
+    close(tangent, fd, rtol=1e-6, atol=1e-8)
+    J = jacfwd(y_of, argnums=1)(nd.tensor(y00), nd.tensor(r0))
+    Jfd = np.stack([(y_np(y00, r0 + e) - y_np(y00, r0 - e)) / (2 * eps)
+                    for e in eps * np.eye(n)], axis=-1)
+    close(J, Jfd, rtol=1e-6, atol=1e-8)
