@@ -71,7 +71,6 @@ import contextlib
 import functools
 import threading
 import types
-import warnings
 
 import numpy as np
 
@@ -107,6 +106,10 @@ class _HostRule(Function):
     ``rule(*tensors)``; differentiating it raises (Note [ODE sensitivities])."""
 
     @staticmethod
+    def vmap_loop(rule, *tensors):  # (vmap's loop warning names the public function)
+        return f"ndgrad.integrate.{rule.who}", _LOOP
+
+    @staticmethod
     def forward(ctx, rule, *tensors):
         ctx.who = rule.who
         with no_grad():
@@ -129,10 +132,11 @@ class _Rule:
         return self.fn(*tensors)
 
 
+_LOOP = "SciPy solves on host arrays (as documented)"
+
+
 def _apply_host_rule(who, fn, *tensors):
-    with warnings.catch_warnings():  # (under vmap it loops by design: one solve per row)
-        warnings.filterwarnings("ignore", message="vmap: the custom Function _HostRule")
-        out = _HostRule.apply(_Rule(fn, who), *tensors)
+    out = _HostRule.apply(_Rule(fn, who), *tensors)
     return (out,) if isinstance(out, Tensor) else tuple(out)
 
 
@@ -614,7 +618,8 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
                                device=t_e.device))
         return out
 
-    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
+    @functools.partial(custom_vjp, vmap_method="sequential", _public=dict(
+        name=f"ndgrad.integrate.{who}", vmap=_LOOP))  # (SciPy on host arrays)
     def solve(y0, t_e, tensors):
         return forward_plain(y0, tensors)
 
@@ -997,7 +1002,8 @@ def quad(func, a, b, args=(), **options):
         state["err"] = err
         return scalar(value)
 
-    @functools.partial(custom_vjp, vmap_method="sequential")  # (SciPy on host arrays)
+    @functools.partial(custom_vjp, vmap_method="sequential", _public=dict(
+        name="ndgrad.integrate.quad", vmap=_LOOP))  # (SciPy on host arrays)
     def q(a, b, tensors):
         return integrate(a, b, tensors)
 

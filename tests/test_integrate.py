@@ -24,7 +24,7 @@ DEVICE_PATHS = "the device paths are covered by the decay, failure and quad test
 T_EVAL = [0.3, 1.0, 1.7, 2.5]
 
 
-pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:vmap. ndgrad.integrate:UserWarning")
 
 
 def decay(t, y, k):

@@ -449,3 +449,51 @@ def test_a_zero_leading_denominator_coefficient_is_refused_as_scipy_does():
     good = T([[1.0, -0.5], [2.0, 1.0]])
     got = vmap(lambda a: signal.lfilter(T([1.0]), a, T(x)))(good)
     close(got, np.stack([ss.lfilter([1.0], a, x) for a in host(good)]))
+
+
+@pytest.mark.cpu_only("finite differences: the values are checked on every device")
+def test_hessian_through_lfilter_by_jacrev_of_grad_names_lfilter(monkeypatch):
+    """jacrev(grad(loss)) runs lfilter's rules under vmap, once per batch element (as
+    documented): the warning names ndgrad.signal.lfilter and asks for no report, and the
+    Hessian in the denominator is central second differences of SciPy's lfilter."""
+    import sys
+
+    from ndgrad.func import grad, hessian
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+    x = _rng(20).normal(size=12)
+    b, a0 = np.array([0.5, 0.2]), np.array([1.0, -0.4, 0.1])
+
+    def loss(a):
+        return (signal.lfilter(T(b), a, T(x)) ** 2).sum()
+    with pytest.warns(UserWarning, match="vmap: ndgrad.signal.lfilter runs once per batch "
+                                         "element \\(a Python loop\\): SciPy's lfilter runs "
+                                         "on host arrays \\(as documented\\)") as seen:
+        H = jacrev(grad(loss))(T(a0))
+    assert not [w for w in seen if "report" in str(w.message) or "_Custom" in str(w.message)]
+
+    def loss_np(a):
+        return (ss.lfilter(b, a, x) ** 2).sum()
+    eps, fd = 1e-4, np.empty((3, 3))
+    for i, ei in enumerate(np.eye(3) * eps):
+        for j, ej in enumerate(np.eye(3) * eps):
+            fd[i, j] = (loss_np(a0 + ei + ej) - loss_np(a0 + ei - ej) - loss_np(a0 - ei + ej)
+                        + loss_np(a0 - ei - ej)) / (4 * eps * eps)
+    close(H, fd, rtol=1e-6, atol=1e-5)
+    close(hessian(loss)(T(a0)), H, rtol=1e-10)
+
+
+@pytest.mark.cpu_only("SciPy runs on the host; the values are checked on every device")
+def test_filtfilt_and_sosfiltfilt_under_vmap_over_the_coefficients():
+    """A batch of denominators (sections) under vmap: filtfilt's steady state no longer reads
+    one value of a (it failed: numpy() of a batched tensor); sosfiltfilt's default padlen
+    depends on each sos's zeros, so it asks for padlen; the values are SciPy's per row."""
+    x = _rng(21).normal(size=20)
+    as_ = np.array([[1.0, -0.5], [2.0, 0.3]])
+    got = vmap(lambda a: signal.filtfilt(T([1.0, 0.3]), a, T(x)))(T(as_))
+    close(got, np.stack([ss.filtfilt([1.0, 0.3], a, x) for a in as_]), atol=1e-13)
+    soss = np.array([[[1.0, 0.2, 0.0, 1.0, -0.5, 0.1]], [[1.0, 0.1, 0.0, 1.0, -0.3, 0.05]]])
+    got = vmap(lambda s: signal.sosfiltfilt(s, T(x), padlen=4))(T(soss))
+    close(got, np.stack([ss.sosfiltfilt(s, x, padlen=4) for s in soss]), atol=1e-13)
+    with pytest.raises(ValueError, match="sosfiltfilt: under vmap with a batch of sos, pass "
+                                         "padlen"):
+        vmap(lambda s: signal.sosfiltfilt(s, T(x)))(T(soss))

@@ -31,6 +31,10 @@ class _Computed(Function):
     to the Dask device (lazily)."""
 
     @staticmethod
+    def vmap_loop(*args):  # (how vmap's loop warning names it)
+        return "ndgrad.compute", "a computed Dask value is one array per batch element"
+
+    @staticmethod
     def forward(ctx, x, value):
         return _new(value, False)
 

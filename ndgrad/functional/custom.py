@@ -146,6 +146,10 @@ def _zeros_like(x):
 # ------------------------------------------------------------------------ custom_vjp
 class _CustomVJPFunction(Function):
     @staticmethod
+    def vmap_loop(call, *inputs):  # (how vmap's loop warning names it: the rule's function)
+        return call.rule.vmap_loop()
+
+    @staticmethod
     def forward(ctx, call, *inputs):
         fn = call.rule
         with _primal_calls(fn):
@@ -207,7 +211,7 @@ class _CustomRule:
 
     _kind = _functions = _set_by = None
 
-    def __init__(self, fun, nondiff_argnums=(), *, vmap_method="vectorized"):
+    def __init__(self, fun, nondiff_argnums=(), *, vmap_method="vectorized", _public=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = _nondiff(nondiff_argnums, self._kind)
@@ -216,6 +220,18 @@ class _CustomRule:
                              f"{vmap_method!r}")
         self.vmap_method = vmap_method
         self.fwd = self.bwd = self.jvp_rule = None
+        # (_public, for ndgrad's functions built on this: "name", the public function, and
+        # "vmap", why it runs once per batch element, for vmap's warning)
+        self.public = _public or {}
+
+    def vmap_loop(self):
+        """``(name, why)`` for vmap's warning when it runs this function once per batch
+        element (Note [Functions under vmap] in functional/vmap.py)."""
+        name = self.public.get("name") or f"the {self._kind} function {self.__name__}"
+        if self.vmap_method == "sequential":
+            return name, self.public.get("vmap") or "declared with vmap_method='sequential'"
+        return name, ("a derivative outside this vmap records it, which needs one node per "
+                      "element")
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -331,6 +347,8 @@ class custom_vjp(_CustomRule):
 
 # ------------------------------------------------------------------------ custom_jvp
 class _CustomJVPFunction(Function):
+    vmap_loop = staticmethod(_CustomVJPFunction.vmap_loop)
+
     @staticmethod
     def forward(ctx, call, *inputs):
         ctx.call = call
@@ -544,6 +562,11 @@ class _RootCall(_Call):
 
 
 class _CustomRootFunction(Function):
+    @staticmethod
+    def vmap_loop(call, *inputs):  # (how vmap's loop warning names it: ndgrad.optimize.<who>)
+        return call.name, ("custom_root runs its solver on plain values (ndgrad.optimize's "
+                           "solvers are SciPy's, on host arrays)")
+
     @staticmethod
     def forward(ctx, call, x0, *inputs):
         out = call.solver(x0.detach(), *call.diff_args([t.detach() for t in inputs]))

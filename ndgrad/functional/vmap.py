@@ -479,10 +479,14 @@ def _apply_inplace_batched(level, op, target, args, params):
 # ``vmap(jacrev(f))`` of a Function work. When a level outside the vmap (or the plain
 # graph: ``.backward()`` through vmap) must record the Function, it runs per element even
 # with ``generate_vmap_rule``: below the vmap those levels record one node per element.
+# Running per element warns once, naming the Function and why: a Function class can name
+# what the user called (ndgrad's SciPy-backed functions are built on custom_vjp, custom_root
+# and private Functions) with a static ``vmap_loop(*args) -> (name, why)`` (``_loop_of``).
 def _apply_function_batched(level, cls, args, kwargs, needs):
     if cls.generate_vmap_rule and not _level_below(level, args, kwargs):
         return _run_function(cls, args, kwargs, needs)
-    _warn_fallback(f"the custom Function {cls.__name__}", "has no batching rule")
+    name, why = _loop_of(cls, args)
+    _warn_fallback(name, "has no batching rule", why)
     size = level.info.size
     outs, ctxs = [], []
     with below(level):
@@ -496,7 +500,24 @@ def _apply_function_batched(level, cls, args, kwargs, needs):
     ctx = new_ctx(_PerElement._backward_cls)
     ctx.needs_input_grad = ctxs[0].needs_input_grad if ctxs else needs
     ctx.per_element = (cls, level, ctxs)
+    ctx.loop_name = name if name.startswith("ndgrad.") else None  # (one of ndgrad's own)
     return out, ctx
+
+
+def _loop_of(cls, args):
+    """``(name, why)`` for the warning of a Function vmap runs once per batch element (Note
+    [Functions under vmap]): the class's own ``vmap_loop(*args)`` where it has one (the
+    public function, and why it loops), else the class and why."""
+    describe = getattr(cls, "vmap_loop", None)
+    found = describe(*args) if describe is not None else None
+    if found is not None:
+        return found
+    name = f"the custom Function {cls.__name__}"
+    if cls.generate_vmap_rule:
+        return name, ("a derivative outside this vmap records it, which needs one node per "
+                      "element")
+    return name, ("its class does not set generate_vmap_rule = True (set it when its forward "
+                  "and backward are written with ndgrad operations, which vmap batches)")
 
 
 def _level_below(level, args, kwargs):
@@ -549,6 +570,13 @@ def _per_element(ctx, rule, values):
            for lv in _levels.visible_levels()):
         # a derivative transform inside the vmap besides the caller's records this rule (a
         # second derivative): the elements' ctxs hold values below the vmap, out of its reach
+        name = getattr(ctx, "loop_name", None)
+        if name is not None:  # (one of ndgrad's functions: no Function for the user to fix)
+            raise NotImplementedError(
+                f"vmap: a derivative of {name}'s {rule} inside vmap (a second derivative, e.g. "
+                f"vmap(hessian(f))): vmap runs {name} once per batch element, which supports "
+                "first derivatives only; take the second derivative outside vmap (hessian(f), "
+                "or a loop of hessians)")
         raise NotImplementedError(
             f"vmap: a derivative of {cls.__name__}'s {rule} inside vmap (a second derivative, "
             f"e.g. vmap(hessian(f))): vmap ran {cls.__name__} once per batch element, which "

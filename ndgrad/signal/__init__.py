@@ -467,7 +467,9 @@ def _iir_fun(b, a, x, zi):
     return _iir_value(b, a, x, zi)
 
 
-_iir = custom_vjp(_iir_fun, vmap_method="sequential")
+_iir = custom_vjp(_iir_fun, vmap_method="sequential", _public=dict(
+    name="ndgrad.signal.lfilter",
+    vmap="SciPy's lfilter runs on host arrays (as documented)"))
 
 
 def _lag_sum(u, w, k):
@@ -538,8 +540,8 @@ _A0_ZERO = ("filter coefficient a[0] == 0 not supported (as in SciPy): the leadi
 
 
 def _leading_values(c):
-    """The host values of ``c`` (a tensor of leading coefficients), or None for a vmap
-    batch, which has no single value (the host rule checks each element then)."""
+    """The host values of ``c`` (coefficients), or None for a vmap batch, which has no single
+    value (the host rule checks each element then)."""
     try:
         return _host(c)
     except RuntimeError:
@@ -757,12 +759,13 @@ def lfilter_zi(b, a):
     if len(b.shape) != 1 or len(a.shape) != 1:
         raise ValueError(f"lfilter_zi: b and a must be 1-D, got shapes {tuple(b.shape)} and "
                          f"{tuple(a.shape)}")
-    ah = _host(a)
+    ah = _leading_values(a)  # (None for a vmap batch: a[0] == 0 is refused by lfilter then)
     lead = 0
-    while lead < len(ah) - 1 and ah[lead] == 0.0:
-        lead += 1
-    if len(ah) == 0 or ah[lead] == 0.0:
-        raise ValueError("lfilter_zi: there must be at least one nonzero `a` coefficient")
+    if ah is not None:
+        while lead < len(ah) - 1 and ah[lead] == 0.0:
+            lead += 1
+        if len(ah) == 0 or ah[lead] == 0.0:
+            raise ValueError("lfilter_zi: there must be at least one nonzero `a` coefficient")
     a = a[lead:]
     dtype = _nd.result_type(b, a)
     b, a = b.astype(dtype) / a[0], a.astype(dtype) / a[0]
@@ -995,8 +998,12 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
     sos = _check_sos(sos, "sosfiltfilt")
     _check_sections(sos, "sosfiltfilt")
     x, axis = _filter_axis(x, axis, "sosfiltfilt")
-    sh = _host(sos)
-    ntaps = 2 * sos.shape[0] + 1 - min(int((sh[:, 2] == 0).sum()), int((sh[:, 5] == 0).sum()))
+    sh = _leading_values(sos)
+    if sh is None and padlen is None and padtype is not None:
+        raise ValueError("sosfiltfilt: under vmap with a batch of sos, pass padlen: SciPy's "
+                         "default depends on each sos's zero coefficients")
+    ntaps = 0 if sh is None else 2 * sos.shape[0] + 1 - min(int((sh[:, 2] == 0).sum()),
+                                                            int((sh[:, 5] == 0).sum()))
     edge = _validate_pad(padtype, padlen, x.shape[axis], ntaps, "sosfiltfilt")
     zi = sosfilt_zi(sos)  # (n_sections, 2): each section's state broadcasts over x
     xm = _nd.moveaxis(x, axis, -1)

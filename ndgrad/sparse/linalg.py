@@ -161,8 +161,14 @@ class _Problem:
 
 
 # ------------------------------------------------------------------------ the two rules
+def _loop(prob, *rest):  # (how vmap's loop warning names the two Functions below)
+    return prob.who, "SciPy's solver runs on host arrays"
+
+
 class _PrimalSolve(Function):
     """SciPy's solve; its derivative is zero (the derivative is ``_LinSolve``'s)."""
+
+    vmap_loop = staticmethod(_loop)
 
     @staticmethod
     def forward(ctx, prob, b, *params):
@@ -184,6 +190,8 @@ class _PrimalSolve(Function):
 class _LinSolve(Function):
     """Value ``xhat``; derivative ``A⁻¹ (db - dA x)`` (Note [Differentiating a linear
     solve]). Inputs: ``prob, b, xhat, *params``."""
+
+    vmap_loop = staticmethod(_loop)
 
     @staticmethod
     def forward(ctx, prob, b, xhat, *params):

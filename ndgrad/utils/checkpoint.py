@@ -209,6 +209,12 @@ class _Reentrant(Function):
     function again with grad and a backward pass of its own."""
 
     @staticmethod
+    def vmap_loop(*args):  # (how vmap's loop warning names it)
+        return ("ndgrad.utils.checkpoint.checkpoint(use_reentrant=True)",
+                "its backward runs the function again in a backward pass of its own "
+                "(use_reentrant=False is batched as any other computation)")
+
+    @staticmethod
     def forward(ctx, function, rng, *args):
         ctx.function = function
         ctx.rng = rng

@@ -268,3 +268,88 @@ def test_the_loop_warning_gives_an_ops_declared_reason(monkeypatch):
         got = vmap(ndgrad.trim_zeros)(t(x))
     assert "report" not in str(seen[0].message)
     close(got, np.stack([np.trim_zeros(r) for r in x]))
+
+
+def _function_classes():
+    """Every custom Function class ndgrad defines (autograd.Function's subclasses, recursively),
+    less the bases it offers users to subclass and vmap's own per-element ctx."""
+    import ndgrad.integrate  # noqa: F401  (the modules that define them, loaded)
+    import ndgrad.sparse.linalg  # noqa: F401
+    import ndgrad.utils.checkpoint  # noqa: F401
+    from ndgrad.autograd import Function
+    from ndgrad.autograd.legacy import InplaceFunction, NestedIOFunction
+    from ndgrad.functional.vmap import _PerElement
+    found, todo = set(), [Function]
+    while todo:
+        for c in todo.pop().__subclasses__():
+            if c not in found:
+                found.add(c)
+                todo.append(c)
+    return sorted((c for c in found if c.__module__.startswith("ndgrad.")
+                   and c not in (InplaceFunction, NestedIOFunction, _PerElement)),
+                  key=lambda c: c.__qualname__)
+
+
+def test_every_function_ndgrad_defines_names_what_vmap_loops_over():
+    """A Function class of ndgrad's that vmap may run once per batch element names the public
+    function and why (``vmap_loop``; Note [Functions under vmap]): the warning must not name a
+    private class (``_CustomVJPFunction``) or ask for a report."""
+    classes = _function_classes()
+    assert len(classes) >= 8
+    unnamed = [c.__qualname__ for c in classes if getattr(c, "vmap_loop", None) is None]
+    assert not unnamed, f"Function classes without vmap_loop: {unnamed}"
+
+
+def test_the_loop_warning_of_a_function_names_what_the_user_called(monkeypatch):
+    """The warnings of ndgrad's functions built on custom Functions name the public function
+    (``ndgrad.signal.lfilter``, ``ndgrad.integrate.solve_ivp`` ...), a user's custom_vjp
+    declared sequential and a user's Function name themselves and say why; none asks for a
+    report; the values are the per-element ones."""
+    import functools
+    import sys
+    import warnings
+
+    import scipy.signal as ss
+    from ndgrad import integrate, optimize, signal
+    from ndgrad.func import custom_vjp
+    from ndgrad.sparse import linalg as splinalg
+    from support import Cube
+
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+    x = RNG.standard_normal(6)
+    A = ndgrad.tensor(np.diag([3.0, 4.0, 5.0]))
+    ks = np.array([0.5, 0.8])
+
+    @functools.partial(custom_vjp, vmap_method="sequential")
+    def twice(v):
+        return 2.0 * v
+    twice.defvjp(lambda v: (2.0 * v, None), lambda _, g: (2.0 * g,))
+    cases = [
+        ("ndgrad.signal.lfilter", lambda k: signal.lfilter(t([1.0]), ndgrad.stack(
+            [ndgrad.tensor(1.0), -k]), t(x)).sum(),
+         [ss.lfilter([1.0], [1.0, -k], x).sum() for k in ks]),
+        ("ndgrad.integrate.solve_ivp", lambda k: integrate.solve_ivp(
+            lambda s, y, k: -k * y, (0.0, 1.0), t([1.0]), t_eval=[1.0], args=(k,),
+            rtol=1e-10, atol=1e-12).y.sum(), np.exp(-ks)),
+        ("ndgrad.integrate.odeint", lambda k: integrate.odeint(
+            lambda y, s, k: -k * y, t([1.0]), [0.0, 1.0], args=(k,), rtol=1e-10,
+            atol=1e-12)[-1, 0], np.exp(-ks)),
+        ("ndgrad.integrate.quad", lambda k: integrate.quad(lambda s, k: k * s, 0.0, 1.0,
+                                                           args=(k,))[0], ks / 2),
+        ("ndgrad.sparse.linalg.cg", lambda k: splinalg.cg(A, k * t([3.0, 4.0, 5.0]),
+                                                          rtol=1e-12)[0].sum(), 3 * ks),
+        ("ndgrad.optimize.minimize", lambda k: optimize.minimize(
+            lambda z, k: ((z - k) ** 2).sum(), ndgrad.zeros(2), args=(k,)).x.sum(), 2 * ks),
+        ("the custom_vjp function twice", lambda k: twice(k), 2 * ks),
+        ("the custom Function Cube", lambda k: Cube.apply(k), ks ** 3),
+    ]
+    for name, f, want in cases:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = vmap(f)(t(ks))
+        close(got, want, rtol=1e-7, atol=1e-12)
+        loops = [str(w.message) for w in seen if "once per batch element" in str(w.message)]
+        assert len(loops) == 1 and loops[0].startswith(f"vmap: {name} runs once per batch "
+                                                        "element (a Python loop): "), loops
+        assert "report" not in loops[0] and "CustomVJPFunction" not in loops[0]
+    assert "generate_vmap_rule = True" in loops[0]   # (the user's Function: what to set)
