@@ -156,7 +156,10 @@ def _root_edge(t):
 # those leaves: every node is needed, and the walk (about 6 % of a `func.grad` of ten ops,
 # benchmarks/bench_overhead.py T1) is skipped. A leaf the user makes inside the function
 # (`requires_grad_()` on a value of the level) breaks this; the level then says so and the
-# walk is done (functional/grad_level.py, `_GradInfo.extra_leaves`).
+# walk is done (functional/grad_level.py, `_GradInfo.extra_leaves`). A value of the level
+# never carries a node of another graph: a custom Function none of whose inputs is the
+# level's runs below it, so a tensor its forward makes is not lifted into the level (Note
+# [Functions under transforms] in core/function.py).
 def _needed_nodes(start, targets):
     """``(needed, whole)``: for each node reachable from ``start``, whether some target node
     is reachable from it; and the nodes that are needed, are no target, and need every one of

@@ -843,3 +843,46 @@ def test_mark_dirty_of_a_non_input_warns():
                for w in caught)
     y.sum().backward()
     close(x.grad, np.full(3, 2.0))
+
+
+# ------------------------------------------------------------------------ no level's inputs
+class HostExp(Function):
+    """exp computed on the host: ``forward`` makes a fresh tensor (not an op on its input)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = nd.tensor(np.exp(x.detach().cpu().numpy()))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+def test_a_function_of_captured_tensors_inside_func_grad_runs_below_the_level():
+    # Note [Functions under transforms]: no input is the level's, so the forward runs below
+    # it and its fresh output is a plain tensor with the Function's node (before, it was a
+    # value of the level carrying that node: the dependence of grad(f)(x) on w was lost and
+    # the level's pass ran the Function's backward)
+    from ndgrad.func import grad as func_grad, jacrev
+    W = 0.7
+    w = nd.tensor(W, requires_grad=True)
+    x = nd.tensor([1.0, 2.0])
+
+    def f(v):
+        e = HostExp.apply(w)
+        assert type(e) is nd.Tensor and e.requires_grad and type(e.grad_fn).__name__ == \
+            "HostExpBackward"
+        return nd.sum(e * v ** 2)
+
+    g = func_grad(f)(x)
+    close(g, 2 * np.exp(W) * val(x))
+    (dw,) = grad(nd.sum(g), w)          # d/dw sum(2 e^w x) = 2 e^w sum(x)
+    close(dw, 2 * np.exp(W) * 3.0)
+    J = jacrev(lambda v: HostExp.apply(w) * v ** 2)(x)
+    close(J, np.diag(2 * np.exp(W) * val(x)))
+    (dw,) = grad(nd.sum(J), w)
+    close(dw, 2 * np.exp(W) * 3.0)
+    assert w.grad is None   # nothing reached w's .grad from the level's passes

@@ -231,6 +231,129 @@ def test_calls_without_a_rule_or_with_keywords_are_refused():
         g(x=x)
 
 
+# --------------------------------------------------------------------------- host computations
+# A custom_jvp whose function makes a fresh tensor from a host computation (SciPy) and whose
+# rule calls the function again: under .backward()/autograd.grad the rule's transpose runs
+# the Function on inputs that require grad at the bottom while vjp's level is visible; the
+# fresh output was lifted into that level with the bottom's node, and the level's pass ran
+# the Function's backward inside its own without end (Note [Functions under transforms]).
+# vonmises.ppf's derivative in q is 1 / pdf(ppf), its second k sin(y) / pdf(ppf)^2; norm's
+# ppf with a scale s: dy/dq = 1 / pdf(y; s), dy/ds = y / s.
+Q = np.array([0.3, 0.6, 0.85])
+KAPPA = 2.0
+
+
+def _vonmises_ppf(calls_again, nargs):
+    st = pytest.importorskip("scipy.stats")
+
+    def ppf(q, k):
+        return nd.tensor(st.vonmises.ppf(host(q), host(k)))
+
+    def dens(y, k):
+        return nd.exp(k * nd.cos(y)) / (2 * np.pi * nd.special.i0(k))
+
+    if nargs == 2:
+        @custom_jvp
+        def f(q, k):
+            return ppf(q, k)
+
+        @f.defjvp
+        def _(primals, tangents):
+            (q, k), (tq, _tk) = primals, tangents
+            y = f(q, k) if calls_again else ppf(q, k)
+            return y, tq / dens(y, k)
+        return lambda q, k=None: f(q, nd.tensor(KAPPA) if k is None else k)
+
+    @custom_jvp
+    def g(q):
+        return ppf(q, nd.tensor(KAPPA))
+
+    @g.defjvp
+    def _(primals, tangents):
+        (q,), (tq,) = primals, tangents
+        y = g(q) if calls_again else ppf(q, nd.tensor(KAPPA))
+        return y, tq / dens(y, nd.tensor(KAPPA))
+    return lambda q, k=None: g(q)
+
+
+def _vonmises_closed_forms():
+    st = pytest.importorskip("scipy.stats")
+    y = st.vonmises.ppf(Q, KAPPA)
+    p = st.vonmises.pdf(y, KAPPA)
+    # y' = 1/p(y); p'(y) = -k sin(y) p(y), so y'' = -p'(y) y' / p(y)^2 = k sin(y) / p(y)^2
+    return y, 1 / p, KAPPA * np.sin(y) / p ** 2
+
+
+@pytest.mark.parametrize("nargs", [1, 2], ids=["one-arg", "two-args"])
+@pytest.mark.parametrize("calls_again", [True, False], ids=["rule-calls-f", "rule-on-host"])
+def test_custom_jvp_of_a_host_computation_in_every_reverse_transform(nargs, calls_again):
+    f = _vonmises_ppf(calls_again, nargs)
+    y, d1, d2 = _vonmises_closed_forms()
+    q = nd.tensor(Q, requires_grad=True)
+    close(f(q), y)
+    nd.sum(f(q)).backward()
+    close(q.grad, d1, rtol=1e-10)
+    close(autograd_grad(nd.sum(f(q)), q)[0], d1, rtol=1e-10)
+    close(grad(lambda v: nd.sum(f(v)))(nd.tensor(Q)), d1, rtol=1e-10)
+    close(jacrev(f)(nd.tensor(Q)), np.diag(d1), rtol=1e-10)
+    close(jvp(f, (nd.tensor(Q),), (nd.ones(3),))[1], d1, rtol=1e-10)
+    if not calls_again:
+        return  # (the rule's y is then a constant: its second derivative is not y'')
+    # second order: the rule is differentiable (through f again)
+    (g,) = autograd_grad(nd.sum(f(q)), q, create_graph=True)
+    close(g, d1, rtol=1e-10)
+    close(autograd_grad(nd.sum(g), q)[0], d2, rtol=1e-9)
+    q.grad = None
+    (g,) = autograd_grad(nd.sum(f(q)), q, create_graph=True)
+    nd.sum(g).backward()
+    close(q.grad, d2, rtol=1e-9)
+    close(grad(grad(lambda v: nd.sum(f(v))))(nd.tensor(Q[0])), d2[0], rtol=1e-9)
+    close(hessian(lambda v: nd.sum(f(v)))(nd.tensor(Q)), np.diag(d2), rtol=1e-9, atol=1e-12)
+
+
+def test_custom_jvp_of_a_host_computation_with_a_second_input_that_requires_grad():
+    # the reported case with kappa requiring grad too (its tangent unused by the rule: the
+    # rule's derivative in it is zero), and norm.ppf with a scale, whose rule has both parts
+    st = pytest.importorskip("scipy.stats")
+    f = _vonmises_ppf(True, 2)
+    y, d1, _ = _vonmises_closed_forms()
+    q = nd.tensor(Q, requires_grad=True)
+    k = nd.tensor(KAPPA, requires_grad=True)
+    nd.sum(f(q, k)).backward()
+    close(q.grad, d1, rtol=1e-10)
+    close(k.grad, 0.0)
+
+    @custom_jvp
+    def norm_ppf(q, s):
+        return nd.tensor(st.norm.ppf(host(q), scale=host(s)))
+
+    @norm_ppf.defjvp
+    def _(primals, tangents):
+        (q, s), (tq, ts) = primals, tangents
+        y = norm_ppf(q, s)
+        pdf = nd.exp(-0.5 * (y / s) ** 2) / (s * np.sqrt(2 * np.pi))
+        return y, tq / pdf + ts * y / s
+
+    S = 1.7
+    yn = st.norm.ppf(Q, scale=S)
+    dq, ds = 1 / st.norm.pdf(yn, scale=S), yn / S
+    q = nd.tensor(Q, requires_grad=True)
+    s = nd.tensor(S, requires_grad=True)
+    nd.sum(norm_ppf(q, s)).backward()
+    close(q.grad, dq, rtol=1e-10)
+    close(s.grad, ds.sum(), rtol=1e-10)
+    gq, gs = autograd_grad(nd.sum(norm_ppf(q, s)), (q, s))
+    close(gq, dq, rtol=1e-10)
+    close(gs, ds.sum(), rtol=1e-10)
+    gq, gs = grad(lambda a, b: nd.sum(norm_ppf(a, b)), argnums=(0, 1))(nd.tensor(Q),
+                                                                      nd.tensor(S))
+    close(gq, dq, rtol=1e-10)
+    close(gs, ds.sum(), rtol=1e-10)
+    # second order in s: dy/ds = y / s is constant in s (y is linear in s): zero
+    (g,) = autograd_grad(nd.sum(norm_ppf(q, s)), s, create_graph=True)
+    close(autograd_grad(g, s)[0], 0.0, atol=1e-10)
+
+
 # --------------------------------------------------------------------------- under vmap
 def _counted_sin_vjp(scale, vmap_method):
     calls = {"fwd": 0, "bwd": 0}
