@@ -222,3 +222,50 @@ def test_nested_checkpoints_and_backward_inputs():
     (hr,) = nd.autograd.grad(gr.sum(), r)
     np.testing.assert_allclose(_np(gx), _np(r.grad), rtol=1e-12)
     np.testing.assert_allclose(_np(hx), _np(hr), rtol=1e-12)
+
+
+def test_checkpoint_saves_memory_while_another_thread_is_inside_a_transform():
+    # Levels are per thread (Note [Levels per thread]): a func.grad running in another thread
+    # must not turn this thread's checkpoint into a plain call that keeps every saved value
+    import threading
+    from ndgrad.autograd.graph import memory_report
+    rng = np.random.default_rng(7)
+    n = 8
+    X = rng.normal(size=n)
+    Wt = nd.tensor(rng.normal(size=(n, n)))
+    f = _block(Wt)
+
+    def kept(run):
+        """(bytes the graph keeps for backward, gradient of sum(run(x)))"""
+        x = nd.tensor(X.copy(), requires_grad=True)
+        loss = run(x).sum()
+        total = memory_report(loss).total_bytes
+        loss.backward()
+        return total, _np(x.grad)
+
+    plain_bytes, _ = kept(f)
+    inside, release = threading.Event(), threading.Event()
+    other = {}
+
+    def in_other_thread():
+        def g(z):
+            inside.set()
+            release.wait(60)
+            return (nd.sin(z) ** 2).sum()
+        other["grad"] = _np(nd.func.grad(g)(nd.tensor(0.3)))
+
+    worker = threading.Thread(target=in_other_thread)
+    worker.start()
+    try:
+        assert inside.wait(60)
+        ckpt_bytes, g = kept(lambda x: checkpoint(f, x))
+    finally:
+        release.set()
+        worker.join(60)
+    # only the checkpoint's input is kept (to run it again), not what its ops save
+    assert ckpt_bytes == X.nbytes < plain_bytes
+    h = 1e-6
+    fd = np.array([(_np(f(nd.tensor(X + h * e)).sum()) - _np(f(nd.tensor(X - h * e)).sum()))
+                   / (2 * h) for e in np.eye(n)])
+    np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(other["grad"], np.sin(0.6), rtol=1e-12)  # d sin^2 = sin 2z

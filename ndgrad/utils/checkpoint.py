@@ -195,9 +195,11 @@ def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
             raise ValueError("checkpoint(use_reentrant=True) takes positional arguments only "
                              f"(got {sorted(kwargs)}); use use_reentrant=False")
         return _Reentrant.apply(function, rng, *args)
-    if not STATE.grad_enabled or levels.VISIBLE[0]:
-        # nothing is recorded; or inside an ndgrad.func transform, whose values are saved
-        # as usual (they do not go through saved-tensor hooks): the plain call is right
+    if not STATE.grad_enabled or levels.VISIBLE[0] and levels.visible_levels():
+        # nothing is recorded; or inside an ndgrad.func transform in this thread, whose
+        # values are saved as usual (they do not go through saved-tensor hooks): the plain
+        # call is right. (VISIBLE counts the levels of every thread; another thread's
+        # transform changes nothing here: Note [Levels per thread] in core/levels.py.)
         return function(*args, **kwargs)
     frame = _Frame(function, args, kwargs, rng, determinism_check == "default")
     with saved_tensors_hooks(frame.pack, frame.unpack):
