@@ -45,6 +45,18 @@ ctx's attributes and shows the level's values as ``saved_tensors`` (functional/g
 with :func:`new_ctx`, :func:`wire` and :func:`finish_node`). The
 forward runs once, at the bottom, on plain tensors; ``needs_input_grad`` there says which
 inputs any level needs a gradient for.
+
+A Function none of whose inputs is a visible level's value is a constant of those levels,
+and its forward runs below every level that would take a tensor made there as a value of
+its own (``Interpreter.lift``: a ``func.grad`` level's constants), as the forward of a
+Function on a level's values does: its outputs are plain tensors, recorded (or not) at the
+bottom. Otherwise an output made inside ``forward`` (``ndgrad.tensor(scipy_result)``) would
+be a value of the level carrying the bottom's node: the level's graph would reach a node
+outside it, and the level's backward pass, which runs every node it reaches (Note [Passes
+that need every node] in core/engine.py), would run the Function's backward inside its own
+(a ``custom_jvp`` whose rule calls the function again recursed without end). Levels that do
+not lift (vmap, dual levels) stay visible: a random draw in the forward is one per batch
+element, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -59,6 +71,7 @@ from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
 from .hooks import NodeHooks
+from .levels import VISIBLE, Interpreter, below, visible_levels
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "apply_function", "new_ctx", "wire",
@@ -373,6 +386,11 @@ def apply_function(cls, args, kwargs, needs=None):
     level = innermost_level(args, kwargs)
     if level is not None:
         return level.interpreter.process_function(level, cls, args, kwargs, needs)
+    if VISIBLE[0]:  # a constant of every visible level (Note [Functions under transforms])
+        for lv in visible_levels():
+            if type(lv.interpreter).lift is not Interpreter.lift:
+                with below(lv):
+                    return _run(cls, args, kwargs, needs)
     return _run(cls, args, kwargs, needs)
 
 
