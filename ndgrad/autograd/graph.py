@@ -225,7 +225,8 @@ class allow_mutation_on_saved_tensors:  # noqa: N801 - PyTorch's name
 def increment_version(tensor):
     """Bump the version counter of ``tensor`` (or of each tensor of a sequence), as an
     in-place change does: for code that changes a tensor's memory behind ndgrad's back
-    (through ``.numpy()``), so that backward refuses values it saved before.
+    (through ``.numpy()``), so that backward refuses values it saved before; its error then
+    names the line of this call.
 
     Examples
     --------
@@ -240,6 +241,7 @@ def increment_version(tensor):
         if not isinstance(t, Tensor):
             raise TypeError(f"increment_version takes tensors, got {type(t).__name__}")
         t._counter().value += 1
+        _inplace.note_where(t._counter(), 1)  # (Note [Where a tensor was modified in place])
 
 
 def register_multi_grad_hook(tensors, fn, *, mode="all"):

@@ -66,7 +66,7 @@ import warnings
 
 from . import anomaly
 from .backend import is_differentiable_dtype
-from .inplace import check_inplace, rebase
+from .inplace import check_inplace, note_where, rebase
 from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
@@ -488,6 +488,7 @@ def _wrap_outputs(cls, node, args, output, record_it):
             raise RuntimeError(f"{cls.__name__}: an input marked dirty (ctx.mark_dirty) must "
                                "be returned by forward as one of its outputs")
         t._counter().value += 1
+        note_where(t._counter(), 1, FunctionCtx.mark_dirty.__code__)  # (at the apply's line)
     results = []
     seen = set()
     out_pos = {}

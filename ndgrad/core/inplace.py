@@ -22,7 +22,7 @@ from .saved import FREED
 from .tensor import Tensor, owning_level
 from .views import base_now_requires_grad, check_view_history, regenerate
 
-__all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE"]
+__all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE", "note_where"]
 
 
 def _write_back(view, new):
@@ -126,7 +126,7 @@ def _write_data(target, result):
     if m is None or not m.inference:  # inference tensors track no versions
         c = target._counter()
         c.value += 1
-        _note_where(c)
+        note_where(c)
 
 
 # Note [Where a tensor was modified in place]
@@ -137,7 +137,10 @@ def _write_data(target, result):
 # tensor (every level's write ends in `_write_data`) notes on the tensor's version counter
 # the version it made and the first frame outside the ndgrad package: the user's code, its
 # line and the function of ndgrad it called (`mul_`, `__setitem__`, a NumPy function with
-# `out=`); saved.py's message names them while that version is still the current one. Only
+# `out=`); saved.py's message names them while that version is still the current one. The
+# other two bumps note themselves the same way (`note_where`): a custom Function's
+# `ctx.mark_dirty` (at the line of its `apply`, "by mark_dirty") and
+# `autograd.graph.increment_version` (at the line of its call). Only
 # the in-place path pays for it: a walk of a few frames (a frame object each) and a tuple of
 # references (no frame is kept). Measured by an in-process A/B of `_write_data` with and
 # without it, interleaved, fastest of 61 rounds: `x.add_(c)` under no_grad on 16 values
@@ -146,15 +149,18 @@ def _write_data(target, result):
 _PACKAGE = os.path.dirname(os.path.dirname(_write_data.__code__.co_filename)) + os.sep
 
 
-def _note_where(c):
-    # (frames 0 to 2 are this module's: _note_where, _write_data and the protocol's call of
+def note_where(c, depth=3, what=None):
+    """Note on version counter ``c`` where its current version was made: the first frame
+    outside ndgrad from ``depth`` frames up, and ``what`` the user called (by default the
+    outermost of ndgrad's frames on the way)."""
+    # (frames 0 to 2 are this module's: note_where, _write_data and the protocol's call of
     # its write; each frame the walk steps through costs a frame object, about 0.2 us)
-    f = sys._getframe(3)
+    f = sys._getframe(depth)
     entry = None
     while f is not None:
         code = f.f_code
         if not code.co_filename.startswith(_PACKAGE):
-            c.where = (c.value, code, f.f_lineno, entry)
+            c.where = (c.value, code, f.f_lineno, what or entry)
             return
         entry = code  # the outermost of ndgrad's frames so far: what the user called
         f = f.f_back

@@ -416,7 +416,7 @@ def test_the_error_names_the_line_in_a_custom_functions_backward():
     assert re.search(_modified_at(line, function, "mul_"), str(caught.value))
 
 
-def test_the_last_of_several_changes_is_named_and_an_unnoted_change_is_not():
+def test_the_last_of_several_changes_is_named_and_increment_version_names_its_call():
     x = x4()
     y = (x * 1.0).exp()
     y.add_(1.0)
@@ -427,11 +427,66 @@ def test_the_last_of_several_changes_is_named_and_an_unnoted_change_is_not():
         y.sum().backward()
     y = (x * 1.0).exp()
     y.add_(1.0)
-    increment_version(y)  # changed behind ndgrad's back: where is not known
-    with pytest.raises(RuntimeError, match="expected version 0 instead\\. Hint") as caught:
+    increment_version(y)  # changed behind ndgrad's back: the call is where
+    line, function = _here()
+    with pytest.raises(RuntimeError, match=_modified_at(line, function, "increment_version") +
+                       ", the last of 2 in-place changes since it was saved\\. Hint: the "
+                       "operation that saved it is the one named; make that operation "
+                       "out-of-place"):
         y.sum().backward()
-    assert "modified in place at" not in str(caught.value)
-    assert "find the in-place operation that modified it afterwards" in str(caught.value)
+    y = (x * 1.0).exp()
+    increment_version([x * 1.0, y])  # a sequence of tensors: each noted
+    line, function = _here()
+    with pytest.raises(RuntimeError, match=_modified_at(line, function, "increment_version") +
+                       "\\. Hint"):
+        y.sum().backward()
+    # what the message says is right: the gradient without the change
+    x.grad = None
+    (x * 1.0).exp().sum().backward()
+    close(x.grad, np.exp([1.0, 2.0, 3.0, 4.0]))
+
+
+class _DoubleInPlace(Function):
+    """Doubles its input in place (its memory written behind ndgrad's back, through the
+    array: the only version bump is ctx.mark_dirty's)."""
+
+    @staticmethod
+    def forward(ctx, y):
+        y._data *= 2.0
+        ctx.mark_dirty(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def test_the_error_names_the_line_of_a_functions_apply_that_marks_dirty():
+    x = x4()
+    y = x * 1.0
+    z = y * y  # saves y
+    _DoubleInPlace.apply(y)
+    line, function = _here()
+    assert y._version == 1
+    with pytest.raises(RuntimeError, match="saved by MultiplyBackward0.*" + _modified_at(
+            line, function, "mark_dirty") + "\\. Hint"):
+        z.sum().backward()
+    # inside a transformed function: the line of the apply in it
+    where = []
+
+    def f(v):
+        w = v * 1.0
+        out = (w * w).sum()
+        _DoubleInPlace.apply(w)
+        where.append(_here())
+        return out
+    with pytest.raises(RuntimeError, match="saved by MultiplyBackward0") as caught:
+        nd.func.grad(f)(nd.tensor([1.0, 2.0]))
+    assert re.search(_modified_at(*where[0], "mark_dirty"), str(caught.value))
+    # without the stale read: the Function's own derivative, d sum(2 y) / dx = 2
+    x.grad = None
+    _DoubleInPlace.apply(x * 1.0).sum().backward()
+    close(x.grad, np.full(4, 2.0))
 
 
 def test_the_error_names_the_line_inside_a_transformed_function():
