@@ -15,8 +15,16 @@ solves a stiff reaction-diffusion system (the 1-D Brusselator, 2 x 400 states) w
 ``solve_ivp(method="BDF")`` given ndgrad's sparse Jacobian, against the same solve given
 ndgrad's dense one (``jacfwd``), and checks that the solutions agree.
 
-Run ``python benchmarks/bench_sparse.py`` (``--rounds N``): medians of the rounds, the
-callables timed side by side, alternating, in one run.
+C1 prints, for standard structures, the colors of ndgrad's column coloring (one jvp each)
+against the lower bound (the most nonzeros in one row) and SciPy's ``group_columns``; C2 the
+colors of the star coloring of symmetric patterns (one Hessian-vector product each) against
+the star chromatic number (the fewest colors any star coloring has: 3 for a path, 5 for the
+grid of the 5-point stencil, 2k + 1 for a band of half-bandwidth k, 2 for an arrowhead; 8 for
+the 9-point stencil's king graph on the 5 x 5 to 12 x 12 grids, by exhaustive search) and
+the star greedy alone; C3 times the colorings of a 5-point stencil of 10**5 columns.
+
+Run ``python benchmarks/bench_sparse.py`` (``--rounds N``; ``--coloring`` for C1-C3 only):
+medians of the rounds, the callables timed side by side, alternating, in one run.
 """
 
 from __future__ import annotations
@@ -78,10 +86,89 @@ def case(name, f, x, rounds):
           f"{ap * 1e3:6.2f} ms = {ap / jt:4.1f}x ndgrad's (|difference| {err:.0e})")
 
 
+def grid(rows, cols, offsets):
+    """The pattern of a stencil with these ``(di, dj)`` offsets on a rows x cols grid."""
+    import scipy.sparse as sp
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    i, j = np.divmod(np.arange(rows * cols), cols)
+    r, c = [], []
+    for di, dj in offsets:
+        inside = (i + di >= 0) & (i + di < rows) & (j + dj >= 0) & (j + dj < cols)
+        r.append(idx.reshape(-1)[inside])
+        c.append(idx[i[inside] + di, j[inside] + dj])
+    r, c = np.concatenate(r), np.concatenate(c)
+    return sp.csr_array((np.ones(r.size, dtype=bool), (r, c)), shape=(rows * cols,) * 2)
+
+
+FIVE = [(0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)]
+NINE = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)]
+
+
+def band(n, k):
+    return grid(1, n, [(0, d) for d in range(-k, k + 1)])
+
+
+def arrow(n):
+    import scipy.sparse as sp
+    A = sp.lil_array((n, n), dtype=bool)
+    A.setdiag(True)
+    A[0, :] = True
+    A[:, 0] = True
+    return sp.csr_array(A)
+
+
+def coloring_tables(rounds):
+    import scipy.sparse as sp
+    from scipy.optimize._numdiff import group_columns
+
+    from ndgrad.functional.coloring import column_coloring, star_coloring
+    print("C1  column coloring (jvps): colors against the lower bound (most nonzeros in a row)")
+    print(f"    {'structure':24s} {'n':>7s} {'bound':>5s} {'ndgrad':>6s} {'won by':>16s} "
+          f"{'SciPy':>5s} {'time':>8s}")
+    for name, P in [("tridiagonal", band(10_000, 1)), ("banded, k = 2", band(10_000, 2)),
+                    ("banded, k = 5", band(10_000, 5)),
+                    ("5-point, 100 x 100", grid(100, 100, FIVE)),
+                    ("5-point, 100 x 101", grid(100, 101, FIVE)),
+                    ("5-point, 37 x 80", grid(37, 80, FIVE)),
+                    ("9-point, 100 x 100", grid(100, 100, NINE)),
+                    ("9-point, 64 x 150", grid(64, 150, NINE)), ("arrowhead", arrow(2_000))]:
+        bound = int(np.diff(P.indptr).max())
+        (t,) = timed([lambda P=P: column_coloring(P)], rounds)
+        c = column_coloring(P)
+        scipy = int(group_columns(sp.csc_array(P)).max()) + 1
+        print(f"    {name:24s} {P.shape[1]:7d} {bound:5d} {c.ncolors:6d} {c.order:>16s} "
+              f"{scipy:5d} {t * 1e3:6.1f} ms")
+    print("C2  star coloring (Hessian-vector products): colors against the star chromatic "
+          "number")
+    print(f"    {'structure':24s} {'n':>7s} {'optimum':>7s} {'ndgrad':>6s} {'won by':>28s} "
+          f"{'greedy':>6s} {'time':>8s}")
+    for name, P, best in [("path", band(10_000, 1), 3), ("banded, k = 2", band(10_000, 2), 5),
+                          ("banded, k = 3", band(10_000, 3), 7),
+                          ("5-point, 100 x 100", grid(100, 100, FIVE), 5),
+                          ("5-point, 100 x 101", grid(100, 101, FIVE), 5),
+                          ("9-point, 100 x 100", grid(100, 100, NINE), 8),
+                          ("arrowhead", arrow(2_000), 2)]:
+        (t,) = timed([lambda P=P: star_coloring(P)], max(1, rounds // 2))
+        c = star_coloring(P)
+        greedy = star_coloring(P, order="largest_first").ncolors
+        print(f"    {name:24s} {P.shape[1]:7d} {best:7d} {c.ncolors:6d} {c.order:>28s} "
+              f"{greedy:6d} {t * 1e3:6.1f} ms")
+    P = grid(316, 316, FIVE)
+    col, star = timed([lambda: column_coloring(P), lambda: star_coloring(P)],
+                      max(1, rounds // 2))
+    print(f"C3  5-point stencil, {P.shape[1]} columns: column coloring {col:.2f} s "
+          f"({column_coloring(P).ncolors} colors), star coloring {star:.2f} s "
+          f"({star_coloring(P).ncolors} colors)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--coloring", action="store_true", help="the coloring tables only")
     opts = parser.parse_args()
+    coloring_tables(opts.rounds)
+    if opts.coloring:
+        return
     rng = np.random.default_rng(0)
     case("S1", bratu, ndgrad.tensor(rng.uniform(0, 1, 10_000)), opts.rounds)
     case("S2", laplace_2d, ndgrad.tensor(rng.uniform(0, 1, (128, 128))), opts.rounds)

@@ -31,9 +31,10 @@ _MODES = ("auto", "forward", "reverse")
 def coloring(pattern, kind="column", order="best"):
     """A coloring of a sparsity pattern (``scipy.sparse`` or dense booleans): ``kind`` is
     "column" (one jvp per color), "row" (one vjp per color) or "star" (a symmetric pattern:
-    one Hessian-vector product per color); ``order`` "natural", "largest_first",
-    "smallest_last" or "best" (the fewest colors of the three). Never more colors than
-    SciPy's ``group_columns``.
+    one Hessian-vector product per color); ``order`` "best" (several orderings, stopping at
+    the first that reaches the lower bound of the densest row's nonzeros; Note [The best
+    coloring] in functional/coloring.py), "natural", "largest_first", "smallest_last",
+    "incidence_degree" or "dsatur". Never more colors than SciPy's ``group_columns``.
 
     Returns
     -------
