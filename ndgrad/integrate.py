@@ -4,8 +4,8 @@ tensors in ``args`` and those the function captures, and the evaluation times or
 
 SciPy integrates on host arrays, with ndgrad evaluating the integrand (grad mode off) and
 supplying the Jacobian ``jac`` to the implicit methods (BDF, Radau, LSODA). No derivative
-goes through SciPy's steps: the derivatives come from the sensitivity equations, solved by
-SciPy too (Note [ODE sensitivities]), so the solver's tolerances govern their accuracy.
+goes through SciPy's steps: the derivatives come from the sensitivity equations, solved to
+the same tolerances (Note [ODE sensitivities]), which so govern their accuracy too.
 ``odeint`` is SciPy's ``odeint`` for the values, and ``solve_ivp``'s machinery (LSODA) for the
 derivatives.
 
@@ -28,17 +28,29 @@ Note [ODE sensitivities]
   be vectorized). On benchmarks/bench_scipy.py (100 stiff states, 100 rates) this took the
   gradient from 6.2 to about 3.8 times the forward solve. One backward solve per cotangent
   (``jacrev`` runs one per output row).
-* Forward (``sensitivity="forward"``): ``S = ∂y/∂(y0, θ)`` (n × (n + p)) integrated with
-  ``y``: ``S' = ∂f/∂y S + [0, ∂f/∂θ]``, ``S(t0) = [I, 0]``. Forward mode is
+* Forward (``sensitivity="forward"``): ``S = ∂y/∂(y0, θ)`` (n × (n + p)),
+  ``S' = ∂f/∂y S + [0, ∂f/∂θ]``, ``S(t0) = [I, 0]``. Forward mode is
   ``S_k (dy0, dθ) + f_k dt_k``, reverse mode ``S_kᵀ g_k``; one solve serves every
-  direction. ``jvp`` uses these in both modes. Every evaluation of the augmented right-hand
-  side needs ``f`` and its whole Jacobian ``∂f/∂(y, θ)``, and on small systems the transform
-  levels' per-operation cost dominates it: for at most ``_ROWS_MAX`` (8) real states, ``f``
-  is recorded once on plain tensors and the Jacobian's ``n`` rows are ``n`` backward passes
-  (formulas on raw arrays), which also give ``f``; for more, one ``jacfwd`` (every column
-  in one vectorized pass). The rates ``f_k`` at the output times are computed only when
-  ``t_eval`` is differentiated, in one vectorized evaluation. On bench_scipy.py's S1 (a
-  3-state SIR, RK45) this took a ``jvp`` from about 16 to about 10 times the plain solve.
+  direction. ``jvp`` uses these in both modes. Every evaluation of ``S'`` needs ``f``'s
+  whole Jacobian, and on a small system the transform levels' per-operation cost makes one
+  Jacobian cost ten or more evaluations of ``f``: evaluated one by one, inside SciPy's
+  steps, they made a ``jvp`` of a 3-state SIR model cost 16 plain solves. So, for at most
+  ``_ROWS_MAX`` (8) states, ``S`` is integrated along the primal's dense output ``ŷ(t)`` (as
+  the adjoint uses it), ``_sensitivities_along``: RK45 steps on the primal's step grid, the
+  Jacobians at every stage point of every step in one vectorized evaluation (``vmap`` of
+  ``jacfwd``), each step's ``S`` put to SciPy's own acceptance test (RK45's embedded error
+  estimate, RMS-normed against ``atol + rtol |S|``, below 1), and the failing steps split
+  as SciPy would shorten them, round after round until every step passes. The primal's
+  steps suit ``y`` but not always ``S``: where ``y`` rests at an equilibrium SciPy takes a few
+  giant steps while ``S`` varies. A stiff ``S`` needs many short explicit steps: past
+  ``_POINTS_PER_EVALUATION`` (8) Jacobian points per evaluation of ``f`` in the primal solve,
+  past ``_ROUNDS``, with a ``fun`` vmap cannot vectorize, or with more states, the augmented
+  system ``(y, S)`` is solved by SciPy with the problem's method instead, its Jacobian at
+  each evaluation by rows (``f`` recorded once on plain tensors, one backward pass per
+  state: up to 8 real states) or by one ``jacfwd``. The rates ``f_k`` at the output times are
+  computed only when ``t_eval`` is differentiated, in one vectorized evaluation. On
+  bench_scipy.py's S1 (SIR, RK45) a ``jvp`` went from 15.5 to 1.9 times the plain solve
+  (S2, BDF: 10.4 to 1.6).
 * The initial time of ``odeint`` (``t[0]``) moves the start: ``y(t_k; t0, y0)`` has
   ``dy(t_k)/dt0 = -∂y(t_k)/∂y0 f(t0, y0)``, added to ``t[0]``'s cotangent (reverse) or to
   ``y0``'s tangent (forward); ``y(t0) = y0`` does not move.
@@ -389,6 +401,105 @@ def _parameter_quadrature(prob, tensors, y_of, pieces):
     return total
 
 
+# S along the primal's solution: at most this many refinements of the steps, and Jacobian
+# points per evaluation of f the primal solve made (a point of the batched Jacobian costs
+# about a tenth of an evaluation of the augmented system on a small one), before the
+# augmented system is solved instead (a stiff S, which explicit steps resolve slowly).
+_ROUNDS = 8
+_POINTS_PER_EVALUATION = 8
+
+
+def _jacobians_at(prob, tensors, T, Y):
+    """``(∂f/∂y (M, n, n), ∂f/∂θ (M, n, p))`` at the points ``(T[i], Y[i])`` on host, in one
+    vectorized evaluation (``vmap`` of ``jacfwd``), or None when ``fun`` cannot be
+    vectorized."""
+    plain = [x.detach() for x in tensors]
+    theta = prob.theta(plain)
+    n, M = prob.n, len(T)
+
+    def g(t, y, *th):
+        return prob.bound(prob.with_theta(plain, th))(t, y)
+    jac = jacfwd(g, argnums=tuple(range(1, 2 + len(theta))))
+    try:
+        J = vmap(jac, in_dims=(0, 0) + (None,) * len(theta))(prob.y(T), prob.y(Y), *theta)
+    except Exception:   # fun cannot be vectorized (it branches on values...)
+        return None
+    Jth = [_host(j).reshape(M, n, -1) for j in J[1:]]
+    return (_host(J[0]).reshape(M, n, n),
+            np.concatenate(Jth, axis=2) if Jth else np.zeros((M, n, 0)))
+
+
+def _sensitivities_along(prob, tensors, sol, times, rtol, atol, budget):
+    """``S`` (m, n, q) at ``times`` by RK45 on ``S' = ∂f/∂y S + [0, ∂f/∂θ]`` along the primal's
+    dense output ``ŷ(t)`` (Note [ODE sensitivities]), or None when ``fun`` cannot be
+    vectorized or the steps do not settle: the caller integrates the augmented system."""
+    import scipy.integrate as si
+    A, B, C, E, P, s = (si.RK45.A, si.RK45.B, si.RK45.C, si.RK45.E, si.RK45.P,
+                        si.RK45.n_stages)
+    n, tol = prob.n, _atol_scalar(atol)
+    grid = np.asarray(sol.ts, dtype=float)           # (in the direction of integration)
+    cache = {}                                        # (a, b) -> the step's Jacobians
+    for _ in range(_ROUNDS):
+        steps = list(zip(grid[:-1], grid[1:]))
+        new = [st for st in steps if st not in cache]
+        budget -= (s + 1) * len(new)
+        if budget < 0:
+            return None
+        if new:  # the stage points of the new steps, at once
+            a, b = np.array(new).T
+            T = (a[:, None] + np.append(C, 1.0)[None, :] * (b - a)[:, None]).reshape(-1)
+            J = _jacobians_at(prob, tensors, T, _dense_at(sol, T))
+            if J is None:
+                return None
+            p = J[1].shape[2]
+            Jy = J[0].reshape(len(new), s + 1, n, n)
+            Jb = np.concatenate([np.zeros((len(new), s + 1, n, n)),
+                                 J[1].reshape(len(new), s + 1, n, p)], axis=3)
+            cache.update(zip(new, zip(Jy, Jb)))
+        S = np.concatenate([np.eye(n), np.zeros((n, p))], axis=1)
+        starts, slopes, failed = [], [], []
+        dK = np.empty((s + 1,) + S.shape)
+        for k, (a, b) in enumerate(steps):
+            h = b - a
+            Jy, Jb = cache[(a, b)]
+            dK[0] = Jy[0] @ S + Jb[0]
+            for i in range(1, s):
+                dK[i] = Jy[i] @ (S + h * np.tensordot(A[i, :i], dK[:i], 1)) + Jb[i]
+            S_new = S + h * np.tensordot(B, dK[:s], 1)
+            dK[s] = Jy[s] @ S_new + Jb[s]
+            err = h * np.tensordot(E, dK, 1) / (tol + np.maximum(abs(S), abs(S_new)) * rtol)
+            norm = np.sqrt(np.mean(err * err))   # (SciPy's RMS norm; it accepts below 1)
+            if norm >= 1:
+                failed.append((k, norm))
+            starts.append(S)
+            slopes.append(h * np.tensordot(dK, P, (0, 0)))
+            S = S_new
+        if not failed:
+            break
+        pieces = [grid[:1]]   # each failing step split as SciPy would shorten it
+        done = 0
+        for k, norm in failed:
+            pieces.append(grid[done + 1:k + 1])
+            m = int(np.ceil(norm ** 0.2 / 0.9))
+            pieces.append(np.linspace(grid[k], grid[k + 1], m + 1)[1:])
+            done = k + 1
+        pieces.append(grid[done + 1:])
+        grid = np.concatenate(pieces)
+    else:
+        return None
+    # S at the output times: RK45's dense output S_a + h dKᵀ P p(x), x in [0, 1] on its step
+    d = 1.0 if grid[-1] >= grid[0] else -1.0
+    k = np.clip(np.searchsorted(d * grid[1:], d * np.asarray(times), side="left"), 0,
+                len(steps) - 1)
+    x = (np.asarray(times) - grid[:-1][k]) / np.diff(grid)[k]
+    powers = np.cumprod(np.repeat(x[:, None], P.shape[1], axis=1), axis=1)   # x, x², ...
+    return np.asarray(starts)[k] + np.einsum("mnqo,mo->mnq", np.asarray(slopes)[k], powers)
+
+
+def _value_key(y0, tensors):
+    return tuple((a.shape, a.tobytes()) for a in map(_host, (y0, *tensors)))
+
+
 def _check(res, who):
     if not res.success:
         raise RuntimeError(f"ndgrad.integrate.{who}: cannot differentiate the solution: SciPy's "
@@ -490,7 +601,7 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
             opts["jac"] = jac_h
         elif jac is None and implicit:
             opts["jac"] = prob.jac_y(tensors)
-        opts["dense_output"] = sensitivity == "adjoint" or bool(options.get("dense_output"))
+        opts["dense_output"] = True   # (the adjoint's y(t), and the forward sensitivities')
         res = si.solve_ivp(prob.f(tensors), (t0, tf), _host(y0).reshape(-1), method=method,
                            t_eval=t_eval_h, rtol=rtol, atol=atol, **opts)
         return res.y, res
@@ -499,6 +610,8 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
         """The primal solve (with the dense output the adjoint needs)."""
         values, res = (primal or solve_plain)(y0, tensors)
         state["res"], state["values"] = res, values
+        # (by value too: under vmap the jvp rule of each batch element finds its own)
+        state.setdefault("by_value", {})[_value_key(y0, tensors)] = res
         return prob.y(values)
 
     def sensitivities(y0, tensors, res):
@@ -512,6 +625,14 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
                 a.shape == b.shape and np.array_equal(a, b) for a, b in zip(cached[0], key)):
             return cached[1]
         n = y0.shape[0]
+        primal = dense(res) if dense is not None else res   # (its y at the output times)
+        sol = getattr(primal, "sol", None)
+        if n <= _ROWS_MAX and sol is not None:
+            budget = _POINTS_PER_EVALUATION * max(int(getattr(primal, "nfev", 0)), len(sol.ts))
+            S = _sensitivities_along(prob, tensors, sol, times, rtol, atol, budget)
+            if S is not None:
+                state["sens"] = (key, (S, np.asarray(times), primal.y))
+                return state["sens"][1]
         p = sum(th.numel() for th in prob.theta(tensors))
         q = n + p
 
@@ -526,7 +647,8 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
         def jac(t, z):
             import scipy.sparse as sp
             Jy = jac_y(t, z[:n])
-            return sp.block_diag([Jy, sp.kron(Jy, sp.identity(q))], format="csc")
+            J = sp.block_diag([Jy, sp.kron(Jy, sp.identity(q))], format="csc")
+            return J.toarray() if meth == "LSODA" else J   # (LSODA takes dense ones only)
 
         S0 = np.concatenate([np.eye(n), np.zeros((n, p))], axis=1)
         z0 = np.concatenate([key[0].reshape(-1), S0.reshape(-1)])
@@ -655,7 +777,7 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
         dy0, dt, dtensors = tangents
         if not _plain([y0, t_e, *tensors]):
             raise NotImplementedError(_HIGHER.format(who))
-        S, ts, ys = sensitivities(y0, tensors, state["res"])
+        S, ts, ys = sensitivities(y0, tensors, state["by_value"][_value_key(y0, tensors)])
         n = y0.shape[0]
         d = dy0.reshape(-1)
         if t_e is not None and dt is not None and t0_moves:  # (as in host_cotangents)

@@ -504,3 +504,37 @@ def test_forward_sensitivities_of_a_coupled_system_match_finite_differences(n):
     Jfd = np.stack([(y_np(y00, r0 + e) - y_np(y00, r0 - e)) / (2 * eps)
                     for e in eps * np.eye(n)], axis=-1)
     close(J, Jfd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+@pytest.mark.parametrize("method", ["RK45", "DOP853", "BDF"])
+def test_forward_sensitivities_where_the_solution_rests(method):
+    """y0 = 0 is an equilibrium: the solution is 0, SciPy's error estimate is 0 and it takes
+    a few giant steps, while S = ∂y/∂y0 = exp(A t) varies: the sensitivities along the
+    solution refine those steps until S passes SciPy's error test (Note [ODE
+    sensitivities]); the Jacobian is the matrix exponential."""
+    from scipy.linalg import expm
+    A = np.array([[-0.7, 0.0], [0.3, -0.2]])
+    t = np.array([0.5, 2.0, 5.0, 10.0])
+
+    def y_of(y0):
+        return solve_ivp(lambda s, y: nd.tensor(A) @ y, (0.0, 10.0), y0, t_eval=t,
+                         method=method, rtol=1e-8, atol=1e-10).y
+    J = jacfwd(y_of)(nd.zeros(2))                       # (2, 4, 2)
+    close(J, np.stack([expm(A * s) for s in t], axis=1), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
+def test_odeint_forward_sensitivities_of_many_states():
+    """More states than the sensitivities along the solution take: the augmented system,
+    with LSODA, stiff (it switches to BDF and needs a dense Jacobian: the sparse one raised
+    'setting an array element with a sequence'); the Jacobian in y0 is the matrix
+    exponential."""
+    from scipy.linalg import expm
+    rng = np.random.default_rng(5)
+    Q, _ = np.linalg.qr(rng.normal(size=(10, 10)))
+    A = -Q @ np.diag(np.logspace(0, 3, 10)) @ Q.T
+    t = np.array([0.0, 0.5, 1.0])
+    J = jacfwd(lambda y0: odeint(lambda y, s: nd.tensor(A) @ y, y0, t, rtol=1e-10,
+                                 atol=1e-12, mxstep=10000)[-1])(nd.tensor(rng.normal(size=10)))
+    close(J, expm(A), rtol=1e-6, atol=1e-8)
