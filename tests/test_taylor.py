@@ -10,17 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
+from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import REGISTRY
 from ndgrad.core.ops.registry import ELEMENTWISE
 from ndgrad.core.ops import series as series_rules
 from ndgrad.func import derivatives, jet
 from ndgrad.functional.taylor import _nested
 from registry_harness import (ENTRIES, FLOAT, Sample, assert_close, cases, draw, entry,
-                              require)
+                              outs, public_call, random_like, require)
 from support import close, host
 
 ORDER = 4
@@ -323,6 +324,140 @@ def test_in_place_operations_and_custom_functions_inside_jet():
     got = derivatives(lambda v: Cube.apply(v), nd.tensor(x0), 4)
     for k, e in enumerate([x0 ** 3, 3 * x0 ** 2, 6 * x0, 6 + 0 * x0, 0 * x0]):
         np.testing.assert_allclose(_np(got[k]), e, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------ views and in-place
+# Note [Views at the data levels] in ndgrad/functional/taylor.py: a view's series follows an
+# in-place change of its base (it kept the old one), a view written in place updates its
+# base and the other views of it (a view without a series did not; one with a series was
+# refused with NotImplementedError).
+def _sin_squared_derivatives(x, v, K):
+    """d^k/dt^k of sum sin(x + t v)^2 = sum (1 - cos(2 (x + t v))) / 2, k = 0..K."""
+    return [np.sum((1 - np.cos(2 * x)) / 2)] + [
+        np.sum(-0.5 * (2 * v) ** k * np.cos(2 * x + k * np.pi / 2)) for k in range(1, K + 1)]
+
+
+def test_jet_of_a_view_taken_before_an_inplace_change_of_its_base():
+    x0, v0 = np.array([0.4, -1.3, 0.8]), np.array([0.7, -0.2, 1.1])
+
+    def f(x):
+        y = x.clone()
+        y0 = y[:2]          # taken before y changes: sin(x[:2]) afterwards
+        y.sin_()
+        return (y0 ** 2).sum()
+    got = derivatives(f, nd.tensor(x0), 4, direction=nd.tensor(v0))
+    close(nd.stack(got), _sin_squared_derivatives(x0[:2], v0[:2], 4), rtol=1e-12, atol=1e-12)
+
+
+def test_jet_of_a_tensor_written_through_a_view_that_carries_no_series():
+    x0, v0 = np.array([0.4, -1.3, 0.8]), np.array([0.7, -0.2, 1.1])
+
+    def f(x):
+        y = nd.zeros(3)
+        u = y[1:]           # a second view of y, made before the write
+        w = y[:2]
+        w += 3 * x[:2]      # w and y carry no series before this line
+        w *= x[1:]
+        return y, u
+    (y, u), (ys, us) = jet(f, (nd.tensor(x0),), ([nd.tensor(v0), nd.zeros(3)],))
+    # y = [3 x0 x1, 3 x1 x2, 0]: first and second derivatives along v
+    first = 3 * np.array([v0[0] * x0[1] + x0[0] * v0[1], v0[1] * x0[2] + x0[1] * v0[2], 0])
+    second = 3 * np.array([2 * v0[0] * v0[1], 2 * v0[1] * v0[2], 0])
+    close(y, 3 * np.array([x0[0] * x0[1], x0[1] * x0[2], 0]))
+    close(nd.stack(ys), [first, second], rtol=1e-12, atol=1e-12)
+    close(nd.stack(us), [first[1:], second[1:]], rtol=1e-12, atol=1e-12)
+    close(u, y[1:])
+
+
+def test_inplace_changes_of_views_that_carry_a_series_inside_jet():
+    x0 = np.array([0.3, -0.6, 0.9, 0.2])
+
+    def f(x):
+        y = x * 1.0
+        y[1:].exp_()                          # in place on a view (was NotImplementedError)
+        m = y.reshape(2, 2)
+        m[:, 0].mul_(x[2:])                   # a view of a view: y[0] and y[2]
+        return y
+    got = derivatives(f, nd.tensor(x0), 3)
+    # y = [x0 x2, exp(x1), exp(x2) x3, exp(x3)] along v = ones: derivatives in closed form
+    e = np.exp(x0)
+    ref = [[x0[0] * x0[2], e[1], e[2] * x0[3], e[3]],
+           [x0[0] + x0[2], e[1], e[2] * (x0[3] + 1), e[3]],
+           [2, e[1], e[2] * (x0[3] + 2), e[3]],
+           [0, e[1], e[2] * (x0[3] + 3), e[3]]]
+    close(nd.stack(got), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_an_input_of_jet_changed_in_place_updates_its_views():
+    x0 = np.array([0.5, -1.5, 2.0])
+
+    def f(x):
+        v = x[:2]           # a view of jet's input, taken before the input changes
+        x.mul_(2.0)
+        return v * x[1:]
+    got = derivatives(f, nd.tensor(x0.copy()), 2)
+    close(nd.stack(got), [4 * x0[:2] * x0[1:], 4 * (x0[:2] + x0[1:]), [8.0, 8.0]],
+          rtol=1e-12)
+
+
+WRITABLE_VIEWS = sorted(n for n, op in REGISTRY.items() if op.view and op.scatter is not None)
+# (imag of a real array is a new array of zeros, never a view)
+VIEW_CASES = [c for c in cases(WRITABLE_VIEWS) if tuple(c.values) != ("imag", FLOAT)]
+
+
+def _scaled_through_views(op, k, extra, kwargs, write_view):
+    """``x -> `` the k-th output of view op ``op`` of a copy ``y`` of ``x``, taken before ``y``
+    is scaled in place by ``sum(re x)`` (``write_view`` False), or ``y`` after that view is
+    scaled so (True); on Tensors, or on NumPy arrays, whose views share memory too."""
+    def f(x):
+        numpy = not isinstance(x, nd.Tensor)
+        y = np.array(x) if numpy else x * 1.0   # (a 0-d array, not a NumPy scalar, too)
+        view = outs(op.forward(NUMPY, y, *extra, **kwargs) if numpy
+                    else public_call(op, [y], extra, kwargs))[k]
+        target = view if write_view else y
+        target *= np.real(x).sum() if numpy else nd.real(x).sum()
+        out = y if write_view else view
+        return np.array(out) if numpy else out
+    return f
+
+
+@pytest.mark.parametrize("name, dtype", VIEW_CASES)
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_every_view_op_follows_inplace_changes_inside_jet(name, dtype, data):
+    """Every output of a view op that views its input, taken before its base is scaled in
+    place, and its base after the view is scaled: along ``x + t v`` both are polynomials of
+    degree 2 in ``t``, so the reference coefficients are exact differences of the same steps
+    in NumPy at t = 0, 1, -1."""
+    op = REGISTRY[name]
+    sample = draw(data, op, dtype)
+    assume(isinstance(sample.args[0], np.ndarray))
+    rng = np.random.default_rng(0)
+    x, v = random_like(rng, sample.args[0]), random_like(rng, sample.args[0])
+    extra, kwargs = sample.args[1:], sample.kwargs
+    views = [k for k, o in enumerate(outs(op.forward(NUMPY, x, *extra, **kwargs)))
+             if np.may_share_memory(o, x)]
+    assume(views)
+    for k in views:
+        for write_view in (False, True):
+            f = _scaled_through_views(op, k, extra, kwargs, write_view)
+            c = [f(x + t * v) for t in (0.0, 1.0, -1.0)]
+            y, (y1, y2) = jet(f, (nd.tensor(x),), ([nd.tensor(v), nd.tensor(0 * v)],))
+            what = f"{name} output {k}, {'through the view' if write_view else 'stale view'}"
+            assert_close(y, c[0], what, rtol=1e-12, atol=1e-12)
+            assert_close(y1, (c[1] - c[2]) / 2, what, rtol=1e-10, atol=1e-10)
+            assert_close(y2, c[1] - 2 * c[0] + c[2], what, rtol=1e-10, atol=1e-10)
+
+
+def test_inplace_change_of_a_broadcast_view_inside_jet_names_jet():
+    def f(x):
+        b = nd.broadcast_to(x * 1.0, (2, 3))
+        b.mul_(2.0)
+        return b
+    with pytest.raises(RuntimeError, match=r"jet: the in-place operation multiply changes a "
+                                           r"view made by broadcast_to, which cannot be "
+                                           r"written back"):
+        jet(f, (nd.ones(3),), ([nd.ones(3)],))
 
 
 # ------------------------------------------------------------------------ singular points

@@ -65,6 +65,9 @@ Every quantity is made of ndgrad ops one level down, so the pass composes with t
 outside it: ``vmap(laplacian(f))`` over points (the identity ``J`` of the input is one
 unbatched constant, and stays unbatched until ``f`` mixes it with a batched value),
 ``grad`` of a Laplacian (a physics-informed loss), and ``laplacian(laplacian(f))``.
+In-place operations and views follow Note [Views at the data levels] in taylor.py, as in a
+jet: a view's ``(J, L)`` follows an in-place change of its base, and a write through a view
+reaches its base.
 """
 
 from __future__ import annotations
@@ -80,9 +83,10 @@ from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
 from ..core.ops.series import masked
-from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from ..core.tensor import Tensor, drop_level_data
 from ..forward_ad import fit_to
-from .taylor import _coefficients, _nested, inplace_through_copy, jet
+from .taylor import (LevelViews, _coefficients, _nested, data_of, inplace_through_copy, jet,
+                     link_views, set_data)
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
 
@@ -95,20 +99,22 @@ _METHODS = ("taylor", "hessian")
 
 # ------------------------------------------------------------------------------ the level
 class _LaplacianInfo:
-    __slots__ = ("d", "holders")
+    __slots__ = ("d", "holders", "views")
 
     def __init__(self, d):
         self.d = d
         self.holders = []  # weakrefs to the tensors given (J, L) at this level
+        self.views = LevelViews()  # (Note [Views at the data levels] in taylor.py)
 
 
 def _data(a, lv):
-    """``(J, L)`` of ``a`` at level ``lv``, or None."""
-    return level_data(a, lv)
+    """``(J, L)`` of ``a`` at level ``lv``, or None (a view's brought up to date: Note
+    [Views at the data levels] in taylor.py)."""
+    return data_of(a, lv)
 
 
 def _set_data(t, lv, data):
-    set_level_data(t, lv, data, lv.info.holders)
+    set_data(t, lv, data)
 
 
 def _fit(c, shape, out, who, what):
@@ -412,8 +418,11 @@ class _ForwardLaplacianInterpreter(_levels.Interpreter):
         data = tuple(_data(a, lv) for a in args[:nin])
         with below(lv):
             out = apply(op, *args, **params)
-            if not op.differentiable or all(s is None for s in data):
-                return out
+        if op.view:  # (Note [Views at the data levels] in taylor.py)
+            link_views(op, args, nin, params, out)
+        if not op.differentiable or all(s is None for s in data):
+            return out
+        with below(lv):
             results = _propagate(op, data, out, args, params, lv.info.d)
         outs = (out,) if op.nout == 1 else tuple(out)
         for o, (J, L) in zip(outs, results):
@@ -422,9 +431,8 @@ class _ForwardLaplacianInterpreter(_levels.Interpreter):
 
     def process_inplace(self, lv, op, target, args, params):
         return inplace_through_copy(
-            lv, op, target, args, params, lv.info.holders,
-            lambda d: (TENSOR_F.zeros_like(_dense(d[0])), None),
-            "a gradient batch (inside laplacian)")
+            lv, op, target, args, params, lambda d: (TENSOR_F.zeros_like(_dense(d[0])), None),
+            "laplacian")
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its contribution from order-2

@@ -49,6 +49,8 @@ The Hessian's pattern is their union.
 The rules read an op's parameters by name, whether they were given by keyword or by position
 (Note [Rules read parameters by name]), and a rule's result must have one row per output
 element: a rule that breaks this is an error naming the op, never a silently wrong pattern.
+In-place operations and views follow Note [Views at the data levels] in taylor.py: a view's
+pattern follows an in-place change of its base, and a write through a view reaches its base.
 """
 
 from __future__ import annotations
@@ -62,9 +64,8 @@ from ..core.backend import NUMPY, is_differentiable_dtype
 from ..core.dispatch import VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
-from ..core.tensor import (Tensor, drop_level_data, host_array as _host, level_data,
-                           set_level_data)
-from .taylor import inplace_through_copy
+from ..core.tensor import Tensor, drop_level_data, host_array as _host
+from .taylor import LevelViews, data_of, inplace_through_copy, link_views, set_data
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity"]
 
@@ -82,12 +83,13 @@ def _sp():
 
 
 class _SparsityInfo:
-    __slots__ = ("n", "kind", "holders", "hessian", "warned")
+    __slots__ = ("n", "kind", "holders", "hessian", "warned", "views")
 
     def __init__(self, n, kind, hessian):
         self.n = n
         self.kind = kind
         self.holders = []
+        self.views = LevelViews()  # (Note [Views at the data levels] in taylor.py)
         self.hessian = None if not hessian else _sp().csr_array((n, n), dtype=bool)
         self.warned = set()
 
@@ -606,9 +608,11 @@ class _SparsityInterpreter(_levels.Interpreter):
 
     def process(self, lv, op, args, params):
         nin = len(args) if op.nin == VARIADIC else op.nin
-        data = tuple(level_data(a, lv) for a in args[:nin])
+        data = tuple(data_of(a, lv) for a in args[:nin])
         with below(lv):
             out = apply(op, *args, **params)
+        if op.view:  # (Note [Views at the data levels] in taylor.py)
+            link_views(op, args, nin, params, out)
         if all(D is None for D in data) or not op.differentiable:
             return out
         outs = out if op.nout != 1 else (out,)
@@ -631,16 +635,17 @@ class _SparsityInterpreter(_levels.Interpreter):
             _pairs(lv, op, name, rule, data, out, res, args, params)
         for o, D in zip(outs, res):
             if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) and D is not None:
-                set_level_data(o, lv, D, lv.info.holders)
+                set_data(o, lv, D)
         return out
 
     def process_inplace(self, lv, op, target, args, params):
-        return inplace_through_copy(lv, op, target, args, params, lv.info.holders,
+        return inplace_through_copy(lv, op, target, args, params,
                                     lambda D: _empty(D.shape[0], D.shape[1]),
-                                    "a sparsity pattern (inside jacobian_sparsity)")
+                                    "jacobian_sparsity" if lv.info.hessian is None else
+                                    "hessian_sparsity")
 
     def process_function(self, lv, cls, args, kwargs, needs):
-        data = [level_data(a, lv) for a in args]
+        data = [data_of(a, lv) for a in args]
         with below(lv):
             outs, ctx = apply_function(cls, args, kwargs, needs)
         if all(D is None for D in data):
@@ -654,7 +659,7 @@ class _SparsityInterpreter(_levels.Interpreter):
         for o in seq:
             if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype):
                 D = _dense_rows(data, o.numel(), lv.info.n)
-                set_level_data(o, lv, D, lv.info.holders)
+                set_data(o, lv, D)
                 if lv.info.hessian is not None:
                     Di = D.astype(np.int8)
                     lv.info.hessian = (lv.info.hessian + (Di.T @ Di).astype(bool)).tocsr()
@@ -681,11 +686,11 @@ def _trace(f, x, args, kind, hessian, who):
             xv = apply(_RESHAPE, x, shape=tuple(x.shape))
         eye = _sp().csr_array((np.ones(n, dtype=bool), np.arange(n), np.arange(n + 1)),
                               shape=(n, n))
-        set_level_data(xv, lv, eye, lv.info.holders)
+        set_data(xv, lv, eye)
         y = f(xv, *args)
         if not isinstance(y, Tensor):
             raise TypeError(f"{who}: f must return a Tensor, got {type(y).__name__}")
-        D = level_data(y, lv)
+        D = data_of(y, lv)
         H = lv.info.hessian
     finally:
         _levels.pop(lv)

@@ -36,6 +36,7 @@ the levels outside it: ``vmap`` of a jet, ``grad`` of a Taylor coefficient, jets
 
 from __future__ import annotations
 
+import weakref
 from itertools import product
 from math import comb, factorial
 
@@ -48,6 +49,7 @@ from ..core.inplace import apply_inplace
 from ..core.ops import REGISTRY
 from ..core.ops.series import masked
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
+from ..core.views import link_view
 from ..forward_ad import fit_to
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp
@@ -60,19 +62,20 @@ _RESHAPE = REGISTRY["reshape"]
 
 
 class _JetInfo:
-    __slots__ = ("order", "holders")
+    __slots__ = ("order", "holders", "views")
 
     def __init__(self, order):
         self.order = order
         self.holders = []  # weakrefs to the tensors given a series at this level
+        self.views = LevelViews()  # (Note [Views at the data levels])
 
 
 def _series(a, lv):
-    return level_data(a, lv)
+    return data_of(a, lv)
 
 
 def _set_series(t, lv, series):
-    set_level_data(t, lv, series, lv.info.holders)
+    set_data(t, lv, series)
 
 
 def _attach(out, coeffs, lv, who):
@@ -236,8 +239,11 @@ class _JetInterpreter(_levels.Interpreter):
         series = tuple(_series(a, lv) for a in args[:nin])
         with below(lv):
             out = apply(op, *args, **params)
-            if not op.differentiable or all(s is None for s in series):
-                return out
+        if op.view:  # (Note [Views at the data levels])
+            link_views(op, args, nin, params, out)
+        if not op.differentiable or all(s is None for s in series):
+            return out
+        with below(lv):
             coeffs = _coefficients(op, series, out, args, params, K)
         outs = (out,) if op.nout == 1 else tuple(out)
         for o, c in zip(outs, coeffs or ()):
@@ -245,9 +251,8 @@ class _JetInterpreter(_levels.Interpreter):
         return out
 
     def process_inplace(self, lv, op, target, args, params):
-        return inplace_through_copy(lv, op, target, args, params, lv.info.holders,
-                                    lambda s: [TENSOR_F.zeros_like(c) for c in s],
-                                    "a Taylor series (inside jet)")
+        return inplace_through_copy(lv, op, target, args, params,
+                                    lambda s: [TENSOR_F.zeros_like(c) for c in s], "jet")
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its series by nested forward
@@ -270,27 +275,153 @@ class _JetInterpreter(_levels.Interpreter):
 _JET = _JetInterpreter()
 
 
-def inplace_through_copy(lv, op, target, args, params, holders, zeros, what):
-    """An in-place op at a level that keeps data on plain tensors (a jet, the Forward
-    Laplacian): out of place on a copy carrying the data, then written into the target, which
-    takes the result's data (``zeros(old)`` when the result has none). An in-place change of
-    a view carrying ``what`` is refused."""
-    m = target._meta
-    if m is not None and m.base is not None and level_data(target, lv) is not None:
-        raise NotImplementedError(
-            f"{op.name}: an in-place change of a view of a tensor that carries {what} is not "
-            "supported; use the out-of-place operation")
+# Note [Views at the data levels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A jet, the Forward Laplacian and sparsity detection keep their data on each tensor (a
+# series; a gradient batch and a Laplacian; a dependency matrix). A view's data is its view
+# op's rule applied to its parent's data when the view was made. An in-place change of its
+# base, or of another view of the base, changes the memory they share, so the view's data is
+# then stale (a view taken before ``y.sin_()`` kept the old series: silently wrong). As
+# core's views regenerate their histories (Note [In-place on views] in core/views.py):
+#
+# * each level numbers the in-place changes of every base (the root of a chain of views)
+#   made at the level (its epoch), and stamps a view's data with its base's epoch when the
+#   data is set (``set_data``);
+# * where a view's data is read (``data_of``: an op's inputs, the transform's outputs), a
+#   stamp that is not its base's epoch is brought up to date by running its view op again,
+#   at the level, on its parent (brought up to date first); so is a view with no data whose
+#   base got data after the view was made. A view whose parent carries no data keeps its
+#   own (a transform's input is a view of the user's tensor that carries the level's data);
+# * an in-place change at the level (``inplace_through_copy``) runs the op out of place on
+#   a copy of the target, which carries its data, and writes the result into the target
+#   one level down; the target takes the result's data. A view's new data is written up its
+#   chain of views with each view op's declared ``scatter`` rule, ``parent_new =
+#   scatter(parent, child_new)``, run at the level, so that the level's own rules give each
+#   parent's new data, up to the base; a base that carried no data gets data this way
+#   (``y = zeros(3); w = y[:2]; w += 3 * x[:2]``). Then the base's epoch moves on.
+#
+# Forward mode's dual levels keep a view's tangent as a view of its base's tangent and
+# write a new tangent into the old one's memory instead; these levels cannot: a dependency
+# matrix is not an array, and the Forward Laplacian keeps a zero Laplacian as None and a
+# gradient batch as an unmultiplied product. Views of a transform's values that dispatch
+# does not link (vmap's batched values: ``vmap(laplacian(f))``) are linked at the level
+# (``link_views``), as a ``func.grad`` level links its own; vmap links none itself, so a
+# view of a batched value made while neither it nor its base carried the level's data
+# (``y = zeros_like(x); w = y[:2]`` inside ``vmap(laplacian(f))``) is not known to be one,
+# and a write through it reaches only the view's data. Only views pay: reading a tensor
+# that is not a view costs what it did.
+class LevelViews:
+    """A data level's epochs of bases and stamps of views (Note [Views at the data
+    levels]), keyed by ``id`` with a weak reference that says the tensor is the same (a
+    Tensor compares elementwise, so it cannot be a weak dictionary's key)."""
+
+    __slots__ = ("epochs", "stamps")
+
+    def __init__(self):
+        self.epochs = {}  # id(base) -> (weakref to it, its epoch)
+        self.stamps = {}  # id(view) -> (weakref to it, its base's epoch when its data was set)
+
+    def epoch(self, base):
+        e = self.epochs.get(id(base))
+        return e[1] if e is not None and e[0]() is base else 0
+
+    def current(self, view, base):
+        s = self.stamps.get(id(view))
+        return s is not None and s[0]() is view and s[1] == self.epoch(base)
+
+    def stamp(self, view, base):
+        self.stamps[id(view)] = (weakref.ref(view), self.epoch(base))
+
+    def advance(self, base):
+        self.epochs[id(base)] = (weakref.ref(base), self.epoch(base) + 1)
+
+
+def data_of(a, lv):
+    """``a``'s data at data level ``lv``, or None; a view's brought up to date first (Note
+    [Views at the data levels]). ``lv`` must be visible (not below it)."""
+    if not isinstance(a, Tensor):
+        return None
+    m = a._meta
+    if m is None:
+        return None
+    if m.base is None:
+        d = m.level_data
+        return d.get(lv) if d else None
+    if lv.info.views.current(a, m.base):
+        return m.level_data.get(lv) if m.level_data else None
+    parent, vop, extra, params, k = m.view_of
+    if data_of(parent, lv) is not None:
+        r = apply(vop, parent, *extra, **params)  # at the level: its rule for the view op
+        if k >= 0:
+            r = r[k]
+        d = level_data(r, lv)
+        if d is not None:
+            set_level_data(a, lv, d, lv.info.holders)
+        elif m.level_data:
+            m.level_data.pop(lv, None)
+    lv.info.views.stamp(a, m.base)
+    return m.level_data.get(lv) if m.level_data else None
+
+
+def set_data(t, lv, data):
+    """Give ``t`` its data at data level ``lv``, current now (a view's is stamped)."""
+    set_level_data(t, lv, data, lv.info.holders)
+    base = t._meta.base
+    if base is not None:
+        lv.info.views.stamp(t, base)
+
+
+def link_views(op, args, nin, params, out):
+    """Link the outputs of view op ``op`` at a data level that dispatch did not link (views
+    of vmap's batched values; Note [Views at the data levels])."""
+    outs = (out,) if op.nout == 1 else out
+    for k, o in enumerate(outs):
+        if type(o) is not Tensor and isinstance(o, Tensor) and (
+                o._meta is None or o._meta.base is None):
+            link_view(op, args[:nin], tuple(args[nin:]), params, o, k)
+
+
+def inplace_through_copy(lv, op, target, args, params, zeros, who):
+    """An in-place op at a data level (a jet, the Forward Laplacian, sparsity detection):
+    out of place on a copy carrying the target's data, written into the target one level
+    down; the target takes the result's data (``zeros(old)`` when the result has none), and
+    a view's new data is written up its chain of views (Note [Views at the data levels]).
+    ``who`` names the transform in an error."""
+    old = data_of(target, lv)
     new = apply(op, TENSOR_F.clone(target), *args, **params)
+    data = level_data(new, lv)
+    m = target._meta
+    base = m.base if m is not None else None
+    chain = []  # (a view's parent, its new value at the level), up to the base
+    if base is not None and (data is not None or old is not None):
+        t, child = target, new
+        while t._meta is not None and t._meta.base is not None:
+            parent, vop, extra, vparams, k = t._meta.view_of
+            if vop.scatter is None:
+                raise RuntimeError(
+                    f"{who}: the in-place operation {op.name} changes a view made by "
+                    f"{vop.name}, which cannot be written back into its base "
+                    f"({vop.notes.get('scatter', 'it declares no scatter rule')}); use the "
+                    "out-of-place operation")
+            if k >= 0:
+                child = vop.scatter(TENSOR_F, k, parent, child, *extra, **vparams)
+            else:
+                child = vop.scatter(TENSOR_F, parent, child, *extra, **vparams)
+            chain.append((parent, child))
+            t = parent
     with below(lv):
         apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
-    data = level_data(new, lv)
-    if data is not None:
-        set_level_data(target, lv, data, holders)
-    else:
-        old = level_data(target, lv)
-        if old is not None:
-            with below(lv):
-                set_level_data(target, lv, zeros(old), holders)
+    if data is None:
+        if old is None:
+            return target
+        with below(lv):
+            data = zeros(old)
+    lv.info.views.advance(target if base is None else base)
+    set_data(target, lv, data)
+    for parent, value in chain:
+        d = level_data(value, lv)
+        if d is not None:
+            set_data(parent, lv, d)
     return target
 
 

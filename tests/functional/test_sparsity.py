@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
+from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import COMPOSITES, REGISTRY
 from ndgrad.core.ops.registry import VARIADIC
 from ndgrad.func import (coloring, hessian, hessian_sparsity, jacobian_sparsity, jacrev,
                          sparse_hessian, sparse_jacfwd, sparse_jacobian, sparse_jacrev)
-from registry_harness import FLOAT, draw, entry, outs, require
+from registry_harness import FLOAT, draw, entry, outs, public_call, require
 from support import host
 
 HOST = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' device "
@@ -657,3 +658,85 @@ def test_transforms_inside_the_function():
     np.testing.assert_allclose(sparse_jacobian(grad(chain), x).toarray(),
                                host(hessian(chain)(x)), rtol=1e-13)
     np.testing.assert_array_equal(jacobian_sparsity(vmap(nd.sin), x).toarray(), np.eye(7) > 0)
+
+
+# Note [Views at the data levels] in ndgrad/functional/taylor.py: a view's pattern follows an
+# in-place change of its base or of another view of it (a view written in place without a
+# pattern left its base's rows empty: a sparse Jacobian without those entries; a view with
+# a pattern written in place was refused).
+def _written_through_views(x, zero=None):
+    n = x.shape[0]
+    y = nd.zeros(n) if zero is None else zero
+    w = y[:3]                                      # no pattern yet
+    stale = y[2:]                                  # taken before the writes
+    w += 3 * x[:3]
+    y[3:].mul_(0.0).add_(nd.sin(x[::-1][:3]))      # y[3:] = sin(x[2::-1]), views of views
+    a, b = y[:2], y[1:4]
+    a.mul_(x[4:])                                  # a sibling of b written
+    return nd.concatenate([b, stale * x[1:5]])
+
+
+@HOST
+def test_patterns_follow_views_through_inplace_changes():
+    x = nd.tensor(np.random.default_rng(10).uniform(0.5, 1.5, 6))
+
+    def written_once(v):
+        y = nd.zeros(6)
+        stale = y[1:]
+        y[:3] += 2 * v[3:]
+        return stale + nd.sin(v[1:])
+    for f in (written_once, _written_through_views):
+        J = host(jacrev(f)(x))
+        np.testing.assert_array_equal(jacobian_sparsity(f, x).toarray(), J != 0)
+        np.testing.assert_allclose(sparse_jacobian(f, x, mode="reverse").toarray(), J,
+                                   rtol=1e-14, atol=0)
+    # forward mode (a batch of jvps cannot write into an unbatched zeros: start from x)
+    g = lambda v: _written_through_views(v, v * 0.0)  # noqa: E731
+    np.testing.assert_allclose(sparse_jacobian(g, x, mode="forward").toarray(),
+                               host(jacrev(g)(x)), rtol=1e-14, atol=0)
+    s = lambda v: (g(v) ** 2).sum()  # noqa: E731
+    H = host(jacrev(jacrev(s))(x))
+    assert not ((np.abs(H) > 1e-12) & ~hessian_sparsity(s, x).toarray()).any()
+    np.testing.assert_allclose(sparse_hessian(s, x).toarray(), H, rtol=1e-12, atol=1e-12)
+
+
+WRITABLE_VIEWS = sorted(n for n, op in REGISTRY.items()
+                        if op.view and op.scatter is not None and n != "imag")
+# (imag of a real array is a new array of zeros, never a view)
+
+
+@HOST
+@pytest.mark.parametrize("name", WRITABLE_VIEWS)
+@FEW
+@given(data=st.data())
+def test_every_view_op_follows_inplace_changes_in_patterns(name, data):
+    """Every output of a view op that views its input, taken before its base is scaled in
+    place by ``sum(x)`` (it then depends on every element), and the base after the view is
+    scaled so: the pattern is the nonzeros of the Jacobian, by central differences (exact:
+    the steps are quadratic) of the same steps in NumPy, whose views share memory too."""
+    op = REGISTRY[name]
+    sample = draw(data, op, FLOAT, **SIZES)
+    assume(isinstance(sample.args[0], np.ndarray) and sample.args[0].size)
+    x = np.random.default_rng(0).uniform(1.0, 2.0, np.shape(sample.args[0]))
+    extra, kwargs = sample.args[1:], sample.kwargs
+    views = [k for k, o in enumerate(outs(op.forward(NUMPY, x, *extra, **kwargs)))
+             if np.may_share_memory(o, x)]
+    assume(views)
+    for k in views:
+        for write_view in (False, True):
+            def f(x, k=k, write_view=write_view):
+                numpy = not isinstance(x, nd.Tensor)
+                y = np.array(x) if numpy else x * 1.0
+                view = outs(op.forward(NUMPY, y, *extra, **kwargs) if numpy
+                            else public_call(op, [y], extra, kwargs))[k]
+                target = view if write_view else y
+                target *= x.sum()
+                out = y if write_view else view
+                return np.array(out).reshape(-1) if numpy else out
+            n, h = x.size, 1e-3
+            J = np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h)
+                          for e in np.eye(n).reshape((n,) + x.shape)], axis=1)
+            P = jacobian_sparsity(f, nd.tensor(x)).toarray()
+            np.testing.assert_array_equal(
+                P, np.abs(J) > 1e-9,
+                err_msg=f"{name} output {k}, {'through the view' if write_view else 'stale'}")
