@@ -20,11 +20,12 @@ distribution's ``missing`` (method: the reason), and raises NotImplementedError 
 (``tests/test_stats.py`` derives the list from both namespaces). The discrete distributions'
 ``ppf`` and ``isf`` are SciPy's, computed on the host: step functions of ``q`` and the
 parameters, with derivative zero. ``vonmises``'s cdf is SciPy's series (Note [The von Mises
-cdf]) and its ppf SciPy's value with the implicit derivative. The cdfs, sfs, ppfs and isfs of ``gamma``, ``chi2``,
-``gennorm``, ``t``, ``beta``, ``binom`` and ``nbinom`` go through ``gammainc``, ``betainc``
-and their inverses, whose derivatives in the shape arguments are first order only (numerically
-summed expansions): they are differentiable in their shapes too, but a second derivative in a
-shape raises NotImplementedError (in ``x``, ``loc``, ``scale`` and ``p``: any order).
+cdf]) and its ppf SciPy's value with the implicit derivative. The cdfs, sfs, ppfs and isfs
+of ``gamma``, ``chi2``, ``gennorm``, ``t``, ``beta``, ``binom`` and ``nbinom`` go through
+``gammainc``, ``betainc`` and their inverses, whose derivatives in the shape arguments are
+first order only (numerically summed expansions): they are differentiable in their shapes
+too, but a second derivative in a shape raises NotImplementedError (in ``x``, ``loc``,
+``scale`` and ``p``: any order).
 At a point ON the boundary of the support, the derivative is the formula's one-sided value
 (possibly infinite, or ``nan`` for ``pdf = exp(logpdf)`` where ``logpdf = -inf``). SciPy is
 imported by ``rvs`` and the host quantiles only, never by ``import ndgrad``.
@@ -36,7 +37,7 @@ import math
 
 import numpy as np
 
-from .core.creation import asarray, eye, zeros
+from .core.creation import asarray, eye, zeros, zeros_like
 from .core.tensor import Tensor, host_array as _host
 from .core.ops import PUBLIC as _P, NAMESPACED as _NS
 
@@ -361,11 +362,9 @@ def _doc(obj, text):
 
 
 def _like(value, like):
-    """A host result as a float Tensor on ``like``'s device, written ``0 * like + value`` (an
-    operation on ``like``, not a tensor of its own: a rule that calls its function again
-    inside a reverse pass then adds no leaf to the pass's graph)."""
-    arr, B = np.asarray(value, dtype=np.float64), like.backend
-    return 0.0 * like + (arr if B.name == "numpy" else B.asarray(arr))
+    """A host result as a fresh float64 Tensor on ``like``'s device (a custom_jvp's host
+    function may make one: Note [Functions under transforms] in core/function.py)."""
+    return asarray(np.asarray(value, dtype=np.float64), device=like.device)
 
 
 def _vonmises_ppf_value(q, kappa):
@@ -396,7 +395,7 @@ def _host_step_value(name, method):
 def _zero_rule(fn):
     def rule(primals, tangents):
         out = fn(*primals)
-        zero = 0.0 * out
+        zero = zeros_like(out)   # (not 0 * out: nan where the quantile is infinite)
         for t in tangents:          # (zero, but linear in the tangents, as a rule must be)
             zero = zero + 0.0 * t
         return out, zero

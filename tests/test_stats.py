@@ -487,6 +487,41 @@ def test_discrete_ppf_isf_are_scipys_steps_with_zero_derivative():
           ss.vonmises.ppf(0.7, host(mus)), rtol=1e-10)
 
 
+def test_host_quantiles_make_fresh_tensors_differentiated_by_their_rules(device):
+    # the host ppf/isf make a fresh tensor on q's device (no `0 * q + value` workaround:
+    # Note [Functions under transforms] keeps a host custom_jvp whose rule calls it again
+    # from recursing); the derivative of vonmises.ppf in q is 1 / pdf(ppf), of isf
+    # -1 / pdf(isf), under .backward(), func.grad and jacrev, on every device
+    from ndgrad.autograd import profiler
+    from ndgrad.func import jvp
+    qs, kappa = np.array([0.2, 0.45, 0.85]), 2.0
+    for m, sign in (("ppf", 1.0), ("isf", -1.0)):
+        y = getattr(ss.vonmises, m)(qs, kappa)
+        d1 = sign / ss.vonmises.pdf(y, kappa)
+        q, f = _req(qs), getattr(stats.vonmises, m)
+        out = f(q, kappa)
+        assert out.device == q.device and out.dtype == nd.float64
+        close(out, y, rtol=1e-10)
+        out.sum().backward()
+        close(q.grad, d1, rtol=1e-9)
+        close(grad(lambda v, f=f: f(v, kappa).sum())(nd.tensor(qs)), d1, rtol=1e-9)
+        close(jacrev(lambda v, f=f: f(v, kappa))(nd.tensor(qs)), np.diag(d1), rtol=1e-9,
+              atol=1e-12)
+    # a discrete quantile is SciPy's step on the host and nothing else: no arithmetic on q is
+    # recorded (the workaround added a multiply and an add); its derivative is zero also
+    # where the quantile is infinite (q = 1: 0 * inf gave nan in forward mode)
+    q = _req([0.3, 0.9, 1.0])
+    with profiler.profile() as prof:
+        k = stats.poisson.ppf(q, 2.5)
+    assert [e.name for e in prof.function_events if e.name != "to_device"] == \
+        ["_CustomJVPFunction"]      # (to_device: the copies to the host, on a GPU)
+    assert k.device == q.device and k.dtype == nd.float64
+    close(k, ss.poisson.ppf([0.3, 0.9, 1.0], 2.5))
+    close(jvp(lambda v: stats.poisson.ppf(v, 2.5), (q.detach(),), (nd.ones(3),))[1],
+          np.zeros(3))
+    close(jacrev(lambda v: stats.binom.isf(v, 5.0, 0.3))(q.detach()), np.zeros((3, 3)))
+
+
 @pytest.mark.cpu_only(HOST)
 def test_multivariate_normal_allow_singular_as_scipy_with_derivatives():
     rng = np.random.default_rng(4)
