@@ -3,6 +3,7 @@ plain run's, and the memory kept for backward really drops."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import tracemalloc
 
@@ -269,3 +270,138 @@ def test_checkpoint_saves_memory_while_another_thread_is_inside_a_transform():
                    / (2 * h) for e in np.eye(n)])
     np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(other["grad"], np.sin(0.6), rtol=1e-12)  # d sin^2 = sin 2z
+
+
+# -------------------------------------------------------------- checkpoints under transforms
+# Note [Checkpoints under transforms]: both forms are the plain call inside a transform. The
+# reentrant form was a custom Function whose backward reran the function on leaves copying
+# the bottom tensors' requires_grad, which under func.grad is False: a zero gradient, silently
+# (and forward-mode transforms asked it for a jvp rule).
+XS = np.array([0.3, -1.2, 0.7])
+YS = np.array([0.5, 2.0, -0.4])
+TS = np.array([1.0, -0.5, 2.0])
+CS = np.array([0.9, 0.1, -1.3])
+
+
+def _t(a):
+    return nd.tensor(np.array(a, dtype=float))
+
+
+def _body(v):
+    return nd.sin(v) * v
+
+
+def _twice(k, v):
+    return 2 * k(v)
+
+
+def _checkpointed_cases(reentrant):
+    """name -> (elementwise function of x made with checkpoint, its closed-form derivatives
+    of orders 0..3 as functions of the NumPy x)."""
+    def ck(fn, *a):
+        return checkpoint(fn, *a, use_reentrant=reentrant)
+
+    y, c = _t(YS), _t(CS)
+    w = nd.tensor(YS.copy(), requires_grad=True)  # captured, requires grad
+    h = (lambda v: v * np.sin(v), lambda v: v * np.cos(v) + np.sin(v),
+         lambda v: 2 * np.cos(v) - v * np.sin(v), lambda v: -v * np.cos(v) - 3 * np.sin(v))
+    return {
+        "one input": (lambda x: ck(_body, x), h),
+        "two inputs": (lambda x: ck(lambda a, b: nd.sin(a) * b + a * a, x, y),
+                       (lambda v: np.sin(v) * YS + v * v, lambda v: np.cos(v) * YS + 2 * v,
+                        lambda v: 2 - np.sin(v) * YS, lambda v: -np.cos(v) * YS)),
+        "captured tensor that requires grad": (
+            lambda x: ck(lambda a: nd.sin(a) * w, x),
+            (lambda v: np.sin(v) * YS, lambda v: np.cos(v) * YS, lambda v: -np.sin(v) * YS,
+             lambda v: -np.cos(v) * YS)),
+        "the transform's value captured": (
+            lambda x: ck(lambda a: nd.sin(a) * x * x, c),
+            (lambda v: np.sin(CS) * v * v, lambda v: 2 * np.sin(CS) * v,
+             lambda v: 2 * np.sin(CS) + 0 * v, lambda v: 0 * v)),
+        "nested": (lambda x: ck(lambda a: ck(_body, a) * 2.0, x),
+                   tuple(functools.partial(_twice, k) for k in h)),
+    }
+
+
+def _under_every_transform(fn, derivs):
+    """(transform, run, closed form) for every transform of ndgrad.func and forward_ad."""
+    H0, H1, H2, H3 = derivs
+    X, T, XY = XS, TS, np.stack([XS, YS])
+
+    def loss(x):
+        return fn(x).sum()
+
+    def dual():
+        with nd.forward_ad.dual_level():
+            d = nd.forward_ad.make_dual(_t(X), _t(T))
+            return nd.forward_ad.unpack_dual(fn(d)).tangent
+
+    f = nd.func
+    return [
+        ("grad", lambda: f.grad(loss)(_t(X)), H1(X)),
+        ("vjp", lambda: f.vjp(fn, _t(X))[1](_t(T))[0], H1(X) * T),
+        ("jvp", lambda: f.jvp(fn, (_t(X),), (_t(T),))[1], H1(X) * T),
+        ("jacrev", lambda: f.jacrev(fn)(_t(X)), np.diag(H1(X))),
+        ("jacfwd", lambda: f.jacfwd(fn)(_t(X)), np.diag(H1(X))),
+        ("hessian", lambda: f.hessian(loss)(_t(X)), np.diag(H2(X))),
+        ("vmap", lambda: f.vmap(fn)(_t(XY)), np.stack([H0(X), H0(YS)])),
+        ("vmap(grad)", lambda: f.vmap(f.grad(loss))(_t(XY)), np.stack([H1(X), H1(YS)])),
+        ("grad(grad)", lambda: f.grad(lambda x: f.grad(loss)(x).sum())(_t(X)), H2(X)),
+        ("derivatives", lambda: nd.stack(f.derivatives(fn, _t(X), 3)),
+         np.stack([H0(X), H1(X), H2(X), H3(X)])),
+        ("jet", lambda: f.jet(fn, (_t(X),), ((_t(T), _t(0 * T)),))[1][1], H2(X) * T * T),
+        ("laplacian", lambda: f.laplacian(loss)(_t(X)), H2(X).sum()),
+        ("laplacian hessian", lambda: f.laplacian(loss, method="hessian")(_t(X)), H2(X).sum()),
+        ("forward_ad dual level", dual, H1(X) * T),
+    ]
+
+
+@pytest.mark.parametrize("case", ["one input", "two inputs", "captured tensor that requires grad",
+                                  "the transform's value captured", "nested"])
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_under_every_transform_against_closed_forms(use_reentrant, case):
+    fn, derivs = _checkpointed_cases(use_reentrant)[case]
+    wrong = []
+    for name, run, want in _under_every_transform(fn, derivs):
+        try:
+            got = _np(run())
+        except Exception as e:  # collected, so that one run names every transform that fails
+            wrong.append(f"{name}: {type(e).__name__}: {e}")
+            continue
+        if not np.allclose(got, want, rtol=1e-10, atol=1e-12):
+            wrong.append(f"{name}: got {got.tolist()}, expected {np.asarray(want).tolist()}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_a_transform_of_a_checkpoint_under_an_outer_backward(use_reentrant):
+    # func.grad inside a recorded computation: the gradient's dependence on a captured leaf
+    # w reaches w.grad. d/dx sum(sin(x) w) = cos(x) w, so d/dw sum(cos(x) w) = cos(x)
+    w = nd.tensor(YS.copy(), requires_grad=True)
+    g = nd.func.grad(lambda x: checkpoint(lambda a: nd.sin(a) * w, x,
+                                          use_reentrant=use_reentrant).sum())(_t(XS))
+    np.testing.assert_allclose(_np(g), np.cos(XS) * YS, rtol=1e-12)
+    g.sum().backward()
+    np.testing.assert_allclose(_np(w.grad), np.cos(XS), rtol=1e-12)
+
+
+def test_a_reentrant_checkpoint_of_inputs_without_grad_follows_captured_tensors():
+    # none of the inputs requires grad: PyTorch's reentrant form gives the captured w no
+    # gradient (with a warning); here it runs as the non-reentrant form, memory saving kept
+    from ndgrad.autograd.graph import memory_report
+    rng = np.random.default_rng(3)
+    c0, w0 = rng.normal(size=8), rng.normal(size=8)
+    w = nd.tensor(w0.copy(), requires_grad=True)
+    c = nd.tensor(c0.copy())
+
+    def f(a):
+        return nd.tanh(nd.sin(a) * w) * w
+
+    y = checkpoint(f, c, use_reentrant=True)
+    assert y.requires_grad
+    loss = y.sum() + w.sum()
+    assert memory_report(loss).total_bytes == c0.nbytes  # the input, kept to run f again
+    loss.backward()
+    s = np.sin(c0)
+    th = np.tanh(s * w0)
+    np.testing.assert_allclose(_np(w.grad), (1 - th ** 2) * s * w0 + th + 1, rtol=1e-12)

@@ -21,6 +21,33 @@ in the original graph, so ``create_graph=True`` (double backward), ``autograd.gr
 ``inputs=``, nested checkpoints and hooks all work as without checkpointing. What is kept
 per checkpoint: its inputs (to run it again) and its outputs; the handles say so
 (``_Frame._kept_for_backward``), so ``memory_report`` counts the inputs.
+
+Note [Checkpoints under transforms]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Inside an ``ndgrad.func`` transform of the calling thread (a visible level: ``grad``, ``vjp``,
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``, ``jet``, the operators, a dual level
+of ``forward_ad``), ``checkpoint`` in both forms is the plain call ``function(*args)``: the
+transforms see every operation and save their values as usual, so every transform and every
+composition of them gives the derivatives of ``function``, also of tensors it captures
+(a transform's own values included). The memory saving then applies to ``.backward()`` and
+``autograd.grad`` outside transforms only. (PyTorch refuses both forms under ``torch.func``:
+saved-tensor hooks are disabled there, and its reentrant checkpoint is a Function without
+``setup_context``.) Neither form can do better there:
+
+* the non-reentrant form's hooks see only the values saved at the bottom, never a level's;
+* the reentrant form is a custom Function, which a transform runs as a primitive one level
+  down (Note [Functions under transforms] in core/function.py). Its backward ran the
+  function again on fresh leaves copying the *bottom* tensors' ``requires_grad``: under
+  ``func.grad`` the tensor one level down does not require grad (only the level's value
+  does), so the rerun recorded nothing and the gradient was zero, silently. Forward-mode
+  transforms need a ``jvp`` rule it cannot have, and a value of the level captured by the
+  function would reach operations below its level (an error).
+
+A reentrant checkpoint none of whose tensor inputs requires grad would have no edge in the
+graph: its outputs would not require grad, and a tensor that ``function`` captures and that
+requires grad (a parameter) would get no gradient from it, silently (PyTorch warns "None of
+the inputs have requires_grad=True"). It runs as the non-reentrant form instead, which
+follows captured tensors and keeps the same memory saving.
 """
 
 from __future__ import annotations
@@ -166,7 +193,9 @@ def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
         False (the default): hooks-based, works with ``autograd.grad``, ``inputs=``,
         ``create_graph=True``, keyword arguments and nested checkpoints. True: PyTorch's
         older form, a custom Function whose backward runs a backward of its own; it supports
-        only ``.backward()``-style accumulation, positional arguments and first order.
+        only ``.backward()``-style accumulation, positional arguments and first order. Inside
+        an ``ndgrad.func`` transform both forms are the plain call, so every transform gives
+        the derivatives of ``function`` (Note [Checkpoints under transforms]).
     preserve_rng_state : bool
         Replay the random generators in the recomputation, so that random ops repeat
         their draws.
@@ -189,17 +218,20 @@ def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
                          f"{determinism_check!r}")
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
+    if use_reentrant and kwargs:
+        raise ValueError("checkpoint(use_reentrant=True) takes positional arguments only "
+                         f"(got {sorted(kwargs)}); use use_reentrant=False")
+    if levels.VISIBLE[0] and levels.visible_levels():
+        # inside an ndgrad.func transform in this thread, both forms are the plain call
+        # (Note [Checkpoints under transforms]). (VISIBLE counts the levels of every thread;
+        # another thread's transform changes nothing here: Note [Levels per thread].)
+        return function(*args, **kwargs)
     rng = _rng_snapshot() if preserve_rng_state else None
-    if use_reentrant:
-        if kwargs:
-            raise ValueError("checkpoint(use_reentrant=True) takes positional arguments only "
-                             f"(got {sorted(kwargs)}); use use_reentrant=False")
+    if use_reentrant and any(isinstance(a, Tensor) and a._requires_grad for a in args):
         return _Reentrant.apply(function, rng, *args)
-    if not STATE.grad_enabled or levels.VISIBLE[0] and levels.visible_levels():
-        # nothing is recorded; or inside an ndgrad.func transform in this thread, whose
-        # values are saved as usual (they do not go through saved-tensor hooks): the plain
-        # call is right. (VISIBLE counts the levels of every thread; another thread's
-        # transform changes nothing here: Note [Levels per thread] in core/levels.py.)
+    # (a reentrant checkpoint of no input that requires grad goes on as the non-reentrant
+    # form: Note [Checkpoints under transforms], its last paragraph)
+    if not STATE.grad_enabled:  # nothing is recorded: the plain call is right
         return function(*args, **kwargs)
     frame = _Frame(function, args, kwargs, rng, determinism_check == "default")
     with saved_tensors_hooks(frame.pack, frame.unpack):
