@@ -565,6 +565,21 @@ def _probe(prob, who, t0, y0, error=ValueError):
 _PRIMAL_ONLY = ("jac", "jac_sparsity", "lband", "uband", "vectorized", "events", "dense_output")
 
 
+def _events_with_args(events, args):
+    """``events`` as SciPy's solve_ivp calls them, ``event(t, y, *args)`` (``args`` with its
+    tensors detached, as ``jac`` gets them), keeping each one's ``terminal`` and
+    ``direction``; a tensor an event returns is read on the host."""
+    def wrap(event):
+        def called(t, y):
+            value = event(t, y, *args)
+            return _host(value) if isinstance(value, Tensor) else value
+        for name in ("terminal", "direction"):
+            if hasattr(event, name):
+                setattr(called, name, getattr(event, name))
+        return called
+    return [wrap(e) for e in ((events,) if callable(events) else events)]
+
+
 def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity, options,
          primal=None, dense=None, t0_moves=False):
     """``(y, res)``: the solution at the output times, ``y`` (n, m) differentiable in ``y0``,
@@ -601,6 +616,9 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
             opts["jac"] = jac_h
         elif jac is None and implicit:
             opts["jac"] = prob.jac_y(tensors)
+        if opts.get("events") is not None:
+            opts["events"] = _events_with_args(opts["events"],
+                                               prob.args([x.detach() for x in tensors]))
         opts["dense_output"] = True   # (the adjoint's y(t), and the forward sensitivities')
         res = si.solve_ivp(prob.f(tensors), (t0, tf), _host(y0).reshape(-1), method=method,
                            t_eval=t_eval_h, rtol=rtol, atol=atol, **opts)
@@ -833,8 +851,11 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=None, rtol=1e-3,
         forward sensitivities in both cases (Note [ODE sensitivities]).
     **options
         Passed to SciPy's ``solve_ivp`` (``first_step``, ``max_step``, ``dense_output``,
-        ``jac`` ...); the sensitivity solves use those that are not about the primal system
-        alone (not ``jac``, ``jac_sparsity``, ``lband``, ``uband``, ``vectorized``, ``events``).
+        ``jac``, ``events`` ...); the sensitivity solves use those that are not about the
+        primal system alone (not ``jac``, ``jac_sparsity``, ``lband``, ``uband``,
+        ``vectorized``, ``events``). ``jac`` and each event are called as SciPy calls them,
+        ``jac(t, y, *args)`` and ``event(t, y, *args)``, with ``args``'s tensors detached;
+        the event times are SciPy's (not differentiated).
 
     Returns
     -------

@@ -428,6 +428,43 @@ def test_args_are_taken_as_scipy_takes_them():
 
 
 @pytest.mark.cpu_only(DEVICE_PATHS)
+def test_events_are_called_with_args_as_scipy_calls_them():
+    """SciPy 1.17 calls each event as event(t, y, *args), keeping its terminal and direction:
+    t_events and y_events as SciPy's, with args given as numbers and as tensors (an event
+    may return a tensor); y(t) = exp(-k t) crosses k at ln(1/k)/k and k/2 at ln(2/k)/k."""
+    import scipy.integrate as si
+    k = 0.5
+
+    def crossing(t, y, k):
+        return y[0] - k
+
+    def half(t, y, k):
+        return y[0] - k / 2
+    half.terminal, half.direction = True, -1.0
+    want = si.solve_ivp(lambda t, y, k: -k * y, (0.0, 5.0), [1.0], args=(k,),
+                        events=[crossing, half], **TIGHT)
+    close(np.concatenate(want.t_events), [math.log(2) / k, math.log(4) / k], rtol=1e-8)
+    assert want.status == 1
+    for args in ((k,), (nd.tensor(k),), [k]):
+        got = solve_ivp(lambda t, y, k: -k * y, (0.0, 5.0), nd.tensor([1.0]), args=args,
+                        events=[crossing, half], **TIGHT)
+        assert got.status == want.status and len(got.t_events) == 2
+        for a, b in zip(got.t_events, want.t_events):
+            close(a, b, rtol=1e-12)
+        for a, b in zip(got.y_events, want.y_events):
+            close(a, b, rtol=1e-12)
+        close(got.t, want.t, rtol=1e-12)
+        close(got.y, want.y, rtol=1e-12)
+    # a single event, not in a list, and events with no args (called as event(t, y))
+    got = solve_ivp(lambda t, y, k: -k * y, (0.0, 5.0), [1.0], args=(k,), events=crossing,
+                    **TIGHT)
+    close(got.t_events[0], want.t_events[0], rtol=1e-12)
+    got = solve_ivp(lambda t, y: -k * y, (0.0, 5.0), [1.0], events=lambda t, y: y[0] - k,
+                    **TIGHT)
+    close(got.t_events[0], want.t_events[0], rtol=1e-12)
+
+
+@pytest.mark.cpu_only(DEVICE_PATHS)
 @pytest.mark.parametrize("sensitivity", ["adjoint", "forward"])
 def test_tensors_the_right_hand_side_captures_are_differentiated(sensitivity):
     """y' = -k y with k captured (directly, in a tuple, and by a helper closure): its
