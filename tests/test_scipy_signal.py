@@ -451,6 +451,65 @@ def test_a_zero_leading_denominator_coefficient_is_refused_as_scipy_does():
     close(got, np.stack([ss.lfilter([1.0], a, x) for a in host(good)]))
 
 
+def test_a_batch_element_with_a_zero_leading_coefficient_is_refused_under_vmap(monkeypatch):
+    """Under vmap over the coefficients, where no host rule reads a (lfilter with one
+    coefficient each, lfilter_zi, filtfilt's gain, sosfilt_zi), a batch element with a[0] ==
+    0 is refused as the call without vmap refuses it, naming the function and the element's
+    coefficients (Note [Coefficients checked under vmap]; it was a row of inf or nan); the
+    other batches give SciPy's values per element."""
+    import sys
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+    x = np.linspace(-1.0, 1.0, 12)
+    element = "in a batch element of vmap, whose coefficients are "
+    with pytest.warns(UserWarning, match="vmap: ndgrad.signal.lfilter's check of its "
+                                         "coefficients runs once per batch element"):
+        with pytest.raises(ValueError, match="ndgrad.signal.lfilter: filter coefficient "
+                                             f"a\\[0\\] == 0 not supported.*{element}"
+                                             "\\[0.0\\]"):
+            vmap(lambda a: signal.lfilter(T([1.0]), a, T(x)))(T([[2.0], [0.0]]))
+    with pytest.raises(ValueError, match=f"ndgrad.signal.lfilter: .*{element}\\[0.0\\]"):
+        vmap(lambda b, a: signal.lfilter(b, a, T(x)))(T([[1.0], [3.0]]), T([[2.0], [0.0]]))
+    bs, as_ = np.array([[1.0], [3.0]]), np.array([[2.0], [-4.0]])
+    close(vmap(lambda b, a: signal.lfilter(b, a, T(x)))(T(bs), T(as_)),
+          np.stack([ss.lfilter(b, a, x) for b, a in zip(bs, as_)]))
+    # lfilter_zi: without vmap, a's leading zeros are dropped (SciPy's values) and an a of
+    # zeros is refused; under vmap neither can be done for one element
+    close(signal.lfilter_zi(T([1.0, 0.5]), T([0.0, 1.0])), ss.lfilter_zi([1.0, 0.5],
+                                                                          [0.0, 1.0]))
+    with pytest.raises(ValueError, match="ndgrad.signal.lfilter_zi: a\\[0\\] == 0 "
+                                         f"{element}\\[0.0, 1.0\\]: without vmap the "
+                                         "leading zeros of a are dropped"):
+        vmap(lambda a: signal.lfilter_zi(T([1.0, 0.5]), a))(T([[1.0, -0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="ndgrad.signal.lfilter_zi: there must be at least "
+                                         f"one nonzero `a` coefficient; {element}"
+                                         "\\[0.0, 0.0\\]"):
+        vmap(lambda a: signal.lfilter_zi(T([1.0, 0.5]), a))(T([[1.0, -0.5], [0.0, 0.0]]))
+    good = np.array([[1.0, -0.5], [2.0, 0.3]])
+    close(vmap(lambda a: signal.lfilter_zi(T([1.0, 0.5]), a))(T(good)),
+          np.stack([ss.lfilter_zi([1.0, 0.5], a) for a in good]))
+    # filtfilt names itself (its gain (b[0] / a[0]) ** 2 with one coefficient each, and the
+    # steady state it takes from lfilter_zi)
+    for method, b, bad in (("gust", [1.0], [[2.0], [0.0]]), ("pad", [1.0], [[2.0], [0.0]]),
+                           ("pad", [1.0, 0.3], [[1.0, -0.5], [0.0, 0.3]])):
+        with pytest.raises(ValueError, match="ndgrad.signal.filtfilt: filter coefficient "
+                                             f"a\\[0\\] == 0 not supported.*{element}"):
+            vmap(lambda a, b=b, m=method: signal.filtfilt(T(b), a, T(x), method=m,
+                                                          padlen=3))(T(bad))
+    close(vmap(lambda a: signal.filtfilt(T([1.0]), a, T(x), method="gust"))(T([[2.0], [-4.0]])),
+          np.stack([ss.filtfilt([1.0], a, x, method="gust") for a in ([2.0], [-4.0])]))
+    # second-order sections: sosfilt and sosfilt_zi name themselves and the section
+    soss = np.array([[[1.0, 0.2, 0.0, 1.0, -0.5, 0.0]], [[1.0, 0.2, 0.0, 0.0, -0.5, 0.0]]])
+    with pytest.raises(ValueError, match="ndgrad.signal.sosfilt: filter coefficient "
+                                         f"sos\\[0, 3\\] == 0 not supported.*{element}"):
+        vmap(lambda s: signal.sosfilt(s, T(x)))(T(soss))
+    with pytest.raises(ValueError, match="ndgrad.signal.sosfilt_zi: sos\\[0, 3\\] == 0 "
+                                         f"{element}"):
+        vmap(signal.sosfilt_zi)(T(soss))
+    soss[1, 0, 3] = 2.0
+    close(vmap(signal.sosfilt_zi)(T(soss)), np.stack([ss.sosfilt_zi(s / s[0, 3])
+                                                       for s in soss]))
+
+
 @pytest.mark.cpu_only("finite differences: the values are checked on every device")
 def test_hessian_through_lfilter_by_jacrev_of_grad_names_lfilter(monkeypatch):
     """jacrev(grad(loss)) runs lfilter's rules under vmap, once per batch element (as

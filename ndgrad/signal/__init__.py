@@ -548,21 +548,75 @@ def _leading_values(c):
         return None
 
 
-def _check_a0(a, who):
-    """SciPy's refusal of ``a[0] == 0`` (``ndgrad.signal.lfilter`` would divide by it)."""
+# Note [Coefficients checked under vmap]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A batch of coefficients under vmap has no single value to read, so the checks that read
+# them (a[0] == 0 for lfilter and filtfilt, sos[:, 3] == 0 for sosfilt and sosfiltfilt,
+# lfilter_zi's leading zeros) run on each batch element instead, through a function that vmap
+# runs once per element on the coefficients detached (nothing is differentiated through it),
+# and refuse what the call without vmap refuses, naming the function and the element's
+# coefficients. Without them an element with a[0] == 0 made a row of inf or nan (b / a[0])
+# where no host rule looked (lfilter with one coefficient each, lfilter_zi's solve, filtfilt's
+# gain), and the error came from lfilter's host rule, naming it, elsewhere.
+_ELEMENT_CHECKS = {}
+
+
+def _check_each_element(c, who, check):
+    """``check(values, who)`` on each batch element's ``c`` under vmap (Note [Coefficients
+    checked under vmap])."""
+    fn = _ELEMENT_CHECKS.get((who, check))
+    if fn is None:
+        def checked(c):
+            check(_host(c), who)
+            return c
+        fn = custom_vjp(checked, vmap_method="sequential", _public=dict(
+            name=f"ndgrad.signal.{who}'s check of its coefficients",
+            vmap="it reads each batch element's coefficients on the host, to refuse there "
+                 "what the call without vmap refuses"))
+        fn.defvjp(lambda c: (checked(c), None), lambda res, g: (g,))
+        _ELEMENT_CHECKS[(who, check)] = fn
+    fn(c.detach())
+
+
+def _element(values):
+    return f"in a batch element of vmap, whose coefficients are {values.tolist()}"
+
+
+def _a0_of_element(ah, who):
+    if ah[0] == 0:
+        raise ValueError(f"ndgrad.signal.{who}: {_A0_ZERO}; {_element(ah)}")
+
+
+def _check_a0(a, who, each=True):
+    """SciPy's refusal of ``a[0] == 0`` (``ndgrad.signal.lfilter`` would divide by it); for a
+    vmap batch, per element unless ``each`` is False (a host rule refuses it then)."""
     lead = _leading_values(a[0])
-    if lead is not None and lead == 0:
+    if lead is None:
+        if each:
+            _check_each_element(a, who, _a0_of_element)
+    elif lead == 0:
         raise ValueError(f"ndgrad.signal.{who}: {_A0_ZERO}")
+
+
+def _sections_refusal(lead, who, where=""):
+    if (lead == 0).any():
+        s = int(np.flatnonzero(lead == 0)[0])
+        raise ValueError(f"ndgrad.signal.{who}: filter coefficient sos[{s}, 3] == 0 not "
+                         f"supported: it is section {s}'s a[0], which the section is divided "
+                         f"by (SciPy requires sos[:, 3] to be all ones){where}")
+
+
+def _sections_of_element(sh, who):
+    _sections_refusal(sh[:, 3], who, f"; {_element(sh)}")
 
 
 def _check_sections(sos, who):
     """Each section's ``a0`` (``sos[s, 3]``) must be nonzero: it is divided by."""
     lead = _leading_values(sos[:, 3])
-    if lead is not None and (lead == 0).any():
-        s = int(np.flatnonzero(lead == 0)[0])
-        raise ValueError(f"ndgrad.signal.{who}: filter coefficient sos[{s}, 3] == 0 not "
-                         f"supported: it is section {s}'s a[0], which the section is divided "
-                         "by (SciPy requires sos[:, 3] to be all ones)")
+    if lead is None:
+        _check_each_element(sos, who, _sections_of_element)
+    else:
+        _sections_refusal(lead, who)
 
 
 def _real_float(t, who, what):
@@ -623,8 +677,8 @@ def lfilter(b, a, x, axis=-1, zi=None):
         raise ValueError("lfilter: x must have at least one dimension")
     if not -nd <= axis < nd:
         raise ValueError(f"lfilter: axis {axis} is out of range for a {nd}-D signal")
-    _check_a0(a, "lfilter")
     k = max(a.shape[0], b.shape[0]) - 1
+    _check_a0(a, "lfilter", each=k == 0)  # (k > 0: the host rule checks each element)
     dtype = _nd.result_type(b, a, x) if zi is None else _nd.result_type(
         b, a, x, _tensor(zi, "lfilter", "zi"))
     b, a, x = b.astype(dtype), a.astype(dtype), x.astype(dtype)
@@ -704,6 +758,11 @@ def sosfilt(sos, x, axis=-1, zi=None):
         raise ValueError(f"sosfilt: sos must have shape (n_sections, 6), got "
                          f"{tuple(sos.shape)}")
     _check_sections(sos, "sosfilt")
+    return _sosfilt(sos, x, axis, zi)
+
+
+def _sosfilt(sos, x, axis, zi):
+    """:func:`sosfilt` of a checked ``sos``."""
     x = _tensor(x, "sosfilt", "x")
     nsec = sos.shape[0]
     if zi is not None:
@@ -719,6 +778,28 @@ def sosfilt(sos, x, axis=-1, zi=None):
             x, zf = lfilter(sos[s, :3], sos[s, 3:], x, axis, zi[s])
             zfs.append(zf)
     return x if zi is None else (x, _nd.stack(zfs))
+
+
+def _zi_a_of_element(ah, who):
+    if len(ah) == 0 or not ah.any():
+        raise ValueError(f"ndgrad.signal.{who}: there must be at least one nonzero `a` "
+                         f"coefficient; {_element(ah)}")
+    if ah[0] == 0:
+        raise ValueError(f"ndgrad.signal.{who}: a[0] == 0 {_element(ah)}: without vmap the "
+                         "leading zeros of a are dropped, as in SciPy (a shorter denominator, "
+                         "and a shorter state where a is the longer), which vmap cannot do "
+                         "for one element. Drop them before vmap")
+
+
+def _zi_sections_of_element(sh, who):
+    for s, a in enumerate(sh[:, 3:]):
+        if not a.any():
+            raise ValueError(f"ndgrad.signal.{who}: there must be at least one nonzero `a` "
+                             f"coefficient in section {s}; {_element(sh)}")
+        if a[0] == 0:
+            raise ValueError(f"ndgrad.signal.{who}: sos[{s}, 3] == 0 {_element(sh)}: without "
+                             "vmap the leading zeros of the section's a are dropped, as in "
+                             "SciPy's lfilter_zi, which vmap cannot do for one element")
 
 
 def lfilter_zi(b, a):
@@ -750,6 +831,12 @@ def lfilter_zi(b, a):
     >>> y  # a unit step starts in its steady state (the gain at DC is 3)
     tensor([3., 3., 3.])
     """
+    return _lfilter_zi(b, a, "lfilter_zi")
+
+
+def _lfilter_zi(b, a, who):
+    """:func:`lfilter_zi`; ``who``: the public function whose batched ``a`` is checked per
+    element (None: the caller has checked it; Note [Coefficients checked under vmap])."""
     b = _real_float(_tensor(b, "lfilter_zi", "b"), "lfilter_zi", "b")
     a = _real_float(_tensor(a, "lfilter_zi", "a"), "lfilter_zi", "a")
     if len(b.shape) == 0:
@@ -759,9 +846,12 @@ def lfilter_zi(b, a):
     if len(b.shape) != 1 or len(a.shape) != 1:
         raise ValueError(f"lfilter_zi: b and a must be 1-D, got shapes {tuple(b.shape)} and "
                          f"{tuple(a.shape)}")
-    ah = _leading_values(a)  # (None for a vmap batch: a[0] == 0 is refused by lfilter then)
+    ah = _leading_values(a)  # (None for a vmap batch: Note [Coefficients checked under vmap])
     lead = 0
-    if ah is not None:
+    if ah is None:
+        if who is not None:
+            _check_each_element(a, who, _zi_a_of_element)
+    else:
         while lead < len(ah) - 1 and ah[lead] == 0.0:
             lead += 1
         if len(ah) == 0 or ah[lead] == 0.0:
@@ -891,7 +981,7 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
         return _nd.moveaxis(y, -1, axis)
     edge = _validate_pad(padtype, padlen, x.shape[axis], max(a.shape[0], b.shape[0]),
                          "filtfilt")
-    zi = lfilter_zi(b, a)
+    zi = _lfilter_zi(b, a, None)
     xm = _nd.moveaxis(x, axis, -1)
     y = _forward_backward(lambda s, z: lfilter(b, a, s, -1, z), zi, xm, edge, padtype)
     return _nd.moveaxis(y, -1, axis)
@@ -969,11 +1059,17 @@ def sosfilt_zi(sos):
     >>> signal.sosfilt_zi(ndgrad.tensor([[1.0, 0.5, 0.0, 1.0, -0.5, 0.0]]))
     tensor([[2., 0.]])
     """
-    sos = _check_sos(sos, "sosfilt_zi")
+    return _sosfilt_zi(_check_sos(sos, "sosfilt_zi"), "sosfilt_zi")
+
+
+def _sosfilt_zi(sos, who):
+    """:func:`sosfilt_zi`; ``who`` as for :func:`_lfilter_zi`."""
+    if who is not None and _leading_values(sos[:, 3]) is None:
+        _check_each_element(sos, who, _zi_sections_of_element)
     rows, scale = [], None
     for s in range(sos.shape[0]):
         b, a = sos[s, :3], sos[s, 3:]
-        z = lfilter_zi(b, a)
+        z = _lfilter_zi(b, a, None)
         rows.append(z if scale is None else scale * z)
         gain = _nd.sum(b) / _nd.sum(a)  # the section's gain at z = 1
         scale = gain if scale is None else scale * gain
@@ -1005,10 +1101,10 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
     ntaps = 0 if sh is None else 2 * sos.shape[0] + 1 - min(int((sh[:, 2] == 0).sum()),
                                                             int((sh[:, 5] == 0).sum()))
     edge = _validate_pad(padtype, padlen, x.shape[axis], ntaps, "sosfiltfilt")
-    zi = sosfilt_zi(sos)  # (n_sections, 2): each section's state broadcasts over x
+    zi = _sosfilt_zi(sos, None)  # (n_sections, 2): each section's state broadcasts over x
     xm = _nd.moveaxis(x, axis, -1)
     zi = zi.reshape((sos.shape[0],) + (1,) * (len(xm.shape) - 1) + (2,))
-    y = _forward_backward(lambda s, z: sosfilt(sos, s, -1, z), zi, xm, edge, padtype)
+    y = _forward_backward(lambda s, z: _sosfilt(sos, s, -1, z), zi, xm, edge, padtype)
     return _nd.moveaxis(y, -1, axis)
 
 
