@@ -224,11 +224,8 @@ def _alive_values(args):
     for a in args:
         if isinstance(a, Tensor) and type(a) is not Tensor:
             alive = a._alive()
-            if alive is a:
-                raise RuntimeError(
-                    f"internal error: a value of the hidden transform level {a._level!r} "
-                    "reached an operation below it; please report this with the code that "
-                    "raised it")
+            if alive is a:  # (Note [A level's values below it] in core/levels.py)
+                raise _levels.HiddenValueError(a._level)
             a = alive
         out.append(a)
     return out

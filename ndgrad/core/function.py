@@ -57,6 +57,11 @@ that need every node] in core/engine.py), would run the Function's backward insi
 (a ``custom_jvp`` whose rule calls the function again recursed without end). Levels that do
 not lift (vmap, dual levels) stay visible: a random draw in the forward is one per batch
 element, as in PyTorch.
+
+A Function receives the tensors it uses through its inputs (torch.func's rule): a value of
+a hidden level that ``forward`` or ``setup_context`` reads from a closure, a global or an
+attribute is an error naming the Function and saying to pass it to ``apply`` (Note [A
+level's values below it] in core/levels.py).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
 from .hooks import NodeHooks
-from .levels import VISIBLE, Interpreter, below, visible_levels
+from .levels import VISIBLE, HiddenValueError, Interpreter, below, visible_levels
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "apply_function", "new_ctx", "wire",
@@ -419,12 +424,17 @@ def _run(cls, args, kwargs, needs=None):
         wire(node, args, own)
     prev = STATE.grad_enabled
     STATE.grad_enabled = False
+    where = "forward"
     try:
         if setup:
             output = cls.forward(*args, **kwargs)
+            where = "setup_context"
             cls.setup_context(node, args, output)
         else:
             output = cls.forward(node, *args, **kwargs)
+    except HiddenValueError as e:  # (Note [A level's values below it] in core/levels.py)
+        e.in_function(cls, where, args)
+        raise
     finally:
         STATE.grad_enabled = prev
     return _wrap_outputs(cls, node, args, output, record_it), node

@@ -65,7 +65,7 @@ from __future__ import annotations
 import threading
 
 __all__ = ["Interpreter", "Level", "STACK", "VISIBLE", "push", "pop", "below",
-           "visible_levels", "lift_created", "active_levels"]
+           "visible_levels", "lift_created", "active_levels", "HiddenValueError"]
 
 
 class Interpreter:
@@ -177,6 +177,68 @@ def _leave(level):
     STACK.remove(level)
     if not level.hidden:
         _unshow(0)
+
+
+# Note [A level's values below it]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What an interpreter runs one level down sees the values one level down only: the
+# operations it hands down are given them (Note [Levels]). User code runs there too: a
+# custom Function's forward and setup_context (Note [Functions under transforms] in
+# core/function.py), and its backward or jvp where a level runs them one level down (vmap's
+# per-element rules, a dual level's jvp). A value of the hidden level that such code reads
+# from elsewhere (a closure, a global, an attribute) cannot be followed there: its
+# derivative or its batch would be lost (before the levels hid it, func.grad of such a
+# Function was silently wrong). So an operation that meets one raises HiddenValueError
+# (dispatch's _alive_values), a user error, as torch.func's rule says: a Function receives
+# the tensors it uses through its inputs. The innermost Function's forward or
+# setup_context it passes through names itself in the message (core/function.py's _run);
+# elsewhere the message names the kinds of code that can do it.
+class HiddenValueError(RuntimeError):
+    """A value of the hidden transform level ``level`` reached an operation below it (Note
+    [A level's values below it]); :meth:`in_function` says which Function read it."""
+
+    def __init__(self, level):
+        self.level = level
+        self.named = False
+        super().__init__(self._text(
+            "A custom autograd.Function's forward, setup_context, backward or jvp (or a "
+            "custom_vjp or custom_jvp function or rule)", "Such code", "pass the tensor to it "
+            "as an input (a Function receives the tensors it uses as arguments of its apply, "
+            "and saves what backward needs with ctx.save_for_backward)"))
+
+    def _text(self, who, runs, give):
+        return (f"{who} used a tensor of the transform level {self.level!r} (a value inside "
+                "a function given to ndgrad.func.grad, vjp, jacrev, hessian, vmap, ...) that "
+                f"it did not receive as an input. {runs} runs one level below the transform, "
+                "which cannot follow a tensor read there from a closure, a global or an "
+                f"attribute: its derivative or its batch would be lost. Instead, {give}.")
+
+    def in_function(self, cls, where, args):
+        """Name the custom Function ``cls`` whose method ``where`` (``"forward"``,
+        ``"setup_context"``, ``"backward"``, ``"jvp"``) this passes through, called with
+        ``args`` (the Function's inputs; a rule's caller gives ``()``); only
+        the innermost one names it, and the exception keeps the traceback of the operation
+        that met the value. One of ndgrad's own Functions is named by what the user called
+        (its ``vmap_loop(*args)``), where that can be said; otherwise the message stays."""
+        if self.named:
+            return
+        self.named = True
+        describe = getattr(cls, "vmap_loop", None)
+        n = cls.__name__
+        if describe is None and not cls.__module__.startswith("ndgrad."):
+            self.args = (self._text(
+                f"{n}.{where}", "A custom Function",
+                f"pass the tensor to {n}.apply as an input" + _GIVE[where] + " (as torch.func "
+                "asks of an autograd.Function: it receives the tensors it uses as inputs)"),)
+        elif describe is not None and args:
+            self.args = (self._text(describe(*args)[0], "It",
+                                    "pass the tensor to it as an argument"),)
+
+
+_GIVE = {"forward": ", and return its gradient from backward",
+         "setup_context": "; setup_context then finds it among its inputs",
+         "backward": ", and save it for backward with ctx.save_for_backward",
+         "jvp": ", and save it for jvp with ctx.save_for_forward"}
 
 
 def _foreign(level):

@@ -886,3 +886,138 @@ def test_a_function_of_captured_tensors_inside_func_grad_runs_below_the_level():
     (dw,) = grad(nd.sum(J), w)
     close(dw, 2 * np.exp(W) * 3.0)
     assert w.grad is None   # nothing reached w's .grad from the level's passes
+
+
+# ------------------------------------------------- a transform's value read by closure
+# Note [A level's values below it] (core/levels.py): a Function runs one level below a
+# transform, so a value of that level its forward reads from a closure cannot be followed
+# there. That was "internal error ... please report"; it is a user error naming the
+# Function, raised at the operation that met the value (its traceback shows the line).
+def _square_times(read_captured, setup=False):
+    """``c * x**2`` as a Function of ``c`` and ``x``: with ``read_captured``, ``x`` is read
+    from ``holder`` (set by the caller inside the transform) instead of the inputs."""
+    holder = {}
+
+    def forward_of(c, x):
+        if read_captured:
+            x = holder["x"]  # the transform's value, by closure
+        return c * x * x
+
+    if setup:
+        class SquareTimes(Function):
+            @staticmethod
+            def forward(c, x):
+                return c * x * x
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                c, x = inputs
+                if read_captured:
+                    ctx.scale = holder["x"] * 1.0  # reads the closure's value
+                ctx.save_for_backward(c, x)
+
+            @staticmethod
+            def backward(ctx, g):
+                c, x = ctx.saved_tensors
+                return g * x * x, 2.0 * g * c * x
+    else:
+        class SquareTimes(Function):
+            @staticmethod
+            def forward(ctx, c, x):
+                ctx.save_for_backward(c, x)
+                return forward_of(c, x)
+
+            @staticmethod
+            def backward(ctx, g):
+                c, x = ctx.saved_tensors
+                return g * x * x, 2.0 * g * c * x
+    return SquareTimes, holder
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.parametrize("setup", [False, True])
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jacrev", "vmap(grad)"])
+def test_a_function_reading_a_transform_value_by_closure_is_a_user_error(transform, setup):
+    import traceback
+    from ndgrad import func
+    fn, holder = _square_times(True, setup)
+    where = "setup_context" if setup else "forward"
+
+    def g(x):
+        holder["x"] = x
+        return fn.apply(nd.tensor(2.0), x * 1.0).sum()
+
+    run = {"grad": func.grad(g), "vmap": func.vmap(g), "jacrev": func.jacrev(g),
+           "vmap(grad)": func.vmap(func.grad(g))}[transform]
+    kind = "vmap" if transform == "vmap" else "grad"
+    with pytest.raises(RuntimeError, match=(
+            rf"^SquareTimes\.{where} used a tensor of the transform level <{kind} level \d> "
+            r"\(a value inside a function given to ndgrad\.func\.grad.*\) that it did not "
+            r"receive as an input\..*its derivative or its batch would be lost\. Instead, pass "
+            r"the tensor to SquareTimes\.apply as an input")) as info:
+        run(nd.tensor(XV.copy()))
+    assert "report" not in str(info.value) and "internal" not in str(info.value)
+    if setup:
+        assert "setup_context then finds it among its inputs" in str(info.value)
+    # raised at the operation that met the value: the traceback holds the user's line
+    frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert ("setup_context" if setup else "forward_of") in frames
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.parametrize("setup", [False, True])
+def test_the_same_function_given_the_tensor_as_an_input_has_the_closed_form(setup):
+    from ndgrad import func
+    fn, _ = _square_times(False, setup)
+    c = 2.0
+
+    def g(x):
+        return fn.apply(nd.tensor(c), x).sum()    # sum(c x^2): gradient 2 c x, Hessian 2 c I
+
+    close(func.grad(g)(nd.tensor(XV.copy())), 2 * c * XV)
+    close(func.vmap(func.grad(g))(nd.tensor(np.stack([XV, -XV]))), 2 * c * np.stack([XV, -XV]))
+    close(func.jacrev(func.grad(g))(nd.tensor(XV.copy())), 2 * c * np.eye(3))
+    close(func.vmap(lambda x: fn.apply(nd.tensor(c), x))(nd.tensor(XV.copy())), c * XV ** 2)
+
+
+def test_a_custom_vjp_function_reading_a_transform_value_names_itself():
+    # one of ndgrad's Functions names what the user called (its vmap_loop), not its class
+    from ndgrad import func
+
+    def g(x):
+        @func.custom_vjp
+        def scaled(c):
+            return c * x   # x by closure
+
+        scaled.defvjp(lambda c: (c * x, None), lambda res, ct: (ct * 2.0,))
+        return scaled(x * 1.0).sum()
+
+    with pytest.raises(RuntimeError, match=(
+            r"^the custom_vjp function scaled used a tensor of the transform level <grad "
+            r"level 0> .*Instead, pass the tensor to it as an argument\.$")):
+        func.grad(g)(nd.tensor(XV.copy()))
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+def test_a_rule_run_per_element_reading_a_transform_value_says_what_can_do_it():
+    # vmap runs a Function's backward once per batch element, one level down: no Function
+    # is named there, but the message says which code can do it and what to do
+    from ndgrad import func
+
+    def g(x):
+        class Doubled(Function):
+            @staticmethod
+            def forward(ctx, c):
+                return c * 2.0
+
+            @staticmethod
+            def backward(ctx, ct):
+                return ct * x   # x by closure
+
+        return Doubled.apply(x)
+
+    with pytest.raises(RuntimeError, match=(
+            r"^A custom autograd\.Function's forward, setup_context, backward or jvp \(or a "
+            r"custom_vjp or custom_jvp function or rule\) used a tensor of the transform "
+            r"level <vmap level 0> .*Instead, pass the tensor to it as an input")):
+        func.vmap(func.grad(g))(nd.tensor(XV.copy()))
