@@ -21,7 +21,8 @@ from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
 from .devices import DeviceMismatchError, same_device, scalars_to_device
 from .graph import record
-from .namespace import (SEQUENCES as _SEQUENCES, TENSOR_F, VARIADIC, Namespace, holds_tensor,
+from .namespace import (PY_SCALARS as _PY_SCALARS, SEQUENCES as _SEQUENCES, TENSOR_F,
+                        VARIADIC, Namespace, holds_tensor, scalar_array, scalars_as_arrays,
                         sequences_stacked, stack_nested)
 from .tensor import Tensor, _mark_inference, _new, owning_level
 from .views import link_view
@@ -77,6 +78,8 @@ def apply(op, *args, **params):
             else:  # an array or a Python scalar: its own backend (NumPy for scalars)
                 if type(a) in _SEQUENCES and holds_tensor(a):
                     return apply(op, stack_nested(a, op.qualname), **params)
+                if type(a) in _PY_SCALARS:  # Note [Python scalars as inputs]
+                    a = scalar_array(a)
                 out = op.forward(_BACKEND_BY_TYPE.get(type(a), NUMPY), a, **params)
                 requires_grad = False
         elif n == nin == 2:
@@ -121,6 +124,8 @@ def apply(op, *args, **params):
                 if type(a) in _SEQUENCES or type(b) in _SEQUENCES:
                     return _apply_general(op, args, params)
                 da, db = a, b
+                if type(a) in _PY_SCALARS and type(b) in _PY_SCALARS:  # (Note [Python
+                    da, db = scalars_as_arrays(args)                   # scalars as inputs])
                 B = _BACKEND_BY_TYPE.get(type(a)) or _BACKEND_BY_TYPE.get(type(b), NUMPY)
             out = op.forward(B, da, db, **params) if params else op.bound[B](da, db)
         else:
@@ -209,6 +214,7 @@ def _apply_general(op, args, params):
         else:
             datas.append(a)
     if B is None:  # no tensor among the inputs: the first array's backend
+        datas = scalars_as_arrays(datas) or datas  # (Note [Python scalars as inputs])
         B = next((_BACKEND_BY_TYPE[type(d)] for d in datas if type(d) in _BACKEND_BY_TYPE),
                  NUMPY)
     elif B is not NUMPY and not mixed:

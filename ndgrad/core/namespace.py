@@ -10,10 +10,10 @@ array input) calls it through it, never importing the ops layer.
 from __future__ import annotations
 
 from .backend import NUMPY
-from .tensor import Tensor
+from .tensor import Tensor, _default_float
 
 __all__ = ["Namespace", "TENSOR_F", "VARIADIC", "SEQUENCES", "holds_tensor", "stack_nested",
-           "sequences_stacked"]
+           "sequences_stacked", "PY_SCALARS", "scalar_array", "scalars_as_arrays"]
 
 VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 
@@ -94,4 +94,46 @@ def sequences_stacked(args, op):
             if out is None:
                 out = list(args)
             out[k] = stack_nested(a, op.qualname)
+    return out
+
+
+# Note [Python scalars as inputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# When every array input of an op is a Python scalar (``ndgrad.angle(0.5)``,
+# ``ndgrad.add(1, 2)``), those of the highest kind among them (bool < int < float <
+# complex) become the 0-d arrays NEP 50 makes of them when no array fixes the dtype: bool,
+# int64, and ndgrad's default floating (complex) dtype for a float (complex); the others
+# stay Python scalars, weak beside them (``add(0.5, 2)`` is a float of the default dtype).
+# So a forward or a composite sees an array, as it does everywhere else (a forward reading
+# ``x.dtype`` crashed on a float), and the result is NumPy's value and dtype, with ndgrad's
+# default dtype for Python floats. A Python scalar beside an array or tensor keeps NumPy's
+# weak-scalar meaning (``x32 * 2.0`` stays float32) and reaches the forward as it is.
+# ``dispatch.apply`` converts them for the ops; a composite's public function makes its first
+# array input a 0-d tensor when it is a Python scalar and no array input is an array (its
+# other inputs may be counts, as ``histogram``'s ``bins``). tests/test_op_scalars.py calls
+# every op of the registry with Python bools, ints, floats and complexes.
+PY_SCALARS = (bool, int, float, complex)
+
+
+def scalar_array(v):
+    """The 0-d NumPy array of Python scalar ``v`` (Note [Python scalars as inputs])."""
+    return _default_float(NUMPY.asarray(v))
+
+
+_KINDS = {bool: 0, int: 1, float: 2, complex: 3}
+
+
+def scalars_as_arrays(values):
+    """``values`` (an op's array inputs) with the Python scalars of the highest kind as 0-d
+    arrays when every one is a Python scalar, else None (Note [Python scalars as inputs])."""
+    top = -1
+    for v in values:
+        k = _KINDS.get(type(v))
+        if k is None:
+            return None
+        if k > top:
+            top = k
+    out = []
+    for v in values:
+        out.append(scalar_array(v) if _KINDS[type(v)] == top else v)
     return out

@@ -18,10 +18,10 @@ import sys
 
 from .. import backend as _backend_mod
 from .. import creation as _creation
-from ..backend import NUMPY, Backend, DaskUnsupported
+from ..backend import _BACKEND_BY_TYPE, NUMPY, Backend, DaskUnsupported
 from ..devices import DeviceMismatchError
 from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply
-from ..namespace import holds_tensor, stack_nested
+from ..namespace import PY_SCALARS, holds_tensor, stack_nested
 from ..graph import OpNode
 from ..saved import FREED, FREED_MSG, SAVED_TYPES
 from ..inplace import apply_inplace
@@ -184,9 +184,13 @@ def _array_inputs(c):
 
 def _sequences_stacked(arrays, name, args, kw):
     """``(args, kw)`` with the array inputs that are lists or tuples holding tensors stacked
-    (``arrays`` from :func:`_array_inputs`)."""
+    and the NumPy (CuPy) arrays made tensors (``arrays`` from :func:`_array_inputs`), and a
+    first array input that is a Python scalar made a 0-d tensor when no array input is an
+    array (Note [Python scalars as inputs] in core/namespace.py): a composite computes on
+    tensors, and returns them."""
     names, variadic = arrays
     out = None
+    arrayless = True
     for k, a in enumerate(args):
         if k < len(names) and names[k] is None:
             continue
@@ -196,9 +200,20 @@ def _sequences_stacked(arrays, name, args, kw):
             if out is None:
                 out = list(args)
             out[k] = stack_nested(a, name)
+        elif type(a) in _BACKEND_BY_TYPE:
+            if out is None:
+                out = list(args)
+            out[k] = _creation.asarray(a)
+        if type(a) not in PY_SCALARS and a is not None and not callable(a):
+            arrayless = False
     for key, a in kw.items():
         if key in names and type(a) in (list, tuple) and holds_tensor(a):
             kw[key] = stack_nested(a, name)
+        if key in names and type(a) not in PY_SCALARS and a is not None:
+            arrayless = False
+    if arrayless and args and names and names[0] is not None and type(args[0]) in PY_SCALARS:
+        out = list(args) if out is None else out
+        out[0] = _creation.asarray(args[0])
     return (args if out is None else tuple(out)), kw
 
 

@@ -61,6 +61,18 @@ _LN2 = 0.6931471805599453
 _DEG = 0.017453292519943295  # pi / 180
 
 
+def float_operand(F, x):
+    """``x`` in the floating dtype NumPy's floating-point ufunc loops compute it in: itself
+    when floating or complex (or not an array), else the smallest float that holds its
+    values, as ``numpy.promote_types(dtype, float16)``: bool and 8-bit integers float16,
+    16-bit float32, wider float64 (``np.deg2rad(True)`` is float16, ``np.rint(1)`` float64)."""
+    dt = getattr(x, "dtype", None)
+    if dt is None or dt.kind in "fc":
+        return x
+    return F.astype(x, "float16" if dt.itemsize == 1 else "float32" if dt.itemsize == 2
+                    else "float64")
+
+
 @defcomposite(kind=ELEMENTWISE, domain=Domain((-4.0, 4.0)))
 def deg2rad(F, x):
     """Degrees to radians, elementwise. Alias: ``radians``.
@@ -71,7 +83,7 @@ def deg2rad(F, x):
     >>> ndgrad.deg2rad(ndgrad.tensor([180.0]))
     tensor([3.14159265])
     """
-    return x * _DEG
+    return float_operand(F, x) * _DEG
 
 
 @defcomposite(kind=ELEMENTWISE, domain=Domain((-4.0, 4.0)))
@@ -84,7 +96,7 @@ def rad2deg(F, x):
     >>> ndgrad.rad2deg(ndgrad.tensor([3.141592653589793]))
     tensor([180.])
     """
-    return x * (1.0 / _DEG)
+    return float_operand(F, x) * (1.0 / _DEG)
 
 
 defalias("radians", "deg2rad")
@@ -101,6 +113,7 @@ def logaddexp2(F, x, y):
     >>> ndgrad.logaddexp2(ndgrad.tensor([1.0]), ndgrad.tensor([1.0]))
     tensor([2.])
     """
+    x, y = float_operand(F, x), float_operand(F, y)
     return F.logaddexp(x * _LN2, y * _LN2) * (1.0 / _LN2)
 
 
@@ -117,7 +130,7 @@ def fabs(F, x):
     """
     if x.dtype.kind == "c":
         raise TypeError("fabs: complex input is not supported (use abs)")
-    return F.abs(x)
+    return F.abs(float_operand(F, x))  # (NumPy's fabs has floating loops only)
 
 
 @defcomposite(kind=ELEMENTWISE, nin=2, domain=Domain((0.5, 2.0), (-2.0, 2.0), complex=True))

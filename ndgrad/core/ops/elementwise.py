@@ -367,7 +367,9 @@ cbrt.deftaylor(series.RULES["cbrt"])
 
 
 @defop(kind=ELEMENTWISE, domain=Domain((0.3, 2.0), complex=True), sample=_signed(0.3, 2.0),
-       inplace_method="reciprocal_")
+       inplace_method="reciprocal_",
+       notes={"integer inputs": "1 / x in floating point, as PyTorch's reciprocal (NumPy's "
+                                "integer reciprocal truncates: 0 for 2, an error for 0)"})
 def reciprocal(B, x):
     """Elementwise ``1 / x`` (floating point also for integer inputs).
 
@@ -517,7 +519,9 @@ imag.defsparsity("imag")  # (zero on a real input)
 imag.defscatter(lambda F, parent, child: F.real(parent) + 1j * child)
 
 
-@defop(kind=ELEMENTWISE, domain=REALS)
+@defop(kind=ELEMENTWISE, domain=REALS,
+       notes={"integer inputs": "a bool stays bool, as PyTorch's conj (NumPy's conjugate has "
+                                "no bool loop and gives int8)"})
 def conj(B, x):
     """Complex conjugate, elementwise (returns a real input unchanged).
 

@@ -32,6 +32,7 @@ from ..creation import linspace as _creation_linspace
 from ..dispatch import TENSOR_F
 from ..namespace import holds_tensor
 from ..tensor import Tensor, as_data, finish
+from .composites import float_operand
 from .elementwise import _off_integer_quotients, _off_integers
 from .reductions import _sample_prod
 from .registry import (ELEMENTWISE, LINALG, REDUCTION, SHAPE, Domain, defalias, defcomposite,
@@ -141,6 +142,10 @@ def fmod(F, x1, x2, /, out=None):
     _no_out("fmod", out)
     # |x1| remainder |x2| is exact (C's fmod of positive numbers), then x1's sign; the signs
     # are constants, so d/dx1 = sx * sx = 1 and d/dx2 = -sx * sy * floor(|x1 / x2|)
+    if _dtype_of(x1) is not None and _dtype_of(x1).kind == "b":  # (NumPy's fmod has no
+        x1 = F.astype(x1, "int8")                                 # bool loop: int8)
+    if _dtype_of(x2) is not None and _dtype_of(x2).kind == "b":
+        x2 = F.astype(x2, "int8")
     sx, ax = _sign_split(F, x1)
     sy, ay = _sign_split(F, x2)
     return F.remainder(ax, ay) * sx
@@ -172,8 +177,8 @@ def heaviside(F, x1, x2, /, out=None):
     tensor([0. , 0.5, 1. ])
     """
     _no_out("heaviside", out)
-    if not _is_floating(x1) and not _is_floating(x2):  # (NumPy computes integers in float64)
-        x1 = F.astype(x1, get_default_dtype())
+    if not _is_floating(x1) and not _is_floating(x2):  # (NumPy's floating loops)
+        x1, x2 = float_operand(F, x1), float_operand(F, x2)
     at_zero = F.where(x1 == 0, x2, x1)  # (x1 itself where it is NaN)
     return F.where(x1 < 0, 0.0, F.where(x1 > 0, 1.0, at_zero))
 
@@ -304,7 +309,7 @@ def rint(F, x, /, out=None):
     tensor([-2.,  0.,  2.])
     """
     _no_out("rint", out)
-    return F.round(x)
+    return F.round(float_operand(F, x))  # (an integer input gives a float, as NumPy's)
 
 
 @defcomposite(kind=ELEMENTWISE, method=False, domain=Domain((-3.0, 3.0), valid=_off_integers))
@@ -352,6 +357,7 @@ def modf(F, x, /, out=None):
     """
     _no_out("modf", out)
     _real_only("modf", x)
+    x = float_operand(F, x)  # (both parts are floats, as NumPy's)
     inf = F.isinf(x)
     zero = F.copysign(F.zeros_like(x), x)
     finite = F.where(inf, zero, x)  # (no inf - inf)
@@ -390,8 +396,7 @@ def frexp(F, x, /, out=None):
     """
     _no_out("frexp", out)
     _real_only("frexp", x)
-    if not _is_floating(x):
-        x = F.astype(x, "float64")  # (NumPy computes integers in float64)
+    x = float_operand(F, x)  # (NumPy's floating loops: bool gives float16)
     ok = F.logical_and(F.isfinite(x), x != 0)
     ax = F.where(ok, F.abs(x), 1.0)
     e = F.floor(F.log2(ax)) + 1.0
@@ -426,10 +431,12 @@ def ldexp(F, x1, x2, /, out=None):
         raise TypeError("ldexp: the exponents x2 must be integers (got "
                         f"{dt2 if dt2 is not None else type(x2).__name__}); cast them with "
                         "astype(int)")
-    if not _is_floating(x1):
-        x1 = F.astype(x1, "float64") if _dtype_of(x1) is not None else float(x1)
-    dt = _dtype_of(x1) or get_default_dtype()
     like = x1 if _dtype_of(x1) is not None else (x2 if dt2 is not None else None)
+    if _dtype_of(x1) is not None:
+        x1 = float_operand(F, x1)
+    elif not isinstance(x1, (float, complex)):  # a Python int or bool beside the exponent
+        x1 = F.zeros((), dtype="float16", like=like) + x1  # array: NumPy's float16 loop
+    dt = _dtype_of(x1) or get_default_dtype()
     if dt2 is None:
         x2 = F.zeros((), dtype="int64", like=like) + x2
     return _times_pow2(F, x1, F.astype(x2, dt))
@@ -455,8 +462,7 @@ def spacing(F, x, /, out=None):
     """
     _no_out("spacing", out)
     _real_only("spacing", x)
-    if not _is_floating(x):
-        x = F.astype(x, "float64")
+    x = float_operand(F, x)
     v = F.nextafter(x, x)  # x's value, without a derivative
     away = F.full_like(v, math.inf)
     step = F.nextafter(v, F.where(v < 0, -away, away)) - v
@@ -503,6 +509,8 @@ def _nan_quantiles(F, a, qs, scalar, axis, keepdims, method, who):
     if method != "linear":
         raise ValueError(f"{who}: only method='linear' (NumPy's default) is supported, got "
                          f"{method!r}")
+    if a.dtype.kind not in "fc":  # (NumPy's quantiles of integers and bools are float64)
+        a = F.astype(a, "float64")
     a2, keep = _to_last(F, a, axis)
     if a2.shape[-1] == 0:
         raise ValueError(f"{who}: cannot take a quantile of an empty tensor")
@@ -618,6 +626,10 @@ def nanprod(F, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
     tensor(6.)
     """
     _no_out("nanprod", out)
+    if a.dtype.kind not in "fc":  # (no NaN: NumPy's prod, in its integer dtype)
+        a = F.where(where, a, 1) if where is not True else a
+        p = F.prod(a, axis=axis, keepdims=keepdims, dtype=dtype)
+        return p if initial is None else p * int(initial)  # (initial cast to the dtype)
     skip = F.isnan(a)
     if where is not True:
         skip = F.logical_or(skip, F.logical_not(where))

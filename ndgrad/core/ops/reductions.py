@@ -651,7 +651,10 @@ def any(B, x, axis=None, keepdims=False):
 
 
 # ----------------------------------------------------------------------------- logsumexp
-@defop(kind=REDUCTION, domain=Domain((-3.0, 3.0)))
+@defop(kind=REDUCTION, domain=Domain((-3.0, 3.0)),
+       notes={"integer inputs": "integers and bools are computed in float64, as SciPy's "
+                                "logsumexp (the reference composes NumPy's exp, whose bool "
+                                "loop gives float16)"})
 def logsumexp(B, x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is subtracted first).
 

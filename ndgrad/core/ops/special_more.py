@@ -384,8 +384,9 @@ def lambertw(B, z, k=0, tol=1e-8):
     """
     w = B.special.lambertw(z, k, tol)
     if not _is_complex(z):
-        w = B.where(w.imag == 0, w.real, float("nan")).astype(z.dtype if hasattr(z, "dtype")
-                                                              else "float64")
+        real = getattr(z, "dtype", None)  # (an integer z: float64, SciPy's complex128's part)
+        w = B.where(w.imag == 0, w.real, float("nan")).astype(
+            z.dtype if real is not None and real.kind == "f" else "float64")
     return w
 
 

@@ -59,6 +59,8 @@ def _quantiles(F, a, qs, scalar, axis, keepdims, method, who):
     if method != "linear":
         raise ValueError(f"{who}: only method='linear' (NumPy's default) is supported, got "
                          f"{method!r}")
+    if a.dtype.kind not in "fc":  # (NumPy's quantiles of integers and bools are float64)
+        a = F.astype(a, "float64")
     a2, keep = _to_last(F, a, axis)
     n = a2.shape[-1]
     if n == 0:
@@ -158,7 +160,9 @@ def nansum(F, a, axis=None, keepdims=False):
     >>> ndgrad.nansum(ndgrad.tensor([1.0, float("nan"), 2.0]))
     tensor(3.)
     """
-    return F.sum(F.where(F.isnan(a), 0.0, a), axis=axis, keepdims=keepdims)
+    if a.dtype.kind in "fc":  # (integers have no NaN: NumPy's sum, in their dtype)
+        a = F.where(F.isnan(a), 0.0, a)
+    return F.sum(a, axis=axis, keepdims=keepdims)
 
 
 def _non_nan(F, a, axis, keepdims):
@@ -185,6 +189,8 @@ def nanmean(F, a, axis=None, keepdims=False):
 
 
 def _nan_extremum(F, a, axis, keepdims, target, neutral):
+    if a.dtype.kind not in "fc":  # (integers have no NaN: NumPy's max/min, in their dtype)
+        return getattr(F, target)(a, axis=axis, keepdims=keepdims)
     nan = F.isnan(a)
     m = getattr(F, target)(F.where(nan, neutral, a), axis=axis, keepdims=keepdims)
     return F.where(F.all(nan, axis=axis, keepdims=keepdims), math.nan, m)
@@ -396,7 +402,7 @@ def _sample_scan(d):
 
 
 def _scan(F, a, axis, target, nan_neutral=None):
-    if nan_neutral is not None:
+    if nan_neutral is not None and a.dtype.kind in "fc":
         a = F.where(F.isnan(a), nan_neutral, a)
     if axis is None or len(a.shape) == 0:
         a, axis = F.reshape(a, (-1,)), 0
