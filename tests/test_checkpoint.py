@@ -405,3 +405,29 @@ def test_a_reentrant_checkpoint_of_inputs_without_grad_follows_captured_tensors(
     s = np.sin(c0)
     th = np.tanh(s * w0)
     np.testing.assert_allclose(_np(w.grad), (1 - th ** 2) * s * w0 + th + 1, rtol=1e-12)
+
+
+def test_a_backward_pass_inside_a_checkpointed_function():
+    # Note [A backward inside a checkpoint]: f computes a gradient itself (it raised an
+    # internal AssertionError 'a recomputed value was unpacked'). f(v) = d/dv sum(sin(v^2))
+    # = 2 v cos(v^2); d/dv sum f = 2 cos(v^2) - 4 v^2 sin(v^2); d2 = -12 v sin(v^2) - 8 v^3 cos(v^2)
+    from ndgrad.autograd.graph import memory_report
+
+    def f(v):
+        (g,) = nd.autograd.grad(nd.sin(v * v).sum(), v, create_graph=True)
+        return g
+
+    X = XS
+    first = 2 * np.cos(X ** 2) - 4 * X ** 2 * np.sin(X ** 2)
+    x = nd.tensor(X.copy(), requires_grad=True)
+    y = checkpoint(f, x)
+    np.testing.assert_allclose(_np(y), 2 * X * np.cos(X ** 2), rtol=1e-12)
+    assert memory_report(y.sum()).total_bytes == X.nbytes < memory_report(f(x).sum()).total_bytes
+    (g,) = nd.autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = nd.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(_np(g), first, rtol=1e-12)
+    np.testing.assert_allclose(_np(h), -12 * X * np.sin(X ** 2) - 8 * X ** 3 * np.cos(X ** 2),
+                               rtol=1e-12)
+    x2 = nd.tensor(X.copy(), requires_grad=True)
+    checkpoint(lambda v: checkpoint(f, v) * 2.0, x2).sum().backward()  # nested
+    np.testing.assert_allclose(_np(x2.grad), 2 * first, rtol=1e-12)

@@ -22,6 +22,17 @@ in the original graph, so ``create_graph=True`` (double backward), ``autograd.gr
 per checkpoint: its inputs (to run it again) and its outputs; the handles say so
 (``_Frame._kept_for_backward``), so ``memory_report`` counts the inputs.
 
+Note [A backward inside a checkpoint]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A checkpointed function may itself run a backward pass (``autograd.grad(..., create_graph=
+True)``: a gradient penalty, a physics-informed residual), as PyTorch's non-reentrant form
+allows. That pass unpacks handles while the forward is still running: the first unpack of
+the pass recomputes the function as above, up to where it is (only the values saved so far
+are compared with the forward's), and the recomputation's own backward pass reads the
+values it saves as they are (its hooks keep each value and hand it back). It raised an
+internal AssertionError ("a recomputed value was unpacked"). The reentrant form runs the
+function without grad, as PyTorch's does, so a backward inside it finds nothing recorded.
+
 Note [Checkpoints under transforms]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 Inside an ``ndgrad.func`` transform of the calling thread (a visible level: ``grad``, ``vjp``,
@@ -110,6 +121,7 @@ class _Frame:
         self.check = check
         self.metas = []      # (shape, dtype, device) of each value the forward saved
         self.values = {}     # id(backward pass) -> the recomputed saved values
+        self.done = False    # the forward returned (before: a backward inside it unpacks)
 
     def pack(self, t):
         self.metas.append((tuple(t.shape), t.dtype, t.device))
@@ -143,11 +155,13 @@ class _Frame:
 
         def keep(t):
             values.append(_new(t._data, False))
+            return t  # (a backward pass inside the function reads it back: Note [A backward
+            #            inside a checkpoint])
 
-        with enable_grad(), _restored_rng(self.rng), saved_tensors_hooks(keep, _unreachable):
+        with enable_grad(), _restored_rng(self.rng), saved_tensors_hooks(keep, _same):
             self.function(*_fresh_inputs(self.args), **self.kwargs)
         if self.check:
-            self._check(values)
+            self._check(values if self.done else values[:len(self.metas)])
         elif len(values) < len(self.metas):
             raise RuntimeError(self._mismatch(f"it saved {len(values)} tensors, the forward "
                                               f"saved {len(self.metas)}"))
@@ -175,8 +189,8 @@ class _Frame:
                 "check.")
 
 
-def _unreachable(_):
-    raise AssertionError("checkpoint: a recomputed value was unpacked")  # pragma: no cover
+def _same(t):
+    return t
 
 
 def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
@@ -235,7 +249,9 @@ def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
         return function(*args, **kwargs)
     frame = _Frame(function, args, kwargs, rng, determinism_check == "default")
     with saved_tensors_hooks(frame.pack, frame.unpack):
-        return function(*args, **kwargs)
+        out = function(*args, **kwargs)
+    frame.done = True
+    return out
 
 
 class _Reentrant(Function):
