@@ -412,7 +412,9 @@ def _host_quantile(name, method):
     key = (name, method)
     if key not in _HOST_RULES:
         from .functional.custom import custom_jvp
-        fn = custom_jvp(_host_step_value(name, method), vmap_method="sequential")
+        fn = custom_jvp(_host_step_value(name, method), vmap_method="sequential", _public=dict(
+            name=f"ndgrad.stats.{name}.{method}",
+            vmap=f"SciPy's {name}.{method} runs on the host (as documented)"))
         fn.defjvp(_zero_rule(fn))
         _HOST_RULES[key] = fn
     return _HOST_RULES[key]
@@ -421,7 +423,9 @@ def _host_quantile(name, method):
 def _vonmises_ppf(q, kappa):
     if "vonmises" not in _HOST_RULES:
         from .functional.custom import custom_jvp
-        fn = custom_jvp(_vonmises_ppf_value, vmap_method="sequential")
+        fn = custom_jvp(_vonmises_ppf_value, vmap_method="sequential", _public=dict(
+            name="ndgrad.stats.vonmises.ppf/isf",
+            vmap="SciPy's vonmises.ppf runs on the host (as documented)"))
         fn.defjvp(_vonmises_ppf_rule)
         _HOST_RULES["vonmises"] = fn
     return _HOST_RULES["vonmises"](q, kappa)

@@ -22,7 +22,21 @@ A_NP = M @ M.T + 3 * np.eye(3)
 B_NP = RNG.normal(size=3)
 
 
-pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
+@pytest.fixture
+def loop_warnings(monkeypatch):
+    """vmap warns once per name and process that it loops over a function: the set of names
+    already warned is empty for this test, which asserts the warnings it expects."""
+    import sys
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+
+
+def _loops(seen):
+    return [str(w.message) for w in seen if "once per batch element" in str(w.message)]
+
+
+MINIMIZE_LOOP = ("vmap: ndgrad.optimize.minimize runs once per batch element (a Python loop): "
+                 "custom_root runs its solver on plain values (ndgrad.optimize's solvers are "
+                 "SciPy's, on host arrays)")
 
 
 def quadratic(x, b):
@@ -347,18 +361,22 @@ def test_least_squares_active_bounds_and_failure_refuse_to_differentiate():
         res.x.sum().backward()
 
 
-def test_minimize_under_vmap_in_both_orders():
+def test_minimize_under_vmap_in_both_orders(loop_warnings):
     # one solve per batch element (SciPy cannot batch), each differentiated at its own
-    # solution: d x*(b) / d b = A^-1 for the quadratic, so grad of sum(x*) is A^-1 1
+    # solution: d x*(b) / d b = A^-1 for the quadratic, so grad of sum(x*) is A^-1 1; vmap
+    # warns (once) that it loops, naming minimize
     bs = nd.tensor(RNG.normal(size=(3, 3)))
 
     def total(b):
         return optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12).x.sum()
     expected = np.tile(np.linalg.solve(A_NP, np.ones(3)), (3, 1))
-    close(vmap(grad(total))(bs), expected, rtol=1e-8)
-    close(grad(lambda b: vmap(total)(b).sum())(bs), expected, rtol=1e-8)
-    xs = vmap(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,), tol=1e-12).x)(bs)
+    with pytest.warns(UserWarning, match="vmap: ndgrad.optimize.minimize runs once") as seen:
+        close(vmap(grad(total))(bs), expected, rtol=1e-8)
+        close(grad(lambda b: vmap(total)(b).sum())(bs), expected, rtol=1e-8)
+        xs = vmap(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,),
+                                              tol=1e-12).x)(bs)
     close(xs, np.linalg.solve(A_NP, host(bs).T).T, rtol=1e-7, atol=1e-9)
+    assert _loops(seen) == [MINIMIZE_LOOP]
 
 
 @pytest.mark.cpu_only("finite differences of many SciPy solves: the values, once")

@@ -23,7 +23,20 @@ from support import Cube, close, host
 
 X = np.array([0.3, -1.1, 2.0])
 
-pytestmark = pytest.mark.filterwarnings("ignore:vmap. the custom Function:UserWarning")
+
+@pytest.fixture
+def loop_warnings(monkeypatch):
+    """vmap warns once per name and process that it loops over a function: the set of names
+    already warned is empty for this test, which asserts the warnings it expects."""
+    import sys
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+
+
+def _loops(seen):
+    return [str(w.message) for w in seen if "once per batch element" in str(w.message)]
+
+
+RECORDED_OUTSIDE = "a derivative outside this vmap records it, which needs one node per element"
 
 
 def _sin_vjp(scale):
@@ -373,39 +386,49 @@ def _counted_sin_vjp(scale, vmap_method):
 
 @pytest.mark.parametrize("vmap_method", ["vectorized", "sequential"])
 @pytest.mark.parametrize("scale", [1.0, 2.0], ids=["correct", "deliberately-2x"])
-def test_custom_vjp_under_vmap_in_every_composition(vmap_method, scale):
+def test_custom_vjp_under_vmap_in_every_composition(vmap_method, scale, loop_warnings):
     # the rule (not autodiff of sin) in every order of vmap and a derivative transform; a
-    # vectorized rule runs fwd and bwd once for the batch, a sequential one per element
+    # vectorized rule runs fwd and bwd once for the batch, a sequential one per element (and
+    # a vectorized one too under a level outside the vmap); vmap's warning names it and why
     f, calls = _counted_sin_vjp(scale, vmap_method)
     xs = nd.tensor(X)
     d1 = scale * np.cos(X)
     per_call = 1 if vmap_method == "vectorized" else len(X)
-    close(vmap(grad(f))(xs), d1)
-    assert calls == {"fwd": per_call, "bwd": per_call}
-    close(grad(lambda v: vmap(f)(v).sum())(xs), d1)          # (a level outside the vmap:
-    close(vmap(jacrev(f))(xs[:, None]), d1[:, None, None])     #  per element, below it)
-    close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
-    close(vmap(lambda v: vjp(f, v)[1](nd.ones_like(v))[0])(xs), d1)
-    # second order through the rule: d²/dx² [f(x) x] = 2 f'(x) + x f''(x), f' the rule's
-    # scale * cos, whose own derivative (autodiff of bwd) is -scale * sin; per element,
-    # only first derivatives
-    second = vmap(grad(grad(lambda v: f(v) * v)))
-    if vmap_method == "vectorized":
-        close(second(xs), 2 * d1 - X * scale * np.sin(X))
-    else:
-        with pytest.raises(NotImplementedError, match="once per batch element, which "
-                                                      "supports first derivatives only"):
-            second(xs)
+    why = ("declared with vmap_method='sequential'" if vmap_method == "sequential" else
+           RECORDED_OUTSIDE)
+    with pytest.warns(UserWarning, match="vmap: the custom_vjp function sin runs once") as seen:
+        close(vmap(grad(f))(xs), d1)
+        assert calls == {"fwd": per_call, "bwd": per_call}
+        close(grad(lambda v: vmap(f)(v).sum())(xs), d1)          # (a level outside the vmap:
+        close(vmap(jacrev(f))(xs[:, None]), d1[:, None, None])     #  per element, below it)
+        close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
+        close(vmap(lambda v: vjp(f, v)[1](nd.ones_like(v))[0])(xs), d1)
+        # second order through the rule: d²/dx² [f(x) x] = 2 f'(x) + x f''(x), f' the rule's
+        # scale * cos, whose own derivative (autodiff of bwd) is -scale * sin; per element,
+        # only first derivatives
+        second = vmap(grad(grad(lambda v: f(v) * v)))
+        if vmap_method == "vectorized":
+            close(second(xs), 2 * d1 - X * scale * np.sin(X))
+        else:
+            with pytest.raises(NotImplementedError, match="once per batch element, which "
+                                                          "supports first derivatives only"):
+                second(xs)
+    assert _loops(seen) == [f"vmap: the custom_vjp function sin runs once per batch element "
+                            f"(a Python loop): {why}"]
 
 
-def test_custom_jvp_under_vmap_in_every_composition():
+def test_custom_jvp_under_vmap_in_every_composition(loop_warnings):
     f = _sin_jvp(2.0)                      # deliberately twice the derivative
     xs = nd.tensor(X)
     d1 = 2.0 * np.cos(X)
     close(vmap(grad(f))(xs), d1)
-    close(grad(lambda v: vmap(f)(v).sum())(xs), d1)
+    # a level outside the vmap records it: once per element, and vmap says so
+    with pytest.warns(UserWarning, match="vmap: the custom_jvp function f runs once") as seen:
+        close(grad(lambda v: vmap(f)(v).sum())(xs), d1)
     close(vmap(jacfwd(f))(xs), d1)
     close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
+    assert _loops(seen) == [f"vmap: the custom_jvp function f runs once per batch element "
+                            f"(a Python loop): {RECORDED_OUTSIDE}"]
 
 
 def test_vmap_method_is_checked():
@@ -428,21 +451,30 @@ class _VectorizedCube(_Cube):
 
 
 @pytest.mark.parametrize("cls", [_Cube, _VectorizedCube], ids=["per-element", "generate_vmap_rule"])
-def test_functions_under_vmap_in_every_composition(cls):
+def test_functions_under_vmap_in_every_composition(cls, loop_warnings):
+    # vmap's warning names the user's Function and why it loops: its class does not set
+    # generate_vmap_rule, or (with it set) a level outside the vmap records it
     xs = nd.tensor(X)
     cls.calls = 0
-    close(vmap(grad(cls.apply))(xs), 3 * X ** 2)
-    assert cls.calls == (1 if cls.generate_vmap_rule else len(X))
-    close(grad(lambda v: vmap(cls.apply)(v).sum())(xs), 3 * X ** 2)
-    if cls.generate_vmap_rule:
-        close(vmap(grad(grad(cls.apply)))(xs), 6 * X)
-    else:
-        with pytest.raises(NotImplementedError, match="generate_vmap_rule = True"):
-            vmap(grad(grad(cls.apply)))(xs)
-    inner = grad(lambda w: vmap(cls.apply)(w).sum())      # (levels outside the vmap: any
-    close(grad(lambda v: inner(v).sum())(xs), 6 * X)        #  order, per element below it)
-    close(vmap(lambda v: jvp(cls.apply, (v,), (nd.ones_like(v),))[1])(xs), 3 * X ** 2)
-    close(vmap(jacrev(cls.apply))(xs[:, None]), 3 * X[:, None, None] ** 2)
-    xr = nd.tensor(X, requires_grad=True)                   # the plain graph, through vmap
-    (vmap(cls.apply)(xr) + xr).sum().backward()
+    name = f"vmap: the custom Function {cls.__name__} runs once"
+    with pytest.warns(UserWarning, match=name) as seen:
+        close(vmap(grad(cls.apply))(xs), 3 * X ** 2)
+        assert cls.calls == (1 if cls.generate_vmap_rule else len(X))
+        close(grad(lambda v: vmap(cls.apply)(v).sum())(xs), 3 * X ** 2)
+        if cls.generate_vmap_rule:
+            close(vmap(grad(grad(cls.apply)))(xs), 6 * X)
+        else:
+            with pytest.raises(NotImplementedError, match="generate_vmap_rule = True"):
+                vmap(grad(grad(cls.apply)))(xs)
+        inner = grad(lambda w: vmap(cls.apply)(w).sum())      # (levels outside the vmap: any
+        close(grad(lambda v: inner(v).sum())(xs), 6 * X)        #  order, per element below)
+        close(vmap(lambda v: jvp(cls.apply, (v,), (nd.ones_like(v),))[1])(xs), 3 * X ** 2)
+        close(vmap(jacrev(cls.apply))(xs[:, None]), 3 * X[:, None, None] ** 2)
+        xr = nd.tensor(X, requires_grad=True)                   # the plain graph, through vmap
+        (vmap(cls.apply)(xr) + xr).sum().backward()
     close(xr.grad, 3 * X ** 2 + 1)
+    why = (RECORDED_OUTSIDE if cls.generate_vmap_rule else
+           "its class does not set generate_vmap_rule = True (set it when its forward and "
+           "backward are written with ndgrad operations, which vmap batches)")
+    assert _loops(seen) == [f"vmap: the custom Function {cls.__name__} runs once per batch "
+                            f"element (a Python loop): {why}"]
