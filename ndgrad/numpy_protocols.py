@@ -6,8 +6,10 @@ with a Tensor among the arguments run ndgrad's function of that name, so they re
 that are recorded, differentiable and transformed like any ndgrad call: existing NumPy code
 differentiates as written. This module owns the translation:
 
-- **ufuncs** (``np.add``, ``np.exp``, SciPy's ``gammaln`` ...): ``__call__`` runs the op of
-  the same name (``ndgrad.special``'s for SciPy's); ``reduce``, ``accumulate``, ``outer``
+- **ufuncs** (``np.add``, ``np.exp``, SciPy's ``gammaln`` ...): ``__call__`` runs ndgrad's
+  op for that ufunc (``ndgrad.special``'s for SciPy's), found by the ufunc object under any
+  of its names (Note [NumPy's functions by identity]: ``scipy.special.digamma`` is the
+  ufunc named ``psi``); ``reduce``, ``accumulate``, ``outer``
   and ``at`` map to reductions, cumulative ops, a broadcast product and an indexed in-place
   update. ``out=`` a Tensor is an in-place write (version and leaf checks as ``copy_``).
 - **functions** (``np.sum``, ``np.concatenate``, ``np.linalg.norm`` ...): NumPy's
@@ -75,9 +77,71 @@ def _is_operand(x):
                           str, slice, type(None), type(Ellipsis), np.dtype, type))
 
 
+# ---------------------------------------------------------------- functions by identity
+# Note [NumPy's functions by identity]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A NumPy or SciPy function reaching the protocols is recognised by the object itself, not
+# by its ``__name__``: ``scipy.special.digamma`` is the ufunc named ``psi``, ``np.abs`` the
+# one named ``absolute``, ``np.concat`` the function named ``concatenate``. The public names
+# of NumPy, ``numpy.linalg``, ``numpy.fft`` and (once imported) ``scipy.special`` are walked
+# once and grouped by the object they hold; ndgrad's function for an object is its function
+# of the object's ``__name__``, else of any other name of the group (``digamma`` for
+# ``psi``). tests/test_numpy_protocols.py walks both namespaces and calls every name whose
+# object ndgrad has under some name on tensors.
+_NAMESPACES = (("numpy", ""), ("numpy", "linalg"), ("numpy", "fft"), ("scipy.special", ""))
+_BY_OBJECT = {}  # object -> (library, sub, name, ndgrad function or None)
+_WALKED = set()
+
+
+def _known(obj):
+    """``(library, sub, name, ndgrad function or None)`` for a function or ufunc of NumPy
+    (``sub``: "", "linalg" or "fft") or ``scipy.special``; None for another library's
+    (Note [NumPy's functions by identity])."""
+    try:
+        found = _BY_OBJECT.get(obj)
+    except TypeError:  # (an unhashable callable)
+        return None
+    if found is None and len(_WALKED) < len(_NAMESPACES):
+        for library, sub in _NAMESPACES:
+            if (library, sub) not in _WALKED:
+                module = sys.modules.get(library)
+                if module is not None:
+                    _walk(library, sub, getattr(module, sub) if sub else module)
+                    _WALKED.add((library, sub))
+        found = _BY_OBJECT.get(obj)
+    return found
+
+
+def _walk(library, sub, module):
+    nd = _nd()
+    space = nd.special if library == "scipy.special" else (getattr(nd, sub) if sub else nd)
+    groups = {}
+    for name in dir(module):
+        if name.startswith("_"):
+            continue
+        obj = getattr(module, name, None)
+        if not callable(obj) or isinstance(obj, type):
+            continue
+        try:
+            groups.setdefault(obj, []).append(name)
+        except TypeError:
+            continue
+    for obj, names in groups.items():
+        if obj in _BY_OBJECT:  # (a NumPy function also in scipy.special keeps NumPy's)
+            continue
+        own = getattr(obj, "__name__", None)
+        first = own if own in names else names[0]
+        fn = None
+        for candidate in [first] + sorted(names):
+            f = getattr(space, candidate, None)
+            if callable(f) and not isinstance(f, type) and getattr(f, "__module__", "") \
+                    .startswith("ndgrad"):
+                fn = f
+                break
+        _BY_OBJECT[obj] = (library, sub, first, fn)
+
+
 # ------------------------------------------------------------------------------ ufuncs
-# NumPy ufunc name -> ndgrad name, where they differ
-_UFUNC_NAMES = {"conjugate": "conj", "fabs": "abs"}
 _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
            "logical_and": "all", "logical_or": "any"}
 _ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
@@ -85,34 +149,23 @@ _ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 _UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True}
 
 
-def _ufunc_name(ufunc):
-    """``(library, name)``: "numpy" or "scipy.special" (None: another library's ufunc)."""
-    name = ufunc.__name__
-    if getattr(np, name, None) is ufunc:
-        return "numpy", name
-    special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, name, None) is ufunc:
-        return "scipy.special", name
-    return None, name
-
-
-def _ufunc_impl(library, name):
-    """ndgrad's function for a NumPy or SciPy ufunc, or None."""
-    nd = _nd()
-    if library == "numpy":
-        return getattr(nd, _UFUNC_NAMES.get(name, name), None)
-    return getattr(nd.special, name, None)
+def _ufunc_impl(ufunc):
+    """``(library, name, ndgrad function or None)`` for a NumPy or SciPy ufunc (library
+    None: another library's), found by identity (Note [NumPy's functions by identity])."""
+    known = _known(ufunc)
+    if known is None or known[1]:
+        return None, ufunc.__name__, None
+    return known[0], known[2], known[3]
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """NEP 13: a NumPy or SciPy ufunc with a Tensor among its operands (module docstring)."""
-    library, short = _ufunc_name(ufunc)
+    library, short, fn = _ufunc_impl(ufunc)
     if library is None or not all(_is_operand(x) for x in inputs):
         return NotImplemented
     name = short if library == "numpy" else f"{library}.{short}"
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
-    fn = _ufunc_impl(library, short)
     params = {}  # a generalized ufunc's own parameters ndgrad's function takes (vecdot's axis)
     for key, value in list(kwargs.items()):
         if key in _UFUNC_DEFAULTS and _same(value, _UFUNC_DEFAULTS[key]):
@@ -492,30 +545,17 @@ def _function_impl(func):
     return impl
 
 
-def _qualname(func):
-    """``(namespace, name)`` of a NumPy function: namespace "", "linalg" or "fft" (None: not
-    NumPy's)."""
-    name = getattr(func, "__name__", "")
-    for sub in ("", "linalg", "fft"):
-        if getattr(getattr(np, sub) if sub else np, name, None) is func:
-            return sub, name
-    return None, name
-
-
 def _find_function_impl(func):
-    sub, name = _qualname(func)
-    qualname = f"{sub}.{name}" if sub else name
-    if sub is None:  # not a NumPy function (another library's, dispatching on us)
+    known = _known(func)  # (Note [NumPy's functions by identity])
+    if known is None or known[0] != "numpy":  # another library's, dispatching on us
         return None
-    nd = _nd()
-    space = getattr(nd, sub) if sub else nd
+    _, sub, name, nd_func = known
+    qualname = f"{sub}.{name}" if sub else name
     if not sub and name in _ADAPTERS:
         return _ADAPTERS[name]
     if not sub and name in _WITHOUT_DERIVATIVE:  # NumPy's own signature already
         return _WITHOUT_DERIVATIVE[name]
-    nd_func = getattr(space, name, None)
-    if nd_func is not None and callable(nd_func) and not isinstance(nd_func, type) and \
-            name not in ("asarray", "array"):
+    if nd_func is not None and name not in ("asarray", "array"):
         return _generic(func, nd_func, qualname)
     if name in _NO_DERIVATIVE:
         return on_data(func, qualname)

@@ -8,6 +8,8 @@ order and batching rule like every other op's.
 
 from __future__ import annotations
 
+import warnings
+
 from .core import ops as _ops
 
 globals().update(_ops.NAMESPACED["special"])
@@ -23,8 +25,25 @@ __all__ = sorted(n for n in _ops.NAMESPACED["special"] if not n.startswith("_"))
 
 _PUBLIC = _ops.PUBLIC
 
-jn = jv  # noqa: F821  (SciPy's integer-order names: the same functions)
-yn = yv  # noqa: F821
+jn = jv  # noqa: F821  (SciPy's jn is its jv: the same function)
+
+
+def yn(n, x):
+    """Bessel function of the second kind of integer order ``n``, ``Y_n(x)``: :func:`yv` of
+    the order truncated toward zero, as SciPy's ``yn`` (a separate function from its ``yv``:
+    a non-integer order is truncated, with SciPy's RuntimeWarning). Differentiable in ``x``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.special.yn(1, ndgrad.tensor([4.0]))
+    tensor([0.39792571])
+    """
+    trunc = _PUBLIC["trunc"](n)
+    if not bool(_PUBLIC["all"](trunc == n)):
+        warnings.warn("floating point number truncated to an integer", RuntimeWarning,
+                      stacklevel=2)
+    return yv(trunc, x)  # noqa: F821
 
 
 

@@ -10,7 +10,7 @@ import io
 import numpy as np
 import pytest
 import scipy.special
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import ndgrad as nd
@@ -171,7 +171,7 @@ def _ufunc_cases():
             ufunc = getattr(space, name)
             if not isinstance(ufunc, np.ufunc) or ufunc.__name__ != name:
                 continue
-            fn = numpy_protocols._ufunc_impl(library, name)
+            fn = numpy_protocols._ufunc_impl(ufunc)[2]
             op = table.get(id(fn)) if fn is not None else None
             if op is not None and op.differentiable:
                 cases.append(pytest.param(ufunc, op, id=f"{library}.{name}"))
@@ -216,6 +216,62 @@ def test_each_ufunc_runs_ndgrads_op(ufunc, op, data):
         for g, r in zip(grads, ref):
             if r is not None:
                 assert_close(val(g), val(r), f"{ufunc.__name__} vjp")
+
+
+def _alias_cases():
+    """Every public name of NumPy and scipy.special that holds a ufunc ndgrad has under some
+    name (of any of the names that hold the same ufunc, found here by walking both
+    namespaces, not through numpy_protocols' table): ``scipy.special.digamma`` is the ufunc
+    named ``psi``, which ndgrad has as ``digamma``."""
+    table = _public_to_entry()
+    cases = []
+    for library, space, ndspace in (("numpy", np, nd), ("scipy.special", scipy.special,
+                                                         nd.special)):
+        groups = {}
+        for name in sorted(dir(space)):
+            obj = getattr(space, name)
+            if isinstance(obj, np.ufunc) and not name.startswith("_"):
+                groups.setdefault(obj, []).append(name)
+        for names in groups.values():
+            ops = [table.get(id(getattr(ndspace, n, None))) for n in names]
+            op = next((o for o in ops if o is not None), None)
+            if op is None:
+                continue
+            for name in names:
+                cases.append(pytest.param(library, name, op, id=f"{library}.{name}"))
+    return cases
+
+
+ALIAS_CASES = _alias_cases()
+
+
+def test_the_alias_walk_finds_the_names_under_other_names():
+    names = {p.id for p in ALIAS_CASES}
+    for expected in ("scipy.special.digamma", "scipy.special.psi", "numpy.absolute",
+                     "numpy.abs", "numpy.conjugate", "numpy.arccos", "numpy.acos",
+                     "numpy.true_divide", "scipy.special.jn"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("library, name, op", ALIAS_CASES)
+@given(data=st.data())
+def test_every_name_of_a_ufunc_ndgrad_has_runs_on_tensors(library, name, op, data):
+    """Each name (``np.acos`` and ``np.arccos``, ``scipy.special.psi`` and ``digamma``)
+    takes tensors and gives NumPy's (SciPy's) value on the same arrays, recorded."""
+    ufunc = getattr(np if library == "numpy" else scipy.special, name)
+    sample = draw(data, op, FLOAT)
+    if sample.extra or len(sample.arrays) != ufunc.nin:
+        pytest.skip(f"{op.qualname}'s sample has another signature than {library}.{name}")
+    inputs = sample.inputs(requires_grad=True)
+    assume(any(isinstance(t, nd.Tensor) for t in inputs))  # (not Python numbers only)
+    got = ufunc(*inputs, **sample.kwargs)
+    want = ufunc(*sample.arrays, **sample.kwargs)
+    got, want = (got, want) if ufunc.nout > 1 else ((got,), (want,))
+    for g, w in zip(got, want, strict=True):
+        assert isinstance(g, nd.Tensor), f"{library}.{name} gave a {type(g).__name__}"
+        assert_close(val(g), np.asarray(w), f"{library}.{name} value", rtol=1e-10, atol=1e-12)
+        if op.differentiable and g.dtype.kind in "fc" and sample.pos:
+            assert g.requires_grad, f"{library}.{name}: the result does not require grad"
 
 
 # --------------------------------------------------------------------------- ufunc methods
