@@ -263,6 +263,22 @@ def test_sph_harm_y_higher_order_and_transforms():
     np.testing.assert_allclose(V(g), loop, rtol=1e-14)
 
 
+def test_sph_harm_y_takes_diff_n_by_keyword_only_as_scipy():
+    # SciPy 1.17: sph_harm_y(n, m, theta, phi, *, diff_n=0); a fifth positional argument is a
+    # TypeError there (its ufunc reads it as a fifth input) and here (the signature says so)
+    import inspect
+    theta, phi = np.array([0.3, 1.2]), np.array([0.4, -2.0])
+    np.testing.assert_allclose(V(S.sph_harm_y(3, -2, T(theta), T(phi), diff_n=0)),
+                               sp.sph_harm_y(3, -2, theta, phi, diff_n=0), rtol=1e-14,
+                               atol=1e-15)
+    assert str(inspect.signature(S.sph_harm_y)) == "(n, m, theta, phi, *, diff_n=0)"
+    with pytest.raises(TypeError):
+        sp.sph_harm_y(3, -2, theta, phi, 0)
+    with pytest.raises(TypeError, match=r"ndgrad\.special\.sph_harm_y\(n, m, theta, phi, \*, "
+                                        r"diff_n=0\): too many positional arguments"):
+        S.sph_harm_y(3, -2, T(theta), T(phi), 0)
+
+
 def test_sph_harm_y_errors():
     with pytest.raises(ValueError, match="diff_n=1 is not supported"):
         S.sph_harm_y(1, 0, T(0.5), T(0.1), diff_n=1)

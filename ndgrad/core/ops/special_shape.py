@@ -444,10 +444,6 @@ def _check_orders(B, n, m):
         raise ValueError("special.sph_harm_y: the degree n must be non-negative")
 
 
-def _sph_harm_y_args(n, m, theta, phi, *, diff_n=0):
-    return (n, m, theta, phi), {"diff_n": diff_n}
-
-
 def _sample_sph_harm_y(d):
     s = d.shapes(4, **_SMALL)
     n = d.int_array(s[0], 0, 4)
@@ -470,7 +466,7 @@ def _sph_dtheta(F, n, m, theta, phi):
        sample=_sample_sph_harm_y,
        notes={"partial": "differentiable in theta and phi; the integer orders n and m are "
                          "drawn as integer arrays (not differentiated)"})
-def sph_harm_y(B, n, m, theta, phi, diff_n=0):
+def sph_harm_y(B, n, m, theta, phi, *, diff_n=0):
     """Spherical harmonic ``Y_n^m(theta, phi)`` of degree ``n`` and order ``m``, elementwise
     (SciPy >= 1.15's ``sph_harm_y``: ``theta`` the polar angle, ``phi`` the azimuth; a complex
     result, with the Condon-Shortley phase and orthonormal on the sphere).
@@ -487,7 +483,7 @@ def sph_harm_y(B, n, m, theta, phi, diff_n=0):
         ``[0, pi]``), and so are the derivatives.
     phi : tensor
         Azimuth (differentiable, to any order): ``dY/dphi = i m Y``.
-    diff_n : int
+    diff_n : int, keyword-only (as in SciPy)
         Only ``0``: SciPy's ``diff_n > 0`` (its own derivatives) are replaced here by
         automatic differentiation (``ndgrad.func.jacfwd``, ``grad`` of the real and imaginary
         parts); other values raise ``ValueError``.
@@ -525,4 +521,3 @@ sph_harm_y.defjvp_each(
     _not_an_order("sph_harm_y", "n"), _not_an_order("sph_harm_y", "m"),
     lambda F, t, out, n, m, theta, phi, diff_n=0: t * _sph_dtheta(F, n, m, theta, phi),
     lambda F, t, out, n, m, theta, phi, diff_n=0: t * (1j * m * out))
-sph_harm_y.defargs(_sph_harm_y_args)
