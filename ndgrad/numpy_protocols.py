@@ -45,6 +45,7 @@ import sys
 
 import numpy as np
 
+from .core.inplace import check_inplace
 from .core.tensor import Tensor
 from .without_derivative import FUNCTIONS as _WITHOUT_DERIVATIVE
 from .without_derivative import backend_of_args, on_data, unwrap, wrap_arrays
@@ -166,6 +167,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     name = short if library == "numpy" else f"{library}.{short}"
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
+    if out is not None and method != "at":
+        inputs = _unaliased(inputs, out, f"numpy.{name}")
     params = {}  # a generalized ufunc's own parameters ndgrad's function takes (vecdot's axis)
     for key, value in list(kwargs.items()):
         if key in _UFUNC_DEFAULTS and _same(value, _UFUNC_DEFAULTS[key]):
@@ -248,6 +251,44 @@ def _ufunc_at(short, name, a, indices, b=None):
                         "are); write the update with ndgrad.index_add or ndgrad.where")
     values = b if short == "add" else nd.negative(nd.asarray(b))
     a.copy_(nd.index_add(a, values, index=indices))
+
+
+# Note [out= is an in-place write]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``out=`` a Tensor writes the result into it in place (``copy_``: the in-place protocol,
+# so its version is bumped and its history continues from the result, as
+# ``torch.sin(x, out=y)``). When ``out`` is also an input (``np.sin(y, out=y)``, or shares
+# its memory: a view of it), that input is read through ``clone`` first: the result's node
+# saves the clone, not the memory the write changes, so ``np.sin(y, out=y)`` is ``y.sin_()``
+# (gradients included) instead of a node whose saved input the write invalidates (backward
+# then failed with a version error). The clone is an op, so this holds under every
+# transform. A leaf that requires grad (or a view of one) is refused before anything runs,
+# with the in-place protocol's message, naming the NumPy function.
+def _unaliased(inputs, out, what):
+    """``inputs`` with each Tensor that is (or shares memory with) a Tensor of ``out``
+    read through a clone; an ``out`` that may not be written is refused (Note [out= is an
+    in-place write])."""
+    outs = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, Tensor)]
+    if not outs:
+        return inputs
+    for o in outs:
+        if type(o) is Tensor:
+            check_inplace(o, f"{what} with out=")
+    nd = _nd()
+    result = []
+    for x in inputs:
+        if isinstance(x, Tensor) and any(_shares_memory(x, o) for o in outs):
+            x = nd.clone(x)
+        result.append(x)
+    return tuple(result)
+
+
+def _shares_memory(x, o):
+    if x is o:
+        return True
+    if type(x) is not Tensor or type(o) is not Tensor:
+        return False
+    return x._counter() is o._counter()  # (views share their base's version counter)
 
 
 def _write_out(result, out, name):
@@ -590,6 +631,12 @@ def _array_function(self, func, types, args, kwargs):
     impl = _function_impl(func)
     if impl is None:
         return NotImplemented
+    out = kwargs.get("out")
+    if out is not None:  # (Note [out= is an in-place write])
+        what = f"numpy.{getattr(func, '__name__', 'function')}"
+        args = _unaliased(args, out, what)
+        kwargs = dict(zip(kwargs, _unaliased(tuple(kwargs.values()), out, what)))
+        kwargs["out"] = out
     return impl(*args, **kwargs)
 
 

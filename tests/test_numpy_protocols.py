@@ -338,6 +338,69 @@ def test_out_is_an_in_place_write():
     close(s, 1.5)
 
 
+def _through_out(x):
+    """NumPy code writing into its inputs with out= (the input itself, in first and second
+    position, a tuple, a view overlapping the input, another tensor)."""
+    y = x * 2.0
+    np.sin(y, out=y)
+    np.add(y, 1.0, out=(y,))
+    np.subtract(3.0, y, out=y)
+    np.multiply(y[:-1], y[1:], out=y[1:])  # (overlapping views of one tensor)
+    w = nd.zeros(tuple(x.shape), dtype=x.dtype)
+    np.exp(y, out=w)
+    return w * y
+
+
+def _through_out_numpy(xv):
+    y = 3.0 - (np.sin(2.0 * xv) + 1.0)
+    y[1:] = y[:-1] * y[1:]
+    return np.exp(y) * y
+
+
+def test_out_aliasing_an_input_is_the_in_place_op():
+    """``np.sin(y, out=y)`` is ``y.sin_()``: the values are NumPy's and the derivatives,
+    first and second, those of finite differences (backward failed with a version error)."""
+    xv = np.array([0.3, -0.7, 1.1, 0.2])
+    x = nd.tensor(xv, requires_grad=True)
+    close(_through_out(x), _through_out_numpy(xv))
+    assert nd.checks.gradcheck(_through_out, (x,))
+    assert nd.checks.gradgradcheck(_through_out, (x,))
+    y = x * 1.0
+    assert np.sin(y, out=y) is y
+    (g,) = nd.autograd.grad(y.sum(), x)
+    close(g, np.cos(xv))
+
+
+def test_out_aliasing_an_input_under_the_transforms():
+    def f(x):
+        y = x * 2.0
+        np.sin(y, out=y)
+        np.multiply(3.0, y, out=(y,))
+        return y.sum()
+    xv = np.array([0.5, 1.0])
+    x = nd.tensor(xv)
+    d = 6.0 * np.cos(2.0 * xv)  # d/dx 3 sin(2x)
+    close(nd.func.grad(f)(x), d)
+    close(nd.func.jvp(f, (x,), (nd.tensor([1.0, -2.0]),))[1], d[0] - 2.0 * d[1])
+    close(nd.func.vmap(nd.func.grad(f))(nd.stack([x, 2.0 * x])),
+          [d, 6.0 * np.cos(4.0 * xv)])
+
+
+def test_out_into_a_leaf_that_requires_grad_names_the_ufunc():
+    x = nd.tensor([0.5, 1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"numpy\.sin with out=: a leaf tensor that "
+                                           r"requires grad \(shape \[2\]\) was modified in "
+                                           r"place"):
+        np.sin(x, out=x)
+    with pytest.raises(RuntimeError, match=r"numpy\.add with out=: a view of a leaf tensor"):
+        np.add(x[:1], 1.0, out=x[:1])
+    with pytest.raises(RuntimeError, match=r"numpy\.sum with out=: a leaf tensor"):
+        np.sum(x, out=nd.zeros((), requires_grad=True))
+    with nd.no_grad():  # (a parameter update, as PyTorch allows under no_grad)
+        np.multiply(x, 0.5, out=x)
+    close(x.detach(), [0.25, 0.5])
+
+
 # -------------------------------------------------------------------------- functions
 @pytest.mark.cpu_only("NumPy arrays as operands (they count as cpu tensors)")
 def test_reductions_with_numpys_signature():
