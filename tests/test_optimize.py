@@ -118,8 +118,8 @@ def test_minimize_unconverged_refuses_to_differentiate():
 
 
 def _precision_loss_problem():
-    """A smooth 3-parameter logistic loss (mean over 50 points) on which BFGS at tol=1e-12
-    stops with SciPy's "precision loss" at a point whose gradient is ~1e-12."""
+    """A smooth 3-parameter logistic loss (mean over 50 points), whose minimizer Newton's
+    method finds to rounding level."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))
     y = (X @ np.array([1.0, -2.0, 0.5]) + 0.5 * rng.normal(size=50) > 0).astype(float)
@@ -143,32 +143,82 @@ def _newton_logistic(X, y):
     return w
 
 
+PRECISION_LOSS = "Desired error not necessarily achieved due to precision loss."
+FLAGGED_BUT_EXACT = (r"ndgrad\.optimize\.minimize: SciPy's minimize reported a failure "
+                     r"\(SciPy's message: Desired error not necessarily achieved due to "
+                     r"precision loss\.\); but the solution satisfies grad_x fun\(x, \*args\) "
+                     r"= 0 to rounding level \(largest residual .*\): differentiating it")
+
+
+def _newton_flagging_precision_loss(fun, x0, args=(), jac=None, **unused):
+    """A minimizer in SciPy's protocol for a custom method (``minimize(method=callable)``):
+    Newton's method, the Hessian by central differences of ``jac``, to rounding level, then
+    the failure SciPy's BFGS reports where its line search can no longer resolve the
+    decrease. The flag is set by construction and the point is at rounding level whatever
+    the last bits of the gradient: the case Note [Differentiating a flagged solution]
+    differentiates."""
+    import scipy.optimize as so
+    x, h = np.array(x0, dtype=float), 1e-6
+    for _ in range(12):
+        H = np.stack([(jac(x + e) - jac(x - e)) / (2 * h) for e in h * np.eye(x.size)], 1)
+        x = x - np.linalg.solve((H + H.T) / 2, jac(x))
+    return so.OptimizeResult(x=x, fun=fun(x), jac=jac(x), nit=12, success=False, status=2,
+                             message=PRECISION_LOSS)
+
+
+def _check_flagged_solution_derivatives(sol, X, y):
+    """jacrev and jacfwd of ``sol(y)`` (each warning that SciPy flagged the solution and
+    that it is exact to rounding level) against central differences of Newton re-solves."""
+    eps = 1e-6
+    fd = np.stack([(_newton_logistic(X, y + e) - _newton_logistic(X, y - e)) / (2 * eps)
+                   for e in eps * np.eye(len(y))], axis=1)
+    with pytest.warns(RuntimeWarning, match=FLAGGED_BUT_EXACT):
+        J = jacrev(sol)(nd.tensor(y))
+    close(J, fd, rtol=1e-6, atol=1e-7)
+    with pytest.warns(RuntimeWarning, match=FLAGGED_BUT_EXACT):
+        close(jacfwd(sol)(nd.tensor(y)), fd, rtol=1e-6, atol=1e-7)
+
+
 def test_minimize_flagged_precision_loss_is_differentiated_with_a_warning():
+    # a solution SciPy flags (BFGS's precision loss) at a point where grad f = 0 to rounding
+    # level is differentiated, with a warning quoting SciPy's message: made deterministic by
+    # a custom method that flags a Newton solution (a real BFGS run's flag and last steps
+    # depend on the last bits of the gradient)
+    X, y = _precision_loss_problem()
+    Xt = nd.tensor(X)
+
+    def sol(y):
+        return optimize.minimize(_mean_logistic, nd.zeros(3), args=(Xt, y),
+                                 method=_newton_flagging_precision_loss).x
+    res = optimize.minimize(_mean_logistic, nd.zeros(3), args=(Xt, nd.tensor(y)),
+                            method=_newton_flagging_precision_loss)
+    assert not res.success and res.message == PRECISION_LOSS
+    close(res.x, _newton_logistic(X, y), rtol=1e-12, atol=1e-14)
+    _check_flagged_solution_derivatives(sol, X, y)
+
+
+def test_minimize_bfgs_precision_loss_with_gtol_zero_is_differentiated_with_a_warning():
+    # a real BFGS run: with gtol=0 its only success would be a gradient of exactly zero, so
+    # it stops where its line search loses precision, at rounding level (SciPy's own BFGS
+    # with the exact gradient too; perturbing the gradient and the value by up to 64 ulps
+    # leaves the flag and a Newton step under 5e-10 of |x|, 30x below the threshold)
     import scipy.optimize as so
     from scipy.special import expit
     X, y = _precision_loss_problem()
-    # SciPy's own BFGS with the exact gradient stops the same way
     ref = so.minimize(lambda w: (np.logaddexp(0, X @ w) - y * (X @ w)).mean(), np.zeros(3),
-                      jac=lambda w: X.T @ (expit(X @ w) - y) / 50, method="BFGS", tol=1e-12)
-    assert not ref.success and "precision loss" in ref.message
+                      jac=lambda w: X.T @ (expit(X @ w) - y) / 50, method="BFGS",
+                      options=dict(gtol=0.0))
+    assert not ref.success and ref.message == PRECISION_LOSS
     Xt = nd.tensor(X)
-    res = optimize.minimize(_mean_logistic, nd.zeros(3), args=(Xt, nd.tensor(y)),
-                            method="BFGS", tol=1e-12)
-    assert not res.success and "precision loss" in res.message
-    assert np.abs(res.jac).max() < 1e-10
 
     def sol(y):
         return optimize.minimize(_mean_logistic, nd.zeros(3), args=(Xt, y), method="BFGS",
-                                 tol=1e-12).x
-    eps = 1e-6
-    fd = np.stack([(_newton_logistic(X, y + e) - _newton_logistic(X, y - e)) / (2 * eps)
-                   for e in eps * np.eye(50)], axis=1)
-    with pytest.warns(RuntimeWarning, match=r"ndgrad\.optimize\.minimize: SciPy's minimize "
-                      r"reported a failure.*precision loss.*to rounding level"):
-        J = jacrev(sol)(nd.tensor(y))
-    close(J, fd, rtol=1e-6, atol=1e-7)
-    with pytest.warns(RuntimeWarning, match="precision loss"):
-        close(jacfwd(sol)(nd.tensor(y)), fd, rtol=1e-6, atol=1e-7)
+                                 options=dict(gtol=0.0)).x
+    res = optimize.minimize(_mean_logistic, nd.zeros(3), args=(Xt, nd.tensor(y)),
+                            method="BFGS", options=dict(gtol=0.0))
+    assert not res.success and res.message == PRECISION_LOSS
+    close(res.x, _newton_logistic(X, y), rtol=1e-8)
+    _check_flagged_solution_derivatives(sol, X, y)
 
 
 def test_minimize_truly_failed_solve_is_refused_with_scipys_message():
