@@ -544,7 +544,7 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     _only_defaults("reshape", order=(order, "C"))
     shape = newshape if shape is None else shape
-    return _nd().reshape(a, shape)
+    return _nd().reshape(a, shape, copy=copy)
 
 
 def _transpose(a, axes=None):

@@ -146,3 +146,59 @@ def test_functions_without_a_derivative_read_a_grad_levels_value():
     g = nd.func.grad(lambda t: (t * nd.count_nonzero(t > 0)).sum())(nd.tensor([1.0, -2.0, 3.0]))
     close(g, [2.0, 2.0, 2.0])
     close(nd.func.grad(lambda t: t[np.argmax(t)] * 3)(nd.tensor([1.0, 5.0])), [0.0, 3.0])
+
+
+# ------------------------------------------------------------------ the standard's signatures
+def test_astype_takes_the_standards_copy_and_device():
+    """``astype(x, dtype, /, *, copy=True, device=None)`` (2023.12): a new array unless
+    ``copy=False`` and the dtype already matches; differentiable either way."""
+    x = nd.tensor([1.5, -2.0], requires_grad=True)
+    same = nd.astype(x, nd.float64)
+    assert same is not x and same._data is not x._data  # copy=True: always a new array
+    assert nd.astype(x, nd.float64, copy=False) is x
+    assert x.astype("float64", copy=False) is x
+    f = nd.astype(x, nd.float32, copy=False, device=x.device)  # a cast copies anyway
+    assert f.dtype == nd.float32 and f.device == x.device
+    (g,) = nd.autograd.grad((f * f).sum() + (same * 3).sum(), x)
+    close(g, 2 * np.array([1.5, -2.0]) + 3, rtol=1e-6)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        nd.astype(x, nd.float32, casting="unsafe")
+
+
+def test_reshape_takes_the_standards_copy():
+    """``reshape(x, /, shape, *, copy=None)``: True never returns a view, False never
+    copies (a ValueError when it would have to), None copies only when needed."""
+    x = nd.arange(6.0)
+    view = nd.reshape(x, (2, 3), copy=False)
+    copied = nd.reshape(x, shape=(2, 3), copy=True)
+    x.detach()[0] = 10.0  # (written through x's memory)
+    assert val(view)[0, 0] == 10.0 and val(copied)[0, 0] == 0.0
+    t = nd.arange(6.0).reshape(2, 3).T  # not contiguous: (6,) needs a copy
+    with pytest.raises(ValueError, match=r"ndgrad\.reshape\(copy=False\): a tensor of shape "
+                                         r"\(3, 2\).*cannot be viewed with shape \(6,\)"):
+        nd.reshape(t, (6,), copy=False)
+    close(nd.reshape(t, (6,)), np.arange(6.0).reshape(2, 3).T.reshape(6))
+    w = nd.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    (g,) = nd.autograd.grad((nd.reshape(w, (2, 2), copy=True) * nd.tensor([[1.0, 2.0],
+                                                                             [3.0, 4.0]])).sum(),
+                            w)
+    close(g, [1.0, 2.0, 3.0, 4.0])
+
+
+@pytest.mark.cpu_only("NumPy imports host memory through DLPack")
+def test_dlpack_takes_the_standards_keywords():
+    """``__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)``."""
+    x = nd.tensor([1.0, 2.0, 3.0])
+    assert list(__import__("inspect").signature(nd.Tensor.__dlpack__).parameters) == \
+        ["self", "stream", "max_version", "dl_device", "copy"]
+    shared = np.from_dlpack(x)
+    copied = np.from_dlpack(x, copy=True)
+    x.detach()[0] = 7.0
+    assert shared[0] == 7.0 and copied[0] == 1.0
+    assert np.from_dlpack(x, device="cpu")[1] == 2.0  # (NumPy passes dl_device)
+    assert type(x.__dlpack__(max_version=(1, 0), dl_device=x.__dlpack_device__(),
+                             copy=False)).__name__ == "PyCapsule"
+    with pytest.raises(TypeError):
+        x.__dlpack__(None)  # keyword-only, as the standard writes it
+    with pytest.raises(RuntimeError, match="requires grad"):
+        nd.tensor([1.0], requires_grad=True).__dlpack__(copy=True)

@@ -638,13 +638,22 @@ class Tensor:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
-    def __dlpack__(self, *args, **kwargs):
-        """Share the data through DLPack (``np.from_dlpack(t)``, ``cupy.from_dlpack(t)``);
-        like ``numpy()``, refused while the tensor requires grad."""
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Share the data through DLPack (``np.from_dlpack(t)``, ``cupy.from_dlpack(t)``),
+        with the array API's signature (2023.12): ``stream`` for a device's stream,
+        ``max_version`` the consumer's DLPack version, ``dl_device`` the device the capsule
+        must be on, ``copy`` True (always copy), False (never) or None (only if needed),
+        each passed on to the array library. Like ``numpy()``, refused while the tensor
+        requires grad."""
         if self._requires_grad:
             raise RuntimeError("Can't export a Tensor that requires grad through DLPack; use "
                                "tensor.detach() first.")
-        return self._data.__dlpack__(*args, **kwargs)
+        kwargs = {}
+        for key, value in (("stream", stream), ("max_version", max_version),
+                           ("dl_device", dl_device), ("copy", copy)):
+            if value is not None:
+                kwargs[key] = value
+        return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

@@ -134,9 +134,11 @@ class TensorMethods:
         """A copy with its own storage; differentiable (gradient flows back to self)."""
         return F.clone(self)
 
-    def astype(self, dtype):
-        """Cast to ``dtype``; differentiable between floating/complex dtypes."""
-        return F.astype(self, as_dtype(dtype))
+    def astype(self, dtype, *, copy=True, device=None):
+        """Cast to ``dtype``; differentiable between floating/complex dtypes. ``copy=False``
+        returns ``self`` when it already has ``dtype``; ``device`` moves the result (the
+        array API's ``astype``)."""
+        return F.astype(self, as_dtype(dtype), copy=copy, device=device)
 
     def type_as(self, other):
         return self.astype(other.dtype)

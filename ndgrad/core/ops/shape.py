@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 
-from ..backend import Device, backend_for_device, backend_of, get_default_device
+from ..backend import Device, as_dtype, backend_for_device, backend_of, get_default_device
 from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import (batch_size, flatten, keeps_identity, logical_ndim, pad_to, shift_axes,
@@ -117,7 +117,7 @@ def _reshape_identity(F, i, s, args, batched, params):
     return ("identity", s) if tuple(shape) in ((s.shape[0],), (-1,)) else None
 
 
-def _reshape_public(x, *shape, **kw):
+def _reshape_public(x, *shape, copy=None, **kw):
     if "shape" in kw:
         if shape:
             raise TypeError("reshape() got the shape both positionally and as shape=")
@@ -128,7 +128,18 @@ def _reshape_public(x, *shape, **kw):
         raise TypeError("reshape() missing the new shape, e.g. reshape(x, (2, 3)) or "
                         "x.reshape(2, 3)")
     shape = _as_int_tuple(shape[0]) if len(shape) == 1 else _as_int_tuple(shape)
-    return apply(reshape, x, shape=shape)
+    out = apply(reshape, x, shape=shape)
+    if copy is None:
+        return out
+    shared = type(out) is Tensor and type(x) is Tensor and \
+        backend_of(out._data).shares_memory(out._data, x._data)
+    if copy:  # (the array API's copy=True: never a view)
+        return apply(clone, out) if shared or type(out) is not Tensor else out
+    if type(out) is Tensor and type(x) is Tensor and not shared and x.size:
+        raise ValueError(f"ndgrad.reshape(copy=False): a tensor of shape {tuple(x.shape)} and "
+                         f"strides {x._data.strides} cannot be viewed with shape {shape} "
+                         "without a copy; pass copy=None to copy when needed")
+    return out
 
 
 reshape.defpublic(_reshape_public)
@@ -1247,8 +1258,27 @@ def astype(B, x, dtype):
     >>> import ndgrad
     >>> ndgrad.astype(ndgrad.tensor([1.5]), ndgrad.float32)
     tensor([1.5], dtype=float32)
+
+    The array API's signature: ``astype(x, dtype, /, *, copy=True, device=None)``. A new
+    tensor is returned unless ``copy=False`` and ``x`` already has ``dtype`` (then ``x``
+    itself); ``device`` moves the result (differentiably, as :meth:`Tensor.to`).
+
+    >>> x = ndgrad.tensor([1.5])
+    >>> ndgrad.astype(x, ndgrad.float64, copy=False) is x, ndgrad.astype(x, "float64") is x
+    (True, False)
     """
     return x.astype(dtype)
+
+
+def _astype_public(x, /, dtype, *, copy=True, device=None):
+    same_device = device is None or (isinstance(x, Tensor) and Device(device) == x.device)
+    if copy is False and same_device and getattr(x, "dtype", None) == as_dtype(dtype):
+        return x
+    out = apply(astype, x, dtype)
+    return out if same_device else out.to(device)
+
+
+astype.defpublic(_astype_public)
 
 
 # the engine casts the cotangent to x's dtype (a real input keeps the real part)
