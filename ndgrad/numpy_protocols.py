@@ -9,9 +9,9 @@ differentiates as written. This module owns the translation:
 - **ufuncs** (``np.add``, ``np.exp``, SciPy's ``gammaln`` ...): ``__call__`` runs ndgrad's
   op for that ufunc (``ndgrad.special``'s for SciPy's), found by the ufunc object under any
   of its names (Note [NumPy's functions by identity]: ``scipy.special.digamma`` is the
-  ufunc named ``psi``); ``reduce``, ``accumulate``, ``outer``
-  and ``at`` map to reductions, cumulative ops, a broadcast product and an indexed in-place
-  update. ``out=`` a Tensor is an in-place write (version and leaf checks as ``copy_``).
+  ufunc named ``psi``); ``reduce``, ``accumulate``, ``outer`` and ``at`` work for every ufunc
+  ndgrad has, with NumPy's parameters (Note [Ufunc methods]). ``out=`` a Tensor is an
+  in-place write (Note [out= is an in-place write]).
 - **functions** (``np.sum``, ``np.concatenate``, ``np.linalg.norm`` ...): NumPy's
   signature is bound and translated to ndgrad's (``ddof`` is ``correction``, ``a_min`` is
   ``min`` ...). An argument ndgrad does not support is a TypeError that names it, unless it
@@ -173,7 +173,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     for key, value in list(kwargs.items()):
         if key in _UFUNC_DEFAULTS and _same(value, _UFUNC_DEFAULTS[key]):
             del kwargs[key]
-        elif method in ("reduce", "accumulate") and key in ("axis", "keepdims", "initial"):
+        elif (method == "reduce" and key in ("axis", "keepdims", "initial", "where")) or \
+                (method == "accumulate" and key == "axis"):
             continue
         elif method == "__call__" and fn is not None and key in _parameters(fn):
             params[key] = kwargs.pop(key)
@@ -194,18 +195,17 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__":
         result = fn(*inputs, **params)
     elif method == "reduce":
-        result = _ufunc_reduce(short, name, inputs[0], **kwargs)
+        result = _ufunc_reduce(ufunc, fn, name, *inputs, **kwargs)
     elif method == "accumulate":
-        target = _ACCUMULATE.get(short)
-        if target is None:
-            raise TypeError(f"numpy.{name}.accumulate is not supported by ndgrad (add and "
-                            "multiply accumulate); call it on t.detach() for no derivative")
-        result = getattr(nd, target)(nd.asarray(inputs[0]), axis=kwargs.get("axis", 0))
+        result = _ufunc_accumulate(ufunc, fn, name, *inputs, **kwargs)
     elif method == "outer":
+        if ufunc.nin != 2:  # (NumPy's own refusal)
+            raise ValueError(f"numpy.{name}.outer: outer product only supported for binary "
+                             "functions")
         a, b = (nd.asarray(x) for x in inputs)
         result = fn(nd.reshape(a, tuple(a.shape) + (1,) * b.ndim), b)
     elif method == "at":
-        return _ufunc_at(short, name, *inputs)
+        return _ufunc_at(ufunc, fn, name, *inputs)
     else:
         raise TypeError(f"numpy.{name}.{method} is not supported by ndgrad (calls, reduce, "
                         "accumulate, outer and at are); call it on t.detach() for no "
@@ -227,30 +227,170 @@ def _unsupported(name, key, value):
                     "compute it without a derivative")
 
 
-def _ufunc_reduce(short, name, x, axis=0, keepdims=False, initial=_NO_VALUE):
-    target = _REDUCE.get(short)
-    if target is None:
-        raise TypeError(f"numpy.{name}.reduce is not supported by ndgrad (add, multiply, "
-                        "maximum, minimum, logical_and and logical_or reduce); call it on "
-                        "t.detach() for no derivative")
+# Note [Ufunc methods]
+# ~~~~~~~~~~~~~~~~~~~~
+# ``reduce``, ``accumulate``, ``outer`` and ``at`` work for every ufunc ndgrad has, with
+# NumPy's parameters (``reduce``: axis, including None and tuples, keepdims, initial, where;
+# ``accumulate``: axis; both dtype and out), computed with the ufunc's own ndgrad function,
+# so they are differentiable and transformed like it:
+#
+# - NumPy first runs the same method on an array of zeros of the input's shape and dtype (a
+#   broadcast view, no memory): an invalid call (a non-reorderable ufunc over two axes,
+#   ``where`` without ``initial`` for a ufunc with no identity, an empty reduction with no
+#   identity) gets NumPy's own error, and the result gets NumPy's dtype.
+# - ``reduce`` and ``accumulate`` are a left fold along the axis (the reduced axes moved to
+#   the front and flattened), as NumPy computes them: ``subtract.reduce([a, b, c])`` is
+#   ``(a - b) - c``; with ``where``, an element outside the mask leaves the running value
+#   as it is, which starts at ``initial`` (or the ufunc's identity). add, multiply, maximum,
+#   minimum, logical_and/or and logaddexp reduce (add and multiply accumulate) through
+#   ndgrad's reductions instead, in one op.
+# - ``at`` is unbuffered: repeated indices apply one after the other, in rounds where every
+#   index is distinct (index_put of the function of the current values), then written into
+#   the target in place (``copy_``). ``add.at`` and ``subtract.at`` are ``index_add``.
+_FOLDED = {"logaddexp": "logsumexp"}
+
+
+def _numpy_probe(ufunc, method, name, x, *args, **kwargs):
+    """NumPy's own ``ufunc.method`` on zeros shaped as ``x`` (its errors, its result's
+    dtype and shape), see Note [Ufunc methods]."""
+    zeros = np.broadcast_to(np.zeros((), dtype=x.dtype), tuple(x.shape))
+    if isinstance(kwargs.get("where"), Tensor):
+        kwargs["where"] = kwargs["where"].detach().cpu().numpy()
+    if isinstance(kwargs.get("initial"), Tensor):
+        kwargs["initial"] = kwargs["initial"].detach().cpu().item()
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(getattr(ufunc, method)(zeros, *args, **kwargs))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"numpy.{name}.{method}: {exc}") from None
+
+
+def _ufunc_reduce(ufunc, fn, name, x, axis=0, keepdims=False, initial=_NO_VALUE,
+                  where=True):
+    """``ufunc.reduce`` (Note [Ufunc methods])."""
     nd = _nd()
-    result = getattr(nd, target)(nd.asarray(x), axis=axis, keepdims=keepdims)
-    if initial is not _NO_VALUE and initial is not None:
-        result = getattr(nd, short)(result, initial)
+    x = nd.asarray(x)
+    kw = {"axis": axis, "keepdims": keepdims}
+    if initial is not _NO_VALUE:
+        kw["initial"] = initial
+    if not _same(where, True):
+        kw["where"] = where
+    like = _numpy_probe(ufunc, "reduce", name, x, **kw)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(
+        a % max(x.ndim, 1) for a in (axis if isinstance(axis, tuple) else (axis,)))
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    target = _REDUCE.get(ufunc.__name__) or _FOLDED.get(ufunc.__name__)
+    if target is not None and "where" not in kw and n:
+        result = getattr(nd, target)(x, axis=axes, keepdims=keepdims)
+        if initial is not _NO_VALUE and initial is not None:
+            result = fn(result, initial)
+    else:
+        if "where" in kw and initial is _NO_VALUE:
+            initial = ufunc.identity  # (NumPy's probe refused a ufunc without one)
+        mask = nd.broadcast_to(nd.asarray(where, device=x.device), tuple(x.shape)) \
+            if "where" in kw else None
+        result = _fold(nd, fn, x, axes, initial, mask)
+        if keepdims:
+            result = nd.reshape(result, like.shape)
+    if result.dtype != like.dtype:
+        result = nd.astype(result, like.dtype)
     return result
 
 
-def _ufunc_at(short, name, a, indices, b=None):
-    """``np.add.at(t, idx, v)``: unbuffered indexed update, in place (repeats accumulate)."""
+def _to_front(nd, x, axes):
+    """``x`` with ``axes`` moved to the front and flattened into one: ``(n, *rest)``."""
+    rest = tuple(k for k in range(x.ndim) if k not in axes)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    moved = nd.permute_dims(x, tuple(axes) + rest) if axes + rest != tuple(range(x.ndim)) \
+        else x
+    return nd.reshape(moved, (n,) + tuple(x.shape[k] for k in rest))
+
+
+def _fold(nd, fn, x, axes, initial, mask):
+    """The left fold of ``fn`` over ``axes`` of ``x``, from ``initial`` (else the first
+    element); where ``mask`` is False an element is skipped."""
+    xs = _to_front(nd, x, axes)
+    ms = _to_front(nd, mask, axes) if mask is not None else None
+    rest = tuple(xs.shape[1:])
+    if initial is _NO_VALUE or initial is None:
+        acc, start = xs[0], 1
+    else:
+        acc, start = nd.full(rest, initial, dtype=x.dtype, device=x.device), 0
+    for k in range(start, xs.shape[0]):
+        step = fn(acc, xs[k])
+        acc = step if ms is None else nd.where(ms[k], step, acc)
+    return acc
+
+
+def _ufunc_accumulate(ufunc, fn, name, x, axis=0):
+    """``ufunc.accumulate`` (Note [Ufunc methods])."""
+    nd = _nd()
+    x = nd.asarray(x)
+    like = _numpy_probe(ufunc, "accumulate", name, x, axis=axis)
+    target = _ACCUMULATE.get(ufunc.__name__)
+    if target is not None:
+        result = getattr(nd, target)(x, axis=axis)
+    elif x.shape[axis] == 0:
+        result = nd.clone(x)
+    else:
+        xs = nd.moveaxis(x, axis, 0)
+        partial = [xs[0]]
+        for k in range(1, xs.shape[0]):
+            partial.append(fn(partial[-1], xs[k]))
+        result = nd.moveaxis(nd.stack(partial), 0, axis)
+    if result.dtype != like.dtype:
+        result = nd.astype(result, like.dtype)
+    return result
+
+
+def _ufunc_at(ufunc, fn, name, a, indices, b=None):
+    """``ufunc.at(t, indices, b)``: the unbuffered indexed update, in place: repeated
+    indices apply one after the other (Note [Ufunc methods])."""
     nd = _nd()
     if not isinstance(a, Tensor):
         raise TypeError(f"numpy.{name}.at: the target must be an ndgrad Tensor when the values "
                         f"are, got a {type(a).__name__}")
-    if short not in ("add", "subtract"):
-        raise TypeError(f"numpy.{name}.at is not supported by ndgrad (add.at and subtract.at "
-                        "are); write the update with ndgrad.index_add or ndgrad.where")
-    values = b if short == "add" else nd.negative(nd.asarray(b))
-    a.copy_(nd.index_add(a, values, index=indices))
+    if (b is None) != (ufunc.nin == 1):
+        raise TypeError(f"numpy.{name}.at takes {'no' if ufunc.nin == 1 else 'a'} second "
+                        "operand b")
+    short = ufunc.__name__
+    if short in ("add", "subtract"):
+        values = b if short == "add" else nd.negative(nd.asarray(b))
+        a.copy_(nd.index_add(a, values, index=indices))
+        return
+    # the flat positions the index selects, in NumPy's order, and each one's occurrence
+    positions = np.arange(int(a.size)).reshape(tuple(a.shape))[_host_index(indices)]
+    flat = positions.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    first = np.searchsorted(flat[order], flat[order], side="left")
+    rank = np.empty_like(flat)
+    rank[order] = np.arange(flat.size) - first
+    cur = nd.reshape(a, (-1,))
+    values = None if b is None else nd.reshape(
+        nd.broadcast_to(nd.asarray(b, device=a.device), positions.shape), (-1,))
+    for r in range(int(rank.max()) + 1 if flat.size else 0):
+        sel = np.nonzero(rank == r)[0]
+        at = flat[sel]
+        old = cur[at]
+        new = fn(old) if values is None else fn(old, values[sel])
+        cur = nd.index_put(cur, nd.astype(new, cur.dtype) if new.dtype != cur.dtype else new,
+                           index=at)
+    a.copy_(nd.reshape(cur, tuple(a.shape)))
+
+
+def _host_index(index):
+    """An index with its Tensors as host arrays (positions are computed on the host)."""
+    if isinstance(index, Tensor):
+        return index.detach().cpu().numpy()
+    if isinstance(index, tuple):
+        return tuple(_host_index(i) for i in index)
+    if isinstance(index, list):
+        return np.asarray([_host_index(i) for i in index])
+    return index
 
 
 # Note [out= is an in-place write]

@@ -321,8 +321,140 @@ def test_ufunc_at_is_an_indexed_in_place_update():
     leaf = nd.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf"):
         np.add.at(leaf, [0], 1.0)
-    with pytest.raises(TypeError, match="multiply.at"):
-        np.multiply.at(x * 1.0, [0], 2.0)
+    m = x * 1.0
+    np.multiply.at(m, [0, 0], 2.0)  # (repeated: applied twice)
+    close(m, [4.0, 2.0, 3.0])
+
+
+def _binary_ufunc_cases():
+    """Every binary NumPy ufunc with one output whose ndgrad function (under any of its
+    names) is a differentiable registered op or composite, and the op."""
+    table = _public_to_entry()
+    cases = {}
+    for name in sorted(dir(np)):
+        ufunc = getattr(np, name)
+        if not isinstance(ufunc, np.ufunc) or ufunc.nin != 2 or ufunc.nout != 1 or \
+                ufunc in cases:
+            continue
+        names = [n for n in dir(np) if getattr(np, n) is ufunc]
+        op = next((table[id(getattr(nd, n))] for n in names
+                   if id(getattr(nd, n, None)) in table), None)
+        if op is not None and op.differentiable and ufunc.signature is None:
+            cases[ufunc] = op
+    return [pytest.param(u, op, id=u.__name__) for u, op in cases.items()]
+
+
+BINARY_UFUNCS = _binary_ufunc_cases()
+
+
+def _values_in(op, shape, seed):
+    """Values in the op's declared domain for both operands (the overlap of its two input
+    ranges, where they overlap), distinct."""
+    rng = np.random.default_rng(seed)
+    (lo0, hi0), (lo1, hi1) = op.domain.range(0), op.domain.range(1)
+    lo, hi = (max(lo0, lo1), min(hi0, hi1)) if max(lo0, lo1) < min(hi0, hi1) else (lo0, hi0)
+    return rng.uniform(max(lo, -3.0), min(hi, 3.0), shape)
+
+
+def _fold_reference(ufunc, xv, axis, keepdims=False, initial=None, where=None):
+    """``ufunc.reduce`` along one axis as its definition, a left fold with NumPy's
+    elementwise ufunc (NumPy 2.4's own arctan2.reduce and power.reduce compute
+    ``f(x[0], x[-1])`` for float64, disagreeing with its accumulate)."""
+    xs = np.moveaxis(xv, axis, 0)
+    ms = None if where is None else np.moveaxis(np.broadcast_to(where, xv.shape), axis, 0)
+    acc, start = (xs[0], 1) if initial is None else (np.full(xs.shape[1:], initial), 0)
+    for k in range(start, xs.shape[0]):
+        step = ufunc(acc, xs[k])
+        acc = step if ms is None else np.where(ms[k], step, acc)
+    return np.expand_dims(acc, axis) if keepdims else acc
+
+
+def _numpy_or_error(fn, *args, **kwargs):
+    with np.errstate(all="ignore"):
+        try:
+            return fn(*args, **kwargs), None
+        except (TypeError, ValueError) as exc:
+            return None, exc
+
+
+@pytest.mark.cpu_only("NumPy masks and indices are host arrays")
+@pytest.mark.parametrize("ufunc, op", BINARY_UFUNCS)
+def test_binary_ufunc_methods(ufunc, op):
+    """``reduce`` (axis 0, 1, None, a tuple, keepdims, initial, where), ``accumulate``,
+    ``outer`` and ``at`` of every binary ufunc ndgrad has: NumPy's values (or NumPy's
+    error) and gradients against finite differences (Note [Ufunc methods])."""
+    xv = _values_in(op, (3, 4), 1)
+    yv = _values_in(op, (4,), 2)
+    mask = np.array([[True, False, True, True], [True, True, False, True],
+                     [False, True, True, True]])
+    init = float(_values_in(op, (), 3))  # (not one of the elements: fmod(x, x) is a jump)
+    calls = [("reduce", {"axis": 0}), ("reduce", {"axis": 1, "keepdims": True}),
+             ("reduce", {"axis": None}), ("reduce", {"axis": (0, 1)}),
+             ("reduce", {"axis": 0, "initial": init}),
+             ("reduce", {"axis": 1, "where": mask, "initial": init}),
+             ("accumulate", {"axis": 1}), ("accumulate", {})]
+    for method, kw in calls:
+        what = f"numpy.{ufunc.__name__}.{method}({kw})"
+        want, err = _numpy_or_error(getattr(ufunc, method), xv, **kw)
+        if err is not None:
+            with pytest.raises(type(err)):
+                getattr(ufunc, method)(nd.tensor(xv), **kw)
+            continue
+        if method == "reduce" and isinstance(kw["axis"], int):  # (the definition)
+            want = _fold_reference(ufunc, xv, **kw).astype(want.dtype)
+        x = nd.tensor(xv, requires_grad=True)
+        got = getattr(ufunc, method)(x, **kw)
+        assert isinstance(got, nd.Tensor) and got.dtype == want.dtype, what
+        close(got, want, rtol=1e-11, atol=1e-12)
+        if got.dtype.kind == "f" and not getattr(op, "piecewise_constant", False):
+            assert nd.checks.gradcheck(lambda t, m=method, k=kw: getattr(ufunc, m)(t, **k),
+                                       (x,), eps=1e-6, atol=1e-5, rtol=1e-4), what
+    # outer
+    want, err = _numpy_or_error(ufunc.outer, xv[0], yv)
+    if err is None:
+        a, b = nd.tensor(xv[0], requires_grad=True), nd.tensor(yv, requires_grad=True)
+        close(ufunc.outer(a, b), want, rtol=1e-11, atol=1e-12)
+        if want.dtype.kind == "f" and not getattr(op, "piecewise_constant", False):
+            assert nd.checks.gradcheck(ufunc.outer, (a, b), eps=1e-6, atol=1e-5, rtol=1e-4)
+    # at, with a repeated index (applied twice, in order)
+    index = np.array([0, 2, 0, 3])
+    vals = yv
+    want = xv[0].copy()
+    _, err = _numpy_or_error(ufunc.at, want, index, vals)
+    if err is None:
+        def at(t, v):
+            s = t * 1.0
+            ufunc.at(s, index, v)
+            return s
+        a, v = nd.tensor(xv[0], requires_grad=True), nd.tensor(vals, requires_grad=True)
+        close(at(a, v), want, rtol=1e-11, atol=1e-12)
+        if want.dtype.kind == "f" and not getattr(op, "piecewise_constant", False):
+            assert nd.checks.gradcheck(at, (a, v), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_ufunc_methods_under_the_transforms():
+    """Ufunc methods and SciPy's ufuncs under any name work on a transform's values (vmap's
+    batched tensors once ran only ``ufunc(...)`` of the same name)."""
+    xv = np.array([[1.0, 2.0, 0.5], [3.0, -4.0, 1.5]])
+    x = nd.tensor(xv)
+    close(nd.func.vmap(np.logaddexp.reduce)(x), scipy.special.logsumexp(xv, axis=1))
+    close(nd.func.vmap(np.maximum.accumulate)(x), np.maximum.accumulate(xv, axis=1))
+    close(nd.func.vmap(scipy.special.digamma)(nd.tensor(np.abs(xv))),
+          scipy.special.psi(np.abs(xv)))
+    close(nd.func.grad(np.hypot.reduce)(x[1]), xv[1] / np.sqrt((xv[1] ** 2).sum()))
+    close(nd.func.vmap(nd.func.grad(np.hypot.reduce))(x),
+          xv / np.sqrt((xv ** 2).sum(axis=1, keepdims=True)))
+    t = nd.tensor([1.0, 0.0, 0.0])  # d/dx0 of max(x0, 2, 0.5) at x0 = 1: 0; of hypot: x0/|x|
+    close(nd.func.jvp(np.maximum.reduce, (x[0],), (t,))[1], 0.0)
+    close(nd.func.jvp(np.hypot.reduce, (x[0],), (t,))[1], 1.0 / np.sqrt(5.25))
+
+
+def test_the_binary_ufunc_list_is_ndgrads():
+    names = {p.id for p in BINARY_UFUNCS}
+    for expected in ("logaddexp", "maximum", "hypot", "subtract", "arctan2", "power",
+                     "copysign", "fmax"):
+        assert expected in names
+    assert len(names) >= 20
 
 
 def test_out_is_an_in_place_write():
@@ -557,8 +689,9 @@ def test_unsupported_arguments_name_themselves():
         np.add(x, 1.0, casting="unsafe")
     with pytest.raises(TypeError, match=r"numpy.reshape: ndgrad does not support order="):
         np.reshape(x, (2, 1), order="F")
-    with pytest.raises(TypeError, match="maximum.accumulate"):
-        np.maximum.accumulate(x)
+    with pytest.raises(ValueError, match=r"numpy\.subtract\.reduce: reduction operation "
+                                         "'subtract' is not reorderable"):
+        np.subtract.reduce(nd.ones((2, 2)) * x, axis=None)  # (NumPy's own error, named)
     with pytest.raises(TypeError, match="reduceat"):
         np.add.reduceat(x, [0])
 

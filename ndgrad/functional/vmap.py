@@ -218,10 +218,14 @@ class BatchedTensor(Tensor):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # NumPy meets a batched tensor when a NumPy value comes first (``array * x``) or a
-        # NumPy function is called on one: run the ndgrad op of the same name (batched), as a
-        # plain Tensor's reflected operator would
+        # NumPy function is called on one: the Tensor's protocol runs ndgrad's function for
+        # it (ndgrad/numpy_protocols.py: every ufunc method, out=, SciPy's ufuncs under any
+        # name), batched; before that protocol is installed, the op of the same name
         if not self._level.alive:
             _escaped()
+        protocol = getattr(Tensor, "__array_ufunc__", None)
+        if protocol is not None:
+            return protocol(self, ufunc, method, *inputs, **kwargs)
         fn = PUBLIC.get(ufunc.__name__)
         if method != "__call__" or kwargs or fn is None:
             return NotImplemented
