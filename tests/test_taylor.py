@@ -460,6 +460,23 @@ def test_inplace_change_of_a_broadcast_view_inside_jet_names_jet():
         jet(f, (nd.ones(3),), ([nd.ones(3)],))
 
 
+@pytest.mark.parametrize("call, name", [
+    (lambda f: derivatives(f, nd.ones(3), 2), "derivatives"),
+    (lambda f: nd.func.hessian_diag(f)(nd.ones(3)), "hessian_diag"),
+    (lambda f: nd.func.hessian_trace_estimate(f, nd.ones(3), 3, key=0),
+     "hessian_trace_estimate"),
+], ids=["derivatives", "hessian_diag", "hessian_trace_estimate"])
+def test_inplace_change_of_a_broadcast_view_names_what_the_user_called(call, name):
+    # the jet level runs under these; its error said "jet"
+    def f(x):
+        b = nd.broadcast_to(x * 1.0, (2, 3))
+        b.mul_(2.0)
+        return b.sum()
+    with pytest.raises(RuntimeError, match=rf"^{name}: the in-place operation multiply "
+                                           r"changes a view made by broadcast_to"):
+        call(f)
+
+
 # ------------------------------------------------------------------------ singular points
 # Every elementwise op at the special points of its domain (Note [Taylor mode at singular
 # points] in ndgrad/core/ops/series.py): zeros of both signs, tiny values (whose powers

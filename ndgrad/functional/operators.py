@@ -700,13 +700,14 @@ def divergence(f):
     return div
 
 
-def _quadratic_form(f, x):
-    """``v -> v^T H v`` for the Hessian ``H`` of ``f`` at ``x``: one order-2 jet."""
+def _quadratic_form(f, x, who):
+    """``v -> v^T H v`` for the Hessian ``H`` of ``f`` at ``x``: one order-2 jet; ``who``
+    names what the user called in errors."""
     zero = zeros_like(x)
 
     def q(v):
-        y, (_, y2) = jet(f, (x,), ([v, zero],))
-        _check_output(y, "hessian", scalar=True)
+        y, (_, y2) = jet(f, (x,), ([v, zero],), _who=who)
+        _check_output(y, who, scalar=True)
         return y2
     return q
 
@@ -747,7 +748,7 @@ def hessian_diag(f):
     @functools.wraps(f)
     def diag(x, *args, **kwargs):
         _check_point(x, "hessian_diag")
-        q = _quadratic_form(lambda v: f(v, *args, **kwargs), x)
+        q = _quadratic_form(lambda v: f(v, *args, **kwargs), x, "hessian_diag")
         return vmap(q)(_basis(x)).reshape(tuple(x.shape))
     return diag
 
@@ -836,7 +837,7 @@ def hessian_trace_estimate(f, x, num_samples, method="hutchinson", key=None):
     def flat(v):  # f on flattened points
         return f(TENSOR_F.reshape(v, shape))
     xf = TENSOR_F.reshape(x, (n,))
-    q = _quadratic_form(flat, xf)
+    q = _quadratic_form(flat, xf, who)
     if method == "hutchinson":
         Z = _rademacher(key, (m, n), x)
         return TENSOR_F.mean(vmap(q)(Z))

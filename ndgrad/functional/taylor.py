@@ -62,10 +62,11 @@ _RESHAPE = REGISTRY["reshape"]
 
 
 class _JetInfo:
-    __slots__ = ("order", "holders", "views")
+    __slots__ = ("order", "holders", "views", "who")
 
-    def __init__(self, order):
+    def __init__(self, order, who="jet"):
         self.order = order
+        self.who = who  # what the user called, for errors (jet, derivatives, hessian_diag)
         self.holders = []  # weakrefs to the tensors given a series at this level
         self.views = LevelViews()  # (Note [Views at the data levels])
 
@@ -252,7 +253,8 @@ class _JetInterpreter(_levels.Interpreter):
 
     def process_inplace(self, lv, op, target, args, params):
         return inplace_through_copy(lv, op, target, args, params,
-                                    lambda s: [TENSOR_F.zeros_like(c) for c in s], "jet")
+                                    lambda s: [TENSOR_F.zeros_like(c) for c in s],
+                                    lv.info.who)
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its series by nested forward
@@ -460,7 +462,7 @@ def _check(primals, series):
     return out, (orders.pop() if orders else 0)
 
 
-def jet(fun, primals, series):
+def jet(fun, primals, series, *, _who="jet"):
     """Push truncated Taylor series through ``fun`` (Taylor mode, JAX's ``jet``).
 
     Parameters
@@ -492,7 +494,7 @@ def jet(fun, primals, series):
     (tensor(1.), [tensor(1.), tensor(1.), tensor(1.)])
     """
     coeffs, K = _check(primals, series)
-    lv = _levels.push(_JET, _JetInfo(K))
+    lv = _levels.push(_JET, _JetInfo(K, _who))
     try:
         inputs = []
         for p, c in zip(primals, coeffs):
@@ -543,6 +545,6 @@ def derivatives(f, x, order, direction=None):
         raise ValueError(f"derivatives: direction has shape {list(v.shape)}, x has shape "
                          f"{list(x.shape)}")
     series = [v] + [zeros_like(x) for _ in range(order - 1)] if order else []
-    y, ys = jet(f, (x,), (series,))
+    y, ys = jet(f, (x,), (series,), _who="derivatives")
     return [y] + list(ys)
 
