@@ -93,8 +93,34 @@ def _duals():
     stack = duals.stack
     while stack and not duals.levels[stack[-1]].alive:
         lv = duals.levels.pop(stack.pop())
-        drop_level_data(lv, lv.info)
+        drop_level_data(lv, lv.info.holders)
     return duals
+
+
+class _DualInfo:
+    """What a dual level keeps: the tensors given a tangent (weakly: exiting the level drops
+    their tangents) and how current its views' tangents are (Note [Tangents of views])."""
+
+    __slots__ = ("holders", "epoch", "stamps")
+
+    def __init__(self):
+        self.holders = []
+        self.epoch = 0    # how many times a tangent shared by views was replaced
+        self.stamps = {}  # id(view) -> (weakref to it, the epoch of its tangent, or _OWN/_LENT)
+
+    def stamp(self, t):
+        s = self.stamps.get(id(t))
+        return s[1] if s is not None and s[0]() is t else None
+
+    def current(self, view):
+        s = self.stamp(view)
+        return s is not None and (s < 0 or s == self.epoch)
+
+
+_OWN = -1   # a view's own tangent, never derived from its parent's (make_dual's dual)
+_LENT = -2  # and the caller's memory: the first in-place change copies it (func.jvp's)
+
+
 _RESHAPE = REGISTRY["reshape"]
 _INDEX_PUT = REGISTRY["index_put"]
 below = _levels.below
@@ -124,7 +150,7 @@ def enter_dual_level():
     >>> level = fwAD.enter_dual_level()
     >>> fwAD.exit_dual_level(level=level)
     """
-    lv = _levels.push(_DUAL, [])  # info: weakrefs to the tensors given a tangent
+    lv = _levels.push(_DUAL, _DualInfo())
     level = lv.depth
     duals = _duals()
     duals.stack.append(level)
@@ -171,7 +197,7 @@ def exit_dual_level(*, level=None):
     lv = duals.levels[level]
     _levels.pop(lv)  # raises if a transform entered inside it is still active
     del duals.levels[level]
-    drop_level_data(lv, lv.info)
+    drop_level_data(lv, lv.info.holders)
     duals.stack.pop()
 
 
@@ -206,28 +232,51 @@ def _tangent(a, lv):
     return level_data(a, lv)
 
 
-def _set_tangent(t, lv, tangent):
-    set_level_data(t, lv, tangent, lv.info)
+def _set_tangent(t, lv, tangent, own=False):
+    """Give ``t`` its tangent at ``lv``; a view's is current now, or its own (``own``: it is
+    never derived from its parent's, Note [Tangents of views])."""
+    info = lv.info
+    set_level_data(t, lv, tangent, info.holders)
+    if own or info.epoch:
+        m = t._meta
+        if m.base is not None:
+            info.stamps[id(t)] = (weakref.ref(t), _OWN if own else info.epoch)
 
 
 def _input_tangent(a, lv):
-    """``a``'s tangent at level ``lv``; for a view made before its base got one, derived
-    from the base's through the view chain (so the two share memory from now on)."""
+    """``a``'s tangent at level ``lv``; for a view made before its base got one, or whose
+    tangent is stale (Note [Tangents of views]), derived from its parent's through its view
+    op (so the two share memory from now on)."""
     t = _tangent(a, lv)
-    if t is not None or not isinstance(a, Tensor):
-        return t
+    if t is not None and not lv.info.epoch:
+        return t  # (no tangent shared by views was replaced at this level: all current)
+    if not isinstance(a, Tensor):
+        return None
     m = a._meta
-    if m is not None and m.base is not None and _tangent(m.base, lv) is not None:
-        return _view_tangent(a, lv)
-    return None
+    if m is None or m.base is None:
+        return t
+    if t is None:
+        return _view_tangent(a, lv) if _tangent(m.base, lv) is not None else None
+    if lv.info.current(a):
+        return t
+    parent, vop, extra, params, k = m.view_of  # a stale view's, from its parent's
+    pt = _input_tangent(parent, lv)
+    if pt is None:  # the parent has none: the view keeps its own (make_dual's)
+        _set_tangent(a, lv, t)
+        return t
+    with below(lv):
+        t = apply(vop, pt, *extra, **params)
+    if k >= 0:
+        t = t[k]
+    _set_tangent(a, lv, t)
+    return t
 
 
 def _view_tangent(t, lv):
     """The tangent of view ``t`` at ``lv``, made from its base's (a zero tangent for the base
     when it has none) through the chain of view ops, so that they share memory."""
-    tangent = _tangent(t, lv)
-    if tangent is not None:
-        return tangent
+    if _tangent(t, lv) is not None:
+        return _input_tangent(t, lv)  # (a stale one brought up to date)
     m = t._meta
     with below(lv):
         if m is None or m.base is None:
@@ -356,9 +405,12 @@ class _DualInterpreter(_levels.Interpreter):
             old_tangent = _view_tangent(target, lv)  # a view: its base gets a tangent too
         if old_tangent is None:
             _set_tangent(target, lv, tangent)
-        else:
-            with below(lv):
-                apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
+            return target
+        root = _root(target, lv)
+        if not _holds(old_tangent, tangent) or lv.info.stamp(root) == _LENT:
+            old_tangent = _promote(target, root, lv, tangent)  # (Note [Tangents of views])
+        with below(lv):
+            apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
         return target
 
     def process_function(self, lv, cls, args, kwargs, needs):
@@ -389,6 +441,94 @@ class _DualInterpreter(_levels.Interpreter):
 
 
 _DUAL = _DualInterpreter()
+
+
+# Note [Tangents of views]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A view's tangent is its view op applied to its parent's tangent, so the two share memory,
+# and an in-place change writes the new tangent into the old one's memory: the base's
+# tangent and every view's follow, with no bookkeeping. That write is impossible when the
+# new tangent is a value of a transform level the old one is not a value of: the tangent
+# of ``y = v.clone()`` in ``jacfwd(f)`` is a clone of jacfwd's basis, a constant of the
+# transforms outside; after ``y.sin_()`` under ``vmap(jacfwd(f))`` the new tangent is
+# batched by the outer vmap, and under ``hessian(hessian(f))`` a value of the outer
+# Hessian's grad level (vmap refused the write, the grad level called the basis a captured
+# tensor; a zero tangent given to a base made without one is the same case under
+# ``jacfwd(jacfwd(f))``). Then the tangent is promoted: the tangent of the target's root
+# (the view, up its chain of parents that carry tangents, whose memory it shares) is
+# replaced by a copy that is a value of every level the new tangent is a value of (``old +
+# 0``, the zero made from the new tangent), the target's tangent is derived from it and
+# written as before. The views of the root still hold the old memory, so the level's epoch
+# moves on: a view's tangent set since is stamped with the epoch, and one with an older
+# stamp is stale and derived again from its parent's where it is read (a view whose parent
+# has no tangent keeps its own: ``make_dual``'s dual, a view of the user's tensor, is
+# stamped as such). Until a level promotes a tangent, its epoch is 0 and reading a tangent
+# costs one comparison more.
+def _levels_of(t):
+    """The transform levels ``t`` is a value of (those that wrap it), innermost first."""
+    found = []
+    lv = t._level
+    while lv is not None:
+        found.append(lv)
+        t = t._value
+        lv = t._level
+    return found
+
+
+def _holds(old, new):
+    """Whether ``new`` can be written into ``old``: ``old`` is a value of every transform
+    level ``new`` is a value of."""
+    if new._level is None:
+        return True
+    have = _levels_of(old)
+    for lv in _levels_of(new):
+        for h in have:
+            if h is lv:
+                break
+        else:
+            return False
+    return True
+
+
+def _root(t, lv):
+    """The tensor whose tangent ``t``'s shares memory with: up ``t``'s chain of views while
+    the parent has a tangent and the view's is not its own."""
+    info = lv.info
+    while True:
+        m = t._meta
+        if m is None or m.base is None:
+            return t
+        s = info.stamp(t)
+        if s is not None and s < 0:
+            return t
+        parent = m.view_of[0]
+        if _input_tangent(parent, lv) is None:
+            return t
+        t = parent
+
+
+def _promote(target, root, lv, like):
+    """Replace ``root``'s tangent, which ``target``'s shares, by a copy that can hold
+    ``like`` and is the level's own, and give ``target`` its tangent derived from it (Note
+    [Tangents of views])."""
+    info = lv.info
+    old = _input_tangent(root, lv)
+    with below(lv):
+        new = old + TENSOR_F.sum(TENSOR_F.zeros_like(like))  # old's values, like's levels
+        if new.dtype != old.dtype:
+            new = TENSOR_F.astype(new, old.dtype)
+    info.epoch += 1
+    _set_tangent(root, lv, new, own=True)  # (a root that is a view has its own tangent)
+    return new if root is target else _input_tangent(target, lv)
+
+
+def lend(dual, level):
+    """Mark the tangent of ``dual`` (made by :func:`make_dual` at ``level``) as the caller's
+    memory: an in-place change of ``dual`` or its views writes a copy, never the caller's
+    tangent (``func.jvp``'s, and jacfwd's basis: Note [Tangents of views])."""
+    lv = _duals().levels[level]
+    lv.info.stamps[id(dual)] = (weakref.ref(dual), _LENT)
+    return dual
 
 
 def _jvp_of(cls, ctx, tangents):
@@ -491,7 +631,7 @@ def make_dual(tensor, tangent, level=None):
     if tangent.dtype != tensor.dtype:
         tangent = tangent.astype(tensor.dtype)
     dual = _identity_view(tensor, lv)
-    _set_tangent(dual, lv, tangent)
+    _set_tangent(dual, lv, tangent, own=True)
     return dual
 
 

@@ -306,12 +306,11 @@ _JET = _JetInterpreter()
 # write a new tangent into the old one's memory instead; these levels cannot: a dependency
 # matrix is not an array, and the Forward Laplacian keeps a zero Laplacian as None and a
 # gradient batch as an unmultiplied product. Views of a transform's values that dispatch
-# does not link (vmap's batched values: ``vmap(laplacian(f))``) are linked at the level
-# (``link_views``), as a ``func.grad`` level links its own; vmap links none itself, so a
-# view of a batched value made while neither it nor its base carried the level's data
-# (``y = zeros_like(x); w = y[:2]`` inside ``vmap(laplacian(f))``) is not known to be one,
-# and a write through it reaches only the view's data. Only views pay: reading a tensor
-# that is not a view costs what it did.
+# does not link are linked by their own level (a ``func.grad`` level's; vmap's batched
+# values, Note [Views of batched values] in functional/vmap.py: ``y = zeros_like(x); w =
+# y[:2]`` inside ``vmap(laplacian(f))`` is a view made while neither it nor its base carried
+# the level's data); ``link_views`` links any other at the level. Only views pay: reading a
+# tensor that is not a view costs what it did.
 class LevelViews:
     """A data level's epochs of bases and stamps of views (Note [Views at the data
     levels]), keyed by ``id`` with a weak reference that says the tensor is the same (a

@@ -335,8 +335,10 @@ def jvp(func, primals, tangents, *, has_aux=False):
     who = "jvp"
     pleaves, tleaves, pspec = _check_tangents(primals, tangents, who)
     with _fwAD.dual_level() as level:
-        duals = [_fwAD.make_dual(p, t.astype(p.dtype) if t.dtype != p.dtype else t,
-                                 level=level)
+        # (the tangents stay the caller's: an in-place change of an input writes a copy,
+        # Note [Tangents of views] in forward_ad; jacfwd's are vmap's cached identity)
+        duals = [_fwAD.lend(_fwAD.make_dual(p, t.astype(p.dtype) if t.dtype != p.dtype
+                                            else t, level=level), level)
                  for p, t in zip(pleaves, tleaves)]
         out = func(*tree_unflatten(pspec, duals))
         out, aux = _split_aux(out, has_aux, who)

@@ -348,6 +348,49 @@ def test_setitem_on_view_without_tangent_gives_base_a_tangent():
         close(fwAD.unpack_dual(row).tangent, [4.0, 0.0])
 
 
+def test_an_inplace_change_that_the_old_tangent_cannot_hold():
+    """Note [Tangents of views]: under vmap with an unbatched tangent, the tangent of
+    ``y = v * 1.0`` is unbatched and an in-place change through a view of y makes a batched
+    one: y's tangent is replaced by one that holds it, and every view of y follows (vmap
+    refused the write before, or the change reached only the view's tangent)."""
+    from ndgrad.func import jvp, vmap
+    xs = np.array([[0.4, -1.3, 0.8, 2.0], [1.1, 0.5, -0.7, 0.3]])
+    e = np.array([0.3, 1.0, -2.0, 0.5])
+
+    def f(v):
+        y = v * 1.0
+        u = y[:2]                       # a view taken before the change
+        w = y[1:]
+        w.mul_(v[1:])                   # y = [v0, v1^2, v2^2, v3^2]
+        return nd.concatenate([y * 2.0, u * 1.0, w[:1] * 1.0])
+
+    got = vmap(lambda v: jvp(f, (v,), (nd.tensor(e),))[1])(nd.tensor(xs))
+    dy = np.concatenate([e[:1] + 0 * xs[:, :1], 2 * xs[:, 1:] * e[1:]], axis=1)
+    expected = np.concatenate([2 * dy, dy[:, :2], dy[:, 1:2]], axis=1)
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+def test_func_jvp_leaves_the_callers_tangent_and_make_dual_shares_it():
+    """func.jvp's tangents stay the caller's: an in-place change of an input writes a copy
+    (jacfwd passes vmap's cached identity there, Note [Tangents of views]); a tangent given
+    to make_dual is shared, and written, as PyTorch's."""
+    from ndgrad.func import jvp
+
+    def f(v):
+        v.mul_(3.0)
+        return v * 1.0
+    t = nd.tensor([1.0, 2.0])
+    _, tangent = jvp(f, (nd.tensor([1.0, 2.0]),), (t,))
+    np.testing.assert_allclose(tangent.cpu().numpy(), [3.0, 6.0])
+    np.testing.assert_allclose(t.cpu().numpy(), [1.0, 2.0])
+    t = nd.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(nd.tensor([1.0, 2.0]), t)
+        d.mul_(3.0)
+        np.testing.assert_allclose(fwAD.unpack_dual(d).tangent.cpu().numpy(), [3.0, 6.0])
+    np.testing.assert_allclose(t.cpu().numpy(), [3.0, 6.0])
+
+
 def test_inplace_with_reverse_mode_history():
     xp = nd.tensor([1.0, 2.0], requires_grad=True)
     with fwAD.dual_level():

@@ -13,6 +13,7 @@ UserWarning; those results are correct and the warning is not an error here.
 from __future__ import annotations
 
 import warnings
+from itertools import permutations
 from math import factorial
 
 import numpy as np
@@ -21,7 +22,7 @@ import pytest
 import ndgrad as nd
 import ndgrad.forward_ad as fwAD
 from ndgrad.autograd import grad as autograd_grad
-from ndgrad.func import (derivatives, grad, grad_and_value, hessian, hessian_diag,
+from ndgrad.func import (biharmonic, derivatives, grad, grad_and_value, hessian, hessian_diag,
                          hessian_sparsity, jacfwd, jacobian_sparsity, jacrev, jet, jvp, laplacian,
                          linearize, vjp, vmap)
 from support import Cube, close, val
@@ -520,6 +521,106 @@ def test_forward_over_reverse_through_inplace_ops(compose):
     close(out, ref if out.ndim == 2 else ref[1])
 
 
+# The reported forward-over-reverse cases: ``func.hessian`` (jacfwd over jacrev) read a base's
+# tangent through vmap's knowledge of an identity batch after a write through a view had
+# changed it (Note [Identity batches] in functional/vmap.py): the diagonal came out
+# [2, 1.56, 5.76] and all zeros.
+def _mul_through_view(v):
+    y = v * 1.0
+    w = y[1:]
+    w.mul_(v[1:])
+    return (y ** 2).sum()          # v0^2 + v1^4 + v2^4
+
+
+def _add_through_view(v):
+    y = v * 0.0
+    w = y[:2]
+    w += 3 * v[:2]
+    return (y ** 2).sum()          # 9 v0^2 + 9 v1^2
+
+
+P3 = np.array([0.4, -1.3, 0.8])
+
+
+@pytest.mark.parametrize("f, hess", [
+    (_mul_through_view, lambda v: np.diag([2.0, 12 * v[1] ** 2, 12 * v[2] ** 2])),
+    (_add_through_view, lambda v: np.diag([18.0, 18.0, 0.0])),
+], ids=["mul_", "+="])
+def test_hessian_after_an_inplace_change_through_a_view(f, hess):
+    H = hess(P3)
+    close(hessian(f)(T(P3)), H, rtol=1e-12, atol=1e-12)
+    close(jacfwd(jacrev(f))(T(P3)), H, rtol=1e-12, atol=1e-12)
+    close(jacfwd(grad(f))(T(P3)), H, rtol=1e-12, atol=1e-12)
+    close(laplacian(f, method="hessian")(T(P3)), np.trace(H), rtol=1e-12)
+    close(laplacian(f)(T(P3)), np.trace(H), rtol=1e-12)
+
+
+# Fourth order through in-place changes: hessian(hessian(f)) raised that the inner
+# Jacobian's basis was a tensor captured from outside (the old tangent of an in-place change
+# could not hold the new one, a value of the outer Hessian's grad level: Note [Tangents of
+# views] in forward_ad), and so did biharmonic(method="hessian").
+def _x_sin_x(x):
+    y = x.clone()
+    y.sin_()
+    y.mul_(x)
+    return y.sum()                 # sum x_i sin x_i
+
+
+def _cross_through_view(x):
+    y = x * 1.0
+    w = y[1:]
+    w.mul_(x[:2])                  # y = [x0, x0 x1, x1 x2]
+    return (y ** 2).sum()          # x0^2 + x0^2 x1^2 + x1^2 x2^2
+
+
+def test_hessian_of_hessian_through_inplace_changes():
+    x = P3
+    d3 = -3 * np.sin(x) - x * np.cos(x)        # the third derivative of x sin x
+    d4 = -4 * np.cos(x) + x * np.sin(x)        # its fourth
+    # the closed forms, checked by central differences of the one below each
+    h = 1e-5
+    close((-3 * np.sin(x + h) - (x + h) * np.cos(x + h)
+           - (-3 * np.sin(x - h) - (x - h) * np.cos(x - h))) / (2 * h), d4, rtol=1e-8)
+    close((2 * np.cos(x + h) - (x + h) * np.sin(x + h)
+           - 2 * np.cos(x - h) + (x - h) * np.sin(x - h)) / (2 * h), d3, rtol=1e-8)
+    T3 = np.zeros((3, 3, 3))
+    T4 = np.zeros((3, 3, 3, 3))
+    for i in range(3):
+        T3[i, i, i] = d3[i]
+        T4[i, i, i, i] = d4[i]
+    close(jacfwd(hessian(_x_sin_x))(T(x)), T3, rtol=1e-10, atol=1e-12)
+    close(hessian(hessian(_x_sin_x))(T(x)), T4, rtol=1e-10, atol=1e-12)
+    close(biharmonic(_x_sin_x, method="hessian")(T(x)), d4.sum(), rtol=1e-10)
+    close(biharmonic(_x_sin_x)(T(x)), d4.sum(), rtol=1e-10)
+    # a cross term through a view: d^4 (x0^2 x1^2) / dx0^2 dx1^2 = 4, in every order
+    C = np.zeros((3, 3, 3, 3))
+    for a, b in ((0, 1), (1, 2)):
+        for idx in set(permutations((a, a, b, b))):
+            C[idx] = 4.0
+    close(hessian(hessian(_cross_through_view))(T(x)), C, rtol=1e-10, atol=1e-10)
+    close(biharmonic(_cross_through_view, method="hessian")(T(x)), 16.0, rtol=1e-10)
+    close(biharmonic(_cross_through_view)(T(x)), 16.0, rtol=1e-10)
+
+
+def test_jacfwd_of_a_function_that_changes_its_input_in_place():
+    # jacfwd's basis is vmap's cached identity: the tangent of its input is the caller's
+    # memory, so an in-place change writes a copy (it raised 'assignment destination is
+    # read-only' on the CPU; a GPU's cached identity cannot be made read-only)
+    def f(v):
+        v[:2].mul_(3.0)
+        v.mul_(v * 1.0)            # [9 v0^2, 9 v1^2, v2^2]
+        return v * 1.0
+    close(jacfwd(f)(T(P3)), np.diag([18 * P3[0], 18 * P3[1], 2 * P3[2]]), rtol=1e-12)
+    close(hessian(lambda v: f(v.clone()).sum())(T(P3)), np.diag([18.0, 18.0, 2.0]),
+          rtol=1e-12)
+    close(jacfwd(lambda v: v * 2.0)(T(P3)), 2 * np.eye(3), rtol=0)   # the basis is intact
+    # func.jvp: the caller's tangent is left alone, the output's tangent is right
+    t = T([1.0, 2.0, 3.0])
+    _, tangent = jvp(f, (T(P3),), (t,))
+    close(tangent, [18 * P3[0], 36 * P3[1], 6 * P3[2]], rtol=1e-12)
+    close(t, [1.0, 2.0, 3.0], rtol=0)
+
+
 # Views and in-place under every transform: each pattern as ndgrad code (views taken before
 # an in-place change of their base, in-place on a view then reading the base, chains of
 # views, ``y[i] = v``) and its NumPy closed form, R^4 -> R^3. PyTorch rebases a view's
@@ -598,6 +699,42 @@ def _transpose_chain(x):
     return nd.concatenate([d, t[1, :1]])
 
 
+# (a product by 2.0 reads the base's tangent whole: in a Jacobian by forward mode, through
+# vmap's knowledge of an identity batch, Note [Identity batches])
+def _inplace_view_by_slice(x):
+    y = x * 1.0
+    w = y[1:]
+    w.mul_(x[:3])
+    return (y * 2.0)[1:]
+
+
+def _add_through_view_of_scaled_zeros(x):
+    y = x * 0.0
+    w = y[:2]
+    w += 3.0 * x[:2]
+    return (y * y)[:3] + x[1:] ** 2
+
+
+def _add_through_view_of_zeros_like(x):
+    y = nd.zeros_like(x)
+    w = y[:2]
+    w += 3.0 * x[:2]
+    return (y * y)[:3] + x[1:] ** 2
+
+
+def _inplace_twice(x):
+    y = x.clone()
+    y.sin_()
+    y.mul_(x)
+    return (y * 1.0)[:3]
+
+
+def _np_zeros_view_add(x):
+    y = np.zeros(4)
+    y[:2] += 3.0 * x[:2]
+    return (y * y)[:3] + x[1:] ** 2
+
+
 def _np_chain_inplace_leaf(x):
     z = 2 * x
     z[2:] = np.sin(z[2:])
@@ -622,6 +759,11 @@ VIEW_PATTERNS = {
     "setitem": (_setitem, lambda x: np.array([3 * x[2], x[0] ** 2, x[1] ** 2])),
     "setitem_view_return": (_setitem_view_return, lambda x: np.array([x[0] * x[3], x[2], x[3]])),
     "transpose_chain": (_transpose_chain, lambda x: np.cos(x)[[0, 2, 1]]),
+    "inplace_view_by_slice": (_inplace_view_by_slice, lambda x: 2.0 * x[1:] * x[:3]),
+    "add_through_view_of_scaled_zeros": (_add_through_view_of_scaled_zeros,
+                                         _np_zeros_view_add),
+    "add_through_view_of_zeros_like": (_add_through_view_of_zeros_like, _np_zeros_view_add),
+    "inplace_twice": (_inplace_twice, lambda x: (np.sin(x) * x)[:3]),
 }
 WV = RNG.normal(size=3)
 
@@ -674,6 +816,37 @@ def _fd_grad_laplacian(fn, x):
 
 
 V2, V3 = RNG.normal(size=N), RNG.normal(size=N)
+# directions of the fourth derivatives hessian(hessian) is checked along
+DIRS4 = [V, V2, V3] + list(np.eye(N))
+
+
+def _fd_d4(fn, x, u):
+    """The fourth derivative of the NumPy ``fn`` at ``x`` along ``u`` (a stencil)."""
+    return _fd_path(fn, x, [u, 0 * u, 0 * u, 0 * u], 4)[4]
+
+
+def _fd_biharmonic(fn, x):
+    """``sum_ij d^4 fn / dx_i^2 dx_j^2`` at ``x`` from fourth directional derivatives:
+    ``T(a, a, b, b) = (D(a + b) + D(a - b) - 2 D(a) - 2 D(b)) / 12``."""
+    eye = np.eye(x.size)
+    d4 = [_fd_d4(fn, x, e) for e in eye]
+    total = sum(d4)
+    for i in range(x.size):
+        for j in range(x.size):
+            if i != j:
+                total = total + (_fd_d4(fn, x, eye[i] + eye[j]) + _fd_d4(fn, x, eye[i] - eye[j])
+                                 - 2 * d4[i] - 2 * d4[j]) / 12
+    return total
+
+
+def _fd_hessians(fn, x):
+    """The Hessian of each output of the NumPy ``fn`` at ``x``: ``(m, n, n)``."""
+    return np.stack([_fd_hessian(lambda z, k=k: fn(z)[k], x) for k in range(fn(x).size)])
+
+
+def _along4(HH):
+    """A fourth-derivative tensor contracted four times with each of ``DIRS4``."""
+    return T([np.einsum("ijkl,i,j,k,l->", val(HH), u, u, u, u) for u in DIRS4])
 
 
 def _stacked(y, ys):
@@ -713,6 +886,17 @@ VIEW_TRANSFORMS = {
                  lambda J, H, fn: H @ V, True),
     "jvp(grad)": (lambda f, s: jvp(grad(s), (T(X),), (T(V),))[1],
                   lambda J, H, fn: H @ V, True),
+    # forward over forward, forward inside vmap, fourth order (the old tangent of an
+    # in-place change could not hold the new one: vmap or the outer grad level refused it)
+    "jacfwd(jacfwd)": (lambda f, s: jacfwd(jacfwd(f))(T(X)),
+                       lambda J, H, fn: _fd_hessians(fn, X), True),
+    "jvp(jvp)": (lambda f, s: jvp(lambda x: jvp(f, (x,), (T(V),))[1], (T(X),), (T(V2),))[1],
+                 lambda J, H, fn: np.einsum("kij,i,j->k", _fd_hessians(fn, X), V, V2), True),
+    "vmap(jacfwd)": (lambda f, s: vmap(jacfwd(f))(T(np.stack([X, V]))),
+                     lambda J, H, fn: np.stack([J, fd_jacobian(fn, V)]), False),
+    "hessian(hessian)": (lambda f, s: _along4(hessian(hessian(s))(T(X))),
+                         lambda J, H, fn: np.array([_fd_d4(lambda x: WV @ fn(x), X, u)
+                                                    for u in DIRS4]), True),
     # Taylor mode and its data levels (a view's series was stale after an in-place change
     # of its base, and a view without one did not update its base)
     "jet": (lambda f, s: _stacked(*jet(f, (T(X),), ([T(V), T(V2), T(V3)],))),
@@ -728,6 +912,10 @@ VIEW_TRANSFORMS = {
                                                    _fd_laplacian(fn, V)]), True),
     "grad(laplacian)": (lambda f, s: grad(lambda x: (laplacian(f)(x) * T(WV)).sum())(T(X)),
                         lambda J, H, fn: WV @ _fd_grad_laplacian(fn, X), True),
+    "biharmonic": (lambda f, s: biharmonic(f)(T(X)), lambda J, H, fn: _fd_biharmonic(fn, X),
+                   True),
+    "biharmonic(hessian)": (lambda f, s: biharmonic(f, method="hessian")(T(X)),
+                            lambda J, H, fn: _fd_biharmonic(fn, X), True),
     "jacobian_sparsity": (lambda f, s: T(jacobian_sparsity(f, T(X)).toarray()),
                           lambda J, H, fn: J != 0, False),
     # (a Hessian pattern may hold more: pairs of every op, also one whose value is unused)

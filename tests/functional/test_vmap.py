@@ -232,6 +232,72 @@ def test_identity_batch_is_not_made_dense_by_an_op_with_an_identity_rule():
     assert dense == [(False, False)]
 
 
+def test_identity_batch_follows_writes_through_its_views():
+    """Note [Identity batches]: a write through a view of an identity batch (its physical
+    value's version moves on) ends its knowledge, and a same-shape reshape of one shares
+    its memory. Before, ``y * s`` still scaled the old identity and a write through the
+    reshape reached a copy: the rows below came out diag(s) and the identity."""
+    from ndgrad.functional.vmap import _identity
+    n = 4
+    s = RNG.standard_normal(n)
+    ident = _identity(n, ndgrad.float64, ndgrad.get_default_device())
+
+    def through_slice(e):
+        y = e * 1.0                      # a scaled identity
+        y[1:].mul_(2.0)                  # through a view: diag(1, 2, 2, 2)
+        return y * t(s)
+
+    def through_reshape(e):
+        y = e * 1.0
+        y.reshape((n,)).mul_(3.0)        # a view that keeps the identity: 3 I
+        return (y * t(s), y.reshape((n,)) * 1.0)
+
+    scale = np.array([1.0, 2.0, 2.0, 2.0])
+    np.testing.assert_allclose(vmap(through_slice)(ident).cpu().numpy(), np.diag(scale * s),
+                               rtol=1e-15)
+    a, b = vmap(through_reshape)(ident)
+    np.testing.assert_allclose(a.cpu().numpy(), np.diag(3.0 * s), rtol=1e-15)
+    np.testing.assert_allclose(b.cpu().numpy(), 3.0 * np.eye(n), rtol=1e-15)
+    # the cached identity itself is untouched
+    np.testing.assert_allclose(ident.cpu().numpy(), np.eye(n), rtol=0)
+
+
+def test_views_of_batched_values_are_linked():
+    """Note [Views of batched values]: a view of a batched value made while nothing in it
+    carried a data level's data is linked, so a write through it reaches its base under
+    vmap of the data levels (the Laplacian was 0, not 36), and an in-place change of a view
+    of a batched value that takes part in a gradient inside the vmap is followed (it raised
+    NotImplementedError)."""
+    from ndgrad.func import hessian_diag, jet, laplacian
+
+    def h(x):
+        y = ndgrad.zeros_like(x)
+        w = y[:2]
+        w += 3 * x[:2]
+        return (y ** 2).sum()            # 9 x0^2 + 9 x1^2
+
+    xs = t(X)                            # 4 points in R^3
+    close(vmap(laplacian(h))(xs), np.full(4, 36.0), rtol=1e-12)
+    close(vmap(laplacian(h, method="hessian"))(xs), np.full(4, 36.0), rtol=1e-12)
+    close(vmap(hessian_diag(h))(xs), np.tile([18.0, 18.0, 0.0], (4, 1)), rtol=1e-12)
+    ones, zeros = ndgrad.ones(3), ndgrad.zeros(3)
+    close(vmap(lambda x: jet(h, (x,), ([ones, zeros],))[1][1])(xs), np.full(4, 36.0),
+          rtol=1e-12)
+
+    def per_row(x):
+        x = x.clone().requires_grad_()   # autograd on batched values, inside the vmap
+        y = x * 1.0
+        w = y[1:]
+        w.mul_(x[:2])                    # y = [x0, x0 x1, x1 x2]
+        (g,) = ndgrad.autograd.grad((y ** 2).sum(), x)
+        return g
+
+    x0, x1, x2 = X.T
+    expected = np.stack([2 * x0 + 2 * x0 * x1 ** 2, 2 * x0 ** 2 * x1 + 2 * x1 * x2 ** 2,
+                         2 * x1 ** 2 * x2], axis=1)
+    close(vmap(per_row)(xs), expected, rtol=1e-12)
+
+
 def test_kind_rules_take_positional_parameters():
     """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules)."""
     a = RNG.standard_normal((3, 2, 4))
