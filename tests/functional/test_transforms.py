@@ -18,6 +18,8 @@ from math import factorial
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import ndgrad as nd
 import ndgrad.forward_ad as fwAD
@@ -25,6 +27,9 @@ from ndgrad.autograd import grad as autograd_grad
 from ndgrad.func import (biharmonic, derivatives, grad, grad_and_value, hessian, hessian_diag,
                          hessian_sparsity, jacfwd, jacobian_sparsity, jacrev, jet, jvp, laplacian,
                          linearize, vjp, vmap)
+from ndgrad.core.backend import NUMPY
+from ndgrad.core.ops import REGISTRY
+from registry_harness import FLOAT, cases, draw, outs, public_call, random_like
 from support import Cube, close, val
 
 RNG = np.random.default_rng(20240611)
@@ -942,6 +947,76 @@ def test_views_and_inplace_under_every_transform(pattern, transform):
         close(out, ref, rtol=1e-5, atol=1e-6)
     else:
         close_fd(out, ref)
+
+
+# Every writable view op of the registry (each output that views its input), taken before
+# its base is scaled in place by sum(x), and its base after the view is scaled so: the
+# function is quadratic, so exact differences of NumPy's own views give its Jacobian and
+# Hessians. Forward over reverse lost the change (vmap's identity batch), forward over
+# forward and vmap(jacfwd) raised (the old tangent could not hold the new one).
+WRITABLE_VIEWS = sorted(n for n, op in REGISTRY.items() if op.view and op.scatter is not None)
+REAL_VIEW_CASES = [c for c in cases(WRITABLE_VIEWS)
+                   if c.values[1] == FLOAT and c.values[0] != "imag"]  # (imag of a real: zeros)
+
+
+def _scaled_through_a_view(op, k, extra, kwargs, write_view):
+    def f(x):
+        numpy = not isinstance(x, nd.Tensor)
+        y = np.array(x) if numpy else x * 1.0
+        view = outs(op.forward(NUMPY, y, *extra, **kwargs) if numpy
+                    else public_call(op, [y], extra, kwargs))[k]
+        (view if write_view else y).__imul__(x.sum())
+        out = y if write_view else view
+        return np.array(out) if numpy else out * 1.0
+    return f
+
+
+def _exact_jacobian(f, x):
+    E = np.eye(x.size).reshape((x.size,) + x.shape)
+    return np.moveaxis(np.stack([(f(x + e) - f(x - e)) / 2 for e in E]), 0, -1).reshape(
+        np.shape(f(x)) + x.shape)
+
+
+def _exact_hessian(f, x):
+    E = np.eye(x.size).reshape((x.size,) + x.shape)
+    f0 = f(x)
+    H = np.stack([np.stack([f(x + a + b) - f(x + a) - f(x + b) + f0 for b in E], axis=-1)
+                  for a in E], axis=-2)
+    return H.reshape(np.shape(f0) + x.shape + x.shape)
+
+
+@pytest.mark.parametrize("name, dtype", REAL_VIEW_CASES)
+@settings(max_examples=3, deadline=None)
+@given(data=st.data())
+def test_every_view_op_follows_inplace_changes_under_forward_mode_transforms(name, dtype,
+                                                                            data):
+    op = REGISTRY[name]
+    sample = draw(data, op, dtype)
+    assume(isinstance(sample.args[0], np.ndarray) and 0 < sample.args[0].size <= 12)
+    rng = np.random.default_rng(0)
+    x = random_like(rng, sample.args[0])
+    extra, kwargs = sample.args[1:], sample.kwargs
+    views = [k for k, o in enumerate(outs(op.forward(NUMPY, x, *extra, **kwargs)))
+             if np.may_share_memory(o, x)]
+    assume(views)
+    for k in views:
+        for write_view in (False, True):
+            f = _scaled_through_a_view(op, k, extra, kwargs, write_view)
+            c = rng.normal(size=np.shape(f(x)))
+            J, H = _exact_jacobian(f, x), _exact_hessian(f, x)
+            Hs = np.tensordot(c, H, axes=c.ndim)     # the Hessian of sum(c f(x))
+            v = rng.normal(size=x.shape)
+            s = lambda z, f=f, c=c: (f(z) * T(c)).sum()  # noqa: E731
+            what = f"{name} output {k}, {'through the view' if write_view else 'stale view'}"
+            for got, ref, how in [
+                    (jacfwd(f)(T(x)), J, "jacfwd"),
+                    (hessian(s)(T(x)), Hs, "hessian"),
+                    (jvp(grad(s), (T(x),), (T(v),))[1],
+                     (Hs.reshape(x.size, x.size) @ v.reshape(-1)).reshape(x.shape), "jvp(grad)"),
+                    (jacfwd(jacfwd(f))(T(x)), H, "jacfwd(jacfwd)"),
+                    (vmap(jacfwd(f))(T(np.stack([v, x])))[1], J, "vmap(jacfwd)")]:
+                np.testing.assert_allclose(val(got), ref, rtol=1e-9, atol=1e-9,
+                                           err_msg=f"{how}: {what}")
 
 
 def test_grad_of_a_view_taken_before_an_inplace_op_on_its_base():
