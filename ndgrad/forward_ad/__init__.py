@@ -43,7 +43,10 @@ tangent writes the new tangent *into* its tangent's memory (so a view's tangent 
 seen by its base's tangent); a tensor (or view) that had no tangent gets one (a view's base
 then gets a zero tangent first, and the view's tangent is derived from it through the view
 chain). A view made while its base had no tangent gets its tangent from the base's, through
-the view chain, when it is next used (the two share memory from then on).
+the view chain, when it is next used (the two share memory from then on). An old tangent
+that cannot hold the new one (a constant of a transform outside the level), or one that is
+the caller's (``func.jvp``'s), is replaced by a copy first, and the views' tangents are
+derived again (Note [Tangents of views]).
 
 :func:`exit_dual_level` drops the tangents of that level from every tensor that got one
 (a per-level list of weak references).
