@@ -8,12 +8,13 @@ Every creation function takes ``dtype``, ``device`` and, where the result is flo
 from __future__ import annotations
 
 import operator
+import warnings
 
 from . import levels
 from .backend import (_CUDA, NUMPY, Device, _placed, _seed_state, as_dtype,
                       backend_for_device, backend_of, get_default_dtype)
 from .namespace import TENSOR_F, holds_tensor, stack_nested
-from .tensor import Tensor, _default_float, as_data, finish
+from .tensor import Tensor, _default_float, _wrap_raw, as_data, finish
 
 __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "eye", "randn", "rand",
@@ -43,8 +44,49 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             [3., 4.]], requires_grad=True)
     >>> ndgrad.tensor([1, 2]).dtype
     dtype('int64')
+
+    ``tensor`` always makes a new leaf, as ``torch.tensor`` does: from tensors that require
+    grad or carry a transform's value it copies the values and warns that the result has no
+    history (Note [tensor() makes a leaf]); :func:`asarray`, :func:`stack` or
+    ``x.clone()`` keep the derivative.
     """
+    if isinstance(data, Tensor) or (type(data) in (list, tuple) and holds_tensor(data)):
+        data = _values_of(data)
     return finish(as_data(data, dtype, device, copy=True), requires_grad)
+
+
+# Note [tensor() makes a leaf]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `ndgrad.tensor(data)` is PyTorch's `torch.tensor`: a new leaf holding a copy of the values,
+# never part of a graph. When `data` holds tensors that require grad, or values of a
+# transform (`func.grad`'s, a dual level's, a Taylor series'), the derivative through them
+# would be silently lost, so it warns (PyTorch warns for `torch.tensor(t)`) and names what
+# keeps it: `asarray`/`array`/`stack` (differentiable, as `jax.numpy.array`), or `x.clone()`.
+# A transform's value is read one level down (`constant_data`); a vmap batch has no single
+# value and is refused there, as every function without a derivative refuses it.
+def _values_of(data):
+    lost = []
+
+    def plain(e):
+        if isinstance(e, (list, tuple)):
+            return [plain(x) for x in e]
+        if not isinstance(e, Tensor):
+            return e
+        m = e._meta
+        if e._requires_grad or type(e) is not Tensor or (m is not None and m.level_data):
+            lost.append(e)
+        arr, _ = constant_data(e, "ndgrad.tensor")
+        return _wrap_raw(arr)
+
+    out = plain(data)
+    if lost:
+        warnings.warn(
+            "ndgrad.tensor(data) makes a new leaf with no history (as torch.tensor): data holds "
+            f"{len(lost)} tensor(s) that require grad or carry a transform's value, and the "
+            "derivative through them is not kept. Use ndgrad.asarray(...) or ndgrad.stack(...) "
+            "to keep it, or .detach() the tensors to say that a constant is meant.",
+            UserWarning, stacklevel=3)
+    return out
 
 
 def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):

@@ -56,9 +56,36 @@ def test_tensor_of_tensors():
     t = nd.tensor([nd.tensor([1.0, 2.0]), nd.tensor([3.0, 4.0])])
     np.testing.assert_array_equal(t.cpu().numpy(), [[1.0, 2.0], [3.0, 4.0]])
     src = nd.tensor([1.0, 2.0], requires_grad=True)
-    c = nd.tensor(src)
+    with pytest.warns(UserWarning, match=r"ndgrad.tensor\(data\) makes a new leaf"):
+        c = nd.tensor(src)
     assert c.is_leaf and not c.requires_grad
     assert not src.backend.shares_memory(c._data, src._data)
+
+
+def test_tensor_of_tensors_with_history_warns_and_copies_their_values():
+    # Note [tensor() makes a leaf]: a leaf, as torch.tensor; the lost derivative is said
+    a = nd.tensor(1.5, requires_grad=True)
+    b = nd.tensor(-2.0, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"1 tensor\(s\) that require grad.*ndgrad.asarray"):
+        t = nd.tensor([[a.detach(), 3.0], [b, 4.0]])
+    np.testing.assert_array_equal(t.cpu().numpy(), [[1.5, 3.0], [-2.0, 4.0]])
+    assert t.is_leaf and not t.requires_grad
+    # a transform's value: read one level down, with the same warning
+    for transform in (lambda f, x: nd.func.grad(f)(x),
+                      lambda f, x: nd.func.jvp(f, (x,), (nd.ones_like(x),))[1]):
+        with pytest.warns(UserWarning, match="carry a transform's value"):
+            out = transform(lambda x: nd.sum(nd.tensor([x[0], x[1]]) * x), nd.tensor([1.0, 2.0]))
+        # the copy is a constant c = x: d/dx sum(c x) = c, its jvp along ones is sum(c)
+        expected = [1.0, 2.0] if out.ndim else 3.0
+        np.testing.assert_allclose(val(out), expected)
+    # plain values, or detached ones, say nothing
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nd.tensor([nd.tensor(1.0), a.detach()])
+    # a vmap batch has no single value to copy: refused with the function named
+    with pytest.raises(TypeError, match="ndgrad.tensor"):
+        nd.func.vmap(lambda x: nd.tensor([x, x]))(nd.tensor([1.0, 2.0]))
 
 
 def test_tensor_requires_grad_makes_a_leaf():
