@@ -16,6 +16,34 @@ evenly; ``clip`` passes the gradient on the closed interval ``min <= x <= max``;
 functions (``floor``, ``ceil``, ``round``, ``trunc``, ``sign``, ``floor_divide``) have zero
 gradient. The domains keep the property suite's draws away from these points, where finite
 differences are meaningless.
+
+Note [Derivatives at special points]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+At exact zeros, tiny values (whose squares underflow), subnormals and huge values, a rule
+that is right in exact arithmetic can be silently wrong in floating point, at first order or
+once it is differentiated again (nested reverse mode, forward over reverse and Taylor mode
+differentiate the rule's own formula). The rules avoid four traps:
+
+* terms growing like ``1/x^k`` that cancel: ``i1' = i0 - i1/x`` differentiates to
+  ``i1/x^2 - i1'/x``, noise of 1e154 at ``x = 1e-170``. Identities exact at 0 instead:
+  ``i1' = (i0 + I_2)/2``, ``j1' = (j0 - J_2)/2`` (special.py).
+* intermediate powers that over- or underflow: ``hypot``'s ``x / out`` differentiates to
+  ``1/out^2`` terms (``inf - inf`` at ``1e-170``), ``atan2``'s ``x / (x^2 + y^2)`` underflows
+  to ``x / 0``. These rules compute in units of a power of two ``s`` near the inputs
+  (:func:`_inverse_scale`, from the values alone: a constant for every derivative, and
+  scaling by it is exact): every intermediate is of order one and only the factors ``1/s^k``
+  applied last carry the scale, overflowing only where the derivative itself does. (Nested
+  forward mode still carries ``1/s`` in its tangents from the start: its third derivative can
+  meet ``inf - inf`` where the terms of ``1/x^2`` overflow.)
+* a quotient inside a logarithm: ``log(x / y)`` differentiates through ``x / y^2`` and
+  underflows, and is ``-inf`` where ``x / y`` underflows though ``log x - log y`` is finite
+  (``kl_div``, ``rel_entr``).
+* a value absorbed by a larger one: ``logaddexp``'s ``exp(x - out)`` is 1 at ``x = y =
+  1e150`` (``out = x + log 2`` rounds to ``x``); ``sigmoid(x - y)`` is 1/2.
+
+tests/test_rules_at_special_points.py sweeps every differentiable op of the registry at these
+points against finite differences in rescaled coordinates; an op that cannot be right there
+declares ``notes["special_points"]`` with the reason.
 """
 
 from __future__ import annotations
@@ -192,7 +220,10 @@ def floor_divide(B, x, y):
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0), (0.5, 2.0),
                                                valid=_off_integer_quotients),
-       inplace_method="remainder_")
+       inplace_method="remainder_",
+       notes={"jumps": "remainder(x, y) jumps where x / y crosses an integer: its derivatives "
+                       "(1 and -floor(x / y)) hold between the jumps, which finite "
+                       "differences straddle at extreme points (fmod(x, 5e-324))"})
 def remainder(B, x, y):
     """Elementwise remainder of ``x / y`` with the sign of ``y`` (Python's ``%``), i.e.
     ``x - floor(x / y) * y``.
@@ -251,6 +282,16 @@ positive.defidentity(keeps_identity(lambda F, s: s))
 
 
 # ------------------------------------------------------------------------- pow and friends
+_HUGE_EXPONENT = 2.0 ** 53  # from here on y - 1 rounds to y: every float is an even integer
+
+
+def _odd_power(F, x, y):
+    """``x ** (y - 1)`` for ``|y| >= 2**53``, where ``y - 1`` rounds to the even ``y``: the
+    odd power has the sign of ``x`` (``(-1) ** (1e150 - 1)`` is -1; ``|x| ** (y - 1)`` and
+    ``|x| ** y`` agree to rounding or are both 0 or inf there)."""
+    return F.where(x < 0, -1.0, 1.0) * F.abs(x) ** y
+
+
 def _pow_vjp_x(F, g, out, x, y):
     # d x**y / dx = y * x**(y - 1); 0 where y == 0 (as PyTorch), without evaluating 0 * inf
     if isinstance(y, (int, float)):
@@ -258,9 +299,14 @@ def _pow_vjp_x(F, g, out, x, y):
             return F.zeros_like(g)
         if y == 1:
             return g
+        if y >= _HUGE_EXPONENT or y <= -_HUGE_EXPONENT:
+            return g * (y * _odd_power(F, x, y))
         # y == 2 is the common square: 2 * x, not a second power (W6's Hessian has nine)
         return g * F.conj(y * (x if y == 2 else x ** (y - 1)))
-    return g * F.conj(y * x ** F.where(y == 0, 1.0, y - 1))
+    p = x ** F.where(y == 0, 1.0, y - 1)
+    if not F.iscomplexobj(y):
+        p = F.where(F.abs(y) >= _HUGE_EXPONENT, _odd_power(F, x, y), p)
+    return g * F.conj(y * p)
 
 
 def _pow_vjp_y(F, g, out, x, y):
@@ -679,10 +725,6 @@ log10.defvjp(lambda F, g, out, x: g / F.conj(x * _LN10))
 log10.defjvp_from_vjp()
 
 
-def _logaddexp_rule(F, g, out, x, y):
-    return g * F.exp(x - out)
-
-
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-3.0, 3.0)))
 def logaddexp(B, x, y):
     """Elementwise ``log(exp(x) + exp(y))``, computed without overflow.
@@ -696,9 +738,10 @@ def logaddexp(B, x, y):
     return B.logaddexp(x, y)
 
 
-# d/dx = exp(x) / (exp(x) + exp(y)) = exp(x - out)
-logaddexp.defvjp(lambda F, g, out, x, y: g * F.exp(x - out),
-                 lambda F, g, out, x, y: g * F.exp(y - out))
+# d/dx = exp(x) / (exp(x) + exp(y)) = sigmoid(x - y), not exp(x - out): at x = y = 1e150,
+# out = x + log 2 rounds to x (Note [Derivatives at special points])
+logaddexp.defvjp(lambda F, g, out, x, y: g * F.sigmoid(x - y),
+                 lambda F, g, out, x, y: g * F.sigmoid(y - x))
 logaddexp.defjvp_from_vjp()
 
 
@@ -827,9 +870,33 @@ atan.defvjp(lambda F, g, out, x: g / F.conj(1 + F.square(x)))
 atan.defjvp_from_vjp()
 
 
-def _atan2_denominator(F, y, x):
-    r2 = x * x + y * y
-    return F.where(r2 == 0, 1.0, r2)  # the gradient at the origin is 0, as PyTorch
+def _stop(x):
+    """``x`` as a constant: no derivative flows through it (raw arrays are constants)."""
+    return x.detach() if isinstance(x, Tensor) else x
+
+
+def _inverse_scale(F, *xs):
+    """``1 / s`` for the power of two ``s`` with ``s <= max |x| < 2 s`` (1 where every ``x``
+    is 0 or one is not finite; ``s`` kept within the normal range, so ``1 / s`` is finite),
+    from the values alone: a constant for every derivative, and multiplying by it is exact
+    (Note [Derivatives at special points])."""
+    m = None
+    for x in xs:
+        a = F.abs(_stop(x))
+        m = a if m is None else F.maximum(m, a)
+    e = F.floor(F.log2(F.where(F.isfinite(m) & (m > 0), m, 1.0)))
+    return F.exp2(-F.clip(e, -1022.0, 1023.0))
+
+
+def _atan2_grad(F, g, y, x, wrt_y):
+    # x / (x^2 + y^2) (for y; -y / ... for x) in units of s ~ hypot(x, y): X / (X^2 + Y^2) / s
+    # with X = x / s, Y = y / s of order one, so nothing under- or overflows but the final
+    # 1 / s, and the derivatives of the inner quotient add up at X and Y before it (Note
+    # [Derivatives at special points]); 0 at the origin, as PyTorch
+    inv = _inverse_scale(F, x, y)
+    X, Y = x * inv, y * inv
+    r2 = X * X + Y * Y
+    return g * ((X if wrt_y else -Y) / F.where(r2 == 0, 1.0, r2)) * inv
 
 
 def _atan2_valid(y, x, **kw):
@@ -857,8 +924,8 @@ def atan2(B, y, x):
     return B.arctan2(y, x)
 
 
-atan2.defvjp(lambda F, g, out, y, x: g * x / _atan2_denominator(F, y, x),
-             lambda F, g, out, y, x: -g * y / _atan2_denominator(F, y, x))
+atan2.defvjp(lambda F, g, out, y, x: _atan2_grad(F, g, y, x, True),
+             lambda F, g, out, y, x: _atan2_grad(F, g, y, x, False))
 atan2.defjvp_from_vjp()
 
 
@@ -931,7 +998,15 @@ def asinh(B, x):
     return B.arcsinh(x)
 
 
-asinh.defvjp(lambda F, g, out, x: g / F.conj(F.sqrt(1 + F.square(x))))
+def _asinh_grad(F, g, x):
+    # 1 / hypot(x, 1) for real x: sqrt(1 + x^2) overflows beyond 1e154 and its derivative's
+    # (1 + x^2)^(3/2) beyond 1e103 (Note [Derivatives at special points])
+    if F.iscomplexobj(x) or F.iscomplexobj(g):
+        return g / F.conj(F.sqrt(1 + F.square(x)))
+    return g / F.hypot(x, 1.0)
+
+
+asinh.defvjp(lambda F, g, out, x: _asinh_grad(F, g, x))
 asinh.defjvp_from_vjp()
 
 
@@ -1105,8 +1180,14 @@ minimum.defjvp_from_vjp()
 minimum.defsparsity("extremum")
 
 
-def _hypot_denominator(F, out):
-    return F.where(out == 0, 1.0, out)  # the gradient at the origin is 0
+def _hypot_grad(F, g, x, y, wrt_x):
+    # x / hypot(x, y) in units of s ~ max(|x|, |y|): X / hypot(X, Y) with X = x / s, Y = y / s
+    # of order one (not x / out, whose derivatives have 1 / out^2 terms, inf - inf at out =
+    # 1e-170; Note [Derivatives at special points]); 0 at the origin
+    inv = _inverse_scale(F, x, y)
+    X, Y = x * inv, y * inv
+    h = F.hypot(X, Y)
+    return g * ((X if wrt_x else Y) / F.where(h == 0, 1.0, h))
 
 
 def _hypot_valid(x, y, **kw):
@@ -1131,8 +1212,8 @@ def hypot(B, x, y):
     return B.hypot(x, y)
 
 
-hypot.defvjp(lambda F, g, out, x, y: g * x / _hypot_denominator(F, out),
-             lambda F, g, out, x, y: g * y / _hypot_denominator(F, out))
+hypot.defvjp(lambda F, g, out, x, y: _hypot_grad(F, g, x, y, True),
+             lambda F, g, out, x, y: _hypot_grad(F, g, x, y, False))
 hypot.defjvp_from_vjp()
 
 
@@ -1158,8 +1239,10 @@ def copysign(B, x, y):
     return B.copysign(x, y)
 
 
-# out / x is +-1 (and out = +-0 where x = 0, so out / 1 gives the 0 there)
-copysign.defvjp(lambda F, g, out, x, y: g * (out / F.where(x == 0, 1.0, x)),
+# sign(x) sign(out): +-1, and 0 where x = 0, as PyTorch's out / x; piecewise constant, so
+# its own derivatives are exactly zero (out / x differentiates to out / x^2 - 1 / x: nan at
+# 1e-170; Note [Derivatives at special points])
+copysign.defvjp(lambda F, g, out, x, y: g * (F.sign(x) * F.sign(out)),
                 lambda F, g, out, x, y: F.zeros_like(g))
 copysign.defjvp_from_vjp()
 copysign.defsparsity("elementwise:0")  # (no derivative in y)

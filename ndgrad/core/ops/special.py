@@ -34,14 +34,14 @@ under differentiation in ``x`` and ``q`` (Note [Derivatives of zeta in x]).
 
 Note [Removable singularities]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-``i1' = i0 - i1 / x``, ``j1' = j0 - j1 / x`` and ``i1e'`` divide by ``x``; at ``x = 0`` the
-limit (1/2) is taken with ``where`` and a safe denominator, so no ``0/0`` is formed (its
-gradient would be NaN even where ``where`` discards it). The derivative itself is 1/2 there
-exactly, by a second ``where``: ``i0(0) - 1/2`` is 1/2 only where ``i0(0)`` is exactly 1,
-which a GPU's ``i0`` is not (it gives 0.4999999999999998). The functions are odd, so the second
-derivative at 0 is 0, which is what the constant branch gives. ``sinc'`` has the same
-problem with a nonzero second derivative at 0 (``-pi^2/3``): near 0 it is evaluated as its
-Taylor polynomial (through ``x^7``), whose derivatives are right at 0 too.
+``i1' = i0 - i1 / x``, ``j1' = j0 - j1 / x`` and ``i1e'`` divide by ``x``. Taking the limit
+at ``x = 0`` with a ``where`` is right at 0 only: near 0 the differentiated rule has terms
+of ``1/x^2`` that cancel, noise of 1e154 at ``x = 1e-170`` (and of 1e-6 already at
+``1e-5``) in the second derivative. The rules use the recurrences instead, exact at 0 and with
+no division: ``i1' = (i0 + I_2) / 2``, ``j1' = (j0 - J_2) / 2``, ``i1e' = (i0e + ive(2, x)) / 2 -
+sign(x) i1e``, whose own derivatives are further recurrences (``ive``, ``jv``). ``sinc'`` has
+the same problem with a nonzero second derivative at 0 (``-pi^2/3``): near 0 it is evaluated
+as its Taylor polynomial (through ``x^7``), whose derivatives are right at 0 too.
 """
 
 from __future__ import annotations
@@ -80,16 +80,33 @@ def _real_only(name, *xs, why=None):
                             "real tensor, e.g. x.real")
 
 
-def _over_x(F, y, x, limit):
-    """``y / x`` with its limit at ``x = 0`` (Note [Removable singularities])."""
-    zero = x == 0
-    return F.where(zero, limit, y / F.where(zero, 1.0, x))
+# Note [Large arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Some derivatives are a small difference of two nearly equal values for large x:
+# ``i0e' = i1e - sign(x) i0e`` is about ``-i0e / (2 x)``, ``i1e'`` and ``erfcx'`` likewise, so
+# the difference loses ``log10(x)`` digits and is 0 (or twice the truth) at 1e150. Beyond
+# ``|x| = 1e6`` (``x = 1e3`` for erfcx) the rules use the first terms of the asymptotic series
+# of the derivative, whose next term is below double precision there; those series are
+# differentiated like any formula (tests/test_rules_at_special_points.py).
+_ASYMPTOTIC = 1e3      # erfcx: the next term, 105/8 x^-8, is 1e-18 of the first
+_ASYMPTOTIC_BESSEL = 1e6  # i0e, i1e: the next term is x^-3 = 1e-18 of the first
+# (2 pi |x|)^(-1/2) (c1 / |x| + c2 / x^2 + c3 / |x|^3): the derivatives of i0e (times
+# -sign(x), for x != 0) and of i1e for large |x|, from I_v(x) e^-x ~ (2 pi x)^(-1/2)
+# sum_k (-1)^k a_k(v) / x^k
+_I0E_PRIME = (0.5, 3 / 16, 45 / 256)
+_I1E_PRIME = (-0.5, 9 / 16, 75 / 256)
 
 
-def _half_at_zero(F, x, d):
-    """The derivative ``d`` of i1, i1e or j1, exactly 1/2 at ``x = 0`` (Note [Removable
-    singularities])."""
-    return F.where(x == 0, 0.5, d)
+def _large_x(F, x, exact, coefficients, odd):
+    """``exact(x)`` for ``|x| <= 1e6``, the asymptotic series of the derivative beyond (Note
+    [Large arguments]; ``exact`` is evaluated at 1 there: SciPy's ``ive`` is nan beyond
+    1e10); ``odd``: the derivative is odd in x (the series is for x > 0)."""
+    a = F.abs(x)
+    big = a > _ASYMPTOTIC_BESSEL
+    u = 1 / F.where(big, a, 2 * _ASYMPTOTIC_BESSEL)
+    c1, c2, c3 = coefficients
+    series = F.sqrt(u / (2 * _PI)) * u * (c1 + u * (c2 + u * c3))
+    return F.where(big, -F.sign(x) * series if odd else series, exact(F.where(big, 1.0, x)))
 
 
 def _not_differentiable(name, arg, other, detail):
@@ -172,7 +189,19 @@ def erfcx(B, x):
     return B.special.erfcx(x)
 
 
-erfcx.defvjp(lambda F, g, out, x: g * F.conj(2 * x * out - _TWO_SQRT_PI))
+def _erfcx_grad(F, g, out, x):
+    d = 2 * x * out - _TWO_SQRT_PI
+    if F.iscomplexobj(x) or F.iscomplexobj(g):
+        return g * F.conj(d)
+    # for x > 1e3, 2 x erfcx(x) - 2/sqrt(pi) cancels (all digits lost by 1e8); its asymptotic
+    # series -(1/sqrt(pi)) (x^-2 - 3/2 x^-4 + 15/4 x^-6) instead (Note [Large arguments])
+    big = x > _ASYMPTOTIC
+    u = 1 / F.where(big, x, 2 * _ASYMPTOTIC) ** 2
+    series = -(1 / math.sqrt(math.pi)) * u * (1 - u * (1.5 - 3.75 * u))
+    return g * F.where(big, series, d)
+
+
+erfcx.defvjp(_erfcx_grad)
 erfcx.defjvp_from_vjp()
 
 
@@ -300,7 +329,10 @@ def _log_ndtr_derivative(F, x, out):
     left = x < _LOG_NDTR_SPLIT
     xl = F.where(left, x, 0.0)
     tail = _SQRT_2_PI / F.special.erfcx(xl * -_SQRT_HALF)
-    return F.where(left, tail, F.exp(-0.5 * x * x - out) / _SQRT_2PI)
+    # (and the exp branch a safe one left of it: exp(-x^2/2 - out) overflows to inf there,
+    # and inf times the zero the where gives it is nan in a second derivative)
+    xr = F.where(left, 0.0, x)
+    return F.where(left, tail, F.exp(-0.5 * xr * xr - F.where(left, 0.0, out)) / _SQRT_2PI)
 
 
 log_ndtr.defvjp(lambda F, g, out, x: g * _log_ndtr_derivative(F, x, out))
@@ -522,9 +554,15 @@ multigammaln.defjvp_from_vjp()
 
 
 _POSITIVE2 = Domain((0.3, 3.0))
+# (read by tests/test_rules_at_special_points.py, Note [Derivatives at special points])
+_BETA_POLES = {"special_points": (
+    "where a, b or a + b is a non-positive integer, SciPy's beta is the finite limit of a "
+    "ratio of poles of Gamma (beta(-30, 1) = -1/30) while the rule's digamma(a) - "
+    "digamma(a + b) is nan there; and for a >> b (1e150 and 0.5) that difference, -b/a, "
+    "cancels to 0")}
 
 
-@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2)
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2, notes=_BETA_POLES)
 def beta(B, a, b):
     """Beta function ``gamma(a) gamma(b) / gamma(a + b)``, elementwise, broadcasting.
 
@@ -552,7 +590,7 @@ beta.defvjp(lambda F, g, out, a, b: g * (out * (F.special.digamma(a)
 beta.defjvp_from_vjp()
 
 
-@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2)
+@defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=_POSITIVE2, notes=_BETA_POLES)
 def betaln(B, a, b):
     """Logarithm of the absolute value of the beta function, elementwise, broadcasting.
 
@@ -1033,6 +1071,17 @@ log_expit.defjvp_from_vjp()
 
 
 # ------------------------------------------------------------------------- x log y
+def _kept_ratio(F, x, y, keep):
+    """``x / y`` where ``keep``, else 0, with no ``0 / 0`` formed where it is not kept (its
+    derivative would be nan even where ``where`` discards it)."""
+    return F.where(keep, x / F.where(keep, y, 1.0), 0.0)
+
+
+def _ratio(F, x, y):
+    """``x / y``, and 0 at ``x = y = 0`` (not ``0 / 0``)."""
+    return _kept_ratio(F, x, y, F.logical_or(x != 0, y != 0))
+
+
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((-2.0, 2.0), (0.2, 3.0)))
 def xlogy(B, x, y):
     """``x * log(y)``, with ``0`` where ``x == 0`` (even where ``y == 0``), broadcasting.
@@ -1065,9 +1114,11 @@ def xlogy(B, x, y):
 # d/dx = log(y), and 0 where x == 0 and y <= 0: PyTorch's rule (derivatives.yaml, Note
 # [Gradient formula for xlogy at x = 0, y <= 0]), written xlogy(keep, y) (xlogy(0, y) = 0
 # for every y, without a warning)
+# and d/dy = x / y, 0 where x == 0 and y <= 0 too (the function is 0 along y there; x / y
+# was 0 / 0 = nan at y = 0), consistent with the x rule's derivative in y
 xlogy.defvjp(lambda F, g, out, x, y:
              g * F.special.xlogy(F.logical_or(x != 0, y > 0), y),
-             lambda F, g, out, x, y: g * (x / y))
+             lambda F, g, out, x, y: g * _kept_ratio(F, x, y, F.logical_or(x != 0, y > 0)))
 xlogy.defjvp_from_vjp()
 
 
@@ -1101,7 +1152,7 @@ def xlog1py(B, x, y):
 # d/dx = log1p(y), and 0 where x == 0 and y <= -1 (PyTorch's rule, as xlogy's)
 xlog1py.defvjp(lambda F, g, out, x, y:
                g * F.special.xlog1py(F.logical_or(x != 0, y > -1), y),
-               lambda F, g, out, x, y: g * (x / (1 + y)))
+               lambda F, g, out, x, y: g * _kept_ratio(F, x, 1 + y, F.logical_or(x != 0, y > -1)))
 xlog1py.defjvp_from_vjp()
 
 
@@ -1152,8 +1203,11 @@ def rel_entr(B, x, y):
     return B.special.rel_entr(x, y)
 
 
-rel_entr.defvjp(lambda F, g, out, x, y: g * (F.log(x / y) + 1),
-                lambda F, g, out, x, y: -g * (x / y))
+# log x - log y, not log(x / y): x / y underflows (-inf at x = 1e-300, y = 1e150) and its
+# derivatives go through x / y^2 (Note [Derivatives at special points] in elementwise.py);
+# x / y is 0 at x = y = 0 (the function is 0, or y, along y there)
+rel_entr.defvjp(lambda F, g, out, x, y: g * (F.log(x) - F.log(y) + 1),
+                lambda F, g, out, x, y: -g * _ratio(F, x, y))
 rel_entr.defjvp_from_vjp()
 
 
@@ -1178,8 +1232,8 @@ def kl_div(B, x, y):
     return B.special.kl_div(x, y)
 
 
-kl_div.defvjp(lambda F, g, out, x, y: g * F.log(x / y),
-              lambda F, g, out, x, y: g * (1 - x / y))
+kl_div.defvjp(lambda F, g, out, x, y: g * (F.log(x) - F.log(y)),
+              lambda F, g, out, x, y: g * (1 - _ratio(F, x, y)))
 kl_div.defjvp_from_vjp()
 
 
@@ -1228,8 +1282,16 @@ def i1(B, x):
     return B.special.i1(x)
 
 
-i1.defvjp(lambda F, g, out, x: g * _half_at_zero(
-    F, x, F.special.i0(x) - _over_x(F, out, x, 0.5)))
+# i1' = (i0 + I_2) / 2 (I_2 = ive(2, x) e^|x|): exact at 0 and with no 1/x to cancel (Note
+# [Removable singularities]); beyond |x| = 1e3 it overflows either way (SciPy's ive is nan
+# beyond 1e10: clipped). i0 is anchored at its exact value at 0, 1 (a GPU's i0(0) is one ulp
+# below: 1 - i0(0) is a constant, 0 on the CPU)
+def _i1_grad(F, g, x):
+    i0 = F.special.i0(x) + (1 - F.special.i0(F.zeros_like(x)))
+    return g * (0.5 * (i0 + F.special.ive(2, F.clip(x, -1e3, 1e3)) * F.exp(F.abs(x))))
+
+
+i1.defvjp(lambda F, g, out, x: _i1_grad(F, g, x))
 i1.defjvp_from_vjp()
 
 
@@ -1255,7 +1317,8 @@ def i0e(B, x):
     return B.special.i0e(x)
 
 
-i0e.defvjp(lambda F, g, out, x: g * (F.special.i1e(x) - F.sign(x) * out))
+i0e.defvjp(lambda F, g, out, x: g * _large_x(
+    F, x, lambda t: F.special.i1e(t) - F.sign(t) * F.special.i0e(t), _I0E_PRIME, odd=True))
 i0e.defjvp_from_vjp()
 
 
@@ -1280,8 +1343,10 @@ def i1e(B, x):
     return B.special.i1e(x)
 
 
-i1e.defvjp(lambda F, g, out, x: g * _half_at_zero(
-    F, x, F.special.i0e(x) - F.sign(x) * out - _over_x(F, out, x, 0.5)))
+# i1e' = (i0e + ive(2, x)) / 2 - sign(x) i1e (Note [Removable singularities])
+i1e.defvjp(lambda F, g, out, x: g * _large_x(
+    F, x, lambda t: 0.5 * (F.special.i0e(t) + F.special.ive(2, t)) - F.sign(t) * F.special.i1e(t),
+    _I1E_PRIME, odd=False))
 i1e.defjvp_from_vjp()
 
 
@@ -1329,8 +1394,8 @@ def j1(B, x):
     return B.special.j1(x)
 
 
-j1.defvjp(lambda F, g, out, x: g * _half_at_zero(
-    F, x, F.special.j0(x) - _over_x(F, out, x, 0.5)))
+# j1' = (j0 - J_2) / 2 (Note [Removable singularities])
+j1.defvjp(lambda F, g, out, x: g * (0.5 * (F.special.j0(x) - F.special.jv(2, x))))
 j1.defjvp_from_vjp()
 
 

@@ -42,8 +42,6 @@ import math
 from .registry import ELEMENTWISE, Domain, defop
 from .special import _not_differentiable, _real_only
 
-_PI_8 = math.pi / 8
-
 
 # ------------------------------------------------------------------------- samplers
 def _param(d, shape, low, high, integer=False):
@@ -82,10 +80,18 @@ _SHAPE_NOTES = {"partial": "the sampler draws the shapes a and b as integers or 
 
 
 def _beta_density(F, a, b, x):
-    # x^(a-1) (1-x)^(b-1) / B(a, b), by logs; xlogy / xlog1py keep a = 1 or b = 1 finite at
-    # the end points
-    return F.exp(F.special.xlogy(a - 1, x) + F.special.xlog1py(b - 1, -x)
-                 - F.special.betaln(a, b))
+    # x^(a-1) (1-x)^(b-1) / B(a, b), by logs inside (0, 1) (the powers and 1 / B(a, b) may
+    # under- or overflow apart), and as powers at the end points x = 0, 1: there the log
+    # form's derivative is exp(-inf) (a - 1) / 0, nan, where the density's is
+    # (a - 1) 0^(a - 2), 0 for a > 2 (Note [Derivatives at special points] in elementwise.py).
+    # Each branch gets a safe x where the other is taken.
+    edge = F.logical_or(x == 0, x == 1)
+    xi = F.where(edge, 0.5, x)
+    inner = F.exp(F.special.xlogy(a - 1, xi) + F.special.xlog1py(b - 1, -xi)
+                  - F.special.betaln(a, b))
+    xe = F.where(edge, x, 0.5)
+    at_edge = F.pow(xe, a - 1) * F.pow(1 - xe, b - 1) * F.exp(-F.special.betaln(a, b))
+    return F.where(edge, at_edge, inner)
 
 
 @defop(kind=ELEMENTWISE, nin=3, namespace="special",
@@ -172,7 +178,11 @@ _ORDER_NOTES = _notes("the orders v")
 
 
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.0, 3.0), (0.3, 6.0)),
-       sample=_sample_params([(-1.0, 3.0)], (0.3, 6.0)), notes=_ORDER_NOTES)
+       sample=_sample_params([(-1.0, 3.0)], (0.3, 6.0)),
+       notes={**_ORDER_NOTES, "special_points": (
+           "SciPy's jv is 0 at fractional orders for z near the smallest normal "
+           "(jv(0.55, 2.2e-308) = 0, in truth 1e-169): the forward, not the rule, is wrong "
+           "there, and finite differences of it with it")})
 def jv(B, v, z):
     """Bessel function of the first kind of real order ``v``, ``J_v(z)``, elementwise.
 
@@ -232,7 +242,12 @@ yv.defjvp_from_vjp()
 
 
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.0, 3.0), (0.2, 5.0)),
-       sample=_sample_params([(-1.0, 3.0)], (0.2, 5.0)), notes=_ORDER_NOTES)
+       sample=_sample_params([(-1.0, 3.0)], (0.2, 5.0)),
+       notes={**_ORDER_NOTES, "special_points": (
+           "SciPy's ive is nan at negative fractional orders for z = 0 and z below about "
+           "1e-300 (ive(-0.45, 0) is +inf in truth), and the derivative's recurrence "
+           "ive(v - 1, z) reaches them: the second derivative at 0 of ive(1.55, z) is nan, "
+           "not +inf")})
 def ive(B, v, z):
     """Exponentially scaled modified Bessel function of the first kind,
     ``ive(v, z) = I_v(z) e^-|z|`` (real ``z``), elementwise: no overflow for large ``z``.
@@ -259,8 +274,16 @@ def ive(B, v, z):
     return B.special.ive(v, z)
 
 
-ive.defvjp(_nd("ive", "v", "z"), lambda F, g, out, v, z: g * (
-    0.5 * (F.special.ive(v - 1, z) + F.special.ive(v + 1, z)) - F.sign(z) * out))
+def _ive_dz(F, v, z):
+    # the e^-|z| factor's -sign(z) ive(v, z), written with a z that is not 0: at 0 its own
+    # derivative is sign(0) ive'(v, 0) = 0 * inf for 0 < v < 1 (nan, where the second
+    # derivative is +inf)
+    zs = F.where(z == 0, 1.0, z)
+    kink = F.where(z == 0, 0.0, F.sign(zs) * F.special.ive(v, zs))
+    return 0.5 * (F.special.ive(v - 1, z) + F.special.ive(v + 1, z)) - kink
+
+
+ive.defvjp(_nd("ive", "v", "z"), lambda F, g, out, v, z: g * _ive_dz(F, v, z))
 ive.defjvp_from_vjp()
 
 
@@ -314,8 +337,11 @@ def _is_int_like(B, n):
 
 def _expn_dx(F, out, n, x):
     # expn(n, x)' = -expn(n-1, x); expn(0, x) = e^-x / x, whose derivative is
-    # -expn(0, x) (1 + 1/x). |n - 1| keeps the unused branch's order valid (no NaN to mask).
-    return F.where(n == 0, -out * (1 + 1 / x), -F.special.expn(abs(n - 1), x))
+    # -expn(0, x) (1 + 1/x). |n - 1| keeps the unused branch's order valid (no NaN to mask),
+    # and the unused 1/x a safe x (its derivative, times the zero the where gives it, is nan
+    # at x = 0 in a second derivative)
+    xs = F.where(n == 0, x, 1.0)
+    return F.where(n == 0, -out * (1 + 1 / xs), -F.special.expn(abs(n - 1), x))
 
 
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.0, 4.0), (0.2, 4.0)),
@@ -400,10 +426,25 @@ lambertw.defjvp_from_vjp()
 
 
 # ------------------------------------------------------------------------- elliptic integrals
-def _over_2m(F, num, m, limit):
-    """``num / (2 m)`` with its limit at ``m = 0``."""
-    zero = m == 0
-    return F.where(zero, limit, num / (2 * F.where(zero, 1.0, m)))
+# Near m = 0, dK/dm and dE/dm are 0/0 forms whose differentiated closed forms cancel terms
+# of 1/m^2 (nan at 5e-324, 1e300 at 1e-300, and 0 instead of K''(0) from a where taking the
+# limit; Note [Removable singularities] in special.py): below |m| = 1e-2 their Taylor
+# polynomials, K(m) = pi/2 sum_n c_n m^n and E(m) = pi/2 sum_n c_n m^n / (1 - 2n) with
+# c_n = (C(2n, n) / 4^n)^2, differentiated term by term through m^7 (next term below 1e-16).
+_ELLIP_SMALL = 1e-2
+_ELLIPK_D = [math.pi / 2 * n * (math.comb(2 * n, n) / 4 ** n) ** 2 for n in range(1, 9)]
+_ELLIPE_D = [c / (1 - 2 * n) for n, c in enumerate(_ELLIPK_D, 1)]
+
+
+def _near_zero(F, m, closed, coefficients):
+    """``closed(m)`` for ``|m| >= 1e-2`` (evaluated at 1/2 below), the polynomial
+    ``sum_j coefficients[j] m^j`` below."""
+    small = F.abs(m) < _ELLIP_SMALL
+    ms = F.where(small, m, 0.0)  # (m^7 overflows at 1e150: inf times the where's zero)
+    poly = coefficients[-1]
+    for c in reversed(coefficients[:-1]):
+        poly = c + ms * poly
+    return F.where(small, poly, closed(F.where(small, 0.5, m)))
 
 
 @defop(kind=ELEMENTWISE, namespace="special", domain=Domain((-1.0, 0.9)))
@@ -427,8 +468,9 @@ def ellipk(B, m):
     return B.special.ellipk(m)
 
 
-ellipk.defvjp(lambda F, g, out, m: g * _over_2m(
-    F, (F.special.ellipe(m) - (1 - m) * out) / (1 - m), m, _PI_8))
+ellipk.defvjp(lambda F, g, out, m: g * _near_zero(
+    F, m, lambda t: (F.special.ellipe(t) - (1 - t) * F.special.ellipk(t)) / (2 * t * (1 - t)),
+    _ELLIPK_D))
 ellipk.defjvp_from_vjp()
 
 
@@ -453,7 +495,8 @@ def ellipe(B, m):
     return B.special.ellipe(m)
 
 
-ellipe.defvjp(lambda F, g, out, m: g * _over_2m(F, out - F.special.ellipk(m), m, -_PI_8))
+ellipe.defvjp(lambda F, g, out, m: g * _near_zero(
+    F, m, lambda t: (F.special.ellipe(t) - F.special.ellipk(t)) / (2 * t), _ELLIPE_D))
 ellipe.defjvp_from_vjp()
 
 
@@ -533,7 +576,8 @@ def spence(B, z):
     """Spence's function (SciPy's convention), ``spence(z) = integral_1^z log(t) / (1 - t)
     dt``, elementwise, for real ``z >= 0``.
 
-    ``d/dz spence(z) = log(z) / (1 - z)`` (``-1`` at ``z = 1``). Real only.
+    ``d/dz spence(z) = log(z) / (1 - z)`` (``-1`` at ``z = 1``; near 1 its Taylor
+    polynomial, so higher derivatives are right there too). Real only.
 
     Examples
     --------
@@ -549,10 +593,21 @@ def spence(B, z):
     return B.special.spence(z)
 
 
+_SPENCE_SMALL = 1e-2
+_SPENCE_D = [-1.0 / (k + 1) for k in range(8)]
+
+
 def _spence_dz(F, z):
-    one = z == 1
-    zs = F.where(one, 2.0, z)
-    return F.where(one, -1.0, F.log(zs) / (1 - zs))
+    # log(z) / (1 - z) = log(1 - w) / w = -(1 + w/2 + w^2/3 + ...) with w = 1 - z: its Taylor
+    # polynomial through w^7 for |w| < 1e-2 (a where taking the limit -1 at z = 1 alone left
+    # the second derivative 0 there, and the closed form's derivatives cancel 1/w^2 terms)
+    near = F.abs(1 - z) < _SPENCE_SMALL
+    w = F.where(near, 1 - z, 0.0)  # (w^7 overflows at 1e150: inf times the where's zero)
+    poly = _SPENCE_D[-1]
+    for c in reversed(_SPENCE_D[:-1]):
+        poly = c + w * poly
+    zs = F.where(near, 2.0, z)
+    return F.where(near, poly, F.log(zs) / (1 - zs))
 
 
 spence.defvjp(lambda F, g, out, z: g * _spence_dz(F, z))
@@ -584,8 +639,14 @@ def owens_t(B, h, a):
     return B.special.owens_t(h, a)
 
 
+def _owens_exponent(F, h, a):
+    # -h^2 (1 + a^2) / 2, kept above -1000 (its exp is 0 either way): at h = a = 1e150 it is
+    # -inf, and its tangent inf times exp(-inf) = 0 is nan in forward mode
+    return F.maximum(-0.5 * h * h * (1 + a * a), -1e3)
+
+
 owens_t.defvjp(
     lambda F, g, out, h, a: g * (-F.exp(-0.5 * h * h) / math.sqrt(8 * math.pi)
                                  * F.special.erf(a * h / math.sqrt(2.0))),
-    lambda F, g, out, h, a: g * F.exp(-0.5 * h * h * (1 + a * a)) / (2 * math.pi * (1 + a * a)))
+    lambda F, g, out, h, a: g * F.exp(_owens_exponent(F, h, a)) / (2 * math.pi * (1 + a * a)))
 owens_t.defjvp_from_vjp()

@@ -1,0 +1,572 @@
+"""Derivative rules at special points (Note [Derivatives at special points] in
+ndgrad/core/ops/elementwise.py).
+
+The sweep: every differentiable elementwise op of the registry (registered or composite), each
+floating input through exact zero, subnormals, the smallest normal, tiny values (whose squares
+underflow), small ones, flat tails and huge values, with the other inputs at every such point
+too; its first and second derivatives by nested reverse mode, nested forward mode and the
+first-order vjp against central differences of the order below in rescaled coordinates
+(steps relative to the point), which also tell a finite derivative from an infinite one, a
+kink (a convention between the one-sided limits) and a jump (no derivative); where the
+differences at a point near 0 are only noise (a function flat on the scale of the point), the
+derivative at 0 with the same other inputs, give or take the point times the next derivative.
+An op that cannot be right there declares ``notes["special_points"]`` with the reason (the
+sweep then requires mismatches, so the declaration cannot go stale); an op whose value jumps
+(a piecewise-constant part, or ``notes["jumps"]``) is not swept: differences straddle its
+jumps at these points. The closed-form tests after it pin the reported cases, third
+derivatives included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndgrad as nd
+from ndgrad.core.ops.registry import ELEMENTWISE
+from ndgrad.func import jvp
+from registry_harness import ENTRIES, FLOAT, Sample, draw, entry
+
+TINY = float(np.finfo(np.float64).tiny)
+SUB = 5e-324
+EPS = float(np.finfo(np.float64).eps)
+# the special points: zero, subnormals, the smallest normal, tiny values (squares underflow),
+# small ones (where a rule's cancellation of 1/x^k terms shows), ordinary ones, flat tails and
+# huge values
+POINTS = (0.0, SUB, -SUB, TINY, -TINY, 1e-300, -1e-300, 1e-170, -1e-170, 1e-8, -1e-8, 0.5,
+          1.0, -1.0, 2.0, 30.0, -30.0, 1e150, -1e150)
+STEPS = (1e-4, 1e-3, 1e-2)  # relative to |x0|, absolute at 0
+ORDER = 2  # first and second derivatives (third orders: the closed-form tests below)
+NEAR_ZERO = 1e-6  # below: the derivative at 0 is a reference too (continuity)
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _offsets(x0, others):
+    """Per point, the 7 abscissae x0, x0 +- s for each step s, rescaled: s = h |x0|, and at
+    0, h times the smallest nonzero magnitude of the other inputs there (at most 1), so no
+    kink or jump of a partner's scale lies within the steps (``maximum(x, 5e-324)``)."""
+    at_zero = np.ones_like(x0)
+    for c in others:
+        a = np.abs(c)
+        at_zero = np.where((a > 0) & (a < at_zero), a, at_zero)
+    scale = np.where(x0 == 0, at_zero, np.abs(x0))
+    cols = [x0]
+    for h in STEPS:
+        cols += [x0 + h * scale, x0 - h * scale]
+    return np.stack(cols, axis=-1)
+
+
+def _reverse(f, xs, i, K):
+    """``[D0, ..., DK]``: f and its derivatives in input ``i`` by nested reverse mode
+    (elementwise: the gradient of the sum), and the first-order vjp (raw formulas)."""
+    x = xs[i].detach().requires_grad_()
+    args = list(xs)
+    args[i] = x
+    cur = f(*args)
+    out = [_np(cur)]
+    vjp1 = _np(nd.autograd.grad(cur.sum(), x, retain_graph=True)[0]) if cur.requires_grad \
+        else np.zeros(out[0].shape)
+    for _ in range(K):
+        g = None
+        if cur.requires_grad:
+            (g,) = nd.autograd.grad(cur.sum(), x, create_graph=True, allow_unused=True)
+        cur = nd.zeros_like(x) if g is None else g
+        out.append(_np(cur))
+    return out, vjp1
+
+
+def _forward(f, xs, i, K):
+    """``[D1, ..., DK]`` by nested forward mode (jvp of jvp)."""
+    def along(g):
+        def d(*a):
+            a = list(a)
+            return jvp(lambda t: g(*(a[:i] + [t] + a[i + 1:])), (a[i],),
+                       (nd.ones_like(a[i]),))[1]
+        return d
+    out, g = [], f
+    for _ in range(K):
+        g = along(g)
+        out.append(_np(g(*xs)))
+    return out
+
+
+def _diverges(r1, r2, r3, noise):
+    """One-sided differences at steps s1 < s2 < s3 that grow without converging, well above
+    their rounding noise: the derivative there is infinite, with their sign."""
+    return (np.sign(r1) == np.sign(r2)) & (np.sign(r2) == np.sign(r3)) & \
+        (np.abs(r1) > np.abs(r2)) & (np.abs(r2) > np.abs(r3)) & \
+        (np.abs(r1) > 1.5 * np.abs(r3)) & (np.abs(r1 - r2) > 0.5 * np.abs(r2 - r3)) & \
+        (np.abs(r1 - r3) > 1e3 * noise)
+
+
+def _converges(a1, a2, a3, noise, order):
+    """Differences at steps s1 < s2 < s3 (ratio 10) that converge as s^order does, or agree
+    to their rounding noise: ``a1`` is a reference, known to the returned uncertainty."""
+    d12, d23 = np.abs(a1 - a2), np.abs(a2 - a3)
+    slack = 10 * noise + 1e-13 * np.abs(a1)
+    ok = d12 <= 3 * 10.0 ** -order * d23 + slack
+    return ok, d12 + noise
+
+
+def _reference(x, D, size):
+    """From ``D`` (the derivative of the order below at the 7 abscissae of each point,
+    ``x``), whose rounding errors are about ``eps * size``, per point: (ref, unc, kind) with
+    kind 0 no reference, 1 a value ``ref`` known to ``unc``, 2 infinite with the sign of
+    ``ref``, 3 a kink (``ref``, ``unc`` the one-sided limits: a convention between them)."""
+    n = x.shape[0]
+    ref, unc, kind = np.zeros(n), np.full(n, np.inf), np.zeros(n, dtype=int)
+    d0 = D[:, 0]
+    s = [x[:, 1 + 2 * j] - x[:, 0] for j in range(3)]
+    m = [x[:, 0] - x[:, 2 + 2 * j] for j in range(3)]
+    with np.errstate(all="ignore"):
+        R = [(D[:, 1 + 2 * j] - d0) / s[j] for j in range(3)]
+        L = [(d0 - D[:, 2 + 2 * j]) / m[j] for j in range(3)]
+        C = [(D[:, 1 + 2 * j] - D[:, 2 + 2 * j]) / (s[j] + m[j]) for j in range(3)]
+        # rounding of the values, and the spacing of subnormals where they underflowed
+        noise = (64 * EPS * size + 4 * SUB) / np.minimum(s[0], m[0])
+        right = np.isfinite(R[0]) & np.isfinite(R[1]) & np.isfinite(R[2]) & (s[0] > 0)
+        left = np.isfinite(L[0]) & np.isfinite(L[1]) & np.isfinite(L[2]) & (m[0] > 0)
+        ok = np.isfinite(d0) & np.isfinite(noise)
+        # infinite: every defined side grows without converging, with one sign (and is not a
+        # jump: values that settle at a limit other than the point's, as 0 ** y at y = 0)
+        settles_r = np.abs(D[:, 1] - D[:, 3]) <= 1e-2 * np.abs(D[:, 1] - d0)
+        settles_l = np.abs(D[:, 2] - D[:, 4]) <= 1e-2 * np.abs(D[:, 2] - d0)
+        dr = _diverges(*R, noise) & right & ~settles_r
+        dl = _diverges(*L, noise) & left & ~settles_l
+        jumped = ok & ((_diverges(*R, noise) & right & settles_r) |
+                       (_diverges(*L, noise) & left & settles_l))
+        inf = ok & (dr | dl) & ~(right & ~dr) & ~(left & ~dl) & \
+            ~(dr & dl & (np.sign(R[0]) != np.sign(L[0])))
+        ref = np.where(inf, np.where(dr, np.sign(R[0]), np.sign(L[0])), ref)
+        unc = np.where(inf, np.maximum(np.where(dr, np.abs(R[0]), 0),
+                                       np.where(dl, np.abs(L[0]), 0)), unc)
+        kind = np.where(inf, 2, kind)
+        # a jump of the order below (a kink of the function): no derivative there
+        dr1, dr2 = D[:, 1] - d0, D[:, 3] - d0
+        dl1, dl2 = D[:, 2] - d0, D[:, 4] - d0
+        jump = ok & right & left & (np.abs(D[:, 1] - D[:, 2]) > 10 * (
+            np.abs(D[:, 1] - D[:, 3]) + np.abs(D[:, 2] - D[:, 4])) + 1e3 * noise * s[0]) & \
+            (np.abs(dr1) > 0.5 * np.abs(dr2)) & (np.abs(dl1) > 0.5 * np.abs(dl2))
+        jump = jump | jumped
+        inf = inf & ~jump
+        kind = np.where(jump, 0, kind)
+        both = ok & right & left & ~inf & ~jump
+        c_ok, c_unc = _converges(*C, noise, 2)
+        r_ok, r_unc = _converges(*R, noise, 1)
+        l_ok, l_unc = _converges(*L, noise, 1)
+        # a kink: each side converges, to different limits (central differences may not see
+        # it: |x| has C = 0 at every step)
+        kink = both & r_ok & l_ok & (np.abs(R[0] - L[0]) > 10 * (r_unc + l_unc))
+        smooth = both & c_ok & ~kink
+        ref = np.where(smooth, C[0], ref)
+        unc = np.where(smooth, c_unc, unc)
+        kind = np.where(smooth, 1, kind)
+        ref = np.where(kink, np.minimum(R[0], L[0]), ref)
+        unc = np.where(kink, np.maximum(R[0], L[0]), unc)
+        kind = np.where(kink, 3, kind)
+        # one side only (a domain end): one-sided, converging
+        for side, other, S_ok, S_unc, S in ((right, left, r_ok, r_unc, R),
+                                            (left, right, l_ok, l_unc, L)):
+            one = ok & side & ~other & ~inf & S_ok
+            ref = np.where(one, S[0], ref)
+            unc = np.where(one, S_unc, unc)
+            kind = np.where(one, 1, kind)
+    with np.errstate(all="ignore"):
+        change = np.abs(D[:, 5:] - d0[:, None])
+        change = np.max(np.where(np.isfinite(change), change, 0), axis=1)
+        visible = change > 1e3 * noise * s[0]
+    kind = np.where((kind == 1) & ~np.isfinite(unc), 0, kind)
+    return ref, unc, kind, visible
+
+
+def _agrees(got, ref, unc, kind, visible):
+    """Per point: whether ``got`` agrees with the reference (True where there is none).
+    Against a finite value: within its uncertainty if finite; never nan; infinite only where
+    the differences cannot see it (the order below does not visibly change over the steps,
+    as a function dominated by a constant, nor is the value known to 1e-3)."""
+    with np.errstate(all="ignore"):
+        tol = 10 * unc + 1e-6 * np.abs(ref)
+        finite = np.isfinite(got) & ((got == ref) | (np.abs(got - ref) <= tol))
+        hidden = np.isinf(got) & ~visible & ~(unc <= 1e-3 * np.abs(ref))
+        value = finite | hidden
+        # (or a finite one far steeper than every difference: a derivative of 1e150, as
+        # x ** 1e150's at 1, looks infinite to differences at these steps)
+        infinite = (np.sign(got) == ref) & (np.isinf(got) | (np.abs(got) >= 1e3 * unc))
+        between = (got >= ref - 1e-6 * np.abs(ref)) & (got <= unc + 1e-6 * np.abs(unc))
+    return np.where(kind == 1, value, np.where(kind == 2, infinite,
+                                               np.where(kind == 3, between, True)))
+
+
+def _columns(sample):
+    """The points of each floating input: every combination of the special points for one
+    or two inputs; for more, each input through them with the others at the sample's."""
+    nf = len(sample.pos)
+    if nf <= 2:
+        grid = np.meshgrid(*([np.array(POINTS)] * nf), indexing="ij")
+        return [g.reshape(-1) for g in grid]
+    base = [float(np.asarray(a).reshape(-1)[0]) for a in sample.floats]
+    rows = [base[:i] + [p] + base[i + 1:] for i in range(nf) for p in POINTS]
+    return [np.array(c) for c in zip(*rows)]
+
+
+def _jumps(sample):
+    """Whether the op's value goes through a piecewise-constant op (``rint``, ``modf``: the
+    graph of a call holds a node of a ``piecewise_constant`` op) or one that declares
+    ``notes["jumps"]`` (``remainder``): its derivative holds between jumps, and at these points
+    (``modf(1e150)``, ``fmod(x, 5e-324)``) jumps lie within any difference step."""
+    if "jumps" in (getattr(sample.op, "notes", None) or {}):
+        return True
+    f = sample.function()
+    seen, todo = set(), [o.grad_fn for o in f(*sample.leaves()) if o.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        op = getattr(node, "op", None)
+        if getattr(op, "piecewise_constant", False) or \
+                "jumps" in (getattr(op, "notes", None) or {}):
+            return True
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return False
+
+
+def _sweep(name, sample):
+    """The mismatches of the op's derivatives against the references, as lines."""
+    op = entry(name)
+    arrays = [a.reshape(-1)[0] if i not in sample.pos and isinstance(a, np.ndarray) and a.size
+              else a for i, a in enumerate(sample.arrays)]
+    fixed = Sample(op, tuple(arrays) + sample.extra, sample.kwargs)
+
+    def f(*xs):
+        return fixed.call(fixed.inputs(xs))[0]
+
+    cols = _columns(sample)
+    with nd.no_grad():
+        try:
+            f(*(nd.tensor(c) for c in cols))
+        except ValueError:  # an op that checks its domain: only the points it accepts
+            keep = []
+            for j in range(len(cols[0])):
+                try:
+                    f(*(nd.tensor(c[j:j + 1]) for c in cols))
+                    keep.append(j)
+                except ValueError:
+                    pass
+            cols = [c[keep] for c in cols]
+    bad = []
+    n = len(cols)
+    for i in range(n):
+        X = _offsets(cols[i], [c for j, c in enumerate(cols) if j != i])  # (points, 7)
+        xs = [nd.tensor(X.reshape(-1) if j == i else np.repeat(c, 7)) for j, c in
+              enumerate(cols)]
+        with nd.no_grad():
+            if f(*xs).dtype.kind != "f":
+                return []  # (a complex or integer output: no real special points)
+        with np.errstate(all="ignore"):
+            try:  # (one order more: the slope the continuity reference allows for)
+                D, vjp1 = _reverse(f, xs, i, ORDER + 1)
+            except ValueError:
+                continue
+            center = [nd.tensor(c) for c in cols]
+            fwd = _forward(f, center, i, ORDER)
+            checked = np.isfinite(D[0].reshape(-1, 7)[:, 0]) & ~_lattice(f, cols, i)
+        D = [d.reshape(-1, 7) for d in D]
+        length = np.where(X[:, :1] == 0, 1.0, np.abs(X[:, :1]))
+        for k in range(1, ORDER + 1):
+            # D[k-1]'s rounding errors: of the size of the terms it is made of, the orders
+            # below in its units
+            size = np.zeros(len(X))
+            for j in range(k):
+                with np.errstate(all="ignore"):
+                    a = np.abs(D[j]) / length ** (k - 1 - j)
+                size = np.maximum(size, np.max(np.where(np.isfinite(a), a, 0), axis=1))
+            ref, unc, kind, visible = _reference(X, D[k - 1], size)
+            if k >= 2:  # continuity: near 0, the derivative at 0 (with the same partners)
+                ref, unc, kind = _continuity(cols, i, X, D[k], D[k + 1], ref, unc, kind)
+            got = {"nested reverse": D[k][:, 0]}
+            if k == 1:
+                got["vjp"] = vjp1.reshape(-1, 7)[:, 0]
+            got["nested forward"] = fwd[k - 1]
+            for how, g in got.items():
+                ok = _agrees(g, ref, unc, kind, visible) | ~checked
+                for e in np.flatnonzero(~ok):
+                    at = ", ".join(repr(float(c[e])) for c in cols)
+                    what = {1: f"{ref[e]!r} +- {unc[e]:.3g}", 2: f"{ref[e]:+}inf",
+                            3: f"in [{ref[e]!r}, {unc[e]!r}]"}[int(kind[e])]
+                    bad.append(f"{name}({at}) in input {i}: order {k} by {how} is {g[e]!r}, "
+                               f"expected {what}")
+    return bad
+
+
+def _lattice(f, cols, i):
+    """Per point: where the moving input is so large that every float there is an integer
+    (``|x| >= 2**53``) and the op is not a number at a non-integer of that sign with the same
+    other inputs, 2.5 (``pow(-0.5, y)``: real at integer ``y`` only), its derivative in that
+    input does not exist (nan, as PyTorch gives), though differences along the integers see
+    one. (A probe near 2**53 would be better, but SciPy's hyp1f1 does not return there.)"""
+    x0 = cols[i]
+    big = np.abs(x0) >= 2.0 ** 53
+    if not big.any():
+        return big
+    probe = [np.where(big, np.sign(x0) * 2.5, x0) if j == i else c
+             for j, c in enumerate(cols)]
+    with nd.no_grad():
+        return big & np.isnan(_np(f(*(nd.tensor(c) for c in probe))))
+
+
+def _continuity(cols, i, X, Dk, Dk1, ref, unc, kind):
+    """Where the finite differences at a point near 0 are noise (a function flat on the
+    scale of the point), the derivative ``Dk`` at 0 with the same other inputs, give or take
+    the point times the next derivative ``Dk1`` there: a smooth function's derivative is
+    continuous. Only from a 0 where the differences show the function smooth and the
+    derivative there agrees with them."""
+    x0 = cols[i]
+    key = {}
+    for e in range(len(x0)):
+        others = tuple(float(c[e]) for j, c in enumerate(cols) if j != i)
+        if x0[e] == 0:
+            key[others] = e
+    base_ref, base_unc, base_kind = ref, unc, kind
+    ref, unc, kind = ref.copy(), unc.copy(), kind.copy()
+    for e in range(len(x0)):
+        if x0[e] == 0 or abs(x0[e]) > NEAR_ZERO:
+            continue
+        if kind[e] == 1 and unc[e] <= 1e-3 * abs(ref[e]):
+            continue  # the finite differences are a reference
+        others = tuple(float(c[e]) for j, c in enumerate(cols) if j != i)
+        z = key.get(others)
+        if z is None or base_kind[z] != 1 or not (
+                abs(Dk[z, 0] - base_ref[z]) <= 10 * base_unc[z] + 1e-6 * abs(base_ref[z])):
+            continue
+        d0 = Dk[z, 0]
+        if not (np.isfinite(d0) and np.all(np.isfinite(Dk[z])) and
+                np.all(np.isfinite(Dk1[z]))):
+            continue
+        slope = np.max(np.abs(Dk1[z]))
+        near = Dk[z, 1:]
+        ref[e] = d0
+        unc[e] = (1e-6 * max(abs(d0), np.max(np.abs(near))) + 2 * abs(x0[e]) * slope) / 10
+        kind[e] = 1
+    return ref, unc, kind
+
+
+# piecewise-constant ops have zero derivatives by declaration (Note [Piecewise-constant
+# ops]); at 1e150, where every float is an integer, differences see the identity
+ELEMENTWISE_OPS = [n for n in ENTRIES if entry(n).kind == ELEMENTWISE and entry(n).differentiable
+                   and not getattr(entry(n), "piecewise_constant", False)]
+
+
+def _check(name, bad):
+    """No mismatch, or, for an op that declares ``notes["special_points"]`` (why its rules
+    cannot be right there), some: a declaration that no longer fails is stale."""
+    reason = (getattr(entry(name), "notes", None) or {}).get("special_points")
+    if reason is None:
+        assert not bad, f"{len(bad)} mismatches:\n" + "\n".join(bad[:20])
+    else:
+        assert bad, f"{name} declares notes['special_points'] ({reason}) but has no mismatch"
+
+
+@pytest.mark.cpu_only("the special points are device independent")
+@pytest.mark.parametrize("name", ELEMENTWISE_OPS)
+@settings(max_examples=1, deadline=None)
+@given(data=st.data())
+def test_elementwise_derivatives_at_special_points(name, data):
+    """Every differentiable elementwise op (registered or composite), each floating input
+    through the special points with the others at every special point too: its first,
+    second and third derivatives by nested reverse mode, its first and second by nested
+    forward mode and its first by the first-order vjp agree with finite differences of the
+    order below (Note [Derivatives at special points])."""
+    op = entry(name)
+    sample = draw(data, op, FLOAT, max_side=1, max_dims=1)
+    if not sample.pos:
+        pytest.skip(f"{name}: this sample has no floating input")
+    if _jumps(sample):
+        pytest.skip(f"{name}: its value jumps (a piecewise-constant part, or notes['jumps']); "
+                    "differences straddle the jumps at these points")
+    _check(name, _sweep(name, sample))
+
+
+# ------------------------------------------------------------------ the reported cases
+def _nested(f, x0, K, *others):
+    """``[f'(x0), ..., f^(K)(x0)]`` in the first argument, by nested reverse mode and by
+    nested forward mode (``(reverse, forward)``, NumPy arrays)."""
+    x = nd.tensor(np.asarray(x0, dtype=float), requires_grad=True)
+    rest = [nd.tensor(np.asarray(o, dtype=float)) for o in others]
+    cur, rev = f(x, *rest), []
+    for _ in range(K):
+        (cur,) = nd.autograd.grad(cur.sum(), x, create_graph=True)
+        rev.append(_np(cur))
+
+    def d(g):
+        return lambda t: jvp(lambda u: g(u), (t,), (nd.ones_like(t),))[1]
+    g, fwd = (lambda t: f(t, *rest)), []
+    for _ in range(K):
+        g = d(g)
+        fwd.append(_np(g(nd.tensor(np.asarray(x0, dtype=float)))))
+    return rev, fwd
+
+
+def _assert_orders(f, x0, expected, *others, rtol=1e-12, atol=0.0):
+    rev, fwd = _nested(f, x0, len(expected), *others)
+    for k, e in enumerate(expected):
+        for how, got in (("nested reverse", rev[k]), ("nested forward", fwd[k])):
+            np.testing.assert_allclose(got, e, rtol=rtol, atol=atol,
+                                       err_msg=f"order {k + 1} by {how}")
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_kl_div_and_rel_entr_at_tiny_and_huge_points():
+    """kl_div and rel_entr in x: log x - log y, 1/x, -1/x^2, exactly at x or y tiny or huge
+    (log(x / y) gave -inf at x = 1e-300, y = 1e150, +inf at 1e150 and 1e-170, and -0.0
+    for the third derivative -4 at x = 0.5, y = 1e-170); in y: 1 - x/y, x/y^2, -2x/y^3; the
+    mixed -1/y."""
+    x = np.array([1e-300, 0.5, 1e150, 1e-170, 2.0])
+    y = np.array([1e150, 1e-170, 1e-170, 1e-170, 1e-300])
+    logs = np.log(x) - np.log(y)
+    with np.errstate(over="ignore"):
+        for f, shift in ((nd.special.kl_div, 0.0), (nd.special.rel_entr, 1.0)):
+            _assert_orders(f, x, [logs + shift, 1 / x, -1 / x ** 2], y)
+    # in y, and the mixed derivative (through the x rule, and through the y rule)
+    xs, ys = np.array([0.5, 1e-170, 3.0]), np.array([1e-170, 1e-170, 1e150])
+    _assert_orders(lambda b, a: nd.special.kl_div(a, b), ys, [1 - xs / ys, xs / ys / ys],
+                   xs)
+    a = nd.tensor(xs, requires_grad=True)
+    b = nd.tensor(ys, requires_grad=True)
+    (ga,) = nd.autograd.grad(nd.special.kl_div(a, b).sum(), a, create_graph=True)
+    (gb,) = nd.autograd.grad(nd.special.kl_div(a, b).sum(), b, create_graph=True)
+    np.testing.assert_allclose(_np(nd.autograd.grad(ga.sum(), b)[0]), -1 / ys, rtol=1e-14)
+    np.testing.assert_allclose(_np(nd.autograd.grad(gb.sum(), a)[0]), -1 / ys, rtol=1e-14)
+    # at x = y = 0 the function is y (kl_div) or 0 (rel_entr) along y: d/dy is 1 or 0
+    z = nd.tensor([0.0], requires_grad=True)
+    for f, expected in ((nd.special.kl_div, 1.0), (nd.special.rel_entr, 0.0)):
+        (g,) = nd.autograd.grad(f(nd.tensor([0.0]), z).sum(), z)
+        assert _np(g).tolist() == [expected]
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_xlogy_and_xlog1py_at_x_zero():
+    """At x = 0 the function is 0 along y: d/dy is 0 where y <= 0 (y <= -1 for xlog1py),
+    also at y = 0 (x / y was 0 / 0 = nan there), and d2/dxdy is 1/y where y > 0 (the y rule
+    agrees with the x rule's derivative in y)."""
+    for f, y0, shift in ((nd.special.xlogy, [0.0, -1.0, 2.0], 0.0),
+                         (nd.special.xlog1py, [-1.0, -2.0, 1.0], 1.0)):
+        x = nd.tensor([0.0, 0.0, 0.0], requires_grad=True)
+        y = nd.tensor(y0, requires_grad=True)
+        (gy,) = nd.autograd.grad(f(x, y).sum(), y, create_graph=True)
+        assert _np(gy).tolist() == [0.0, 0.0, 0.0]
+        (gyx,) = nd.autograd.grad(gy.sum(), x)
+        np.testing.assert_allclose(_np(gyx), [0.0, 0.0, 1 / (y0[2] + shift)], rtol=1e-15)
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_copysign_hypot_atan2_at_tiny_points():
+    """copysign's derivatives past the first are 0 at 1e-170 (nan before: out / x
+    differentiates to 1/x^2 terms); hypot's and atan2's rules are computed in units of a
+    power of two near their inputs: hypot(x, 0) = |x| has zero second and third derivatives
+    at 1e-170 (nan), hypot(x, c)'' = c^2 / h^3, atan2's first derivative x / (x^2 + y^2) at
+    x = y = 2.2e-308 is 1 / (4.45e-308) (2.2e-308 before: x^2 + y^2 underflowed)."""
+    x = np.array([1e-170, -1e-170, 1e-300, 3.0])
+    _assert_orders(nd.copysign, x, [np.sign(x) * -1.0, 0 * x, 0 * x], -2.0)
+    rev, _ = _nested(nd.hypot, x, 3, 0.0)
+    np.testing.assert_array_equal(rev[0], np.sign(x))
+    np.testing.assert_array_equal(rev[1], 0 * x)
+    np.testing.assert_array_equal(rev[2][[0, 1, 3]], [0.0, 0.0, 0.0])
+    c, t = 1e-170, np.array([0.0, 1e-170, 1e-300, 5e-324])
+    h = np.hypot(t, c)
+    _assert_orders(nd.hypot, t, [t / h, (c / h) ** 2 / h], c, rtol=1e-14)
+    rev, _ = _nested(nd.hypot, t[2:], 3, c)
+    hh = h[2:]
+    np.testing.assert_allclose(rev[2], -3 * (c / hh) ** 2 * (t[2:] / hh) / hh / hh, rtol=1e-14)
+    tiny = np.finfo(float).tiny
+    y, xx = np.array([tiny, 1e-170, 1e-300]), np.array([tiny, 2e-170, 0.0])
+    r2 = (xx / y) ** 2 + 1  # (x^2 + y^2) / y^2, without underflow
+    _assert_orders(lambda a, b: nd.atan2(a, b), y, [xx / y / y / r2], xx, rtol=1e-14)
+    _assert_orders(lambda b, a: nd.atan2(a, b), xx, [-y / y / y / r2], y, rtol=1e-14)
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_logaddexp_asinh_pow_at_huge_points():
+    """logaddexp(x, x) has gradient 1/2 in each input also at 1e150, where out = x + log 2
+    rounds to x (exp(x - out) gave 1); asinh'' = -x / (1 + x^2)^(3/2) is -1e-300 at 1e150
+    (0 before); pow's x ** (y - 1) keeps its parity for |y| >= 2**53 (y - 1 rounds to the even
+    y: pow(-1, 1e150)' was +1e150, not -1e150)."""
+    for f in (nd.logaddexp, nd.logaddexp2):
+        a = nd.tensor([1e150, -1e150, 1e300], requires_grad=True)
+        b = nd.tensor([1e150, -1e150, 1e300], requires_grad=True)
+        ga, gb = nd.autograd.grad(f(a, b).sum(), (a, b))
+        assert _np(ga).tolist() == _np(gb).tolist() == [0.5, 0.5, 0.5]
+    _assert_orders(nd.asinh, np.array([1e150, -1e150]), [[1e-150, 1e-150], [-1e-300, 1e-300]],
+                   rtol=1e-15)
+    for y in (1e150, -1e150, 2.0 ** 53, 2.0 ** 60):
+        for exponent in (y, nd.tensor(y)):
+            x = nd.tensor([-1.0, 1.0], requires_grad=True)
+            (g,) = nd.autograd.grad(nd.pow(x, exponent).sum(), x)
+            assert _np(g).tolist() == [-y, y]
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_bessel_functions_near_zero_and_far_out():
+    """i0, i1, j0, j1, i0e, i1e at 0 and at tiny x: their first three derivatives from the
+    series (i1 = x/2 + x^3/16, j1 = x/2 - x^3/16, i0e = 1 - |x| + 3x^2/4 - 5|x|^3/12, i1e =
+    x/2 - x|x|/2 + 5x^3/16) where the rules of the form i0 - i1/x gave noise of 1e154 at
+    1e-170, nan at 5e-324; against SciPy's ivp/jvp at ordinary points; and the asymptotic
+    derivatives of i0e, i1e and erfcx at 1e7 and 1e150, where the exact forms cancel to 0."""
+    S = nd.special
+    x = np.array([0.0, 5e-324, 1e-300, 1e-170, -1e-170])
+    a, s = np.abs(x), np.sign(x)
+    _assert_orders(S.i0, x, [x / 2, 0.5 + 0 * x, 3 * x / 8], atol=1e-300)
+    _assert_orders(S.i1, x, [0.5 + 0 * x, 3 * x / 8, 0.375 + 0 * x], atol=1e-300)
+    _assert_orders(S.j0, x, [-x / 2, -0.5 + 0 * x, 3 * x / 8], atol=1e-300)
+    _assert_orders(S.j1, x, [0.5 + 0 * x, -3 * x / 8, -0.375 + 0 * x], atol=1e-300)
+    t = x[1:]  # (the kink of e^-|x| at 0: one-sided limits at the tiny points)
+    _assert_orders(S.i0e, t, [-s[1:], 1.5 + 0 * t, -2.5 * s[1:]], atol=1e-300)
+    _assert_orders(S.i1e, t, [0.5 - a[1:], -s[1:], 1.875 + 0 * t], atol=1e-300)
+    u = np.array([0.3, -2.0, 7.5])
+    for n in (1, 2, 3):
+        rev, fwd = _nested(S.i1, u, n)
+        np.testing.assert_allclose(rev[-1], scipy.special.ivp(1, u, n), rtol=1e-12)
+        rev, fwd = _nested(S.j1, u, n)
+        np.testing.assert_allclose(fwd[-1], scipy.special.jvp(1, u, n), rtol=1e-12)
+    big = np.array([1e7, 1e150, -1e150])
+    ab = np.abs(big)
+    lead = 1 / np.sqrt(2 * np.pi * ab)  # i0e ~ i1e ~ (2 pi x)^(-1/2)
+    _assert_orders(S.i0e, big, [-np.sign(big) * lead * (0.5 / ab + 3 / 16 / ab ** 2
+                                                         + 45 / 256 / ab ** 3)], rtol=1e-14)
+    _assert_orders(S.i1e, big, [lead * (-0.5 / ab + 9 / 16 / ab ** 2 + 75 / 256 / ab ** 3)],
+                   rtol=1e-14)
+    _assert_orders(S.erfcx, big[:2], [-1 / np.sqrt(np.pi) / big[:2] ** 2], rtol=1e-13)
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_removable_singularities_of_ellipk_ellipe_spence_and_others():
+    """ellipk and ellipe at m = 0 and tiny m (K = pi/2 (1 + m/4 + 9m^2/64 + 25m^3/256),
+    E = pi/2 (1 - m/4 - 3m^2/64 - 5m^3/256): the second derivative at 0 was 0 from a where
+    taking the first derivative's limit, nan at 5e-324, 7.9e299 at 1e-300), spence at z = 1
+    (log z / (1 - z) = -1 + w/2 - ...: the second derivative 1/2 was 0), expn(4, x)'' = E_2(0)
+    = 1 at x = 0 (nan: the unused E_0 branch's 1/x), log_ndtr'' = -1 far left (nan),
+    owens_t's a-derivative's tangent at h = a = 1e150 (nan), and betainc's second derivative
+    in x at x = 0 (the density's derivative, 0 for a > 2; nan from exp(xlogy(a - 1, x)))."""
+    S, h = nd.special, np.pi / 2
+    m = np.array([0.0, 5e-324, 1e-300, 1e-170, -1e-170])
+    _assert_orders(S.ellipk, m, [h / 4 + 0 * m, h * 9 / 32 + 0 * m, h * 75 / 128 + 0 * m],
+                   rtol=1e-14)
+    _assert_orders(S.ellipe, m, [-h / 4 + 0 * m, -h * 3 / 32 + 0 * m, -h * 15 / 128 + 0 * m],
+                   rtol=1e-14)
+    z = np.array([1.0, 1 + 1e-12])
+    _assert_orders(S.spence, z, [-1.0 + 0 * z, 0.5 + 0 * z, -2 / 3 + 0 * z], rtol=1e-11)
+    _assert_orders(lambda t: S.expn(4, t), np.array([0.0, 1e-300]), [[-0.5, -0.5], [1.0, 1.0]])
+    _assert_orders(S.log_ndtr, np.array([-1e150, -1e10]), [[1e150, 1e10], [-1.0, -1.0]],
+                   rtol=1e-14)
+    _, fwd = _nested(lambda a, t: S.owens_t(t, a), np.array([1e150, -1e150]), 2, 1e150)
+    assert fwd[1].tolist() == [0.0, 0.0]
+    for a in (2.5, 3.0):
+        (_, d2), _ = _nested(lambda t, a=a: S.betainc(a, 1.5, t), np.array([0.0, 1.0]), 2)
+        # d/dx of x^(a-1) (1-x)^(1/2) / B: 0 at x = 0, -inf at x = 1
+        assert d2.tolist() == [0.0, -np.inf], (a, d2)
