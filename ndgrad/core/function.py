@@ -61,7 +61,9 @@ element, as in PyTorch.
 A Function receives the tensors it uses through its inputs (torch.func's rule): a value of
 a hidden level that ``forward`` or ``setup_context`` reads from a closure, a global or an
 attribute is an error naming the Function and saying to pass it to ``apply`` (Note [A
-level's values below it] in core/levels.py).
+level's values below it] in core/levels.py); the forward-mode levels, whose values are
+plain tensors, are shown again in a refusing state while they run (Note [Data levels below
+a Function] in core/refusing.py).
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ from .grad_mode import PROFILER, STATE
 from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
 from .hooks import NodeHooks
-from .levels import VISIBLE, HiddenValueError, Interpreter, below, visible_levels
+from .levels import STACK, VISIBLE, HiddenValueError, Interpreter, below, visible_levels
+from .refusing import refuse_hidden, restore
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "apply_function", "new_ctx", "wire",
@@ -425,6 +428,8 @@ def _run(cls, args, kwargs, needs=None):
     prev = STATE.grad_enabled
     STATE.grad_enabled = False
     where = "forward"
+    # (Note [Data levels below a Function] in core/refusing.py)
+    shown = refuse_hidden(args, kwargs, apply_function) if STACK else None
     try:
         if setup:
             output = cls.forward(*args, **kwargs)
@@ -437,6 +442,8 @@ def _run(cls, args, kwargs, needs=None):
         raise
     finally:
         STATE.grad_enabled = prev
+        if shown:
+            restore(shown)
     return _wrap_outputs(cls, node, args, output, record_it), node
 
 

@@ -191,8 +191,12 @@ def _leave(level):
 # Function was silently wrong). So an operation that meets one raises HiddenValueError
 # (dispatch's _alive_values), a user error, as torch.func's rule says: a Function receives
 # the tensors it uses through its inputs. The innermost Function's forward or
-# setup_context it passes through names itself in the message (core/function.py's _run);
-# elsewhere the message names the kinds of code that can do it.
+# setup_context it passes through names itself in the message (core/function.py's _run), as
+# do its backward and jvp where a level runs them one level down (vmap's _per_element,
+# forward_ad's _jvp_of); elsewhere the message names the kinds of code that can do it. A
+# level that keeps its data on plain tensors (forward mode) is not seen by the operations
+# while hidden: while a Function's forward runs below it, it is shown again in a refusing
+# state, to give the same error (Note [Data levels below a Function] in core/refusing.py).
 class HiddenValueError(RuntimeError):
     """A value of the hidden transform level ``level`` reached an operation below it (Note
     [A level's values below it]); :meth:`in_function` says which Function read it."""
@@ -208,10 +212,11 @@ class HiddenValueError(RuntimeError):
 
     def _text(self, who, runs, give):
         return (f"{who} used a tensor of the transform level {self.level!r} (a value inside "
-                "a function given to ndgrad.func.grad, vjp, jacrev, hessian, vmap, ...) that "
-                f"it did not receive as an input. {runs} runs one level below the transform, "
-                "which cannot follow a tensor read there from a closure, a global or an "
-                f"attribute: its derivative or its batch would be lost. Instead, {give}.")
+                "a function given to ndgrad.func.grad, jvp, jacrev, jacfwd, hessian, vmap, "
+                "jet, ... or of a forward_ad dual level) that it did not receive as an input. "
+                f"{runs} runs one level below the transform, which cannot follow a tensor "
+                "read there from a closure, a global or an attribute: its derivative or its "
+                f"batch would be lost. Instead, {give}.")
 
     def in_function(self, cls, where, args):
         """Name the custom Function ``cls`` whose method ``where`` (``"forward"``,
@@ -311,6 +316,17 @@ def data_levels():
         if lv.interpreter.keeps_tensor_data:
             return True
     return False
+
+
+def hidden_data_levels():
+    """This thread's hidden levels that keep data on tensors (``keeps_tensor_data``): those
+    a custom Function's forward runs below (Note [Data levels below a Function] in
+    core/refusing.py)."""
+    out = []
+    for lv in _HERE.stack:
+        if lv.hidden and lv.interpreter.keeps_tensor_data:
+            out.append(lv)
+    return out
 
 
 def lift_created(t, inside=None):

@@ -538,6 +538,9 @@ def _jvp_of(cls, ctx, tangents):
     ctx._fn_in_jvp = True
     try:
         return cls.jvp(ctx, *tangents)
+    except _levels.HiddenValueError as e:  # (Note [A level's values below it] in core/levels.py)
+        e.in_function(cls, "jvp", ())
+        raise
     finally:
         ctx._fn_in_jvp = False
 

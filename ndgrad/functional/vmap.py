@@ -626,6 +626,9 @@ def _per_element(ctx, rule, values):
             ctx_b._fn_in_jvp = rule == "jvp"
             try:
                 r = getattr(cls, rule)(ctx_b, *values_b)
+            except _levels.HiddenValueError as e:  # (Note [A level's values below it])
+                e.in_function(cls, rule, ())
+                raise
             finally:
                 ctx_b._fn_in_jvp = False
             results.append(r if isinstance(r, tuple) else (r,))

@@ -893,9 +893,10 @@ def test_a_function_of_captured_tensors_inside_func_grad_runs_below_the_level():
 # transform, so a value of that level its forward reads from a closure cannot be followed
 # there. That was "internal error ... please report"; it is a user error naming the
 # Function, raised at the operation that met the value (its traceback shows the line).
-def _square_times(read_captured, setup=False):
+def _square_times(read_captured, setup=False, vmap_rule=False):
     """``c * x**2`` as a Function of ``c`` and ``x``: with ``read_captured``, ``x`` is read
-    from ``holder`` (set by the caller inside the transform) instead of the inputs."""
+    from ``holder`` (set by the caller inside the transform) instead of the inputs; with
+    ``vmap_rule``, the class sets generate_vmap_rule."""
     holder = {}
 
     def forward_of(c, x):
@@ -915,23 +916,46 @@ def _square_times(read_captured, setup=False):
                 if read_captured:
                     ctx.scale = holder["x"] * 1.0  # reads the closure's value
                 ctx.save_for_backward(c, x)
+                ctx.save_for_forward(c, x)
 
             @staticmethod
             def backward(ctx, g):
                 c, x = ctx.saved_tensors
                 return g * x * x, 2.0 * g * c * x
+
+            @staticmethod
+            def jvp(ctx, tc, tx):
+                c, x = ctx.saved_tensors
+                return _square_times_jvp(c, x, tc, tx)
     else:
         class SquareTimes(Function):
             @staticmethod
             def forward(ctx, c, x):
                 ctx.save_for_backward(c, x)
+                ctx.save_for_forward(c, x)
                 return forward_of(c, x)
 
             @staticmethod
             def backward(ctx, g):
                 c, x = ctx.saved_tensors
                 return g * x * x, 2.0 * g * c * x
+
+            @staticmethod
+            def jvp(ctx, tc, tx):
+                c, x = ctx.saved_tensors
+                return _square_times_jvp(c, x, tc, tx)
+    SquareTimes.generate_vmap_rule = vmap_rule
     return SquareTimes, holder
+
+
+def _square_times_jvp(c, x, tc, tx):
+    """d(c x^2) = dc x^2 + 2 c x dx (None: no tangent)."""
+    out = 0.0
+    if tc is not None:
+        out = out + tc * x * x
+    if tx is not None:
+        out = out + 2.0 * c * x * tx
+    return out
 
 
 @pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
@@ -980,6 +1004,178 @@ def test_the_same_function_given_the_tensor_as_an_input_has_the_closed_form(setu
     close(func.vmap(lambda x: fn.apply(nd.tensor(c), x))(nd.tensor(XV.copy())), c * XV ** 2)
 
 
+# Note [Data levels below a Function] (core/refusing.py): the forward-mode levels keep
+# their data on plain tensors, which the hot path does not look at while the level is
+# hidden, so a forward reading such a value by closure dropped its tangent (silently wrong);
+# it is the same error now. Each forward-mode transform and data level, with the closed
+# form of sum(c x^2), c = 2, for the Function given x as an input.
+def _forward_transforms():
+    import ndgrad.forward_ad as fwAD
+    from ndgrad import func
+    ones, zeros = nd.ones(3), nd.zeros(3)
+
+    def dual_level(g, x):
+        with fwAD.dual_level():
+            return fwAD.unpack_dual(g(fwAD.make_dual(x, ones))).tangent
+
+    c, x, n = 2.0, XV, 3
+    # name: (run(scalar g, vector g, x), its closed form, the level the error names)
+    return {
+        "jvp": (lambda s, v, x: func.jvp(s, (x,), (ones,))[1], 2 * c * x.sum(), "dual"),
+        "dual_level": (lambda s, v, x: dual_level(s, x), 2 * c * x.sum(), "dual"),
+        "jacfwd": (lambda s, v, x: func.jacfwd(v)(x), np.diag(2 * c * x), "dual"),
+        "hessian": (lambda s, v, x: func.hessian(s)(x), 2 * c * np.eye(n), "grad"),
+        "jvp(grad)": (lambda s, v, x: func.jvp(func.grad(s), (x,), (ones,))[1],
+                      2 * c * np.ones(n), "grad"),
+        "vmap(jvp)": (lambda s, v, x: func.vmap(lambda r: func.jvp(s, (r,), (ones,))[1])(
+            nd.stack([x, -x])), 2 * c * np.array([x.sum(), -x.sum()]), "dual"),
+        "jacfwd(jacfwd)": (lambda s, v, x: func.jacfwd(func.jacfwd(s))(x), 2 * c * np.eye(n),
+                           "dual"),
+        "jet": (lambda s, v, x: func.jet(s, (x,), ([ones, zeros],))[1][1], 2 * c * n, "jet"),
+        "derivatives": (lambda s, v, x: func.derivatives(s, x, 2)[2], 2 * c * n, "jet"),
+        "hessian_diag": (lambda s, v, x: func.hessian_diag(s)(x), 2 * c * np.ones(n), "jet"),
+        "laplacian": (lambda s, v, x: func.laplacian(s)(x), 2 * c * n, "laplacian"),
+        "laplacian(hessian)": (lambda s, v, x: func.laplacian(s, method="hessian")(x),
+                               2 * c * n, "grad"),
+        "divergence": (lambda s, v, x: func.divergence(v)(x), 2 * c * x.sum(), "dual"),
+        "jacobian_sparsity": (lambda s, v, x: func.jacobian_sparsity(v, x).toarray(),
+                              np.ones((n, n), bool), "sparsity"),
+    }
+
+
+FORWARD_TRANSFORMS = list(_forward_transforms())
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.filterwarnings("ignore:jacobian_sparsity. the custom Function")
+@pytest.mark.parametrize("setup", [False, True])
+@pytest.mark.parametrize("transform", FORWARD_TRANSFORMS)
+def test_a_function_reading_a_forward_mode_value_by_closure_is_a_user_error(transform, setup):
+    import traceback
+    fn, holder = _square_times(True, setup)
+    where = "setup_context" if setup else "forward"
+    run, _, kind = _forward_transforms()[transform]
+
+    def g(x):
+        holder["x"] = x
+        return fn.apply(nd.tensor(2.0), x * 1.0)
+
+    with pytest.raises(RuntimeError, match=(
+            rf"^SquareTimes\.{where} used a tensor of the transform level <{kind} level \d> "
+            r"\(a value inside a function given to ndgrad\.func\.grad, jvp, .*\) that it did "
+            r"not receive as an input\..*Instead, pass the tensor to SquareTimes\.apply as an "
+            r"input")) as info:
+        run(lambda x: g(x).sum(), g, nd.tensor(XV.copy()))
+    frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert ("setup_context" if setup else "forward_of") in frames
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.filterwarnings("ignore:jacobian_sparsity. the custom Function")
+@pytest.mark.parametrize("setup", [False, True])
+@pytest.mark.parametrize("transform", FORWARD_TRANSFORMS)
+def test_a_function_given_the_tensor_as_an_input_has_the_closed_form_in_forward_mode(
+        transform, setup):
+    # (hessian_diag is vmap of a jet, a second derivative of the Function inside vmap: it
+    # needs the batched rule)
+    fn, _ = _square_times(False, setup, vmap_rule=transform == "hessian_diag")
+    run, expected, _ = _forward_transforms()[transform]
+
+    def g(x):
+        return fn.apply(nd.tensor(2.0), x)
+
+    got = run(lambda x: g(x).sum(), g, nd.tensor(XV.copy()))
+    if np.asarray(expected).dtype == bool:
+        assert (np.asarray(got) == expected).all()
+    else:
+        close(got, expected)
+
+
+def test_the_reported_jvp_of_a_function_reading_its_argument_by_closure():
+    # F(c) = c * x with x read by closure, g(x) = F.apply(x * 1) = x^2: its jvp at 3 was 3
+    # (the captured x's tangent dropped), not 6
+    from ndgrad import func
+
+    def g(x):
+        class F(Function):
+            @staticmethod
+            def forward(ctx, c):
+                return c * x
+
+            @staticmethod
+            def backward(ctx, ct):
+                return ct * x
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * x
+        return F.apply(x * 1)
+
+    with pytest.raises(RuntimeError, match=r"^F\.forward used a tensor of the transform level "
+                                           r"<dual level 0>"):
+        func.jvp(g, (nd.tensor(3.0),), (nd.tensor(1.0),))
+
+    class Square(Function):  # x passed as an input: d(x^2) = 2 x dx
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 2.0 * x * t
+
+    close(func.jvp(lambda x: Square.apply(x * 1), (nd.tensor(3.0),), (nd.tensor(1.0),))[1],
+          6.0)
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+def test_a_forward_may_read_views_of_its_inputs_and_what_an_outer_function_received():
+    # what the Function received, a view of it, and (inside a Function's forward) a Function
+    # reading the outer one's input by closure, are its own values: no error, and the
+    # derivative is the closed form. f(x) = sum(x[1:] * x[:-1]) + sum(x^3)
+    from ndgrad import func
+
+    class Inner(Function):  # x^3, its own input; reads the outer's input only for its value
+        @staticmethod
+        def forward(ctx, u):
+            ctx.save_for_forward(u)
+            return u * OUTER["x"] * OUTER["x"]
+
+        @staticmethod
+        def jvp(ctx, t):
+            (u,) = ctx.saved_tensors
+            return 3.0 * u * u * t
+
+    OUTER = {}
+
+    class Outer(Function):
+        @staticmethod
+        def forward(ctx, x):
+            OUTER["x"] = x
+            ctx.save_for_forward(x)
+            head, tail = x[:-1], x[1:]      # views of the input
+            return (tail * head).sum() + Inner.apply(x).sum()
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return (t[1:] * x[:-1] + x[1:] * t[:-1]).sum() + (3.0 * x * x * t).sum()
+
+    x = XV.copy()
+    grad_f = 3 * x ** 2 + np.concatenate([x[1:], [0.0]]) + np.concatenate([[0.0], x[:-1]])
+    for transform in ("jvp", "jacfwd", "jet"):
+        if transform == "jvp":
+            got = func.jvp(Outer.apply, (nd.tensor(x),), (nd.ones(3),))[1]
+            close(got, grad_f.sum())
+        elif transform == "jacfwd":
+            close(func.jacfwd(Outer.apply)(nd.tensor(x)), grad_f)
+        else:
+            got = func.jet(Outer.apply, (nd.tensor(x),), ([nd.ones(3)],))[1][0]
+            close(got, grad_f.sum())
+
+
 def test_a_custom_vjp_function_reading_a_transform_value_names_itself():
     # one of ndgrad's Functions names what the user called (its vmap_loop), not its class
     from ndgrad import func
@@ -999,9 +1195,9 @@ def test_a_custom_vjp_function_reading_a_transform_value_names_itself():
 
 
 @pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
-def test_a_rule_run_per_element_reading_a_transform_value_says_what_can_do_it():
-    # vmap runs a Function's backward once per batch element, one level down: no Function
-    # is named there, but the message says which code can do it and what to do
+def test_a_rule_run_per_element_reading_a_transform_value_names_the_function():
+    # vmap runs a Function's backward once per batch element, one level down
+    # (vmap._per_element): the message named no Function there, only the kinds of code
     from ndgrad import func
 
     def g(x):
@@ -1017,7 +1213,7 @@ def test_a_rule_run_per_element_reading_a_transform_value_says_what_can_do_it():
         return Doubled.apply(x)
 
     with pytest.raises(RuntimeError, match=(
-            r"^A custom autograd\.Function's forward, setup_context, backward or jvp \(or a "
-            r"custom_vjp or custom_jvp function or rule\) used a tensor of the transform "
-            r"level <vmap level 0> .*Instead, pass the tensor to it as an input")):
+            r"^Doubled\.backward used a tensor of the transform level <vmap level 0> .*Instead, "
+            r"pass the tensor to Doubled\.apply as an input, and save it for backward with "
+            r"ctx\.save_for_backward")):
         func.vmap(func.grad(g))(nd.tensor(XV.copy()))

@@ -125,7 +125,7 @@ def test_core_layers_point_down():
     graph, _ = core_imports()
     order = ["grad_mode", "levels", "backend", "tensor", "namespace", "anomaly", "creation",
              "hooks", "devices", "saved", "graph", "views", "dispatch", "inplace", "accumulate",
-             "engine", "backward", "function"]
+             "engine", "backward", "refusing", "function"]
     rank = {f"ndgrad.core.{m}": i for i, m in enumerate(order)}
     for m, deps in graph.items():
         if m not in rank:

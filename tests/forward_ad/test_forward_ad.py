@@ -483,6 +483,49 @@ def test_custom_function_jvp_wrong_count():
             Bad.apply(x)
 
 
+def _square_reading_in_jvp():
+    """x^2 as a Function whose jvp reads x from ``holder`` (the transform's value, by
+    closure) instead of what save_for_forward saved."""
+    holder = {}
+
+    class Sq(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2.0 * g * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            return 2.0 * t * holder["x"]   # x by closure
+    return Sq, holder
+
+
+@pytest.mark.parametrize("transform", ["hessian", "jacfwd(jacrev)", "jvp(grad)"])
+def test_a_jvp_reading_a_transform_value_by_closure_names_the_function(transform):
+    # forward mode runs the jvp one level down (forward_ad's _jvp_of), where the grad
+    # level's value read by closure is refused: the message named no Function there
+    from ndgrad import func
+    Sq, holder = _square_reading_in_jvp()
+
+    def g(x):
+        holder["x"] = x
+        return Sq.apply(x).sum()
+
+    run = {"hessian": func.hessian(g), "jacfwd(jacrev)": func.jacfwd(func.jacrev(g)),
+           "jvp(grad)": lambda x: func.jvp(func.grad(g), (x,), (nd.ones(3),))[1]}[transform]
+    with pytest.raises(RuntimeError, match=(
+            r"^Sq\.jvp used a tensor of the transform level <grad level \d> .*Instead, pass "
+            r"the tensor to Sq\.apply as an input, and save it for jvp with "
+            r"ctx\.save_for_forward")):
+        run(nd.tensor([0.3, -1.2, 0.8]))
+
+
 def test_a_view_made_before_its_base_got_a_tangent_sees_it():
     with fwAD.dual_level():
         base = nd.zeros(4)

@@ -356,6 +356,45 @@ def _function_classes():
                   key=lambda c: c.__qualname__)
 
 
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.parametrize("rule", ["backward", "jvp"])
+def test_a_rule_run_per_element_reading_a_batched_value_names_the_function(rule):
+    # vmap runs a Function's backward and jvp once per batch element, one level down
+    # (_per_element), where a batched value read by closure is refused: the message named
+    # no Function there. vmap(grad(g)) runs the backward so, vmap(jvp(g)) the jvp.
+    from ndgrad.autograd import Function
+    from ndgrad.func import jvp
+    holder = {}
+
+    class Sq(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2.0 * g * holder["x"]   # x by closure
+
+        @staticmethod
+        def jvp(ctx, tx):
+            return 2.0 * tx * holder["x"]  # x by closure
+
+    def g(x):
+        holder["x"] = x
+        return Sq.apply(x).sum()
+
+    run = vmap(grad(g)) if rule == "backward" else \
+        vmap(lambda x: jvp(g, (x,), (ndgrad.ones(3),))[1])
+    give = "save it for backward with ctx.save_for_backward" if rule == "backward" else \
+        "save it for jvp with ctx.save_for_forward"
+    with pytest.raises(RuntimeError, match=(
+            rf"^Sq\.{rule} used a tensor of the transform level <vmap level 0> .*Instead, "
+            rf"pass the tensor to Sq\.apply as an input, and {give}")):
+        run(t(RNG.standard_normal((2, 3))))
+
+
 def test_every_function_ndgrad_defines_names_what_vmap_loops_over():
     """A Function class of ndgrad's that vmap may run once per batch element names the public
     function and why (``vmap_loop``; Note [Functions under vmap]): the warning must not name a
