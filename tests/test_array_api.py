@@ -104,6 +104,40 @@ def test_from_dlpack_shares_memory():
     assert not u.requires_grad
 
 
+def test_dlpack_of_a_batched_tensor_says_there_is_no_single_array():
+    # it was a bare AttributeError: __dlpack__
+    def f(x):
+        with pytest.raises(RuntimeError, match=(
+                r"^vmap: export through DLPack \(__dlpack__, np\.from_dlpack, \.\.\.\) of a "
+                r"batched tensor is not supported inside vmap: the value differs per batch "
+                r"element")):
+            np.from_dlpack(x)
+        with pytest.raises(RuntimeError, match=r"^vmap: export through DLPack"):
+            x.__dlpack__()
+        return x * 2.0
+    X = np.random.default_rng(0).standard_normal((2, 3))
+    close(nd.func.vmap(f)(nd.tensor(X)), 2.0 * X)
+
+
+@pytest.mark.cpu_only("NumPy imports host memory through DLPack")
+def test_dlpack_of_a_value_inside_func_grad_is_its_value():
+    # a func.grad value exports its value one level down, as numpy() reads it (it raised
+    # AttributeError: 'NoneType' object has no attribute '__dlpack__'); one that requires
+    # grad at the level is refused as a plain one is
+    X = np.random.default_rng(1).standard_normal(3)
+    seen = {}
+
+    def f(x):
+        with pytest.raises(RuntimeError, match="Can't export a Tensor that requires grad"):
+            np.from_dlpack(x)
+        seen["value"] = np.from_dlpack(x.detach()).copy()
+        seen["device"] = x.__dlpack_device__()
+        return (x ** 2).sum()
+    close(nd.func.grad(f)(nd.tensor(X)), 2.0 * X)
+    np.testing.assert_array_equal(seen["value"], X)
+    assert seen["device"] == np.zeros(1).__dlpack_device__()
+
+
 def test_constants_and_to_device():
     assert nd.e == np.e and nd.pi == np.pi and nd.inf == np.inf and np.isnan(nd.nan)
     assert nd.newaxis is None

@@ -644,7 +644,9 @@ class Tensor:
         ``max_version`` the consumer's DLPack version, ``dl_device`` the device the capsule
         must be on, ``copy`` True (always copy), False (never) or None (only if needed),
         each passed on to the array library. Like ``numpy()``, refused while the tensor
-        requires grad."""
+        requires grad; a transform's value (inside ``func.grad``) exports its value one
+        level down, as ``numpy()`` reads it (vmap's batched tensors refuse: no single
+        array)."""
         if self._requires_grad:
             raise RuntimeError("Can't export a Tensor that requires grad through DLPack; use "
                                "tensor.detach() first.")
@@ -653,9 +655,13 @@ class Tensor:
                            ("dl_device", dl_device), ("copy", copy)):
             if value is not None:
                 kwargs[key] = value
+        if type(self) is not Tensor:  # (a transform's value: its value one level down)
+            return self._value.detach().__dlpack__(**kwargs)
         return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if type(self) is not Tensor:
+            return self._value.__dlpack_device__()
         return self._data.__dlpack_device__()
 
     @property

@@ -232,6 +232,11 @@ class BatchedTensor(Tensor):
             return NotImplemented
         return fn(*inputs)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if not self._level.alive:
+            _escaped()
+        _no_value("export through DLPack (__dlpack__, np.from_dlpack, ...)")
+
     def item(self):
         _no_value("item()")
 
