@@ -465,9 +465,12 @@ def test_inplace_change_of_a_broadcast_view_inside_jet_names_jet():
     (lambda f: nd.func.hessian_diag(f)(nd.ones(3)), "hessian_diag"),
     (lambda f: nd.func.hessian_trace_estimate(f, nd.ones(3), 3, key=0),
      "hessian_trace_estimate"),
-], ids=["derivatives", "hessian_diag", "hessian_trace_estimate"])
+    (lambda f: nd.func.laplacian(f)(nd.ones(3)), "laplacian"),
+    (lambda f: nd.func.biharmonic(f)(nd.ones(3)), "biharmonic"),
+], ids=["derivatives", "hessian_diag", "hessian_trace_estimate", "laplacian", "biharmonic"])
 def test_inplace_change_of_a_broadcast_view_names_what_the_user_called(call, name):
-    # the jet level runs under these; its error said "jet"
+    # the jet level runs under these; its error said "jet"; biharmonic's two Forward
+    # Laplacian levels said "laplacian"
     def f(x):
         b = nd.broadcast_to(x * 1.0, (2, 3))
         b.mul_(2.0)

@@ -99,10 +99,11 @@ _METHODS = ("taylor", "hessian")
 
 # ------------------------------------------------------------------------------ the level
 class _LaplacianInfo:
-    __slots__ = ("d", "holders", "views")
+    __slots__ = ("d", "holders", "views", "who")
 
-    def __init__(self, d):
+    def __init__(self, d, who="laplacian"):
         self.d = d
+        self.who = who  # what the user called, for errors (biharmonic runs two of these)
         self.holders = []  # weakrefs to the tensors given (J, L) at this level
         self.views = LevelViews()  # (Note [Views at the data levels] in taylor.py)
 
@@ -432,7 +433,7 @@ class _ForwardLaplacianInterpreter(_levels.Interpreter):
     def process_inplace(self, lv, op, target, args, params):
         return inplace_through_copy(
             lv, op, target, args, params, lambda d: (TENSOR_F.zeros_like(_dense(d[0])), None),
-            "laplacian")
+            lv.info.who)
 
     def process_function(self, lv, cls, args, kwargs, needs):
         """A custom Function: its forward one level down, and its contribution from order-2
@@ -513,16 +514,17 @@ def _basis(x):
     return eye if shape == (n,) else TENSOR_F.reshape(eye, (n,) + shape)
 
 
-def _forward_laplacian(f, x, args, kwargs):
-    """One Forward Laplacian pass: ``(y, L_y)`` (Note [Forward Laplacian])."""
+def _forward_laplacian(f, x, args, kwargs, who="laplacian"):
+    """One Forward Laplacian pass: ``(y, L_y)`` (Note [Forward Laplacian]); ``who`` names
+    what the user called in errors."""
     d = x.numel()
-    lv = _levels.push(_FL, _LaplacianInfo(d))
+    lv = _levels.push(_FL, _LaplacianInfo(d, who))
     try:
         with below(lv):  # a view of x (its data, its history) that carries (I, 0)
             xv = apply(_RESHAPE, x, shape=tuple(x.shape))
         _set_data(xv, lv, (_basis(x), None))
         y = f(xv, *args, **kwargs)
-        _check_output(y, "laplacian")
+        _check_output(y, who)
         s = _data(y, lv)
         with below(lv):  # (J_y is not needed: a scaled one is never multiplied out)
             L = zeros_like(y) if s is None or s[1] is None else s[1]
@@ -533,7 +535,7 @@ def _forward_laplacian(f, x, args, kwargs):
 
 
 # ------------------------------------------------------------------------------ the API
-def laplacian(f, *, method="taylor"):
+def laplacian(f, *, method="taylor", _who="laplacian"):
     """The Laplacian of ``f``: ``x -> sum_i d^2 f / dx_i^2 (x)``.
 
     ``f`` maps a real tensor ``x`` (of any shape: the sum runs over all its elements) to a
@@ -580,19 +582,19 @@ def laplacian(f, *, method="taylor"):
     >>> laplacian(lambda x: x[0] ** 2 * x)(ndgrad.tensor([1.0, 2.0]))  # elementwise
     tensor([6., 4.])
     """
-    _check_callable(f, "laplacian")
-    _check_method(method, _METHODS, "laplacian")
+    _check_callable(f, _who)  # (_who: what the user called, biharmonic's two Laplacians)
+    _check_method(method, _METHODS, _who)
 
     @functools.wraps(f)
     def lap(x, *args, **kwargs):
-        _check_point(x, "laplacian")
+        _check_point(x, _who)
         if method == "taylor":
-            return _forward_laplacian(f, x, args, kwargs)[1]
+            return _forward_laplacian(f, x, args, kwargs, _who)[1]
         y_shape = []
 
         def g(v):
             y = f(v, *args, **kwargs)
-            _check_output(y, "laplacian")
+            _check_output(y, _who)
             y_shape.append(tuple(y.shape))
             return y
         H = hessian(g)(x)
@@ -638,7 +640,8 @@ def biharmonic(f, *, method="taylor"):
     """
     _check_callable(f, "biharmonic")
     _check_method(method, _METHODS, "biharmonic")
-    return laplacian(laplacian(f, method=method), method=method)
+    return laplacian(laplacian(f, method=method, _who="biharmonic"), method=method,
+                     _who="biharmonic")
 
 
 def divergence(f):
