@@ -79,7 +79,7 @@ from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
 from .hooks import NodeHooks
 from .levels import STACK, VISIBLE, HiddenValueError, Interpreter, below, visible_levels
-from .refusing import refuse_hidden, restore
+from .refusing import refuse_hidden, refuse_returned, restore
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "apply_function", "new_ctx", "wire",
@@ -437,6 +437,9 @@ def _run(cls, args, kwargs, needs=None):
             cls.setup_context(node, args, output)
         else:
             output = cls.forward(node, *args, **kwargs)
+        if shown:  # (forward returned a value it did not receive, as is)
+            where = "forward"
+            refuse_returned(shown, output)
     except HiddenValueError as e:  # (Note [A level's values below it] in core/levels.py)
         e.in_function(cls, where, args)
         raise

@@ -21,7 +21,10 @@ HiddenValueError unless the value is one the Function received (one of the input
 ``apply``, or a view of one, at any depth), the same error as a hidden grad or vmap level's
 value gives; otherwise it runs the operation one level down, as hidden, so the forward
 computes as before. Functions called inside the forward add their own inputs while they run
-(a Function's forward may read what the Function around it received). The cost is paid
+(a Function's forward may read what the Function around it received). A value returned as
+it was read (``return x``) meets no operation, so the outputs are checked the same way
+(``refuse_returned``; the level's rule would have given it the Function's tangent,
+replacing its own). The cost is paid
 only by operations that meet the level's values inside a forward below it (one more
 dispatch each) and one read of ``levels.STACK`` per Function call; ``dispatch.apply`` and the
 levels' own interpreters are unchanged. A Function's ``jvp`` and ``backward`` are not
@@ -35,7 +38,7 @@ from .dispatch import apply
 from .inplace import apply_inplace
 from .tensor import Tensor
 
-__all__ = ["Refusing", "refuse_hidden", "restore"]
+__all__ = ["Refusing", "refuse_hidden", "refuse_returned", "restore"]
 
 _hide, _unhide = _levels.hide, _levels.unhide
 
@@ -131,6 +134,18 @@ def refuse_hidden(args, kwargs, run_function):
         lv.hidden = 0
         _levels.VISIBLE.insert(0, 1)  # (Note [Levels per thread]: one 1 per visible level)
     return shown
+
+
+def refuse_returned(shown, output):
+    """After the forward: an output that is a value of a level :func:`refuse_hidden` showed,
+    which the Function did not receive, was returned as it was read (``return x``, with
+    ``x`` captured), meeting no operation: refused too (the level's rule would give it the
+    Function's tangent, replacing its own)."""
+    for o in (output if type(output) is tuple else (output,)):
+        if isinstance(o, Tensor):
+            for lv, _ in shown:
+                if _belongs(o, lv) and not lv.interpreter._received(o):
+                    raise _levels.HiddenValueError(lv)
 
 
 def restore(shown):

@@ -1072,6 +1072,37 @@ def test_a_function_reading_a_forward_mode_value_by_closure_is_a_user_error(tran
 
 @pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
 @pytest.mark.filterwarnings("ignore:jacobian_sparsity. the custom Function")
+@pytest.mark.parametrize("transform", [t for t in FORWARD_TRANSFORMS
+                                       if _forward_transforms()[t][2] != "grad"])
+def test_a_function_returning_a_forward_mode_value_it_read_by_closure_is_a_user_error(
+        transform):
+    # returned as is, the captured value meets no operation inside forward: the level then
+    # gave it the Function's tangent, replacing its own (jvp of x + F(x) with F returning x
+    # and jvp 0 was 0, not 2)
+    run, _, kind = _forward_transforms()[transform]
+    holder = {}
+
+    class Returns(Function):
+        @staticmethod
+        def forward(ctx, c):
+            return holder["x"]
+
+        @staticmethod
+        def jvp(ctx, tc):
+            return tc * 0.0
+
+    def g(x):
+        holder["x"] = x
+        return Returns.apply(x * 1.0) + x
+
+    with pytest.raises(RuntimeError, match=(
+            rf"^Returns\.forward used a tensor of the transform level <{kind} level \d> .*"
+            r"Instead, pass the tensor to Returns\.apply as an input")):
+        run(lambda x: g(x).sum(), g, nd.tensor(XV.copy()))
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function")  # (its loop: by design)
+@pytest.mark.filterwarnings("ignore:jacobian_sparsity. the custom Function")
 @pytest.mark.parametrize("setup", [False, True])
 @pytest.mark.parametrize("transform", FORWARD_TRANSFORMS)
 def test_a_function_given_the_tensor_as_an_input_has_the_closed_form_in_forward_mode(
