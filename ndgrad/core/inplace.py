@@ -111,6 +111,28 @@ def apply_inplace(op, target, *args, **params):
     return inplace(op, target, args, params)
 
 
+def _shares_elements(data):
+    """Whether several elements of ``data`` are one memory location (a zero stride along an
+    axis longer than 1: a broadcast view)."""
+    for n, st in zip(data.shape, data.strides):
+        if st == 0 and n > 1:
+            return True
+    return False
+
+
+class ReadOnlyTargetError(RuntimeError):
+    """An in-place write met read-only memory (a broadcast view), before anything changed;
+    ``op`` is the in-place operation the user called (set by :func:`_finish`)."""
+
+    op = "an in-place operation"
+
+    def __str__(self):
+        return (f"{self.op}: the in-place target's memory is read-only: it is a view made by "
+                "broadcast_to or expand (several of its elements share one memory location, "
+                "so writing them is ambiguous) or an array NumPy marks read-only. Use the "
+                "out-of-place operation, or `.clone()` the tensor before changing it in place.")
+
+
 # Functions called with a plain tensor just before an in-place write changes its memory
 # (``allow_mutation_on_saved_tensors`` keeps the old values of saved tensors through it).
 BEFORE_WRITE = []
@@ -121,7 +143,16 @@ def _write_data(target, result):
     the user's code made it (Note [Where a tensor was modified in place])."""
     for fn in BEFORE_WRITE:
         fn(target)
-    target._data[...] = result._data
+    data = target._data
+    if 0 in getattr(data, "strides", ()) and _shares_elements(data):
+        raise ReadOnlyTargetError()  # (CuPy writes a broadcast view where NumPy refuses)
+    try:
+        data[...] = result._data
+    except ValueError:
+        flags = getattr(target._data, "flags", None)
+        if flags is None or flags.writeable:
+            raise
+        raise ReadOnlyTargetError() from None
     m = target._meta
     if m is None or not m.inference:  # inference tensors track no versions
         c = target._counter()
@@ -243,7 +274,11 @@ def inplace(op, target, args, params, write=_write_data):
 def _finish(op, target, result, write, record_it):
     """Write ``result``, the new value of ``target``, and continue its history."""
     _check_inplace_result(op, target, result)
-    write(target, result)
+    try:
+        write(target, result)
+    except ReadOnlyTargetError as exc:  # (a level's write ends in a plain one's: the
+        exc.op = op.name                # outermost, what the user called, names it last)
+        raise
     if record_it and result._grad_fn is not None:
         _repoint_saved_output(result._grad_fn, result, target)
     if STATE.grad_enabled:

@@ -68,7 +68,7 @@ from collections import namedtuple
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
-from ..core.inplace import apply_inplace
+from ..core.inplace import ReadOnlyTargetError, apply_inplace
 from ..core.function import Function, apply_function
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
@@ -383,7 +383,11 @@ class _DualInterpreter(_levels.Interpreter):
                     f"{op.name}: result type {out.dtype} can't be cast to the desired output "
                     f"type {target.dtype} of the in-place target; use the out-of-place op or "
                     "convert the target with .astype() first")
-            return self.process_inplace(lv, _INDEX_PUT, target, (out,), {"index": Ellipsis})
+            try:
+                return self.process_inplace(lv, _INDEX_PUT, target, (out,), {"index": Ellipsis})
+            except ReadOnlyTargetError as exc:
+                exc.op = op.name  # (the write is ours: name what the user called)
+                raise
         allargs = (target,) + tuple(args)
         tangents = tuple(_input_tangent(a, lv) for a in allargs[:op.nin])
         with below(lv):

@@ -17,7 +17,7 @@ import ndgrad as nd
 from ndgrad.autograd import Function
 from ndgrad.autograd.graph import increment_version
 from ndgrad.checks import gradcheck, gradgradcheck
-from support import close
+from support import close, val
 
 
 def x4():
@@ -500,3 +500,31 @@ def test_the_error_names_the_line_inside_a_transformed_function():
     with pytest.raises(RuntimeError, match="saved by ExpBackward0") as caught:
         nd.func.grad(f)(nd.tensor([1.0, 2.0]))
     assert re.search(_modified_at(*where[0], "mul_"), str(caught.value))
+
+
+@pytest.mark.parametrize("where", ["plain", "grad", "jvp", "vmap", "hessian"])
+def test_an_inplace_change_of_a_broadcast_view_is_refused_naming_the_op(where):
+    # a broadcast view's elements share memory: NumPy's bare 'assignment destination is
+    # read-only' became an error naming the in-place op, raised before anything changed
+    x = nd.tensor([1.0, 2.0, 3.0])
+    change = {
+        "plain": lambda: nd.broadcast_to(x, (2, 3)).add_(1.0),
+        "grad": lambda: nd.func.grad(
+            lambda v: nd.sum(nd.broadcast_to(v * 1, (2, 3)).add_(1.0)))(x),
+        "jvp": lambda: nd.func.jvp(
+            lambda v: nd.broadcast_to(v * 1, (2, 3)).add_(1.0), (x,), (x,)),
+        "vmap": lambda: nd.func.vmap(
+            lambda r: nd.broadcast_to(r * 1, (2, 3)).add_(1.0))(nd.ones((2, 3))),
+        "hessian": lambda: nd.func.hessian(
+            lambda v: nd.sum(nd.broadcast_to(v * 1, (2, 3)).add_(1.0)))(x),
+    }[where]
+    with pytest.raises(RuntimeError, match=r"^add: the in-place target's memory is read-only"):
+        change()
+    np.testing.assert_array_equal(val(x), [1.0, 2.0, 3.0])
+    y = x * 1.0
+    b = nd.broadcast_to(y, (2, 3))
+    with pytest.raises(RuntimeError, match="read-only.*clone"):
+        b.mul_(2.0)
+    assert y._version == 0  # nothing was written, no version made
+    np.testing.assert_array_equal(val(b.clone().mul_(2.0)), np.broadcast_to([2.0, 4.0, 6.0],
+                                                                             (2, 3)))
