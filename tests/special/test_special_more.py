@@ -59,8 +59,9 @@ def test_second_derivative_of_jv_is_bessels_equation():
 
 
 def test_integer_aliases_and_plain_functions():
-    assert S.jn is S.jv and S.yn is S.yv
+    assert S.jn is S.jv  # as SciPy's (its jn is jv); its yn truncates the order: yn(n, z) = Y_n
     np.testing.assert_allclose(V(S.jn(2, T(Z))), sp.jn(2, Z), rtol=1e-13)
+    np.testing.assert_allclose(V(S.yn(2, T(Z))), sp.yn(2, Z), rtol=1e-13)
     x = np.array([-2.5, -0.5, 0.5, 1.0, 3.5])
     np.testing.assert_allclose(V(S.rgamma(T(x))), sp.rgamma(x), rtol=1e-13)
     np.testing.assert_allclose(d1(S.rgamma, x), -sp.digamma(x) * sp.rgamma(x), rtol=1e-12)
