@@ -172,6 +172,15 @@ def _test_data_from_the_seed(request):
         restart_module_generators(request.module, _GENERATOR_STATES)
 
 
+@pytest.fixture
+def loop_warnings(monkeypatch):
+    """vmap warns once per name and process that it loops over a function (a Python loop per
+    batch element): the set of names already warned is empty for the test that asks for this,
+    so that it can assert the warnings it expects (``support.loop_messages``)."""
+    import sys
+    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+
+
 def _tests_a_composite(request):
     """Whether this is a registry-suite case of a composite (Note [Examples for composites])."""
     callspec = getattr(request.node, "callspec", None)

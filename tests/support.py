@@ -88,3 +88,8 @@ def restart_module_generators(module, states):
                 states[key] = g.bit_generator.state  # (a fresh dict, a copy)
             else:
                 g.bit_generator.state = state
+
+
+def loop_messages(seen):
+    """The texts of vmap's loop warnings among the recorded warnings ``seen``."""
+    return [str(w.message) for w in seen if "once per batch element" in str(w.message)]

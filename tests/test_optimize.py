@@ -14,24 +14,13 @@ import ndgrad as nd
 from ndgrad import optimize
 from ndgrad.checks import gradcheck
 from ndgrad.func import grad, hessian, jacfwd, jacrev, jvp, vmap
-from support import close, host
+from support import close, host, loop_messages
 
 RNG = np.random.default_rng(7)
 M = RNG.normal(size=(3, 3))
 A_NP = M @ M.T + 3 * np.eye(3)
 B_NP = RNG.normal(size=3)
 
-
-@pytest.fixture
-def loop_warnings(monkeypatch):
-    """vmap warns once per name and process that it loops over a function: the set of names
-    already warned is empty for this test, which asserts the warnings it expects."""
-    import sys
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
-
-
-def _loops(seen):
-    return [str(w.message) for w in seen if "once per batch element" in str(w.message)]
 
 
 MINIMIZE_LOOP = ("vmap: ndgrad.optimize.minimize runs once per batch element (a Python loop): "
@@ -426,7 +415,7 @@ def test_minimize_under_vmap_in_both_orders(loop_warnings):
         xs = vmap(lambda b: optimize.minimize(quadratic, nd.zeros(3), args=(b,),
                                               tol=1e-12).x)(bs)
     close(xs, np.linalg.solve(A_NP, host(bs).T).T, rtol=1e-7, atol=1e-9)
-    assert _loops(seen) == [MINIMIZE_LOOP]
+    assert loop_messages(seen) == [MINIMIZE_LOOP]
 
 
 @pytest.mark.cpu_only("finite differences of many SciPy solves: the values, once")

@@ -451,14 +451,12 @@ def test_a_zero_leading_denominator_coefficient_is_refused_as_scipy_does():
     close(got, np.stack([ss.lfilter([1.0], a, x) for a in host(good)]))
 
 
-def test_a_batch_element_with_a_zero_leading_coefficient_is_refused_under_vmap(monkeypatch):
+def test_a_batch_element_with_a_zero_leading_coefficient_is_refused_under_vmap(loop_warnings):
     """Under vmap over the coefficients, where no host rule reads a (lfilter with one
     coefficient each, lfilter_zi, filtfilt's gain, sosfilt_zi), a batch element with a[0] ==
     0 is refused as the call without vmap refuses it, naming the function and the element's
     coefficients (Note [Coefficients checked under vmap]; it was a row of inf or nan); the
     other batches give SciPy's values per element."""
-    import sys
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
     x = np.linspace(-1.0, 1.0, 12)
     element = "in a batch element of vmap, whose coefficients are "
     with pytest.warns(UserWarning, match="vmap: ndgrad.signal.lfilter's check of its "
@@ -511,14 +509,12 @@ def test_a_batch_element_with_a_zero_leading_coefficient_is_refused_under_vmap(m
 
 
 @pytest.mark.cpu_only("finite differences: the values are checked on every device")
-def test_hessian_through_lfilter_by_jacrev_of_grad_names_lfilter(monkeypatch):
+def test_hessian_through_lfilter_by_jacrev_of_grad_names_lfilter(loop_warnings):
     """jacrev(grad(loss)) runs lfilter's rules under vmap, once per batch element (as
     documented): the warning names ndgrad.signal.lfilter and asks for no report, and the
     Hessian in the denominator is central second differences of SciPy's lfilter."""
-    import sys
-
     from ndgrad.func import grad, hessian
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
+
     x = _rng(20).normal(size=12)
     b, a0 = np.array([0.5, 0.2]), np.array([1.0, -0.4, 0.1])
 

@@ -19,21 +19,10 @@ import ndgrad as nd
 from ndgrad.autograd import grad as autograd_grad
 from ndgrad.func import (custom_fixed_point, custom_jvp, custom_root, custom_vjp, grad,
                          hessian, jacfwd, jacrev, jvp, vjp, vmap)
-from support import Cube, close, host
+from support import Cube, close, host, loop_messages
 
 X = np.array([0.3, -1.1, 2.0])
 
-
-@pytest.fixture
-def loop_warnings(monkeypatch):
-    """vmap warns once per name and process that it loops over a function: the set of names
-    already warned is empty for this test, which asserts the warnings it expects."""
-    import sys
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
-
-
-def _loops(seen):
-    return [str(w.message) for w in seen if "once per batch element" in str(w.message)]
 
 
 RECORDED_OUTSIDE = "a derivative outside this vmap records it, which needs one node per element"
@@ -413,7 +402,7 @@ def test_custom_vjp_under_vmap_in_every_composition(vmap_method, scale, loop_war
             with pytest.raises(NotImplementedError, match="once per batch element, which "
                                                           "supports first derivatives only"):
                 second(xs)
-    assert _loops(seen) == [f"vmap: the custom_vjp function sin runs once per batch element "
+    assert loop_messages(seen) == [f"vmap: the custom_vjp function sin runs once per batch element "
                             f"(a Python loop): {why}"]
 
 
@@ -427,7 +416,7 @@ def test_custom_jvp_under_vmap_in_every_composition(loop_warnings):
         close(grad(lambda v: vmap(f)(v).sum())(xs), d1)
     close(vmap(jacfwd(f))(xs), d1)
     close(vmap(lambda v: jvp(f, (v,), (nd.ones_like(v),))[1])(xs), d1)
-    assert _loops(seen) == [f"vmap: the custom_jvp function f runs once per batch element "
+    assert loop_messages(seen) == [f"vmap: the custom_jvp function f runs once per batch element "
                             f"(a Python loop): {RECORDED_OUTSIDE}"]
 
 
@@ -476,5 +465,5 @@ def test_functions_under_vmap_in_every_composition(cls, loop_warnings):
     why = (RECORDED_OUTSIDE if cls.generate_vmap_rule else
            "its class does not set generate_vmap_rule = True (set it when its forward and "
            "backward are written with ndgrad operations, which vmap batches)")
-    assert _loops(seen) == [f"vmap: the custom Function {cls.__name__} runs once per batch "
+    assert loop_messages(seen) == [f"vmap: the custom Function {cls.__name__} runs once per batch "
                             f"element (a Python loop): {why}"]

@@ -324,11 +324,9 @@ def test_grad_of_indexing_by_a_batched_index_under_vmap():
     close(J, np.stack([2 * np.eye(3)[iv[b]] for b in range(2)]))
 
 
-def test_the_loop_warning_gives_an_ops_declared_reason(monkeypatch):
+def test_the_loop_warning_gives_an_ops_declared_reason(loop_warnings):
     """An op that declares why it has no batching rule (``notes["vmap"]``) says so when vmap
     loops over it, and does not ask for a report; the loop's values are the per-row ones."""
-    import sys
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
     x = np.array([[0.0, 1.0, 2.0, 0.0], [0.0, 3.0, 4.0, 0.0]])
     with pytest.warns(UserWarning, match="trim_zeros runs once per batch element") as seen:
         got = vmap(ndgrad.trim_zeros)(t(x))
@@ -405,13 +403,12 @@ def test_every_function_ndgrad_defines_names_what_vmap_loops_over():
     assert not unnamed, f"Function classes without vmap_loop: {unnamed}"
 
 
-def test_the_loop_warning_of_a_function_names_what_the_user_called(monkeypatch):
+def test_the_loop_warning_of_a_function_names_what_the_user_called(loop_warnings):
     """The warnings of ndgrad's functions built on custom Functions name the public function
     (``ndgrad.signal.lfilter``, ``ndgrad.integrate.solve_ivp`` ...), a user's custom_vjp
     declared sequential and a user's Function name themselves and say why; none asks for a
     report; the values are the per-element ones."""
     import functools
-    import sys
     import warnings
 
     import scipy.signal as ss
@@ -420,7 +417,6 @@ def test_the_loop_warning_of_a_function_names_what_the_user_called(monkeypatch):
     from ndgrad.sparse import linalg as splinalg
     from support import Cube
 
-    monkeypatch.setattr(sys.modules["ndgrad.functional.vmap"], "_WARNED", set())
     x = RNG.standard_normal(6)
     A = ndgrad.tensor(np.diag([3.0, 4.0, 5.0]))
     ks = np.array([0.5, 0.8])
