@@ -89,6 +89,14 @@ def outs(r):
     return tuple(r) if isinstance(r, (tuple, list)) else (r,)
 
 
+def view_outputs(op, x, extra=(), kwargs=None):
+    """The positions of ``op``'s outputs on the NumPy array ``x`` that are views of it (share
+    its memory): where an in-place change of ``x`` or of that output must reach the other."""
+    from ndgrad.core.backend import NUMPY
+    r = outs(op.forward(NUMPY, x, *extra, **(kwargs or {})))
+    return [k for k, o in enumerate(r) if np.may_share_memory(o, x)]
+
+
 def public_call(op, inputs, extra=(), kwargs=None):
     """Call the public function of ``op``: the array inputs (one sequence for a packing op
     such as ``concat``), the extra positional parameters, and the keyword parameters with
