@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
-from ndgrad.core.ops.registry import ELEMENTWISE
+from ndgrad.core.ops.registry import ELEMENTWISE, REDUCTION, SCAN
 from ndgrad.func import jvp
 from registry_harness import ENTRIES, FLOAT, Sample, draw, entry
 
@@ -570,3 +570,236 @@ def test_removable_singularities_of_ellipk_ellipe_spence_and_others():
         (_, d2), _ = _nested(lambda t, a=a: S.betainc(a, 1.5, t), np.array([0.0, 1.0]), 2)
         # d/dx of x^(a-1) (1-x)^(1/2) / B: 0 at x = 0, -inf at x = 1
         assert d2.tolist() == [0.0, -np.inf], (a, d2)
+
+
+# ------------------------------------------------------------------ the other ops
+def _paired(outs, w):
+    """``sum re(w * out)`` over the floating outputs: a real scalar of the outputs."""
+    total = None
+    for o, wi in zip(outs, w):
+        if wi is not None:
+            term = nd.sum(nd.real(o * wi))
+            total = term if total is None else total + term
+    return total
+
+
+def _along(f, xs, vs, w, ts):
+    """``[D0, ..., D_ORDER]`` of ``phi(t) = <w, f(x + t v)>`` at each of ``ts`` by nested
+    reverse mode, and ``D1`` at ``t = 0`` by the first-order vjp."""
+    out = np.full((ORDER + 1, len(ts)), np.nan)
+    vjp1 = np.nan
+    for j, t in enumerate(ts):
+        leaves = [nd.tensor(x + t * v).requires_grad_() for x, v in zip(xs, vs)]
+        cur = _paired(f(*leaves), w)
+        out[0, j] = float(cur)
+        if t == 0:
+            gs = nd.autograd.grad(cur, leaves, retain_graph=True, allow_unused=True)
+            vjp1 = sum(float(nd.sum(nd.real(g * nd.tensor(v)))) for g, v in zip(gs, vs)
+                       if g is not None)
+        for k in range(1, ORDER + 1):
+            total = None
+            if cur.requires_grad:
+                gs = nd.autograd.grad(cur, leaves, create_graph=True, allow_unused=True)
+                for g, v in zip(gs, vs):
+                    if g is not None:
+                        term = nd.sum(nd.real(g * nd.tensor(v)))
+                        total = term if total is None else total + term
+            cur = nd.zeros_like(cur) if total is None else total
+            out[k, j] = float(cur)
+    return out, vjp1
+
+
+def _forward_along(f, xs, vs, w):
+    """``[D1, ..., D_ORDER]`` of ``phi`` at ``t = 0`` by nested forward mode."""
+    def phi(t):
+        return _paired(f(*(nd.tensor(x) + t * nd.tensor(v) for x, v in zip(xs, vs))), w)
+
+    def d(g):
+        return lambda t: jvp(g, (t,), (nd.ones_like(t),))[1]
+    out, g = [], phi
+    for _ in range(ORDER):
+        g = d(g)
+        out.append(float(g(nd.tensor(0.0))))
+    return out
+
+
+def _configurations(floats, rng):
+    """(label, inputs, directions): every floating input scaled together by 1e-170, 1e-300
+    and 1e150, each alone by 1e-170 for several inputs, each input with a zero entry (two for
+    a larger one), and with every other entry scaled by 1e-170: products, scans and norms at
+    tiny, huge and zero factors."""
+    dirs = [rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape)
+                                            if a.dtype.kind == "c" else 0) for a in floats]
+    dirs = [np.asarray(d, dtype=a.dtype) for d, a in zip(dirs, floats)]
+    for s in (1e-170, 1e-300, 1e150):
+        yield f"all inputs times {s:g}", [a * s for a in floats], [d * s for d in dirs]
+    if len(floats) > 1:
+        for i in range(len(floats)):
+            xs = [a * 1e-170 if j == i else a for j, a in enumerate(floats)]
+            vs = [d * 1e-170 if j == i else d for j, d in enumerate(dirs)]
+            yield f"input {i} times 1e-170", xs, vs
+    for i, a in enumerate(floats):
+        if a.size:
+            z = a.copy().reshape(-1)
+            z[:: max(1, z.size // 2)] = 0
+            yield f"zeros in input {i}", [z.reshape(a.shape) if j == i else b
+                                          for j, b in enumerate(floats)], dirs
+        if a.size > 1:  # tiny and ordinary entries side by side
+            m = np.ones(a.size)
+            m[::2] = 1e-170
+            m = m.reshape(a.shape)
+            yield f"every other entry of input {i} times 1e-170", \
+                [a * m if j == i else b for j, b in enumerate(floats)], \
+                [d * m if j == i else d for j, d in enumerate(dirs)]
+
+
+def _sweep_along(name, sample):
+    """The mismatches of the op's directional derivatives against the references."""
+    f = sample.function()
+    rng = np.random.default_rng(0)
+    floats = [np.asarray(a) for a in sample.floats]
+    with nd.no_grad():
+        outs = f(*(nd.tensor(a) for a in floats))
+    w = [nd.tensor(rng.standard_normal(tuple(o.shape))) if o.dtype.kind in "fc" else None
+         for o in outs]
+    ts = np.array([0.0] + [s * h for h in STEPS for s in (1, -1)])
+    X = ts[None, :]
+    bad = []
+    for label, xs, vs in _configurations(floats, rng):
+        with np.errstate(all="ignore"):
+            try:
+                D, vjp1 = _along(f, xs, vs, w, ts)
+                fwd = _forward_along(f, xs, vs, w)
+            except (np.linalg.LinAlgError, ValueError):
+                continue  # (not defined there: a singular matrix, a domain check)
+        if not np.isfinite(D[0, 0]):
+            continue
+        for k in range(1, ORDER + 1):
+            size = np.zeros(1)
+            for j in range(k):
+                a = np.abs(D[j])
+                size = np.maximum(size, np.max(np.where(np.isfinite(a), a, 0)))
+            ref, unc, kind, visible = _reference(X, D[k - 1][None, :], size)
+            got = {"nested reverse": D[k, 0], "nested forward": fwd[k - 1]}
+            if k == 1:
+                got["vjp"] = vjp1
+            for how, g in got.items():
+                if not _agrees(np.array([g]), ref, unc, kind, visible)[0]:
+                    what = {1: f"{ref[0]!r} +- {unc[0]:.3g}", 2: f"{ref[0]:+}inf",
+                            3: f"in [{ref[0]!r}, {unc[0]!r}]", 0: "?"}[int(kind[0])]
+                    bad.append(f"{name}, {label}: order {k} by {how} is {g!r}, expected {what}")
+    return bad
+
+
+def _linear(name):
+    op = entry(name)
+    return op.kind in ("shape", "indexing") or getattr(op, "taylor", None) == "linear"
+
+
+# reductions and scans (products, moments, norms, extrema, log-sum-exp; registered or
+# composite) that are not linear; linear algebra is not swept here (its nested derivatives of
+# factorizations cost seconds per op on the CI machine)
+OTHER_OPS = [n for n in ENTRIES if entry(n).kind in (REDUCTION, SCAN) and
+             entry(n).differentiable and not _linear(n)]
+
+
+@pytest.mark.cpu_only("the special points are device independent")
+@pytest.mark.parametrize("name", OTHER_OPS)
+@settings(max_examples=1, deadline=None)
+@given(data=st.data())
+def test_reductions_and_scans_along_scaled_and_zero_inputs(name, data):
+    """Every differentiable reduction and scan that is not linear (products, moments, norms,
+    extrema, log-sum-exp; registered or composite) with its floating inputs scaled by 1e-170,
+    1e-300 and 1e150 (together and one at a time) and with zero entries: the first and
+    second derivatives of <w, f(x + t v)> along a direction of the same scale, by nested
+    reverse and forward mode and the first-order vjp, against finite differences in t of the
+    order below (Note [Derivatives at special points])."""
+    op = entry(name)
+    # (a first draw is often a single element: up to ten, the first with three or more in
+    # every floating input, where tiny and ordinary factors meet)
+    for _ in range(10):
+        sample = draw(data, op, FLOAT, max_side=3, max_dims=2)
+        if sample.pos and min(np.size(a) for a in sample.floats) >= 3:
+            break
+    if not sample.pos:
+        pytest.skip(f"{name}: this sample has no floating input")
+    _check(name, _sweep_along(name, sample))
+
+
+def _product_derivatives(x):
+    """The Jacobian and Hessian of ``cumprod(x)`` (1-D) from products over index subsets:
+    ``d out_k / d x_i = prod_{j <= k, j != i} x_j``, ``d2 out_k / d x_i d x_l`` likewise without
+    ``i`` and ``l`` (0 for ``i = l``: each factor appears once). Products of the factors
+    themselves, in index order: exact where they do not under- or overflow."""
+    n = len(x)
+    J, H = np.zeros((n, n)), np.zeros((n, n, n))
+    for k in range(n):
+        for i in range(k + 1):
+            J[k, i] = np.prod([x[j] for j in range(k + 1) if j != i])
+            for m in range(k + 1):
+                if m != i:
+                    H[k, i, m] = np.prod([x[j] for j in range(k + 1) if j not in (i, m)])
+    return J, H
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+@pytest.mark.parametrize("x", [[1e-170, 2e-170, 3.0, 0.5], [5e-324, 2.0, 3.0, 4.0],
+                               [0.0, 2.0, 1e-170, 3.0], [2.0, 0.0, 0.0, 3.0],
+                               [1e-170, 1e150, 2.0, 1e-300], [1.5, -2.0, 0.5, 3.0]])
+def test_products_at_tiny_and_zero_factors(x):
+    """cumulative_prod (and cumprod, nancumprod, prod, nanprod on it) at tiny, subnormal,
+    huge and zero factors: Jacobians by jacrev and jacfwd, Hessians by reverse over reverse
+    and forward over forward, and the first two Taylor coefficients along a direction, all
+    against products of the factors over index subsets (Note [Products with zeros]). out / x
+    lost each derivative whose product underflowed (d prod([1e-170, 2e-170, 3]) / d x_0 =
+    6e-170 came out 0, the second derivative 3 in x_0, x_1 came out 0, nan in forward mode,
+    inf at 5e-324)."""
+    from ndgrad.func import derivatives, hessian, jacfwd, jacrev
+    x = np.array(x)
+    J, H = _product_derivatives(x)
+    t = nd.tensor(x)
+    with np.errstate(all="ignore"):
+        for name, f in (("cumulative_prod", nd.cumulative_prod), ("cumprod", nd.cumprod),
+                        ("nancumprod", nd.nancumprod)):
+            for how, jac in (("jacrev", jacrev), ("jacfwd", jacfwd)):
+                np.testing.assert_allclose(_np(jac(f)(t)), J, rtol=1e-14, atol=0,
+                                           err_msg=f"{name} by {how}")
+            for how, hes in (("reverse", jacrev(jacrev(f))), ("forward", jacfwd(jacfwd(f)))):
+                np.testing.assert_allclose(_np(hes(t)), H, rtol=1e-14, atol=0,
+                                           err_msg=f"{name}'s Hessian by {how}")
+        for name, f in (("prod", nd.prod), ("nanprod", nd.nanprod)):
+            np.testing.assert_allclose(_np(jacrev(f)(t)), J[-1], rtol=1e-14, atol=0,
+                                       err_msg=name)
+            np.testing.assert_allclose(_np(hessian(f)(t)), H[-1], rtol=1e-14, atol=0,
+                                       err_msg=name)
+        v = np.array([0.5, -1.0, 2.0, 1.5])
+        _, d1, d2 = derivatives(nd.cumulative_prod, t, 2, nd.tensor(v))
+        np.testing.assert_allclose(_np(d1), J @ v, rtol=1e-14, atol=0)
+        np.testing.assert_allclose(_np(d2), np.einsum("kim,i,m->k", H, v, v), rtol=1e-14,
+                                   atol=0)
+
+
+@pytest.mark.cpu_only("closed forms at special points")
+def test_std_at_tiny_and_huge_spreads():
+    """std (and nanstd) of [1, 2, 3] s for s = 1e-170, 1e-300, 1e150, 1: s sqrt(2/3) (NumPy's
+    std underflows to 0 at 1e-170 and overflows to inf at 1e200), its gradient (x - mean) /
+    (N std), independent of s, by reverse and forward mode, and its Hessian (I - 1/N - u u')
+    / (N std) with u = (x - mean) / (sqrt(N) std), scaling as 1/s (0, nan or inf before)."""
+    from ndgrad.func import hessian, jacfwd, jacrev
+    base = np.array([1.0, 2.0, 3.0])
+    for s in (1e-170, 1e-300, 1e150, 1e200, 1.0):
+        x = base * s
+        std = np.sqrt(2 / 3) * s
+        dev = (base - 2.0) / np.sqrt(2 / 3) / 3
+        u = (base - 2.0) / np.sqrt(2.0)
+        hess = (np.eye(3) - 1 / 3 - np.outer(u, u)) / (3 * np.sqrt(2 / 3)) / s
+        for f in (nd.std, nd.nanstd):
+            np.testing.assert_allclose(_np(f(nd.tensor(x))), std, rtol=1e-15)
+            for jac in (jacrev, jacfwd):
+                np.testing.assert_allclose(_np(jac(f)(nd.tensor(x))), dev, rtol=1e-14,
+                                           atol=1e-16)
+            np.testing.assert_allclose(_np(hessian(f)(nd.tensor(x))), hess, rtol=1e-13,
+                                       atol=1e-15 / s)
+    # a constant slice: the gradient is 0 (the derivative is infinite), as PyTorch's std
+    for f in (nd.std, nd.nanstd):
+        assert _np(jacrev(f)(nd.tensor([2e-170, 2e-170, 2e-170]))).tolist() == [0.0] * 3

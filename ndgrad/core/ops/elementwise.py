@@ -325,7 +325,15 @@ def pow(B, x, y):
 
     Both inputs are differentiable: ``d/dx = y * x**(y-1)`` (0 where ``y == 0``) and
     ``d/dy = x**y * log(x)`` (0 where ``x == 0``). A negative base with a real exponent gives
-    ``nan`` unless the exponent is an integer, as in NumPy.
+    ``nan`` unless the exponent is an integer, as in NumPy, and its derivative in the exponent
+    is ``nan``, as PyTorch's.
+
+    The 0 of ``d/dy`` at ``x == 0`` is PyTorch's convention (``0 ** y`` is constant in
+    ``y > 0``), and every higher derivative follows it: a term ``x ** (y - k) log(x) ** j``
+    counts as 0 at ``x == 0``. That is the limit where ``y > k``, not otherwise: with both
+    base and exponent moving, ``t ** (2 + t)`` has the third derivative 4 at ``t = 0`` by
+    every mode (nested reverse and forward, Taylor), where the limit is ``-inf`` (from the
+    mixed ``d3/dx2dy = 3 + 2 log x`` at ``y = 2``). A convention, kept, not a limit.
 
     Examples
     --------
@@ -889,10 +897,16 @@ def _inverse_scale(F, *xs):
 
 
 def _atan2_grad(F, g, y, x, wrt_y):
-    # x / (x^2 + y^2) (for y; -y / ... for x) in units of s ~ hypot(x, y): X / (X^2 + Y^2) / s
+    # x / (x^2 + y^2) (for y; -y / ... for x); 0 at the origin, as PyTorch. First order (raw
+    # arrays): (x / h) / h with h = hypot(x, y), x^2 + y^2 underflows at 1e-170. A rule that
+    # will be differentiated again computes in units of s ~ hypot(x, y): X / (X^2 + Y^2) / s
     # with X = x / s, Y = y / s of order one, so nothing under- or overflows but the final
     # 1 / s, and the derivatives of the inner quotient add up at X and Y before it (Note
-    # [Derivatives at special points]); 0 at the origin, as PyTorch
+    # [Derivatives at special points])
+    if not isinstance(g, Tensor):
+        h = F.hypot(x, y)
+        h = F.where(h == 0, 1.0, h)
+        return g * ((x if wrt_y else -y) / h) / h
     inv = _inverse_scale(F, x, y)
     X, Y = x * inv, y * inv
     r2 = X * X + Y * Y
@@ -1180,10 +1194,13 @@ minimum.defjvp_from_vjp()
 minimum.defsparsity("extremum")
 
 
-def _hypot_grad(F, g, x, y, wrt_x):
-    # x / hypot(x, y) in units of s ~ max(|x|, |y|): X / hypot(X, Y) with X = x / s, Y = y / s
-    # of order one (not x / out, whose derivatives have 1 / out^2 terms, inf - inf at out =
-    # 1e-170; Note [Derivatives at special points]); 0 at the origin
+def _hypot_grad(F, g, out, x, y, wrt_x):
+    # x / out, 0 at the origin; exact at first order (raw arrays). A rule that will be
+    # differentiated again computes in units of s ~ max(|x|, |y|): X / hypot(X, Y) with
+    # X = x / s, Y = y / s of order one (x / out's derivatives have 1 / out^2 terms, inf - inf
+    # at out = 1e-170; Note [Derivatives at special points])
+    if not isinstance(g, Tensor):
+        return g * ((x if wrt_x else y) / F.where(out == 0, 1.0, out))
     inv = _inverse_scale(F, x, y)
     X, Y = x * inv, y * inv
     h = F.hypot(X, Y)
@@ -1212,8 +1229,8 @@ def hypot(B, x, y):
     return B.hypot(x, y)
 
 
-hypot.defvjp(lambda F, g, out, x, y: _hypot_grad(F, g, x, y, True),
-             lambda F, g, out, x, y: _hypot_grad(F, g, x, y, False))
+hypot.defvjp(lambda F, g, out, x, y: _hypot_grad(F, g, out, x, y, True),
+             lambda F, g, out, x, y: _hypot_grad(F, g, out, x, y, False))
 hypot.defjvp_from_vjp()
 
 

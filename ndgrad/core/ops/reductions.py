@@ -104,6 +104,62 @@ def _is_taped(*arrays):
     return _bany(isinstance(a, Tensor) for a in arrays)
 
 
+# the smallest normal magnitude per floating width (float16/32/64, and complex64/128's parts)
+_TINY_NORMAL = {2: 2.0 ** -14, 4: 2.0 ** -126, 8: 2.0 ** -1022, 16: 2.0 ** -1022}
+
+
+def _normal(F, a):
+    """Elementwise: ``a`` is finite and of normal magnitude (neither 0 nor subnormal)."""
+    dt = a.dtype
+    m = F.abs(a)
+    return F.isfinite(m) & (m >= _TINY_NORMAL.get(dt.itemsize // 2 if dt.kind == "c" else
+                                                   dt.itemsize, 2.0 ** -1022))
+
+
+# the exponents of the normal range per floating width: scaling by 2^-e stays exact
+_EXPONENTS = {2: (-14.0, 15.0), 4: (-126.0, 127.0), 8: (-1022.0, 1023.0)}
+
+
+def _stop(x):
+    """``x`` as a constant: no derivative flows through it (raw arrays are constants)."""
+    return x.detach() if isinstance(x, Tensor) else x
+
+
+def inverse_scale_along(F, x, axis, ignore_nan=False):
+    """``1 / s`` per slice of ``x`` reduced over ``axis`` (kept as length-1 dimensions), for
+    the power of two ``s`` with ``s <= max |x| < 2 s`` (1 where the slice is all 0 or not
+    finite; ``ignore_nan``: of the elements that are not NaN), from the values alone: a
+    constant for every derivative, and scaling by it is exact. A rule or forward computes in
+    units of ``s`` so that squares neither under- nor overflow (Note [Derivatives at special
+    points] in elementwise.py)."""
+    a = F.abs(_stop(x))
+    if ignore_nan:
+        a = F.where(F.isnan(a), 0.0, a)
+    m = F.max(a, axis=axis, keepdims=True)
+    dt = m.dtype
+    lo, hi = _EXPONENTS.get(dt.itemsize, _EXPONENTS[8])
+    e = F.floor(F.log2(F.where(F.isfinite(m) & (m > 0), m, 1.0)))
+    return F.exp2(-F.clip(e, lo, hi))
+
+
+def _divides_exactly(F, x, out, taped):
+    """Whether a product's rules may divide by a factor (Note [Products with zeros]): no factor
+    is 0, and every factor and product is a finite normal number (``out / x`` loses the
+    product where it underflowed: ``prod([1e-170, 2e-170, 3])`` is 0, its derivative in the
+    first factor 6e-170). A formula that will be differentiated again (``taped``) also needs
+    the factors within 2^20 of each other: the second derivative of ``out / x_i`` in ``x_i``
+    is ``out / x_i^2 - out / x_i^2``, rounding noise of ``eps out / x_i^2`` against entries of
+    ``out / (x_i x_j)``. Inside vmap the values cannot be read: False (the exact formulas)."""
+    if is_batched(x) or is_batched(out):
+        return False
+    if not bool(F.all(_normal(F, x))) or not bool(F.all(_normal(F, out))):
+        return False
+    if taped:
+        m = F.abs(x)
+        return bool(F.max(m) <= 2.0 ** 20 * F.min(m))
+    return True
+
+
 def _has_zero(F, x):
     """Whether ``x`` has a zero, to pick a formula (Note [Products with zeros]). Inside vmap the
     values of a batched ``x`` cannot be read (they differ per batch element): the answer is
@@ -294,7 +350,7 @@ def _prod_others(F, x, out, axis, keepdims):
     (Note [Products with zeros]); broadcastable to ``x.shape``."""
     if x.ndim == 0:
         return F.ones_like(x)
-    if not _has_zero(F, x):
+    if _divides_exactly(F, x, out, _is_taped(x, out)):
         return unreduce(F, out, x.shape, axis, keepdims) / x
     others = None
     y = x
@@ -411,7 +467,10 @@ def std(B, x, axis=None, *, correction=0, keepdims=False):
     """Standard deviation over ``axis``: the square root of :func:`var`.
 
     Where the variance is zero the derivative is infinite; the gradient there is 0, as
-    PyTorch's.
+    PyTorch's. Where NumPy's computation would under- or overflow (deviations below about
+    1e-154, whose squares underflow, or above 1e154), the input is scaled by a power of two
+    first: ``std([1, 2, 3] * 1e-170)`` is 8.2e-171, not NumPy's 0, and its derivative is
+    finite, as it is wherever the inputs are not all equal.
 
     Parameters
     ----------
@@ -429,21 +488,57 @@ def std(B, x, axis=None, *, correction=0, keepdims=False):
     >>> x = ndgrad.tensor([[1.0, 3.0], [2.0, 2.0]])
     >>> ndgrad.std(x, axis=1)
     tensor([1., 0.])
+    >>> ndgrad.std(ndgrad.tensor([1.0, 2.0, 3.0]) * 1e-170)
+    tensor(8.16496581e-171)
     """
-    return B.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+    out = B.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+    a = B.abs(out)
+    if bool(B.all((a >= 2.0 ** -450) & (a <= 2.0 ** 450))):
+        return out
+    # (a tiny or huge spread, a constant slice, or NaN: in units of a power of two near the
+    # largest magnitude, NumPy's result where it was exact)
+    inv = inverse_scale_along(B, x, axis)
+    r = B.std(x * inv, axis=axis, ddof=correction, keepdims=True) / inv
+    return B.reshape(r, out.shape)
 
 
-def _half_over(F, g, out):
-    # g / (2 std), and 0 where std == 0, as torch's std_backward (the derivative is infinite
-    # there; the masked value keeps a constant slice from poisoning the gradient with NaN)
-    zero = F.equal(out, 0)
-    return F.where(zero, 0.0, g / (2.0 * F.where(zero, 1.0, out)))
+def _std_parts(F, out, x, axis, keepdims, correction, taped):
+    """``x - mean``, ``std`` (kept dimensions) and ``N - correction``; in units of a power of
+    two ``s`` near max |x| (:func:`inverse_scale_along`) where the rule will be
+    differentiated again (``taped``): the derivatives of their quotient have ``1 / std^2``
+    terms that overflow at a spread of 1e-170 otherwise. (At first order the quotient is
+    exact as it is.)"""
+    dev = x - F.mean(x, axis=axis, keepdims=True)
+    o = unreduce(F, out, x.shape, axis, keepdims)
+    if taped:
+        inv = inverse_scale_along(F, x, axis)
+        dev, o = dev * inv, o * inv
+    return dev, o, _numel(x.shape, axis) - correction
 
 
-std.defvjp(lambda F, g, out, x, axis=None, keepdims=False, correction=0:
-           _var_vjp(F, _half_over(F, g, out), out, x, axis, keepdims, correction))
-std.defjvp(lambda F, tangents, out, x, axis=None, keepdims=False, correction=0:
-           _half_over(F, _var_jvp(F, tangents, out, x, axis, keepdims, correction), out))
+def _std_vjp(F, g, out, x, axis=None, keepdims=False, correction=0):
+    # g (x - mean) / (N std), and 0 where std == 0, as torch's std_backward (the derivative
+    # is infinite there; the masked value keeps a constant slice from poisoning the gradient
+    # with NaN)
+    dev, o, n = _std_parts(F, out, x, axis, keepdims, correction, _is_taped(g, out, x))
+    zero = F.equal(o, 0)
+    # (the quotient on the reduced shape, then one product with the deviations)
+    c = F.where(zero, 0.0, unreduce(F, g, x.shape, axis, keepdims) / (n * F.where(zero, 1.0, o)))
+    return c * dev
+
+
+def _std_jvp(F, tangents, out, x, axis=None, keepdims=False, correction=0):
+    # re(sum(conj(x - mean) dx)) / (N std) (see _var_jvp), 0 where std == 0
+    t = tangents[0]
+    dev, o, n = _std_parts(F, out, x, axis, keepdims, correction, _is_taped(t, out, x))
+    prod = F.real(F.conj(dev) * t) if F.iscomplexobj(dev) else dev * t
+    zero = F.equal(o, 0)
+    r = F.where(zero, 0.0, F.sum(prod, axis=axis, keepdims=True) / (n * F.where(zero, 1.0, o)))
+    return F.reshape(r, out.shape)
+
+
+std.defvjp(_std_vjp)
+std.defjvp(_std_jvp)
 
 
 # ----------------------------------------------------------------------------- max, min
@@ -799,15 +894,18 @@ def _cumprod_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
     if x.ndim == 0 or x.shape[a] <= 1:
         return g
     out = _drop_initial(F, out, x, a, include_initial)
-    if not _has_zero(F, x):
+    taped = _is_taped(g, x, out)
+    if _divides_exactly(F, x, out, taped):
         return _revcumsum(F, g * F.conj(out), a) / F.conj(x)
-    if _is_taped(g, x, out):
+    if taped:
         # Note [Products with zeros]: dx_i = sum_{k >= i} g_k conj(prod_{j <= k, j != i} x_j)
         P, ge = _cumprod_pairs(F, x, a)
         return F.sum(F.where(ge, F.expand_dims(g, a) * F.conj(P), 0), axis=a + 1)
+    c, before, first, between = _cumprod_zero_masks(F, x, a)
+    if not _exact_before_first_zero(F, x, out, before):
+        return _cumprod_vjp_scan(F, g, x, a)
     # first order, O(n): before the first zero dx_i = revcumsum(g out)_i / x_i; at the first
     # zero z, dx_z = prod_{j<z} x_j * sum_{z <= k < z2} g_k prod_{z<j<=k} x_j; elsewhere 0.
-    c, before, first, between = _cumprod_zero_masks(F, x, a)
     xs = F.where(before, x, 1)
     dx_before = _revcumsum(F, g * F.conj(out), a) / F.conj(xs)
     tail = F.cumulative_prod(F.where(between, x, 1), axis=a)
@@ -815,6 +913,40 @@ def _cumprod_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
     excl = F.cumulative_prod(x, axis=a, include_initial=True)[
         _slice_along(x.ndim, a, slice(None, -1))]
     return F.where(before, dx_before, F.where(first, s * F.conj(excl), 0))
+
+
+def _exact_before_first_zero(F, x, out, before):
+    """Whether the first-order zero formula's division (before the first zero) is exact:
+    the factors and products there are finite normal numbers."""
+    return bool(F.all(F.where(before, _normal(F, x) & _normal(F, out), True)))
+
+
+def _cumprod_vjp_scan(F, g, x, a):
+    """dx_i = conj(prod_{j<i} x_j) S_i with S_i = g_i + conj(x_(i+1)) S_(i+1): exact for any
+    factors, tiny, huge or zero (no division; O(n) steps along the axis, first order on raw
+    arrays only: Note [Products with zeros])."""
+    n = x.shape[a]
+    nd = x.ndim
+    excl = F.cumulative_prod(x, axis=a, include_initial=True)[_slice_along(nd, a, slice(None, -1))]
+    S = [None] * n
+    S[n - 1] = g[_slice_along(nd, a, slice(n - 1, n))]
+    for i in range(n - 2, -1, -1):
+        S[i] = g[_slice_along(nd, a, slice(i, i + 1))] + \
+            F.conj(x[_slice_along(nd, a, slice(i + 1, i + 2))]) * S[i + 1]
+    return F.conj(excl) * F.concat(S, axis=a)
+
+
+def _cumprod_jvp_scan(F, t, x, a):
+    """d out_k = d out_(k-1) x_k + out_(k-1) t_k (the product rule along the axis): exact for
+    any factors (no division; O(n) steps, first order on raw arrays only)."""
+    n = x.shape[a]
+    nd = x.ndim
+    excl = F.cumulative_prod(x, axis=a, include_initial=True)
+    T = [t[_slice_along(nd, a, slice(0, 1))]]
+    for k in range(1, n):
+        sl = _slice_along(nd, a, slice(k, k + 1))
+        T.append(T[k - 1] * x[sl] + excl[sl] * t[sl])
+    return F.concat(T, axis=a)
 
 
 def _prepend_zero(F, r, x, a, include_initial):
@@ -831,14 +963,17 @@ def _cumprod_jvp(F, tangents, out, x, axis=None, dtype=None, include_initial=Fal
     a = _scan_axis(axis, x.ndim, "cumulative_prod")
     if x.ndim == 0:
         return _prepend_zero(F, t, x, a, include_initial)
-    if not _has_zero(F, x):
+    taped = _is_taped(t, x, out)
+    if _divides_exactly(F, x, out, taped):
         return out * F.cumulative_sum(t / x, axis=a, include_initial=include_initial)
-    if _is_taped(t, x, out):
+    if taped:
         P, ge = _cumprod_pairs(F, x, a)
         r = F.sum(F.where(ge, F.expand_dims(t, a + 1) * P, 0), axis=a)
         return _prepend_zero(F, r, x, a, include_initial)
     out = _drop_initial(F, out, x, a, include_initial)
     c, before, first, between = _cumprod_zero_masks(F, x, a)
+    if not _exact_before_first_zero(F, x, out, before):
+        return _prepend_zero(F, _cumprod_jvp_scan(F, t, x, a), x, a, include_initial)
     xs = F.where(before, x, 1)
     excl = F.cumulative_prod(x, axis=a, include_initial=True)[
         _slice_along(x.ndim, a, slice(None, -1))]

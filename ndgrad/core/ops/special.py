@@ -1287,7 +1287,7 @@ def i1(B, x):
 # beyond 1e10: clipped). i0 is anchored at its exact value at 0, 1 (a GPU's i0(0) is one ulp
 # below: 1 - i0(0) is a constant, 0 on the CPU)
 def _i1_grad(F, g, x):
-    i0 = F.special.i0(x) + (1 - F.special.i0(F.zeros_like(x)))
+    i0 = F.special.i0(x) + (1 - F.special.i0(F.zeros((), dtype=x.dtype, like=x)))
     return g * (0.5 * (i0 + F.special.ive(2, F.clip(x, -1e3, 1e3)) * F.exp(F.abs(x))))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from .linalg import _eye
+from .reductions import inverse_scale_along
 from .registry import LINALG, REDUCTION, SCAN, SHAPE, Domain, defcomposite
 
 _ANY = Domain((-2.0, 2.0))
@@ -493,7 +494,9 @@ def nanvar(F, a, axis=None, ddof=0, keepdims=False):
 
 @defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_nan_moment)
 def nanstd(F, a, axis=None, ddof=0, keepdims=False):
-    """Standard deviation over ``axis`` of the elements that are not NaN.
+    """Standard deviation over ``axis`` of the elements that are not NaN (computed, as
+    :func:`std`, without under- or overflow at tiny or huge spreads, with a zero gradient
+    where the variance is 0).
 
     Examples
     --------
@@ -501,7 +504,16 @@ def nanstd(F, a, axis=None, ddof=0, keepdims=False):
     >>> ndgrad.nanstd(ndgrad.tensor([1.0, float("nan"), 3.0]))
     tensor(1.)
     """
-    return F.sqrt(_nan_moment(F, a, axis, ddof, keepdims))
+    # in units of a power of two near the largest magnitude (inverse_scale_along): the
+    # variance of a spread of 1e-170 underflows to 0, whose square root's derivative is inf;
+    # and 0 with a zero derivative where the variance is 0, as std (sqrt's inf times the
+    # variance's zero derivative was nan)
+    inv = inverse_scale_along(F, a, axis, ignore_nan=True)
+    m = _nan_moment(F, a * inv, axis, ddof, True)
+    zero = F.equal(m, 0)
+    r = F.where(zero, 0.0, F.sqrt(F.where(zero, 1.0, m))) / inv
+    return r if keepdims else F.squeeze(r, axis=axis if axis is not None else
+                                        tuple(range(len(a.shape))))
 
 
 # ------------------------------------------------------------------------- matrices
