@@ -496,7 +496,7 @@ def test_logaddexp_asinh_pow_at_huge_points():
     """logaddexp(x, x) has gradient 1/2 in each input also at 1e150, where out = x + log 2
     rounds to x (exp(x - out) gave 1); asinh'' = -x / (1 + x^2)^(3/2) is -1e-300 at 1e150
     (0 before); pow's x ** (y - 1) keeps its parity for |y| >= 2**53 (y - 1 rounds to the even
-    y: pow(-1, 1e150)' was +1e150, not -1e150)."""
+    y: pow(-1, 1e150)' was +1e150, not -1e150), in Taylor mode too."""
     for f in (nd.logaddexp, nd.logaddexp2):
         a = nd.tensor([1e150, -1e150, 1e300], requires_grad=True)
         b = nd.tensor([1e150, -1e150, 1e300], requires_grad=True)
@@ -504,11 +504,17 @@ def test_logaddexp_asinh_pow_at_huge_points():
         assert _np(ga).tolist() == _np(gb).tolist() == [0.5, 0.5, 0.5]
     _assert_orders(nd.asinh, np.array([1e150, -1e150]), [[1e-150, 1e-150], [-1e-300, 1e-300]],
                    rtol=1e-15)
+    from ndgrad.func import derivatives
     for y in (1e150, -1e150, 2.0 ** 53, 2.0 ** 60):
         for exponent in (y, nd.tensor(y)):
             x = nd.tensor([-1.0, 1.0], requires_grad=True)
             (g,) = nd.autograd.grad(nd.pow(x, exponent).sum(), x)
             assert _np(g).tolist() == [-y, y]
+            # Taylor mode too (pow(x, 1e150) raised OverflowError: a polynomial of degree
+            # 1e150, its falling factorial a Python int)
+            with np.errstate(over="ignore"):
+                d = derivatives(lambda t, e=exponent: nd.pow(t, e), nd.tensor(-1.0), 2)
+            assert [float(c) for c in d] == [1.0, -y, y * (y - 1)]
 
 
 @pytest.mark.cpu_only("closed forms at special points")

@@ -261,28 +261,44 @@ def _pow_rule(F, series, out, x, y):
     xs = [x] + list(sx)
     K = len(sx)
     fs = [None]
-    if isinstance(y, Real) and int(y) == y and y >= 0:
+    if isinstance(y, Real) and int(y) == y and 0 <= y < _HUGE:
         # a polynomial: f^(m) = 0 for m > p, every term finite; exact everywhere
         n = int(y)
-        fall = 1
+        fall = 1.0  # (a float: p (p-1) ... overflows to inf, not an OverflowError)
         for m in range(1, min(n, K) + 1):
             fall *= n - m + 1
             fs.append(fall if m == n else fall * (x if m == n - 1 else x ** (n - m)))
         fs += [None] * (K + 1 - len(fs))
         return compose(F, fs, xs, out, singular=False)
     if isinstance(y, Complex):
+        huge = isinstance(y, Real) and not -_HUGE < y < _HUGE
         fall = 1
         for m in range(1, K + 1):
             fall *= y - m + 1
-            fs.append(fall * x ** (y - m))
+            fs.append(fall * (_huge_power(F, x, y, m) if huge else x ** (y - m)))
         return compose(F, fs, xs, out)
     # a tensor exponent: where p is an integer below m, f^(m) is 0 (x^0 for the power, so
     # that 0 * x^(p-m) is not 0 * inf at x = 0)
     fall = None
+    real = not F.iscomplexobj(y)
     for m in range(1, K + 1):
         fall = y if m == 1 else fall * (y - (m - 1))
-        fs.append(fall * x ** F.where(fall == 0, 0, y - m))
+        p = x ** F.where(fall == 0, 0, y - m)
+        if real:
+            p = F.where(F.abs(y) >= _HUGE, _huge_power(F, x, y, m), p)
+        fs.append(fall * p)
     return compose(F, fs, xs, out)
+
+
+_HUGE = 2.0 ** 53  # from here on y - m rounds to y: every float is an even integer
+
+
+def _huge_power(F, x, y, m):
+    """``x ** (y - m)`` for ``|y| >= 2**53``, where ``y - m`` rounds to the even ``y``: the
+    sign of ``x`` to the power ``m`` times ``|x| ** y`` (which ``|x| ** (y - m)`` equals to
+    rounding, or both are 0 or inf), as pow's own derivative (elementwise.py)."""
+    sign = F.where(x < 0, -1.0, 1.0)
+    return (sign if m % 2 else 1.0) * F.abs(x) ** y
 
 
 def _solve_rule(F, series, out, a, b):
