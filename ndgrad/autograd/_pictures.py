@@ -12,7 +12,7 @@ This module owns three functions and the two objects they return:
 All three read the graph the same way: from the roots' ``grad_fn`` (or a root leaf's
 ``AccumulateGrad`` node) along each node's ``edges``, iteratively and each node once
 (:func:`_walk`; a chain of 100,000 operations is fine), and what each node saved through
-``Node._saved_items()``. They change nothing in the graph.
+``Node._items_saved()``. They change nothing in the graph.
 
 Graphviz is an optional external program, never a Python dependency: :func:`to_dot` needs
 nothing but ndgrad; drawing (:func:`render`, :meth:`DotGraph.render`, the notebook's SVG)
@@ -186,7 +186,7 @@ def _parts(node):
     such as ``x[idx]``'s index), its other settings as ``(name, value)`` (``axis``,
     ``keepdims``; a custom Function's ``ctx`` attributes), and whether a backward without
     ``retain_graph`` freed its saved values."""
-    items = node._saved_items()
+    items = node._items_saved()
     if isinstance(node, OpNode):
         n_params = len(node.params)
         saved = items[:len(items) - n_params]
@@ -700,7 +700,7 @@ def memory_report(roots, top=10):
     and by node.
 
     What counts: every array a node of the graph keeps for its backward: the tensors and
-    arrays it saved (``Node._saved_items()``: inputs its rule reads, its saved output, a
+    arrays it saved (``Node._items_saved()``: inputs its rule reads, its saved output, a
     custom Function's ``save_for_backward`` tensors), the arrays among an op's parameters
     (the index array of ``x[idx]``) and what a saved-tensor hook's packed value keeps alive
     where it says so (a checkpoint's inputs, kept to run it again in backward: see

@@ -188,9 +188,9 @@ class BackwardCFunction(FunctionCtx, Node):
                 out.append(entry.rebuild(self))
         return tuple(out)
 
-    def _saved_items(self):
+    def _items_saved(self):
         """``(name, value)`` for each tensor saved by ``save_for_backward`` (``saved_0``,
-        ``saved_1``, ...), without a version check (see ``graph.OpNode._saved_items``)."""
+        ``saved_1``, ...), without a version check (see ``graph.OpNode._items_saved``)."""
         return [(f"saved_{k}", e.value if type(e) in SAVED_TYPES else
                  e.content if type(e) is SavedOutput else e.packed)
                 for k, (e, _, _) in enumerate(self._fn_saved or ()) if e is not None]

@@ -106,7 +106,7 @@ class Node:
     def release(self):
         """Drop the saved values (after a backward without retain_graph)."""
 
-    def _saved_items(self):
+    def _items_saved(self):
         """``(name, value)`` for each value this node saved (none here): for pictures and
         memory reports, and ``grad_fn._saved_<name>`` (core/ops/__init__.py)."""
         return []
@@ -203,7 +203,7 @@ class OpNode(Node):
                 result.append(rule(F, g, out, *inputs, *extra, **params))
         return result
 
-    def _saved_items(self):
+    def _items_saved(self):
         """``(name, value)`` for each value this node saved, without a version check: the
         inputs under the names of the op's parameters, ``out`` for the output (its content),
         then the op's other parameters. For introspection (``grad_fn._saved_x``), pictures

@@ -328,7 +328,7 @@ def test_a_nodes_saved_names_are_its_own_and_read_back_the_saved_values(name, dt
         if (mask is None or mask[k]) and a is not None:
             expected[names[k]] = a
     expected.update(params)
-    own = {n for n in dir(node) if n.startswith("_saved_") and n != "_saved_items"}
+    own = {n for n in dir(node) if n.startswith("_saved_")}  # (every one a saved value)
     want = {f"_saved_{k}" for k in expected} | ({"_saved_out"} if save_out else set())
     assert own == want, (own, want)
     raw = {n for n in dir(node) if n.startswith("_raw_saved_")}

@@ -285,7 +285,7 @@ def _node_dir(node):
     ``_raw_saved_<name>`` properties of the values this node keeps only (OpNode has those of
     every op's names; PyTorch's nodes, one class per op, list their own)."""
     own = set()
-    for key, _ in node._saved_items():
+    for key, _ in node._items_saved():
         _expose(key)  # (a variadic op's 17th input, ...)
         own.update((f"_saved_{key}", f"_raw_saved_{key}"))
     names = []
@@ -301,7 +301,7 @@ OpNode.__dir__ = _node_dir
 def _saved_by_name(node, key, raw):
     """``node._saved_<key>``: the output rebuilt, an input version-checked and unpacked, or a
     parameter; ``raw``: what the node keeps (``_raw_saved_<key>``)."""
-    items = dict(node._saved_items())
+    items = dict(node._items_saved())
     if key not in items:
         if node.saved is FREED or node.saved_out is FREED:
             raise RuntimeError(FREED_MSG)
