@@ -452,3 +452,16 @@ def test_real_if_close_decides_on_the_data():
     z = nd.tensor([[1.0 + 1e-20j], [1.0 + 1.0j]])
     with pytest.raises(RuntimeError, match="vmap"):
         func.vmap(numeric.real_if_close)(z)
+
+
+@pytest.mark.parametrize("shape, axis", [((0,), None), ((2, 0), 1), ((2, 0), 0), ((0, 3), 1)])
+def test_products_of_empty_slices_in_every_mode(shape, axis):
+    # an empty slice's product is 1 and has no factor: its derivatives are empty (the
+    # second-order choice of formula read the maximum of the empty factors and raised)
+    x = nd.zeros(shape)
+    f = lambda v: nd.prod(v * 1.0, axis=axis)  # noqa: E731
+    y, t = nd.func.jvp(f, (x,), (nd.ones(shape),))
+    np.testing.assert_array_equal(y.cpu().numpy(), np.prod(np.zeros(shape), axis=axis))
+    np.testing.assert_array_equal(t.cpu().numpy(), np.zeros(y.shape))
+    h = nd.func.hessian(lambda v: nd.sum(f(v)))(x)
+    assert h.shape == shape + shape
