@@ -809,3 +809,81 @@ def test_std_at_tiny_and_huge_spreads():
     # a constant slice: the gradient is 0 (the derivative is infinite), as PyTorch's std
     for f in (nd.std, nd.nanstd):
         assert _np(jacrev(f)(nd.tensor([2e-170, 2e-170, 2e-170]))).tolist() == [0.0] * 3
+
+
+def _pinv_formulas(A, G, V):
+    """The Golub-Pereyra derivatives of ``P = pinv(A)`` in NumPy (real, constant rank): the
+    vjp of ``G`` and the jvp along ``V``."""
+    P = np.linalg.pinv(A)
+    m, n = A.shape
+    Em, En = np.eye(m) - A @ P, np.eye(n) - P @ A
+    vjp_ = -P.T @ G @ P.T + Em @ G.T @ P @ P.T + P.T @ P @ G.T @ En
+    jvp_ = -P @ V @ P + P @ P.T @ V.T @ Em + En @ V.T @ P.T @ P
+    return vjp_, jvp_
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+@pytest.mark.parametrize("shape", ["tall", "wide", "rank 2 of 3", "hermitian"])
+def test_pinv_derivatives_at_extreme_scales(shape):
+    """pinv's vjp and jvp at a matrix scaled by s = 1e150, 1e-150 (cotangent and tangent of
+    order one: s^-2 times those at the matrix) and 1e-170 (scaled as the value and the input:
+    1 / s times): the NumPy formulas at the matrix, scaled. The gradient had the wrong sign at
+    1e150 (A (P k) with P k of |G| |P|^3 underflowed) and was nan at 1e-150 and 1e-170 (Note
+    [Linear algebra at extreme scales])."""
+    rng = np.random.default_rng(3)
+    A = {"tall": rng.standard_normal((3, 2)), "wide": rng.standard_normal((2, 3)),
+         "rank 2 of 3": rng.standard_normal((3, 2)) @ rng.standard_normal((2, 3)),
+         "hermitian": np.diag([2.0, -1.5, 0.75]) + 0.1}[shape]
+    kw = {"hermitian": True} if shape == "hermitian" else {}
+    G = rng.standard_normal(A.T.shape)
+    V = rng.standard_normal(A.shape)
+    if kw:  # (the Hermitian part is what is pseudo-inverted: symmetric gradient, tangent)
+        V = (V + V.T) / 2
+    vjp_ref, jvp_ref = _pinv_formulas(A, G, V)
+    if kw:
+        vjp_ref = (vjp_ref + vjp_ref.T) / 2
+    for s, c in ((1e150, 1.0), (1e-150, 1.0), (1e-170, 1e-170)):
+        a = nd.tensor(A * s, requires_grad=True)
+        (nd.sum(nd.linalg.pinv(a, **kw) * nd.tensor(G * c))).backward()
+        np.testing.assert_allclose(_np(a.grad), vjp_ref * c / s / s, rtol=1e-9, atol=0,
+                                   err_msg=f"vjp at {s:g}")
+        _, t = jvp(lambda x: nd.linalg.pinv(x, **kw), (nd.tensor(A * s),),
+                   (nd.tensor(V * c),))
+        np.testing.assert_allclose(_np(t), jvp_ref * c / s / s, rtol=1e-9, atol=0,
+                                   err_msg=f"jvp at {s:g}")
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_derivatives_at_extreme_scales(upper):
+    """cholesky_solve(b, L) with b and L scaled by s = 1e150 and 1e-150 (x = (L L^T)^-1 b is
+    then x / s): its gradients in b and L and its jvp in L, s^-2 times the NumPy formulas at
+    the unscaled inputs (gL = -tril((gb x^T + x gb^T) L), gb = a^-1 W). The gradient in L was
+    0 at 1e150 (gb x^T of |W| |L|^-6 underflowed) and nan at 1e-150."""
+    rng = np.random.default_rng(4)
+    M = rng.standard_normal((3, 3))
+    a = M @ M.T + 3 * np.eye(3)
+    low = np.linalg.cholesky(a)
+    fac = low.T if upper else low
+    b, W, dL = (rng.standard_normal((3, 2)), rng.standard_normal((3, 2)),
+                rng.standard_normal((3, 3)))
+    x = np.linalg.solve(a, b)
+    gb = np.linalg.solve(a, W)
+    sym = gb @ x.T + x @ gb.T
+    gL = -np.triu(fac @ sym) if upper else -np.tril(sym @ fac)
+    d = np.triu(dL) if upper else np.tril(dL)
+    da = d.T @ fac + fac.T @ d if upper else d @ fac.T + fac @ d.T
+    dx = -np.linalg.solve(a, da @ x)
+    for s in (1e150, 1e-150):
+        bt = nd.tensor(b * s, requires_grad=True)
+        Lt = nd.tensor(fac * s, requires_grad=True)
+        nd.sum(nd.linalg.cholesky_solve(bt, Lt, upper=upper) * nd.tensor(W)).backward()
+        np.testing.assert_allclose(_np(Lt.grad), gL / s ** 2, rtol=1e-10, atol=0,
+                                   err_msg=f"gradient in L at {s:g}")
+        np.testing.assert_allclose(_np(bt.grad), gb / s ** 2, rtol=1e-10, atol=0,
+                                   err_msg=f"gradient in b at {s:g}")
+        bs = nd.tensor(b * s)
+        _, t = jvp(lambda f, bs=bs: nd.linalg.cholesky_solve(bs, f, upper=upper),
+                   (nd.tensor(fac * s),), (nd.tensor(dL),))
+        np.testing.assert_allclose(_np(t), dx / s ** 2, rtol=1e-10, atol=0,
+                                   err_msg=f"jvp in L at {s:g}")

@@ -36,6 +36,24 @@ argument (without its diagonal when ``unitriangular``). Their gradients with res
 argument are projected onto the same triangle, so entries the function ignores get zero
 gradient (PyTorch projects for ``solve_triangular``; for ``cholesky_solve`` it does not, and
 its gradient then differs in the ignored triangle).
+
+Note [Linear algebra at extreme scales]
+---------------------------------------
+Most of these functions are homogeneous: ``f(s a) = s^k f(a)`` (``inv``, ``pinv``: k = -1;
+norms, singular values: 1; singular vectors: 0), so their derivatives at ``s a`` are
+``s^(k-1)`` (and ``s^(k-2)``) times those at ``a``, representable wherever that truth is. A
+rule that forms an intermediate of a higher power of the scale than its result loses it:
+``pinv``'s ``A (P (G^H P P^H))`` passed through ``|G| |P|^3``, which underflows at ``|A|`` of
+1e150 (the gradient came out with the wrong sign) and overflows at 1e-150 (nan), where the
+result, ``|G| |P|^2``, is 1e-300. The rules therefore
+
+* order products so that each starts from the cotangent (tangent) and its scale moves
+  monotonically to the result's: ``(G^H P) P^H``, the projector ``A P`` (of order one) applied
+  to that, not ``A`` to ``P k`` (``pinv``; ``cholesky_solve``'s ``gb (x^H L)``, not
+  ``(gb x^H) L``, whose ``|g| |L|^-6`` underflowed at 1e150: its gradient in ``L`` was 0).
+
+tests/test_rules_at_special_points.py pins these cases against closed forms and differences
+at the unscaled inputs.
 """
 
 from __future__ import annotations
@@ -783,37 +801,37 @@ def _sample_cholesky_solve(d):
     return (d.array(tuple(bb) + (n, k)), fac), kw
 
 
-def _cs_sym_term(F, g, out, L, upper):
-    gb = F.linalg.cholesky_solve(g, L, upper=upper)       # a^-H g = a^-1 g (a Hermitian)
-    s = F.matmul(gb, _mH(F, out))
-    return gb, s + _mH(F, s)                             # ga + ga^H, with ga = -gb x^H
-
-
 def _cs_vjp_b(F, g, out, b, L, upper=False):
     return F.linalg.cholesky_solve(g, L, upper=upper)
 
 
 def _cs_vjp_l(F, g, out, b, L, upper=False):
-    # a = L L^H: <ga, dL L^H + L dL^H> = <(ga + ga^H) L, dL>, projected on L's triangle
-    _, s = _cs_sym_term(F, g, out, L, upper)
-    if upper:  # a = U^H U: gU = triu(U (ga + ga^H))
-        return -F.triu(F.matmul(F.triu(L), s))
-    return -F.tril(F.matmul(s, F.tril(L)))
+    # a = L L^H, ga = -gb x^H with gb = a^-H g = a^-1 g (a Hermitian): <ga, dL L^H + L dL^H> =
+    # <(ga + ga^H) L, dL>, projected on L's triangle. In a well-scaled order (Note [Linear
+    # algebra at extreme scales]): x^H L and gb^H L first (gb x^H, of |g| |L|^-6 against the
+    # result's |g| |L|^-5, underflowed at |L| = 1e150: the gradient was 0)
+    gb = F.linalg.cholesky_solve(g, L, upper=upper)
+    xh, gbh = _mH(F, out), _mH(F, gb)
+    if upper:  # a = U^H U: gU = -triu(U (ga + ga^H)) = -triu((U gb) x^H + (U x) gb^H)
+        u = F.triu(L)
+        return -F.triu(F.matmul(F.matmul(u, gb), xh) + F.matmul(F.matmul(u, out), gbh))
+    lo = F.tril(L)  # gL = -tril(gb (x^H L) + x (gb^H L))
+    return -F.tril(F.matmul(gb, F.matmul(xh, lo)) + F.matmul(out, F.matmul(gbh, lo)))
 
 
 def _cs_jvp(F, tangents, out, b, L, upper=False):
+    # d x = a^-1 (db - da x), da = dL L^H + L dL^H (upper: dU^H U + U^H dU), applied to x
+    # factor by factor (L^H x first: well-scaled, as _cs_vjp_l)
     tb, tl = tangents
     rhs = tb
     if tl is not None:
         if upper:
             u, du = F.triu(L), F.triu(tl)
-            s = F.matmul(_mH(F, du), u)
+            t = F.matmul(_mH(F, du), F.matmul(u, out)) + F.matmul(_mH(F, u), F.matmul(du, out))
         else:
             lo, dl = F.tril(L), F.tril(tl)
-            s = F.matmul(dl, _mH(F, lo))
-        da = s + _mH(F, s)
-        t = -F.matmul(da, out)
-        rhs = t if rhs is None else rhs + t
+            t = F.matmul(dl, F.matmul(_mH(F, lo), out)) + F.matmul(lo, F.matmul(_mH(F, dl), out))
+        rhs = -t if rhs is None else rhs - t
     return F.linalg.cholesky_solve(rhs, L, upper=upper)
 
 
@@ -898,28 +916,37 @@ def _pinv_vjp(F, g, out, a, rtol=None, hermitian=False):
     # d P = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P (constant rank; Golub and
     # Pereyra); its adjoint, with G the cotangent of P:
     # gA = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)
+    # in a well-scaled order (Note [Linear algebra at extreme scales]): every product starts
+    # from G, so its scale goes from |G| |P| to |G| |P|^2, the result's, and the projectors
+    # I - A P, I - P A (of order one) are applied as (A P) k and q (P A), not A (P k), whose
+    # P k (|G| |P|^3) underflows at |A| = 1e150 (the sign of the result was wrong) and
+    # overflows at 1e-150 (nan)
     p = out
     if hermitian:  # P is the pseudo-inverse of the Hermitian part: A in the formula is that
         a = _herm(F, a)  # (a, not its Hermitian part, would give wrong second derivatives)
-    ph, gh = _mH(F, p), _mH(F, g)
-    k = F.matmul(gh, F.matmul(p, ph))        # G^H P P^H, (m, n)
-    q = F.matmul(F.matmul(ph, p), gh)        # P^H P G^H, (m, n)
-    ga = (-F.matmul(ph, F.matmul(g, ph)) + k - F.matmul(a, F.matmul(p, k))
-          + q - F.matmul(F.matmul(q, p), a))
+    ph = _mH(F, p)
+    z = F.matmul(ph, g)                      # P^H G, (m, m)
+    w = F.matmul(g, ph)                      # G P^H, (n, n)
+    k = F.matmul(_mH(F, z), ph)              # G^H P P^H, (m, n)
+    q = F.matmul(ph, _mH(F, w))              # P^H P G^H, (m, n)
+    ga = (-F.matmul(z, ph) + k - F.matmul(F.matmul(a, p), k)
+          + q - F.matmul(q, F.matmul(p, a)))
     return _herm(F, ga) if hermitian else ga
 
 
 def _pinv_jvp(F, tangents, out, a, rtol=None, hermitian=False):
+    # the well-scaled order of _pinv_vjp: products start from dA (P dA P^H and P^H dA^H P
+    # from dA P and P dA), A is applied to them, never to P P^H or P^H P
     p = out
     da = _herm(F, tangents[0]) if hermitian else tangents[0]
     if hermitian:  # the Hermitian part is what is pseudo-inverted (see _pinv_vjp)
         a = _herm(F, a)
-    dah = _mH(F, da)
-    ph = _mH(F, p)
-    t1 = -F.matmul(p, F.matmul(da, p))
-    t2 = F.matmul(F.matmul(p, ph), dah)
+    dap = F.matmul(da, p)                    # dA P, (m, m)
+    pda = F.matmul(p, da)                    # P dA, (n, n)
+    t1 = -F.matmul(p, dap)
+    t2 = F.matmul(p, _mH(F, dap))            # P P^H dA^H
     t2 = t2 - F.matmul(F.matmul(t2, a), p)
-    t3 = F.matmul(dah, F.matmul(ph, p))
+    t3 = F.matmul(_mH(F, pda), p)            # dA^H P^H P
     t3 = t3 - F.matmul(p, F.matmul(a, t3))
     return t1 + t2 + t3
 
