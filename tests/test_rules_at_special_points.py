@@ -887,3 +887,61 @@ def test_cholesky_solve_derivatives_at_extreme_scales(upper):
                    (nd.tensor(fac * s),), (nd.tensor(dL),))
         np.testing.assert_allclose(_np(t), dx / s ** 2, rtol=1e-10, atol=0,
                                    err_msg=f"jvp in L at {s:g}")
+
+
+def _mx(a):
+    a = np.abs(np.asarray(a))
+    return float(a.max()) if a.size else 0.0
+
+
+def _svd_fixed(a):
+    """NumPy's reduced SVD in ndgrad's gauge (the largest entry of each column of U
+    positive)."""
+    from registry_harness import _svd
+    return _svd(a)
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_svd_derivatives_at_extreme_scales():
+    """svd's jvp at a matrix scaled to 2^-1016 and 2^1019 along a tangent of its scale (the
+    singular vectors' derivatives: central differences of NumPy's SVD at the unscaled
+    matrix; S^2 underflowed to equal gaps there, silently wrong, and overflowed to nan), its
+    second directional derivative at 2^-500 (2^1000 times second differences; nan before:
+    1 / (S_j^2 - S_i^2) differentiated through S^-3), and svdvals' Hessian of <w, S> along
+    a direction at 2^-1013 (differences of U diag(w) Vh; 0 before)."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((4, 3))
+    V = rng.standard_normal((4, 3))
+    h = 1e-5
+    plus, minus, mid = _svd_fixed(A + h * V), _svd_fixed(A - h * V), _svd_fixed(A)
+    first = [(p - m) / (2 * h) for p, m in zip(plus, minus)]
+    h2 = 1e-4
+    p2, m2 = _svd_fixed(A + h2 * V), _svd_fixed(A - h2 * V)
+    second = [(p - 2 * c + m) / h2 ** 2 for p, c, m in zip(p2, mid, m2)]
+    for e in (-1016, 1019):
+        s = 2.0 ** e
+        _, (dU, dS, dVh) = jvp(lambda x: tuple(nd.linalg.svd(x)), (nd.tensor(A * s),),
+                               (nd.tensor(V * s),))
+        for got, ref, what in ((dU, first[0], "U"), (dS, first[1] * s, "S"),
+                               (dVh, first[2], "Vh")):
+            np.testing.assert_allclose(_np(got), ref, rtol=1e-6, atol=1e-8 * _mx(ref),
+                                       err_msg=f"d{what} at 2^{e}")
+    s = 2.0 ** -500
+
+    def u_along(t):
+        return nd.linalg.svd(nd.tensor(A * s) + t * nd.tensor(V))[0]
+    d2 = jvp(lambda t: jvp(u_along, (t,), (nd.tensor(1.0),))[1], (nd.tensor(0.0),),
+             (nd.tensor(1.0),))[1]
+    np.testing.assert_allclose(_np(d2) * s ** 2, second[0], rtol=1e-4, atol=1e-6)
+    # svdvals: the gradient of <w, S> is U diag(w) Vh; its derivative along V, by differences
+    w = np.array([0.5, -1.0, 2.0])
+
+    def grad_at(x):
+        U, _, Vh = _svd_fixed(x)
+        return (U * w) @ Vh
+    hvp_ref = (grad_at(A + h * V) - grad_at(A - h * V)) / (2 * h)
+    s = 2.0 ** -1013
+    x = nd.tensor(A * s, requires_grad=True)
+    (g,) = nd.autograd.grad(nd.sum(nd.linalg.svdvals(x) * nd.tensor(w)), x, create_graph=True)
+    (hv,) = nd.autograd.grad(nd.sum(g * nd.tensor(V)), x)
+    np.testing.assert_allclose(_np(hv) * s, hvp_ref, rtol=1e-6, atol=1e-8 * _mx(hvp_ref))

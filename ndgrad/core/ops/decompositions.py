@@ -35,8 +35,9 @@ phase; here such a loss simply has the derivative of the gauge-fixed function.
 Note [Exactly repeated eigenvalues]
 -----------------------------------
 The vector derivatives divide by eigenvalue gaps ``lambda_j - lambda_i`` (``svd``: by
-``S_j^2 - S_i^2``, and by ``S_j`` for the complement of a non-square input). Close values
-give large derivatives, as in PyTorch: no special handling. Values that are *exactly* equal
+``S_j - S_i`` and ``S_j + S_i``, the partial fractions of ``S_j / (S_j^2 - S_i^2)``, and by
+``S_j`` for the complement of a non-square input). Close values give large derivatives, as
+in PyTorch: no special handling. Values that are *exactly* equal
 (the identity, a symmetric graph Laplacian, an orthogonal matrix's singular values, a zero
 singular value of a rank-deficient input) would give ``0 * inf = nan`` even when the vector
 cotangent is zero, i.e. for a loss of the eigenvalues alone: the engine hands a multi-output
@@ -127,6 +128,19 @@ def _inv_gaps(F, lam):
     """``1 / (lam_j - lam_i)`` at ``[..., i, j]`` off the diagonal, 0 on it (and 0 for
     exactly equal values: Note [Exactly repeated eigenvalues])."""
     return _safe_inv(F, F.expand_dims(lam, -2) - F.expand_dims(lam, -1))
+
+
+def _sv_gaps(F, S, eye):
+    """``(Fr, Fc)``: ``S_j / (S_j^2 - S_i^2)`` and ``S_i / (S_j^2 - S_i^2)`` at ``[..., i, j]``
+    off the diagonal, 0 on it, as the partial fractions ``(1 / (S_j - S_i) +- 1 / (S_j +
+    S_i)) / 2``: of the scale ``1 / S``, where ``S^2`` under- or overflows (at ``|a|`` of
+    2^-1016 the gaps of the squares were 0, the derivatives of the vectors silently wrong;
+    at 2^1019 nan; differentiated again, ``1 / S^3`` terms overflowed at 1e-150: Note [Linear
+    algebra at extreme scales] in dense_linalg.py). An exactly repeated value drops the
+    ``1 / (S_j - S_i)`` part only (Note [Exactly repeated eigenvalues])."""
+    d = _inv_gaps(F, S)
+    sums = _safe_inv(F, F.expand_dims(S, -2) + F.expand_dims(S, -1)) * (1 - eye)
+    return (d + sums) / 2, (d - sums) / 2
 
 
 def _pivots(F, V):
@@ -638,7 +652,8 @@ def _svd_full_error(U, Vh):
 def _svd_vjp(F, g, out, a, full_matrices=False):
     # gA = U [ (J - J^H) o Fs S + S (K - K^H) o Fs + diag(gS) + i diag(Im(J - K)_jj / 2 S_j) ] Vh
     #      + (I - U U^H) gU S^-1 Vh + U S^-1 gVh (I - V V^H)
-    # with J = U^H gU, K = V^H gV (gV = gVh^H), Fs_ij = 1 / (S_j^2 - S_i^2) off the diagonal
+    # with J = U^H gU, K = V^H gV (gV = gVh^H), Fs_ij = 1 / (S_j^2 - S_i^2) off the diagonal;
+    # Fs S_j and S_i Fs as partial fractions (_sv_gaps)
     gU, gS, gVh = g
     U, S, Vh = out
     m, k, n = U.shape[-2], S.shape[-1], Vh.shape[-1]
@@ -652,13 +667,11 @@ def _svd_vjp(F, g, out, a, full_matrices=False):
             F.imag(F.sum(F.conj(gU) * U, axis=-2, keepdims=True))
         gU = _gauge_cotangent(F, gU, U, c=c)
     eye = _eye_n(F, k, S)
-    S2 = S * S
-    Fs = _inv_gaps(F, S2)
+    Fr, Fc = _sv_gaps(F, S, eye)
     Si = _safe_inv(F, S)
-    Sr, Sc = F.expand_dims(S, -2), F.expand_dims(S, -1)
     J = _mH(F, U) @ gU
     K = Vh @ _mH(F, gVh)
-    inner = (J - _mH(F, J)) * Fs * Sr + Sc * ((K - _mH(F, K)) * Fs) + _diag_embed(F, gS, eye)
+    inner = (J - _mH(F, J)) * Fr + (K - _mH(F, K)) * Fc + _diag_embed(F, gS, eye)
     if complex_:
         inner = inner + _diag_embed(F, 0.5j * (F.imag(_diag(F, J)) - F.imag(_diag(F, K)))
                                     * Si, eye)
@@ -673,7 +686,7 @@ def _svd_vjp(F, g, out, a, full_matrices=False):
 def _svd_jvp(F, tangents, out, a, full_matrices=False):
     # P = U^H dA V: dS = Re diag(P); U^H dU = (P S + S P^H) o Fs (+ i Im(P_jj) / 2 S_j),
     # V^H dV = (S P + P^H S) o Fs (- the same); the complements: (I - U U^H) dA V S^-1 and
-    # (I - V V^H) dA^H U S^-1; then the gauge correction (complex)
+    # (I - V V^H) dA^H U S^-1; then the gauge correction (complex). Fs S as in _svd_vjp
     (t,) = tangents
     U, S, Vh = out
     m, k, n = U.shape[-2], S.shape[-1], Vh.shape[-1]
@@ -681,16 +694,15 @@ def _svd_jvp(F, tangents, out, a, full_matrices=False):
         raise _svd_full_error(U, Vh)
     complex_ = F.iscomplexobj(U)
     eye = _eye_n(F, k, S)
-    Fs = _inv_gaps(F, S * S)
+    Fr, Fc = _sv_gaps(F, S, eye)
     Si = _safe_inv(F, S)
-    Sr, Sc = F.expand_dims(S, -2), F.expand_dims(S, -1)
     V = _mH(F, Vh)
     tV = t @ V
     P = _mH(F, U) @ tV
     PH = _mH(F, P)
     dS = F.real(_diag(F, P))
-    OU = (P * Sr + Sc * PH) * Fs
-    OV = (Sc * P + PH * Sr) * Fs
+    OU = P * Fr + PH * Fc
+    OV = P * Fc + PH * Fr
     if complex_:
         im = _diag_embed(F, 0.5j * F.imag(_diag(F, P)) * Si, eye)
         OU, OV = OU + im, OV - im
