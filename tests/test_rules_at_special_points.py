@@ -945,3 +945,34 @@ def test_svd_derivatives_at_extreme_scales():
     (g,) = nd.autograd.grad(nd.sum(nd.linalg.svdvals(x) * nd.tensor(w)), x, create_graph=True)
     (hv,) = nd.autograd.grad(nd.sum(g * nd.tensor(V)), x)
     np.testing.assert_allclose(_np(hv) * s, hvp_ref, rtol=1e-6, atol=1e-8 * _mx(hvp_ref))
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+@pytest.mark.parametrize("ord", [3, 0.5, -1.5, 2])
+def test_vector_norm_at_tiny_and_huge_values(ord):
+    """vector_norm's value s n(x), gradient (x / n) (|x| / n)^(p-2) (independent of s) and
+    Hessian (p - 1) (diag((|x| / n)^(p-2)) - w w^T) / n (1 / s times) at x s for s = 1e-150,
+    1e150, 2^-1020 and 2^1015: |x|^p under- or overflowed (the norm was 0 or inf, its
+    gradient nan or 0), and the Frobenius norm of a matrix of 2^-1021."""
+    x = np.array([3.0, -4.0, 12.0, 0.5])
+    n = np.sum(np.abs(x) ** ord) ** (1 / ord)
+    r = np.abs(x) / n
+    wv = np.sign(x) * r ** (ord - 1)
+    H = (ord - 1) * (np.diag(r ** (ord - 2)) - np.outer(wv, wv)) / n
+    from ndgrad.func import hessian, jacrev
+    for s in (1e-150, 1e150, 2.0 ** -1020, 2.0 ** 1015):
+        t = nd.tensor(x * s)
+        f = lambda v: nd.linalg.vector_norm(v, ord=ord)  # noqa: E731
+        np.testing.assert_allclose(_np(f(t)), n * s, rtol=1e-13, err_msg=f"value at {s:g}")
+        np.testing.assert_allclose(_np(jacrev(f)(t)), wv, rtol=1e-12, atol=0,
+                                   err_msg=f"gradient at {s:g}")
+        if 1e-300 < s < 1e300:  # (the Hessian, 1 / s, is a normal number)
+            np.testing.assert_allclose(_np(hessian(f)(t)) * s, H, rtol=1e-12, atol=1e-15,
+                                       err_msg=f"Hessian at {s:g}")
+    m = np.array([[0.5, 1.25], [-0.75, 1.0]]) * 2.0 ** -1021
+    fro = nd.tensor(m, requires_grad=True)
+    nd.linalg.norm(fro).backward()
+    np.testing.assert_allclose(_np(nd.linalg.norm(nd.tensor(m))),
+                               np.linalg.norm(m * 2.0 ** 1021) * 2.0 ** -1021, rtol=1e-15)
+    np.testing.assert_allclose(_np(fro.grad), m / np.linalg.norm(m * 2.0 ** 1021)
+                               * 2.0 ** 1021, rtol=1e-14)

@@ -53,8 +53,12 @@ result, ``|G| |P|^2``, is 1e-300. The rules therefore
   ``(gb x^H) L``, whose ``|g| |L|^-6`` underflowed at 1e150: its gradient in ``L`` was 0);
 * write quotients of squares as partial fractions of order ``1 / S`` (``svd``:
   ``S_j / (S_j^2 - S_i^2) = (1 / (S_j - S_i) + 1 / (S_j + S_i)) / 2``; the gaps of the
-  squares were 0 at 2^-1016, the derivatives of the vectors silently wrong).
+  squares were 0 at 2^-1016, the derivatives of the vectors silently wrong);
+* compute ``p``-norms in units of a power of two near the largest (``p < 0``: smallest)
+  modulus of each slice (``|x|^3`` underflowed at 1e-150: the norm was 0), with the weights
+  ``(x / n) (|x| / n)^(p-2)``.
 
+Scaling by a power of two is exact, and the power is a constant for every derivative.
 tests/test_rules_at_special_points.py pins these cases against closed forms and differences
 at the unscaled inputs.
 """
@@ -69,7 +73,7 @@ from ..backend import NUMPY
 from ..dispatch import apply
 from .batching import is_batched, logical_ndim, pad_to
 from .linalg import _eye
-from .reductions import unreduce
+from .reductions import inverse_scale_along, unreduce
 from . import series
 from .registry import LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop, sample_numpy
 
@@ -1291,7 +1295,9 @@ def _norm_weights(F, x, n, ord, axis):
         return F.sign(x)
     zero_x = F.equal(ax, 0)
     ax_safe = F.where(zero_x, F.ones_like(ax), ax)
-    w = x * ax_safe ** (ord - 2) / n_safe ** (ord - 1)
+    # (x / n) (|x| / n)^(p-2): ratios of order one (x |x|^(p-2) / n^(p-1) under- or
+    # overflowed at |x| of 1e-150 for p = 3: Note [Linear algebra at extreme scales])
+    w = (x / n_safe) * (ax_safe / n_safe) ** (ord - 2)
     return F.where(zero_x, F.zeros_like(w), w) if ord < 1 else w
 
 
@@ -1382,7 +1388,34 @@ def vector_norm(B, x, *, ord=2, axis=None, keepdims=False):
     tensor(4.)
     """
     ord = _check_vector_ord("vector_norm", ord)
-    return B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    if ord in (0, 1, _INF, -_INF) or not x.size:
+        # (no powers: nothing under- or overflows that the norm itself would not)
+        return B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    with B.errstate(over="ignore", divide="ignore"):  # (|x|^p out of range: caught below)
+        n = B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    if not B.lazy:
+        # where n^p is within 2^+-900, no |x_i|^p overflowed (each is at most the sum) and
+        # those that underflowed are below 2^-120 of the sum: NumPy's result is exact enough
+        lg = B.abs(B.log2(B.where(n > 0, n, 1.0))) * abs(ord)
+        if bool(B.all((n > 0) & (lg < 900.0))):
+            return n
+    return _vector_norm_scaled(B, x, ord, axis, keepdims)
+
+
+def _vector_norm_scaled(B, x, ord, axis, keepdims):
+    """The p-norm in units of a power of two near the largest modulus of each slice (the
+    smallest, for ``p < 0``, which the norm is at most): ``|x|^p`` under- or overflows at
+    ``|x|`` of 1e-150 for ``p = 3`` (the norm came out 0), at 1e-170 for ``p = 2`` (Note
+    [Linear algebra at extreme scales]). Scaling by the power of two is exact."""
+    axes = tuple(range(x.ndim)) if axis is None else axis
+    ax = B.abs(x)
+    if ord < 0:  # the smallest modulus, as 1 / the largest reciprocal (inf at a zero: norm 0)
+        with B.errstate(divide="ignore"):
+            inv = 1 / inverse_scale_along(B, 1 / ax, axes)
+    else:
+        inv = inverse_scale_along(B, ax, axes)
+    n = B.linalg.vector_norm(x * inv, ord=ord, axis=axis, keepdims=keepdims)
+    return n / (inv if keepdims else B.reshape(inv, n.shape))
 
 
 vector_norm.defvjp(_vector_norm_vjp)
