@@ -976,3 +976,30 @@ def test_vector_norm_at_tiny_and_huge_values(ord):
                                np.linalg.norm(m * 2.0 ** 1021) * 2.0 ** -1021, rtol=1e-15)
     np.testing.assert_allclose(_np(fro.grad), m / np.linalg.norm(m * 2.0 ** 1021)
                                * 2.0 ** 1021, rtol=1e-14)
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_lstsq_second_derivatives_at_huge_scales():
+    """lstsq's solution and residuals with a and b scaled by 2^500 (solution of degree 0,
+    residuals of degree 2): the second directional derivative along a tangent of order one is
+    2^-1000 (residuals: 1) times second differences of NumPy's lstsq at the unscaled inputs
+    (pinv(a) b's second derivative passed through |a|^-3: nan)."""
+    rng = np.random.default_rng(6)
+    A, b = rng.standard_normal((4, 2)), rng.standard_normal(4)
+    V, u = rng.standard_normal((4, 2)), rng.standard_normal(4)
+    h = 1e-4
+
+    def at(t):
+        x, res, _, _ = np.linalg.lstsq(A + t * V, b + t * u, rcond=None)
+        return x, res
+    ref = [(p - 2 * c + m) / h ** 2 for p, c, m in zip(at(h), at(0.0), at(-h))]
+    s = 2.0 ** 500
+    for o, scale in ((0, s ** -2), (1, 1.0)):
+        def along(t, o=o):
+            return nd.linalg.lstsq(nd.tensor(A * s) + t * nd.tensor(V),
+                                   nd.tensor(b * s) + t * nd.tensor(u))[o]
+        d2 = jvp(lambda t: jvp(along, (t,), (nd.tensor(1.0),))[1], (nd.tensor(0.0),),
+                 (nd.tensor(1.0),))[1]
+        np.testing.assert_allclose(_np(d2), ref[o] * scale, rtol=1e-5,
+                                   atol=1e-7 * _mx(ref[o]) * scale, err_msg=f"output {o}")
+
