@@ -979,17 +979,19 @@ def test_vector_norm_at_tiny_and_huge_values(ord):
 
 
 @pytest.mark.cpu_only("closed forms at extreme scales")
-def test_lstsq_second_derivatives_at_huge_scales():
+def test_lstsq_derivatives_at_huge_scales():
     """lstsq's solution and residuals with a and b scaled by 2^500 (solution of degree 0,
     residuals of degree 2): the second directional derivative along a tangent of order one is
     2^-1000 (residuals: 1) times second differences of NumPy's lstsq at the unscaled inputs
-    (pinv(a) b's second derivative passed through |a|^-3: nan)."""
+    (pinv(a) b's second derivative passed through |a|^-3: nan); and the solution's jvp with a
+    wide a and b at 2^1018 along tangents of their scale, central differences (pinv(a) db
+    overflowed: inf)."""
     rng = np.random.default_rng(6)
     A, b = rng.standard_normal((4, 2)), rng.standard_normal(4)
     V, u = rng.standard_normal((4, 2)), rng.standard_normal(4)
     h = 1e-4
 
-    def at(t):
+    def at(t, A=A, b=b, V=V, u=u):
         x, res, _, _ = np.linalg.lstsq(A + t * V, b + t * u, rcond=None)
         return x, res
     ref = [(p - 2 * c + m) / h ** 2 for p, c, m in zip(at(h), at(0.0), at(-h))]
@@ -1002,4 +1004,11 @@ def test_lstsq_second_derivatives_at_huge_scales():
                  (nd.tensor(1.0),))[1]
         np.testing.assert_allclose(_np(d2), ref[o] * scale, rtol=1e-5,
                                    atol=1e-7 * _mx(ref[o]) * scale, err_msg=f"output {o}")
-
+    # (a solution of 40, so pinv(a) b at a and b of 2^1018 is 40 times 2^1018 in units of a)
+    W, w = np.array([[1.0, 0.5, 0.25], [1.0, 0.625, 0.25]]), np.array([3.0, -2.0])
+    Vw, uw = np.array([[0.5, -1.0, 2.0], [1.5, 0.75, -0.5]]), np.array([1.0, 0.5])
+    ref = (at(1e-6, W, w, Vw, uw)[0] - at(-1e-6, W, w, Vw, uw)[0]) / 2e-6
+    s = 2.0 ** 1018
+    _, d1 = jvp(lambda a, c: nd.linalg.lstsq(a, c)[0], (nd.tensor(W * s), nd.tensor(w * s)),
+                (nd.tensor(Vw * s), nd.tensor(uw * s)))
+    np.testing.assert_allclose(_np(d1), ref, rtol=1e-7, atol=0)

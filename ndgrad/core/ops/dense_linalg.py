@@ -58,8 +58,8 @@ result, ``|G| |P|^2``, is 1e-300. The rules therefore
   modulus of each slice (``|x|^3`` underflowed at 1e-150: the norm was 0), with the weights
   ``(x / n) (|x| / n)^(p-2)``;
 * compute in units of a power of two near the input where a composition cannot be ordered
-  (``lstsq`` solves with ``a / c`` and ``b``, then scales ``x`` by ``1 / c``: ``pinv(a) b``'s
-  second derivative passes through ``|a|^-3``).
+  (``lstsq`` solves with ``a / c`` and ``b / d``, then scales ``x`` by ``d / c``:
+  ``pinv(a) b``'s second derivative passes through ``|a|^-3``).
 
 Scaling by a power of two is exact, and the power is a constant for every derivative.
 tests/test_rules_at_special_points.py pins these cases against closed forms and differences
@@ -1830,16 +1830,19 @@ def lstsq(F, a, b, rcond=None):
     if len(b.shape) == 0 or b.shape[0 if vec else -2] != m:
         raise ValueError(f"lstsq: `a` has {m} rows but `b` has shape {tuple(b.shape)}; `b` must "
                          f"be ({m},) or (..., {m}, k)")
-    # in units of a power of two c near max |a| (exact, a constant for every derivative):
-    # y = pinv(a / c) b, x = y / c and the residual b - (a / c) y, every factor of order one
-    # in a (Note [Linear algebra at extreme scales]: pinv(a) b differentiates twice through
-    # |a|^-3 terms, under- or overflowing at |a| = 1e150 where the solution's |a|^-2 and the
-    # residual's |a|^-2 |b|^2 do not)
+    # in units of powers of two c near max |a| and d near max |b| (exact, constants for every
+    # derivative): y = pinv(a / c) (b / d), x = y d / c and the residual d (b / d - (a / c) y),
+    # every factor of order one (Note [Linear algebra at extreme scales]: pinv(a) b
+    # differentiates twice through |a|^-3 terms, under- or overflowing at |a| = 1e150 where
+    # the solution's |a|^-2 and the residual's |a|^-2 |b|^2 do not; a tangent of b at 2^1018
+    # overflowed in pinv(a) db)
     inv = inverse_scale_along(F, a, (-2, -1))
     an = a * inv
     bm = F.expand_dims(b, -1) if vec else b
-    y = F.matmul(F.linalg.pinv(an, rtol=rcond), bm)
-    x = y * inv
+    inv_b = inverse_scale_along(F, bm, (-2, -1))
+    bn = bm * inv_b
+    y = F.matmul(F.linalg.pinv(an, rtol=rcond), bn)
+    x = y * (inv / inv_b)
     s = F.linalg.svdvals(a)
     rtol = rcond if rcond is not None else _bmax(m, n) * _EPS.get(s.dtype.char, 2.0 ** -52)
     if min(m, n) == 0:
@@ -1848,8 +1851,10 @@ def lstsq(F, a, b, rcond=None):
         rank = F.sum(F.greater(s, rtol * F.max(s, axis=-1, keepdims=True)), axis=-1)
     full = m > n and (is_batched(rank) or bool(F.all(F.equal(rank, n))))
     if full:
-        r = bm - F.matmul(an, y)
-        residuals = F.sum(F.real(r * F.conj(r)) if F.iscomplexobj(r) else r * r, axis=-2)
+        r = bn - F.matmul(an, y)
+        ib = F.squeeze(inv_b, axis=-1)  # (|r|^2 / d^-2, d^-1 twice: d^-2 may not be a number)
+        residuals = F.sum(F.real(r * F.conj(r)) if F.iscomplexobj(r) else r * r, axis=-2) / \
+            ib / ib
     else:  # empty, (..., 0); sliced from x so that it is part of the graph like the others
         residuals = x[..., 0, :0]
         if F.iscomplexobj(residuals):
