@@ -15,20 +15,28 @@ sweep then requires mismatches, so the declaration cannot go stale); an op whose
 (a piecewise-constant part, or ``notes["jumps"]``) is not swept: differences straddle its
 jumps at these points. The closed-form tests after it pin the reported cases, third
 derivatives included.
+
+Linear algebra (Note [Linear algebra at extreme scales] in ndgrad/core/ops/dense_linalg.py):
+every differentiable op of the linear-algebra modules at its sample scaled by powers of two
+near 1e+-150 and to the ends of the range, against its own derivatives at the sample times
+the power of the scale its measured homogeneity gives; then closed-form tests of the
+reported cases (pinv, cholesky_solve, svd, vector_norm, lstsq).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.special
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
 from ndgrad.core.ops.registry import ELEMENTWISE, REDUCTION, SCAN
 from ndgrad.func import jvp
-from registry_harness import ENTRIES, FLOAT, Sample, draw, entry
+from registry_harness import ENTRIES, FLOAT, Sample, cases, draw, entry
 
 TINY = float(np.finfo(np.float64).tiny)
 SUB = 5e-324
@@ -703,8 +711,8 @@ def _linear(name):
 
 
 # reductions and scans (products, moments, norms, extrema, log-sum-exp; registered or
-# composite) that are not linear; linear algebra is not swept here (its nested derivatives of
-# factorizations cost seconds per op on the CI machine)
+# composite) that are not linear; linear algebra has its own sweep below (homogeneity gives
+# its references without finite differences of factorizations)
 OTHER_OPS = [n for n in ENTRIES if entry(n).kind in (REDUCTION, SCAN) and
              entry(n).differentiable and not _linear(n)]
 
@@ -811,6 +819,252 @@ def test_std_at_tiny_and_huge_spreads():
         assert _np(jacrev(f)(nd.tensor([2e-170, 2e-170, 2e-170]))).tolist() == [0.0] * 3
 
 
+# ------------------------------------------------------------------ linear algebra
+# Linear algebra at extreme scales (Note [Linear algebra at extreme scales] in
+# ndgrad/core/ops/dense_linalg.py): most of these functions are homogeneous, f(s x) =
+# s^k f(x) in some of their inputs (det: k = n, inv and pinv -1, solve -1 in a and 1 in b,
+# norms and eigenvalues 1, eigenvectors 0, cholesky 1/2), so their derivatives at s x are
+# s^(k-1) (first order) and s^(k-2) (second) times those at x: a reference at extreme scales
+# from the op's own derivatives at ordinary ones (which the property suite checks against
+# finite differences). The scales are powers of two (multiplying by one is exact), and each
+# compared quantity is one whose truth is a normal number.
+LINALG_MODULES = ("ndgrad.core.ops.dense_linalg", "ndgrad.core.ops.decompositions",
+                  "ndgrad.core.ops.linalg")
+LINALG_OPS = [n for n in ENTRIES if entry(n).differentiable and
+              getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)
+              in LINALG_MODULES]
+SCALE = 500  # s = 2^+-500, about 1e+-150
+# log2 of a compared quantity's largest entry: a normal number, with 2^3 to spare below the
+# largest for a value (its sums), 2^23 for a derivative (a rule's intermediates a few times its
+# result: lstsq's residuals' jvp of 1e307 meets da / c of 2^1021 times entries of order one)
+LOW, HIGH_VALUE, HIGH = -1022, 1020, 1000
+RTOL = 1e-7  # normwise: the scaled computation rounds as the unscaled one, but for LAPACK's
+# own rescaling of inputs beyond about 1e+-146 (eps times a condition number)
+
+
+def _mx(a):
+    a = np.abs(np.asarray(a))
+    return float(a.max()) if a.size else 0.0
+
+
+def _times_pow2(r, p):
+    """``r * 2**p``, exactly for an integer ``p`` wherever the result is a normal number
+    (``p`` may be a half-integer: cholesky's k = 1/2, rounded once)."""
+    r = np.asarray(r)
+    q = math.floor(p)
+    f = 2.0 ** (p - q)
+    with np.errstate(all="ignore"):
+        if r.dtype.kind == "c":
+            return np.ldexp(r.real * f, q) + 1j * np.ldexp(r.imag * f, q)
+        return np.ldexp(r * f, q)
+
+
+def _homogeneity(f, floats, S, o):
+    """The degree ``k`` (a multiple of 1/2) with ``f(m x_S) = m^k f(x_S)`` for output ``o``
+    at m = 1/2, 2 and 4, the inputs in ``S`` scaled, or None: not homogeneous there (a
+    logarithm, an exponential, a count), or an output that is 0, not finite or not floating."""
+    ys = {}
+    with nd.no_grad(), np.errstate(all="ignore"):
+        for m in (1.0, 2.0, 4.0, 0.5):
+            ys[m] = _np(f(*(nd.tensor(a * m if j in S else a) for j, a in enumerate(floats)))[o])
+    y1 = ys[1.0]
+    if y1.dtype.kind not in "fc" or not np.all(np.isfinite(y1)) or _mx(y1) == 0 or \
+            not _mx(ys[2.0]) > 0:
+        return None
+    k = round(2 * math.log2(_mx(ys[2.0]) / _mx(y1))) / 2
+    if abs(k) > 8 or any(not _mx(y - m ** k * y1) <= 1e-9 * m ** k * _mx(y1)
+                         for m, y in ys.items()):
+        return None
+    return k
+
+
+def _unit_random(rng, shape, dtype):
+    """Magnitudes in [1/2, 2] with random signs (phases): scaled by a power of two they stay
+    normal numbers exactly."""
+    r = rng.uniform(0.5, 2.0, shape)
+    if np.dtype(dtype).kind == "c":
+        return r * np.exp(1j * rng.uniform(-np.pi, np.pi, shape))
+    return r * rng.choice([-1.0, 1.0], shape)
+
+
+def _derivatives(f, xs, S, o, w, v, second):
+    """Of output ``o`` at ``xs``: the vjp of ``w`` in every input ("vjp", first order,
+    raw formulas), the jvp along ``v`` on the inputs ``S``, and (``second``) the Hessian of
+    ``<w, f>`` in ``S`` along ``v`` by reverse over reverse ("hvp") and the second
+    directional derivative by forward over forward ("fwdfwd")."""
+    res = {}
+    leaves = [nd.tensor(x).requires_grad_() for x in xs]
+    phi = nd.sum(nd.real(f(*leaves)[o] * nd.tensor(w)))
+    gs = nd.autograd.grad(phi, leaves, create_graph=second, allow_unused=True)
+    res["vjp"] = [None if g is None else _np(g) for g in gs]
+
+    def g(*moving):
+        args = [nd.tensor(x) for x in xs]
+        for j, t in zip(S, moving):
+            args[j] = t
+        return f(*args)[o]
+    prim = tuple(nd.tensor(xs[j]) for j in S)
+    tan = tuple(nd.tensor(v[j]) for j in S)
+    res["jvp"] = _np(jvp(g, prim, tan)[1])
+    if second:
+        total = None
+        for j in S:
+            if gs[j] is not None:
+                t = nd.sum(nd.real(gs[j] * nd.conj(nd.tensor(v[j]))))
+                total = t if total is None else total + t
+        res["hvp"] = [None] * len(xs)
+        if total is not None and total.requires_grad:
+            hs = nd.autograd.grad(total, [leaves[j] for j in S], allow_unused=True)
+            for j, h in zip(S, hs):
+                res["hvp"][j] = None if h is None else _np(h)
+        res["fwdfwd"] = _np(jvp(lambda *m: jvp(g, m, tan)[1], prim, tan)[1])
+    return res
+
+
+def _reordering(ys, yr):
+    """Indices ``idx`` with ``ys`` = ``yr`` taken at ``idx`` along the last axis (to RTOL), or
+    None: the scaled value is the reference up to an order of its entries (eig's eigenvalues
+    and eigenvectors: LAPACK's order is unspecified, and its rescaling of inputs beyond
+    1e+-146 may change it)."""
+    if ys.shape != yr.shape or not ys.ndim or not ys.size:
+        return None
+    d = np.abs(ys[..., :, None] - yr[..., None, :])
+    idx = np.argmin(d, axis=-1)
+    if not np.all(np.sort(idx, axis=-1) == np.arange(ys.shape[-1])):
+        return None
+    if not _mx(ys - np.take_along_axis(yr, idx, -1)) <= RTOL * _mx(yr):
+        return None
+    return idx
+
+
+def _sweep_scaled(name, sample, second_order=True):
+    """The mismatches of the op's derivatives at its sample scaled by extreme powers of two
+    against the scaled derivatives at the sample, as lines; and what was compared."""
+    f = sample.function()
+    floats = [np.asarray(a) for a in sample.floats]
+    n = len(floats)
+    rng = np.random.default_rng(0)
+    with nd.no_grad():
+        outs = [_np(y) for y in f(*(nd.tensor(a) for a in floats))]
+    bad, compared = [], 0
+    # each floating input alone, and all together (solve(a, b) is homogeneous of degree 0 in
+    # both, cov(x, y) only together)
+    for S in [[i] for i in range(n)] + ([list(range(n))] if n > 1 else []):
+        for o, y0 in enumerate(outs):
+            k = _homogeneity(f, floats, S, o)
+            if k is None:
+                continue
+            w = _unit_random(rng, y0.shape, y0.dtype)
+            v = [_unit_random(rng, a.shape, a.dtype) for a in floats]
+            with np.errstate(all="ignore"):
+                ref0 = _derivatives(f, floats, S, o, w, v, second_order)
+            a = np.concatenate([np.abs(floats[j]).ravel() for j in S])
+            # 2^+-500; where s^k, s^(k-1) or s^(k-2) would leave the range there, the largest
+            # scale that keeps them in it (det of a 3 x 3: 2^+-333); and the sample with its
+            # smallest nonzero modulus at the smallest normal number and with its largest at
+            # 2^1020 (first order only: a second derivative there multiplies two tangents of
+            # that scale before the factor that brings it back, in any composition)
+            e0 = min(SCALE, int(1000 // max(abs(k), abs(k - 1), abs(k - 2))))
+            scales = [(e, second_order) for e in sorted({SCALE, -SCALE, e0, -e0})]
+            scales += [(-1022 - math.floor(math.log2(a[a > 0].min())), False),
+                       (1020 - math.ceil(math.log2(a.max())), False)]
+            size = math.log2(_mx(y0))
+            for e, second in scales:
+                if not LOW <= size + k * e <= HIGH_VALUE:
+                    continue  # the value itself is not a normal number there
+                xs = [x * 2.0 ** e if j in S else x for j, x in enumerate(floats)]
+                with nd.no_grad(), np.errstate(all="ignore"):
+                    ys = _np(f(*(nd.tensor(x) for x in xs))[o])
+                yr = _times_pow2(y0, k * e)
+                idx = None
+                if not _mx(ys - yr) <= RTOL * _mx(yr):
+                    idx = _reordering(ys, yr)
+                    if idx is None:
+                        bad.append(f"{name}, inputs {S} times 2^{e}: the value (output {o}) is "
+                                   f"{ys.ravel()[:4]}, expected {yr.ravel()[:4]} (= 2^{k * e} "
+                                   "times the value at the sample)")
+                        continue
+                for how, lc, lt in (("raw", 0, 0), ("natural", -k * e, e)):
+                    # raw: a cotangent and tangent of order one; natural: scaled as the value
+                    # (<w, f> of order one) and as the input. (A cotangent beyond 2^1000, the
+                    # inverse of a tiny value, overflows when it meets factors of order one
+                    # before the tiny one, in a composition of any order: multi_dot)
+                    if not (-1021 <= lc <= 1000 and -1021 <= lt <= 1022):
+                        continue
+                    wc = _times_pow2(w, lc)
+                    vt = [_times_pow2(b, lt) if j in S else b for j, b in enumerate(v)]
+                    with np.errstate(all="ignore"):
+                        got = _derivatives(f, xs, S, o, wc, vt, second)
+                    ref = ref0
+                    if idx is not None:  # the reference of the reordered output
+                        wr = np.zeros_like(w)
+                        np.put_along_axis(wr, idx, w, -1)
+                        with np.errstate(all="ignore"):
+                            ref = _derivatives(f, floats, S, o, wr, v, second)
+                        for key in ("jvp", "fwdfwd"):
+                            if key in ref:
+                                ref[key] = np.take_along_axis(ref[key], idx, -1)
+                    # quantity, got, reference, its power of two, order, input
+                    checks = [(f"vjp in input {j}", got["vjp"][j], ref["vjp"][j],
+                               lc + (k - (j in S)) * e, 1, j) for j in range(n)]
+                    checks.append(("jvp", got["jvp"], ref["jvp"], lt + (k - 1) * e, 1, None))
+                    if second:
+                        checks += [(f"hvp in input {j}", got["hvp"][j], ref["hvp"][j],
+                                    lc + lt + (k - 2) * e, 2, j) for j in S]
+                        checks.append(("fwdfwd", got["fwdfwd"], ref["fwdfwd"],
+                                       2 * lt + (k - 2) * e, 2, None))
+                    for what, g, r, p, order, j in checks:
+                        if g is None and r is None:
+                            continue
+                        g = np.zeros_like(r) if g is None else g
+                        r = np.zeros_like(g) if r is None else r
+                        # rounding noise of a reference that is 0 in truth: of the size of
+                        # the terms, |f| |w| |v|^(order - 1) / |x|^order at the sample
+                        xn = max(_mx(floats[i]) for i in S)
+                        noise = 1e-9 * _mx(y0) * (_mx(w) if j is not None else 1.0) * \
+                            _mx(v[S[0]]) ** (order - (j is not None)) / xn ** order
+                        big = max(_mx(r), noise)
+                        if not LOW <= math.log2(big) + p <= HIGH:
+                            continue  # the truth is not a normal number: no claim
+                        R = _times_pow2(r, p)
+                        compared += 1
+                        with np.errstate(all="ignore"):
+                            err = _mx(g - R)
+                        if not err <= RTOL * _mx(R) + _mx(_times_pow2(noise, p)):
+                            bad.append(
+                                f"{name}, inputs {S} times 2^{e}, {how}: {what} (output {o}, "
+                                f"degree {k}) is {np.ravel(g)[:3]}, expected {np.ravel(R)[:3]}"
+                                f" (max error {err:.3g} of {_mx(R):.3g})")
+    return bad, compared
+
+
+@pytest.mark.cpu_only("the special points are device independent")
+@pytest.mark.parametrize("name, dtype", cases(LINALG_OPS))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_linear_algebra_at_extreme_scales(name, dtype, data):
+    """Every differentiable op of the linear-algebra modules (dense_linalg, decompositions,
+    linalg; registered or composite), its sample scaled by 2^+-500 (about 1e+-150), by the
+    largest power of two that keeps s^k, s^(k-1) and s^(k-2) in range, and to the smallest
+    normal and largest finite magnitudes: wherever the op is homogeneous (the degree k
+    measured from the op at 1/2, 2 and 4 times the sample, each floating input alone and all
+    together; skipped where it is not: a logarithm, an exponential, a count), its value, its
+    vjp and jvp with a cotangent and tangent of order one and of the value's and input's
+    scale, and its second derivatives (reverse over reverse, forward over forward) at the
+    first two scales, against s^k, s^(k-1), s^(k-2) times those at the sample, wherever that
+    truth is a normal number (Note [Linear algebra at extreme scales])."""
+    op = entry(name)
+    sample = draw(data, op, dtype, max_side=3, max_dims=2)
+    # (at least 2 x 2 matrices and 2-vectors: a first draw is often 1 x 1, where nothing
+    # cancels)
+    assume(sample.pos and all(min(np.shape(a)[-2:], default=0) >= 2 for a in sample.floats))
+    bad, compared = _sweep_scaled(name, sample)
+    if not compared:
+        pytest.skip(f"{name}: not homogeneous in its floating inputs at this sample (no "
+                    "power of two relates f(2 x) to f(x)): no reference at extreme scales")
+    _check(name, bad)
+
+
 def _pinv_formulas(A, G, V):
     """The Golub-Pereyra derivatives of ``P = pinv(A)`` in NumPy (real, constant rank): the
     vjp of ``G`` and the jvp along ``V``."""
@@ -887,11 +1141,6 @@ def test_cholesky_solve_derivatives_at_extreme_scales(upper):
                    (nd.tensor(fac * s),), (nd.tensor(dL),))
         np.testing.assert_allclose(_np(t), dx / s ** 2, rtol=1e-10, atol=0,
                                    err_msg=f"jvp in L at {s:g}")
-
-
-def _mx(a):
-    a = np.abs(np.asarray(a))
-    return float(a.max()) if a.size else 0.0
 
 
 def _svd_fixed(a):
