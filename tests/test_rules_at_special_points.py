@@ -18,9 +18,10 @@ derivatives included.
 
 Linear algebra (Note [Linear algebra at extreme scales] in ndgrad/core/ops/dense_linalg.py):
 every differentiable op of the linear-algebra modules at its sample scaled by powers of two
-near 1e+-150 and to the ends of the range, against its own derivatives at the sample times
-the power of the scale its measured homogeneity gives; then closed-form tests of the
-reported cases (pinv, cholesky_solve, svd, vector_norm, lstsq).
+near 1e+-150, to the ends of the range and to where its value is 2^+-1000, against its own
+derivatives at the sample times the power of the scale its measured homogeneity gives; the
+same for every elementwise op that is homogeneous; then closed-form tests of the reported
+cases (pinv, cholesky_solve, svd, vector_norm, lstsq, divide, reciprocal).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import math
 import numpy as np
 import pytest
 import scipy.special
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
@@ -868,8 +869,8 @@ def _homogeneity(f, floats, S, o):
         for m in (1.0, 2.0, 4.0, 0.5):
             ys[m] = _np(f(*(nd.tensor(a * m if j in S else a) for j, a in enumerate(floats)))[o])
     y1 = ys[1.0]
-    if y1.dtype.kind not in "fc" or not np.all(np.isfinite(y1)) or _mx(y1) == 0 or \
-            not _mx(ys[2.0]) > 0:
+    if y1.dtype.kind not in "fc" or not all(np.all(np.isfinite(y)) for y in ys.values()) or \
+            _mx(y1) == 0 or not _mx(ys[2.0]) > 0:
         return None
     k = round(2 * math.log2(_mx(ys[2.0]) / _mx(y1))) / 2
     if abs(k) > 8 or any(not _mx(y - m ** k * y1) <= 1e-9 * m ** k * _mx(y1)
@@ -966,8 +967,14 @@ def _sweep_scaled(name, sample, second_order=True):
             # that scale before the factor that brings it back, in any composition)
             e0 = min(SCALE, int(1000 // max(abs(k), abs(k - 1), abs(k - 2))))
             scales = [(e, second_order) for e in sorted({SCALE, -SCALE, e0, -e0})]
-            scales += [(-1022 - math.floor(math.log2(a[a > 0].min())), False),
-                       (1020 - math.ceil(math.log2(a.max())), False)]
+            lo, hi = (-1022 - math.floor(math.log2(a[a > 0].min())),
+                      1020 - math.ceil(math.log2(a.max())))
+            scales += [(lo, False), (hi, False)]
+            # (first order) where the value is 2^+-1000 and the natural cotangent its inverse
+            # (or the inputs at the end of the range): a rule that squares the value meets
+            # 2^+-2000 there (reciprocal's g out^2)
+            if k:
+                scales += [(max(lo, min(hi, int(e // abs(k)))), False) for e in (1000, -1000)]
             size = math.log2(_mx(y0))
             for e, second in scales:
                 if not LOW <= size + k * e <= HIGH_VALUE:
@@ -1058,6 +1065,28 @@ def test_linear_algebra_at_extreme_scales(name, dtype, data):
     # (at least 2 x 2 matrices and 2-vectors: a first draw is often 1 x 1, where nothing
     # cancels)
     assume(sample.pos and all(min(np.shape(a)[-2:], default=0) >= 2 for a in sample.floats))
+    bad, compared = _sweep_scaled(name, sample)
+    if not compared:
+        pytest.skip(f"{name}: not homogeneous in its floating inputs at this sample (no "
+                    "power of two relates f(2 x) to f(x)): no reference at extreme scales")
+    _check(name, bad)
+
+
+@pytest.mark.cpu_only("the special points are device independent")
+@pytest.mark.parametrize("name, dtype", cases(ELEMENTWISE_OPS))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.filter_too_much],
+          phases=[Phase.explicit, Phase.generate])
+@given(data=st.data())
+def test_homogeneous_elementwise_ops_at_extreme_scales(name, dtype, data):
+    """The linear-algebra sweep for every differentiable elementwise op (registered or
+    composite) that is homogeneous in some of its inputs (measured as there: multiply,
+    divide, reciprocal, sqrt, hypot, atan2 ...; the others are skipped), on 2 to 9 elements:
+    what the special points do not reach, a cotangent of the value's inverse scale and a
+    tangent of the input's (divide's gradient in y, formed as g (out / y), was 0 for g =
+    2^1018 at y = 2^1018, where it is -3.6e-307)."""
+    op = entry(name)
+    sample = draw(data, op, dtype, max_side=3, max_dims=2)
+    assume(sample.pos and all(np.size(a) >= 2 for a in sample.floats))
     bad, compared = _sweep_scaled(name, sample)
     if not compared:
         pytest.skip(f"{name}: not homogeneous in its floating inputs at this sample (no "
@@ -1261,3 +1290,30 @@ def test_lstsq_derivatives_at_huge_scales():
     _, d1 = jvp(lambda a, c: nd.linalg.lstsq(a, c)[0], (nd.tensor(W * s), nd.tensor(w * s)),
                 (nd.tensor(Vw * s), nd.tensor(uw * s)))
     np.testing.assert_allclose(_np(d1), ref, rtol=1e-7, atol=0)
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_divide_and_reciprocal_with_cotangents_of_inverse_scale():
+    """x / y's gradient in y, -g x / y^2, with a cotangent of the value's inverse scale:
+    -2^-1018 at x = 1, y = g = 2^1018 (it was 0: out / y underflowed), its Hessian-vector
+    product in y (2 g x v / y^3) at y of 2^+-500 with g and v of y's scale (inf, and half the
+    truth, before); reciprocal's gradient and jvp at 2^+-600 with g and t of 2^+-600 (g out^2
+    under- and overflowed)."""
+    x, m = np.array([1.0, -3.0]), np.array([1.0, -1.5])
+    for e in (1018, -1018):
+        y = nd.tensor(m * 2.0 ** e, requires_grad=True)
+        (gy,) = nd.autograd.grad(nd.tensor(x) / y, y, nd.tensor(np.full(2, 2.0 ** e)))
+        np.testing.assert_allclose(_np(gy), np.ldexp(-x / m ** 2, -e), rtol=1e-15)
+    v = np.array([0.5, 2.0])
+    for e in (500, -500):
+        y = nd.tensor(m * 2.0 ** e, requires_grad=True)
+        (gy,) = nd.autograd.grad(nd.tensor(x) / y, y, nd.tensor(np.full(2, 2.0 ** e)),
+                                 create_graph=True)
+        (hv,) = nd.autograd.grad(nd.sum(gy * nd.tensor(v * 2.0 ** e)), y)
+        np.testing.assert_allclose(_np(hv), np.ldexp(2 * x * v / m ** 3, -e), rtol=1e-15)
+    for e in (600, -600):
+        t = nd.tensor(m * 2.0 ** e, requires_grad=True)
+        (g,) = nd.autograd.grad(nd.reciprocal(t), t, nd.tensor(np.full(2, 2.0 ** e)))
+        np.testing.assert_allclose(_np(g), np.ldexp(-1 / m ** 2, -e), rtol=1e-15)
+        _, d = jvp(nd.reciprocal, (nd.tensor(m * 2.0 ** e),), (nd.tensor(v * 2.0 ** e),))
+        np.testing.assert_allclose(_np(d), np.ldexp(-v / m ** 2, -e), rtol=1e-15)

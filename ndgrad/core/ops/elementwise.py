@@ -175,9 +175,13 @@ def divide(B, x, y):
     return B.divide(x, y)
 
 
-# d(x/y)/dy = -x/y^2 = -out/y
+# d(x/y)/dy = -x/y^2 = -out/y, as -(g out) / y (Note [Derivatives at special points]: the
+# cotangent meets the value first, so a cotangent of the value's inverse scale makes an
+# intermediate of order one; out / y, of x / y^2, underflowed at y = 2^1018 where the
+# gradient is -2^-1018 for g = 2^1018, x = 1, and overflowed at y = 2^-1018). The tangent
+# likewise: (-t out) / y
 divide.defvjp(lambda F, g, out, x, y: g / F.conj(y),
-              lambda F, g, out, x, y: -g * F.conj(out / y))
+              lambda F, g, out, x, y: -(g * F.conj(out)) / F.conj(y))
 divide.defjvp_each(lambda F, t, out, x, y: t / y,
                    lambda F, t, out, x, y: -t * out / y)
 divide.deftaylor(series.RULES["divide"])
@@ -436,7 +440,9 @@ def reciprocal(B, x):
     return B.divide(1, x)
 
 
-reciprocal.defvjp(lambda F, g, out, x: -g * F.conj(F.square(out)))
+# -g out^2 as -(g out) out: out^2 underflowed at x = 2^600 (the gradient 0 for a cotangent of
+# 2^600, where it is -2^-600) and overflowed at 2^-600 (Note [Derivatives at special points])
+reciprocal.defvjp(lambda F, g, out, x: -(g * F.conj(out)) * F.conj(out))
 reciprocal.defjvp_from_vjp()
 reciprocal.deftaylor(series.RULES["reciprocal"])
 
