@@ -17,11 +17,12 @@ jumps at these points. The closed-form tests after it pin the reported cases, th
 derivatives included.
 
 Linear algebra (Note [Linear algebra at extreme scales] in ndgrad/core/ops/dense_linalg.py):
-every differentiable op of the linear-algebra modules at its sample scaled by powers of two
-near 1e+-150, to the ends of the range and to where its value is 2^+-1000, against its own
-derivatives at the sample times the power of the scale its measured homogeneity gives; the
-same for every elementwise op that is homogeneous; then closed-form tests of the reported
-cases (pinv, cholesky_solve, svd, vector_norm, lstsq, divide, reciprocal).
+every differentiable op of the linear-algebra modules and of kind LINALG (corrcoef, cond,
+the FFTs, the polynomials ...), and every elementwise op, at its sample scaled by powers of
+two near 1e+-150, to the ends of the range and to where its value is 2^+-1000, against its
+own derivatives at the sample times the power of the scale its measured homogeneity gives
+(ops that are not homogeneous are skipped); then closed-form tests of the reported cases
+(pinv, cholesky_solve, svd, vector_norm, lstsq, divide, reciprocal, corrcoef, cond).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import ndgrad as nd
-from ndgrad.core.ops.registry import ELEMENTWISE, REDUCTION, SCAN
+from ndgrad.core.ops.registry import ELEMENTWISE, LINALG, REDUCTION, SCAN
 from ndgrad.func import jvp
 from registry_harness import ENTRIES, FLOAT, Sample, cases, draw, entry
 
@@ -831,9 +832,29 @@ def test_std_at_tiny_and_huge_spreads():
 # compared quantity is one whose truth is a normal number.
 LINALG_MODULES = ("ndgrad.core.ops.dense_linalg", "ndgrad.core.ops.decompositions",
                   "ndgrad.core.ops.linalg")
+# the ops of those modules, and every op the registry declares of kind LINALG wherever it is
+# written (corrcoef, cov, kron in ops/statistics.py; cond, tensorsolve, the polynomials in
+# ops/signal.py; the FFTs): the sweep measures which are homogeneous
 LINALG_OPS = [n for n in ENTRIES if entry(n).differentiable and
-              getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)
-              in LINALG_MODULES]
+              (entry(n).kind == LINALG or
+               getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)
+               in LINALG_MODULES)]
+# found by the sweep, not yet fixed (outside this series), by case id: the check runs and
+# must still fail (strict), so an entry cannot outlive its bug (the draws are derandomized
+# from this test's source: an edit of the test draws other samples)
+_POLYDIV = ("polydiv's quotient (1 / v[0]) r[k] and remainder r - d v pass through powers "
+            "of v[0] beyond the result's (the second derivative of 1 / v[0] is of v[0]^-3): "
+            "with v at 2^500 the second directional derivatives along tangents of order one "
+            "are 40-75 % of the truth (1e-300), the jvp at 2^1019 likewise; with u and v at "
+            "2^1000 the remainder's vjp in v is inf and its jvp twice the truth. It needs the "
+            "division in units of a power of two near v[0], as lstsq's")
+KNOWN = {"polydiv-float64": _POLYDIV, "polydiv-complex128": _POLYDIV,
+         "linalg.solve-complex128": (
+             "NumPy's own solve (LAPACK's zgesv) of the drawn complex 3 x 3 system (condition "
+             "number 8) with every entry between 2^-1022 and 2^-1020 is wrong in the first "
+             "digit, and ndgrad returns NumPy's value (3 of 200 random complex draws at that "
+             "scale); solved in units of a power of two (a / c, b / c) it is right. It needs "
+             "that, as lstsq's")}
 SCALE = 500  # s = 2^+-500, about 1e+-150
 # log2 of a compared quantity's largest entry: a normal number, with 2^3 to spare below the
 # largest for a value (its sums), 2^23 for a derivative (a rule's intermediates a few times its
@@ -982,6 +1003,9 @@ def _sweep_scaled(name, sample, second_order=True):
                 xs = [x * 2.0 ** e if j in S else x for j, x in enumerate(floats)]
                 with nd.no_grad(), np.errstate(all="ignore"):
                     ys = _np(f(*(nd.tensor(x) for x in xs))[o])
+                if ys.shape != y0.shape:
+                    continue  # a value decides the shape, against an absolute threshold, as
+                    # NumPy's (polydiv's remainder drops leading entries up to 1e-8): no claim
                 yr = _times_pow2(y0, k * e)
                 idx = None
                 if not _mx(ys - yr) <= RTOL * _mx(yr):
@@ -1045,15 +1069,22 @@ def _sweep_scaled(name, sample, second_order=True):
     return bad, compared
 
 
+def _known(params):
+    return [pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
+        strict=True, reason=KNOWN[p.id])) if p.id in KNOWN else p for p in params]
+
+
 @pytest.mark.cpu_only("the special points are device independent")
-@pytest.mark.parametrize("name, dtype", cases(LINALG_OPS))
-@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@pytest.mark.parametrize("name, dtype", _known(cases(LINALG_OPS)))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.filter_too_much],
+          phases=[Phase.explicit, Phase.generate])  # (no shrinking: the sample is printed)
 @given(data=st.data())
 def test_linear_algebra_at_extreme_scales(name, dtype, data):
     """Every differentiable op of the linear-algebra modules (dense_linalg, decompositions,
-    linalg; registered or composite), its sample scaled by 2^+-500 (about 1e+-150), by the
-    largest power of two that keeps s^k, s^(k-1) and s^(k-2) in range, and to the smallest
-    normal and largest finite magnitudes: wherever the op is homogeneous (the degree k
+    linalg) and every op of kind LINALG (registered or composite), its sample scaled by
+    2^+-500 (about 1e+-150), by the largest power of two that keeps s^k, s^(k-1) and s^(k-2)
+    in range, to the smallest normal and largest finite magnitudes, and (first order) where
+    the value is 2^+-1000: wherever the op is homogeneous (the degree k
     measured from the op at 1/2, 2 and 4 times the sample, each floating input alone and all
     together; skipped where it is not: a logarithm, an exponential, a count), its value, its
     vjp and jvp with a cotangent and tangent of order one and of the value's and input's
@@ -1317,3 +1348,47 @@ def test_divide_and_reciprocal_with_cotangents_of_inverse_scale():
         np.testing.assert_allclose(_np(g), np.ldexp(-1 / m ** 2, -e), rtol=1e-15)
         _, d = jvp(nd.reciprocal, (nd.tensor(m * 2.0 ** e),), (nd.tensor(v * 2.0 ** e),))
         np.testing.assert_allclose(_np(d), np.ldexp(-v / m ** 2, -e), rtol=1e-15)
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_corrcoef_and_cond_at_extreme_scales():
+    """corrcoef of variables at 2^1019 and 2^-1021 (together, and one of each) is NumPy's at
+    the unscaled data (it was nan: cov's squares over- and underflowed), and its Hessian
+    along a direction of order one with the data at 2^+-500 (reverse over reverse) is
+    2^-+1000 times second differences of NumPy's corrcoef (nan and wrong); cond's ('fro',
+    and the 2-norm's) second directional derivative at 2^500 is 2^-1000 times second
+    differences of NumPy's cond (for 'fro' it was 1/70 of that), its jvp at 2^1019 2^-1019
+    times central differences (1/8 for 'fro')."""
+    rng = np.random.default_rng(7)
+    X, V = rng.standard_normal((2, 5)), rng.standard_normal((2, 5))
+    ref = np.corrcoef(X)
+    for s in ([2.0 ** 1019] * 2, [2.0 ** -1021] * 2, [2.0 ** 1019, 2.0 ** -1021]):
+        Xs = X * np.array(s)[:, None]
+        np.testing.assert_allclose(_np(nd.corrcoef(nd.tensor(Xs))), ref, rtol=1e-13)
+        np.testing.assert_allclose(_np(nd.corrcoef(nd.tensor(Xs.T), rowvar=False)), ref,
+                                   rtol=1e-13)
+    h = 1e-4
+
+    def second(f, A, D, h=h):
+        return (f(A + h * D) - 2 * f(A) + f(A - h * D)) / h ** 2
+
+    def d2(f, A, D):
+        return _np(jvp(lambda a: jvp(f, (a,), (nd.tensor(D),))[1], (nd.tensor(A),),
+                       (nd.tensor(D),))[1])
+    W = rng.standard_normal((2, 2))
+    ref = second(lambda a: np.sum(W * np.corrcoef(a)), X, V)
+    for e in (500, -500):  # <v, H v> of <W, corrcoef>, by reverse over reverse
+        x = nd.tensor(X * 2.0 ** e, requires_grad=True)
+        (g,) = nd.autograd.grad(nd.sum(nd.tensor(W) * nd.corrcoef(x)), x, create_graph=True)
+        (hv,) = nd.autograd.grad(nd.sum(g * nd.tensor(V)), x)
+        np.testing.assert_allclose(np.sum(_np(hv) * V) * 2.0 ** (2 * e), ref, rtol=1e-5)
+    A, D = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    for p in ("fro", None):
+        def cond(a, p=p):
+            return nd.linalg.cond(a, p)
+        ref = second(lambda a, p=p: np.linalg.cond(a, p), A, D)
+        np.testing.assert_allclose(d2(cond, A * 2.0 ** 500, D) * 2.0 ** 1000, ref, rtol=1e-5,
+                                   err_msg=f"p={p}")
+        ref = (np.linalg.cond(A + 1e-6 * D, p) - np.linalg.cond(A - 1e-6 * D, p)) / 2e-6
+        _, d1 = jvp(cond, (nd.tensor(A * 2.0 ** 1019),), (nd.tensor(D),))
+        np.testing.assert_allclose(_np(d1) * 2.0 ** 1019, ref, rtol=1e-7, err_msg=f"p={p}")

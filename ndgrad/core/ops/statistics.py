@@ -636,6 +636,15 @@ def corrcoef(F, x, rowvar=True):
     tensor([[ 1., -1.],
             [-1.,  1.]])
     """
+    # corrcoef(x) is unchanged when a variable is scaled: each in units of the power of two
+    # near its largest modulus (exact, a constant for every derivative: Note [Linear algebra
+    # at extreme scales] in dense_linalg.py). cov's squares overflowed at 2^1020 and
+    # underflowed at 2^-1020 (the value nan), and its second derivatives, through
+    # cov^-3/2 of its standard deviations, were nan or wrong at 2^+-500
+    if len(x.shape) == 2:
+        x = x * inverse_scale_along(F, x, 1 if rowvar else 0)
+    elif len(x.shape) == 1:
+        x = x * inverse_scale_along(F, x, 0)
     c = F.cov(x, rowvar)
     if len(c.shape) == 0:
         return c / c
