@@ -93,3 +93,143 @@ def restart_module_generators(module, states):
 def loop_messages(seen):
     """The texts of vmap's loop warnings among the recorded warnings ``seen``."""
     return [str(w.message) for w in seen if "once per batch element" in str(w.message)]
+
+
+def random_like(rng, a, dtype=None):
+    """Standard normal values with the shape of ``a`` (complex ones for a complex dtype)."""
+    shape = np.shape(a)
+    dtype = np.dtype(dtype if dtype is not None else a.dtype)
+    r = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        r = r + 1j * rng.standard_normal(shape)
+    return np.asarray(r, dtype=dtype)
+
+
+# --------------------------------------------------------------------- finite differences
+# Note [Complex derivatives from finite differences]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Complex numbers follow PyTorch's convention: for ``f`` with Jacobians ``D_re = df/d(re x)``
+# and ``D_im = df/d(im x)`` (central differences), the jvp is ``D_re re(t) + D_im im(t)`` and
+# the vjp of a cotangent ``c`` is ``re(sum(conj(c) D_re)) + 1j re(sum(conj(c) D_im))``: the
+# gradient of the real pairing ``re <c, f(x)>`` with respect to ``re x`` plus ``1j`` times
+# that with respect to ``im x``. :class:`Linearization` computes both from central
+# differences along every real coordinate; every finite-difference reference of the tests
+# comes from :func:`fd_directional`, :class:`Linearization` or the helpers below them.
+EPS = 1e-6
+
+
+def fd_directional(fun, xs, ts, eps=EPS):
+    """Central difference of ``fun`` (NumPy arrays -> tuple of NumPy arrays) at ``xs`` along
+    the tangents ``ts`` (None: that input held fixed)."""
+    def at(s):
+        return fun([x if t is None else x + s * t for x, t in zip(xs, ts)])
+    plus, minus = at(eps), at(-eps)
+    return tuple((np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(plus, minus))
+
+
+def _columns(cols, out_shape, in_shape, dtype):
+    """Derivative columns (one per entry of the input) as an array ``out_shape + in_shape``."""
+    arr = np.stack(cols, axis=-1) if cols else np.zeros(tuple(out_shape) + (0,), dtype)
+    return arr.reshape(tuple(out_shape) + tuple(in_shape))
+
+
+def _contract(d, t, leading=False):
+    """``sum(d * t)`` over the trailing (``leading``: the leading) dimensions of ``d`` that
+    ``t`` spans."""
+    n = np.ndim(t)
+    if leading:
+        return np.tensordot(t, d, axes=n) if n else t * d
+    return np.tensordot(d, t, axes=n) if n else d * t
+
+
+class Linearization:
+    """The derivative of ``fun`` (NumPy arrays -> tuple of NumPy arrays) at ``xs`` from
+    central differences along every real coordinate: ``D[k][i] = (re, im)``, the derivatives
+    of output ``k`` along the real and (complex inputs) imaginary parts of input ``i``, each
+    of shape ``out_k.shape + x_i.shape``. From them come the references of every first-order
+    transform, with PyTorch's complex convention (Note [Complex derivatives from finite
+    differences] above)."""
+
+    def __init__(self, fun, xs, eps=EPS):
+        self.xs = [np.asarray(x) for x in xs]
+        self.outs = tuple(np.asarray(o) for o in fun(self.xs))
+        self.D = [[None] * len(self.xs) for _ in self.outs]
+        for i, x in enumerate(self.xs):
+            units = [1.0, 1j] if x.dtype.kind == "c" else [1.0]
+            per_unit = []
+            for unit in units:
+                cols = [[] for _ in self.outs]  # per output, one column per entry of x
+                for j in range(x.size):
+                    e = np.zeros(x.shape, dtype=x.dtype)
+                    e.flat[j] = unit
+                    ts = [None] * len(self.xs)
+                    ts[i] = e
+                    for k, d in enumerate(fd_directional(fun, self.xs, ts, eps)):
+                        cols[k].append(d)
+                per_unit.append([_columns(c, o.shape, x.shape, o.dtype)
+                                 for c, o in zip(cols, self.outs)])
+            for k in range(len(self.outs)):
+                self.D[k][i] = (per_unit[0][k], per_unit[1][k] if len(units) == 2 else None)
+
+    def jvp(self, ts):
+        """The output tangents for input tangents ``ts`` (None: zero)."""
+        res = []
+        for Dk, o in zip(self.D, self.outs):
+            r = np.zeros(o.shape, dtype=o.dtype)
+            for (dre, dim), t in zip(Dk, ts):
+                if t is None:
+                    continue
+                r = r + _contract(dre, np.real(t))
+                if dim is not None:
+                    r = r + _contract(dim, np.imag(t))
+            res.append(r)
+        return tuple(res)
+
+    def vjp(self, cs):
+        """The input cotangents for output cotangents ``cs`` (None: zero)."""
+        res = []
+        for i, x in enumerate(self.xs):
+            r = np.zeros(x.shape, dtype=x.dtype)
+            for Dk, c in zip(self.D, cs):
+                if c is None:
+                    continue
+                dre, dim = Dk[i]
+                cc = np.conj(np.asarray(c))
+                r = r + np.real(_contract(dre, cc, leading=True))
+                if dim is not None:
+                    r = r + 1j * np.real(_contract(dim, cc, leading=True))
+            res.append(r)
+        return res
+
+    def jacfwd(self):
+        """``[k][i]``: the Jacobian ``jacfwd`` gives, columns pushed forward along the real
+        unit vectors of each input."""
+        return [[dre for dre, _ in Dk] for Dk in self.D]
+
+    def jacrev(self):
+        """``[k][i]``: the Jacobian ``jacrev`` gives, rows pulled back from the real unit
+        vectors of each output (``vjp(e_k)``)."""
+        return [[np.real(dre) if dim is None else np.real(dre) + 1j * np.real(dim)
+                 for dre, dim in Dk] for Dk in self.D]
+
+
+# ---------------------------------------------------------------------------- comparisons
+def leaves(tree):
+    """The arrays/Tensors of a nested tuple/list, in order."""
+    if isinstance(tree, (tuple, list)):
+        return [x for t in tree for x in leaves(t)]
+    return [tree]
+
+
+def assert_close(got, expected, what, rtol=1e-4, atol=1e-6, equal_nan=False):
+    """``got`` (Tensors, nested) equals ``expected`` (arrays, nested the same way) in
+    structure, shape and value; ``what`` names the check in the failure message."""
+    got, expected = leaves(got), leaves(expected)
+    assert len(got) == len(expected), \
+        f"{what}: {len(got)} results, the reference has {len(expected)}"
+    for n, (g, e) in enumerate(zip(got, expected)):
+        g, e = host(g), np.asarray(e)
+        where = f"{what}, result {n}" if len(got) > 1 else what
+        assert g.shape == e.shape, f"{where}: shape {g.shape} != reference shape {e.shape}"
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                   err_msg=where)
