@@ -28,6 +28,7 @@ suite, tests/test_op_compositions.py, runs fewer examples than the profile's).
 from __future__ import annotations
 
 import os
+import re
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -53,23 +54,35 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 # ------------------------------------------------------------------------------ devices
 # Note [Devices in the test suite]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Every test in tests/ runs once per device, through the autouse fixture `device`, which makes
-# that device ndgrad's default for the test (`ndgrad.set_default_device`): tensors the test
-# makes without a device land there, so the same test body exercises that backend.
+# A test runs once per device it is collected for, through the autouse fixture `device`,
+# which makes that device ndgrad's default for the test (`ndgrad.set_default_device`):
+# tensors the test makes without a device land there, so the same test body exercises that
+# backend. Which devices is decided AT COLLECTION, from the test's markers; a device that
+# cannot run is not collected (no skipped cases), and the terminal summary says in one line
+# per device what was left out and why.
 #
 # * ``cpu``: always.
-# * ``cuda``: a real GPU through CuPy; skipped, with the reason, where CuPy sees none.
+# * ``cuda``: a real GPU through CuPy, collected only where CuPy sees one.
 # * ``emulated``: the CUDA backend (ndgrad.core.backend.CupyBackend) over the NumPy-backed CuPy
 #   stand-in of tests/emulated_cupy.py, so every CUDA code path of ndgrad runs on machines
-#   without a GPU, CI included. Its hypothesis tests draw at most EMULATED_EXAMPLES examples
-#   (the paths are what it checks; the CPU run covers the values), which keeps the whole suite
-#   within CI's budget. `NDGRAD_TEST_EMULATED=0` leaves it out; it is skipped, with the
-#   reason, where a real GPU runs the cuda cases.
+#   without a GPU, CI included. Collected where no real GPU is (a GPU runs the cuda cases
+#   instead) unless `NDGRAD_TEST_EMULATED=0`. Its hypothesis tests draw at most
+#   EMULATED_EXAMPLES examples (the paths are what it checks; the CPU run covers the values).
 #
-# Tests that are about the CPU only (NumPy memory sharing, the ml_dtypes dtypes, ...) are
-# marked `@pytest.mark.cpu_only` and skipped on the other devices. Tests compare results
-# with NumPy references through `tests.support.host` (`t.cpu().numpy()`), which works on
-# every device.
+# The markers (a test function, class or module, through `pytestmark`):
+#
+# * none, or ``@pytest.mark.every_device``: cpu and the CUDA backend (cuda or emulated, as
+#   above). The default, so that a test whose body reaches device code keeps covering it.
+# * ``@pytest.mark.cpu_only(reason)``: cpu only, for tests about the CPU backend (NumPy
+#   memory sharing, the ml_dtypes dtypes, ...) or whose device paths another test covers.
+# * ``@pytest.mark.gpu_only(reason)``: the CUDA backend only (cuda or emulated), for tests
+#   about it (without one, the test is not collected).
+# * a test that parametrizes ``device`` itself (``indirect=True``, with DEVICES' names)
+#   chooses its devices (the registry matrix, tests/test_op_matrix.py, does: its device
+#   check runs every op on the CUDA backend once, ``--slow`` every check).
+#
+# Tests compare results with NumPy references through `tests.support.host`
+# (`t.cpu().numpy()`), which works on every device.
 import sys as _sys  # noqa: E402
 
 import pytest  # noqa: E402
@@ -83,12 +96,44 @@ import emulated_cupy as _emulated_cupy  # noqa: E402
 from support import restart_module_generators  # noqa: E402
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="ndgrad: the deeper run before a release: the registry matrix's "
+                          "every check on the CUDA backend (emulated without a GPU), not only "
+                          "its device check (Note [Devices in the test suite])")
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "cpu_only(reason): the test is about the CPU backend")
+    config.addinivalue_line("markers", "cpu_only(reason): the test runs on the CPU only "
+                                       "(Note [Devices in the test suite])")
+    config.addinivalue_line("markers", "every_device: the test runs on the CPU and on the CUDA "
+                                       "backend, real or emulated (the default)")
+    config.addinivalue_line("markers", "gpu_only(reason): the test runs on the CUDA backend "
+                                       "only, real or emulated")
 
 
 _REAL_CUDA = _backend.cuda_device_count() > 0
+_EMULATED_OFF = os.environ.get("NDGRAD_TEST_EMULATED") == "0"
 _EMULATED = {}
+
+
+def gpu_devices():
+    """The names of the devices the CUDA backend runs on in this session, as tests collect
+    them: ``["cuda"]`` with a real GPU, ``["emulated"]`` without one, ``[]`` without one and
+    with ``NDGRAD_TEST_EMULATED=0``."""
+    if _REAL_CUDA:
+        return ["cuda"]
+    return [] if _EMULATED_OFF else ["emulated"]
+
+
+def not_collected():
+    """(device, why) for each device this session leaves out at collection."""
+    if _REAL_CUDA:
+        return [("emulated", "a real GPU runs the cuda cases")]
+    out = [("cuda", "no CUDA device: CuPy is not installed or sees no GPU")]
+    if _EMULATED_OFF:
+        out.append(("emulated", "NDGRAD_TEST_EMULATED=0"))
+    return out
 
 
 def _emulated_backend():
@@ -111,18 +156,25 @@ EMULATED_EXAMPLES = 5
 COMPOSITE_EXAMPLES = 10
 
 
+def _parametrizes_device(metafunc):
+    for m in metafunc.definition.iter_markers("parametrize"):
+        names = m.args[0] if m.args else m.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if "device" in names:
+            return True
+    return False
+
+
 def pytest_generate_tests(metafunc):
-    if "device" not in metafunc.fixturenames:
+    if "device" not in metafunc.fixturenames or _parametrizes_device(metafunc):
         return
-    params = [
-        "cpu",
-        pytest.param("cuda", marks=pytest.mark.skipif(
-            not _REAL_CUDA, reason="no CUDA device: CuPy is not installed or sees no GPU")),
-        pytest.param("emulated", marks=pytest.mark.skipif(
-            _REAL_CUDA or os.environ.get("NDGRAD_TEST_EMULATED") == "0",
-            reason="a real GPU runs the cuda cases" if _REAL_CUDA else
-                   "NDGRAD_TEST_EMULATED=0")),
-    ]
+    cpu_only = metafunc.definition.get_closest_marker("cpu_only") is not None
+    gpu_only = metafunc.definition.get_closest_marker("gpu_only") is not None
+    if cpu_only and gpu_only:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: marked both cpu_only and "
+                                "gpu_only")
+    params = ([] if gpu_only else ["cpu"]) + ([] if cpu_only else gpu_devices())
     metafunc.parametrize("device", params, indirect=True)
 
 
@@ -131,9 +183,6 @@ def device(request):
     """The device this test runs on, made ndgrad's default device for it (Note [Devices in
     the test suite]); yields "cpu" or "cuda:0"."""
     name = getattr(request, "param", "cpu")
-    marker = request.node.get_closest_marker("cpu_only")
-    if name != "cpu" and marker is not None:
-        pytest.skip(f"CPU only: {marker.args[0] if marker.args else 'a CPU-backend test'}")
     if name == "cpu":
         restore = _fewer_examples(request.function,
                                   COMPOSITE_EXAMPLES if _tests_a_composite(request) else None)
@@ -208,9 +257,42 @@ def _fewer_examples(fn, cap):
     return undo
 
 
+# the devices left out, for the terminal summary: the number of collected cases of the CUDA
+# backend (the emulated device's, or the real GPU's), from this process's collection or, under
+# pytest-xdist, from the first worker's
+_COLLECTED = {}
+_GPU_CASE = re.compile(r"[\[-](emulated|cuda)[\]-]")
+
+
+def _count_gpu_cases(ids):
+    return sum(1 for i in ids if _GPU_CASE.search(i))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    if not gpu_devices():  # (a gpu_only test without a device: its empty parametrization)
+        gone = [item for item in items if item.get_closest_marker("gpu_only") is not None]
+        if gone:
+            items[:] = [item for item in items if item.get_closest_marker("gpu_only") is None]
+            config.hook.pytest_deselected(items=gone)
+    _COLLECTED.setdefault("gpu cases", _count_gpu_cases(item.nodeid for item in items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    _COLLECTED.setdefault("gpu cases", _count_gpu_cases(ids))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """One line per skip reason (with a count) instead of one per skipped test: every test
-    has a skipped cuda case on a machine without a GPU."""
+    """The devices not collected, one line each; then the skips, one line per reason (with a
+    count) instead of one per skipped test."""
+    n = _COLLECTED.get("gpu cases")
+    if n is not None:
+        terminalreporter.section("devices not collected")
+        ran = gpu_devices()
+        for name, why in not_collected():
+            instead = f"; {n} cases run on the {ran[0]} device" if ran else ""
+            terminalreporter.write_line(f"{name}: not collected ({why}){instead}")
     reasons = {}
     for rep in terminalreporter.stats.get("skipped", []):
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
