@@ -11,10 +11,15 @@ PyTorch's ``quantile``; at ties, to the element the stable sort puts first.
 from __future__ import annotations
 
 import math
+import warnings
 
+from ..backend import float64
+from ..tensor import Tensor
+from .batching import is_batched
 from .linalg import _eye
 from .reductions import inverse_scale_along
 from .registry import LINALG, REDUCTION, SCAN, SHAPE, Domain, defcomposite
+from .stacking import _arr
 
 _ANY = Domain((-2.0, 2.0))
 _ANYC = Domain((-2.0, 2.0), complex=True)
@@ -595,11 +600,74 @@ def _sample_cov(d):
     return (d.array(shape),), {"rowvar": rowvar, "ddof": d.choice([None, 0])}
 
 
+def _variables(F, m, rowvar, dtype, name, who):
+    """``m`` (``cov``'s ``m`` or ``y``) as a 2-D tensor of variables by observations, as
+    NumPy reads it: at least 2-D, transposed for ``rowvar=False`` (``m`` when it is 2-D,
+    ``y`` when it has more than one row), cast to ``dtype`` (ints and bools to float64)."""
+    m = _arr(F, m)
+    nd = len(m.shape)
+    if nd > 2:
+        raise ValueError(f"{who}: {name} has more than 2 dimensions (shape {tuple(m.shape)}); "
+                         "pass one variable per row (or column, with rowvar=False)")
+    if dtype is not None:
+        m = F.astype(m, dtype)
+    elif m.dtype.kind in "biu":
+        m = F.astype(m, float64)
+    x = F.reshape(m, (1, -1) if nd == 1 else (1, 1)) if nd < 2 else m
+    transpose = nd == 2 if name == "m" else x.shape[0] != 1
+    return F.matrix_transpose(x) if not rowvar and transpose else x
+
+
+_NO_DOF = "cov: degrees of freedom <= 0 (N - ddof, or with weights their sum less ddof times " \
+    "NumPy's correction): the result is inf or nan"
+
+
+def _weights(F, w, n, name, who, like):
+    """``cov``'s ``fweights`` or ``aweights``: 1-D, one per observation, not negative
+    (``fweights`` integers), NumPy's checks and errors; values are read only where they
+    can be (not inside ``vmap``, not on a lazy backend)."""
+    w = _arr(F, w, like=like)
+    if len(w.shape) > 1:
+        raise RuntimeError(f"{who}: cannot handle multidimensional {name} (shape "
+                           f"{tuple(w.shape)}); pass one weight per observation, 1-D")
+    if len(w.shape) == 0 or w.shape[0] != n:
+        raise RuntimeError(f"{who}: incompatible numbers of samples and {name}: {n} "
+                           f"observations, {name} of shape {tuple(w.shape)}")
+    readable = not is_batched(w) and not (isinstance(w, Tensor) and w.backend.lazy)
+    if readable and name == "fweights" and w.dtype.kind not in "biu" and \
+            not bool(F.all(w == F.round(w))):
+        raise TypeError(f"{who}: fweights must be integer (frequencies: how many times each "
+                        "observation occurs); pass integral values")
+    if readable and bool(F.any(w < 0)):
+        raise ValueError(f"{who}: {name} cannot be negative")
+    return F.astype(w, float64) if w.dtype.kind in "biu" else w
+
+
 @defcomposite(kind=LINALG, domain=_ANYC, sample=_sample_cov)
-def cov(F, m, rowvar=True, bias=False, ddof=None):
+def cov(F, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
     """The covariance matrix of the variables in ``m`` (rows, or columns with
-    ``rowvar=False``), normalized by ``N - 1`` (``N`` with ``bias``, ``N - ddof`` with
-    ``ddof``); conjugating as NumPy does for complex data.
+    ``rowvar=False``), with NumPy's signature.
+
+    Parameters
+    ----------
+    m : Tensor
+        1-D (one variable) or 2-D.
+    y : Tensor, optional
+        More variables, of ``m``'s form: stacked after ``m``'s (as NumPy's ``y``).
+    rowvar : bool
+        Each row is a variable (the default); else each column.
+    bias, ddof : bool, int
+        Normalized by ``N - 1`` by default, ``N`` with ``bias``, ``N - ddof`` with ``ddof``
+        (with weights: NumPy's ``v1 - ddof v2 / v1``, ``v1`` the sum of the weights, ``v2``
+        that of the weights times ``aweights``).
+    fweights, aweights : Tensor, optional
+        Integer frequency weights and observation weights, one per observation;
+        differentiable in ``aweights`` (and in floating ``fweights``).
+    dtype : dtype, optional
+        The data are cast to it first (ints and bools are float64 otherwise).
+
+    Complex data are conjugated as NumPy does; one variable gives a 0-d result.
 
     Examples
     --------
@@ -607,15 +675,44 @@ def cov(F, m, rowvar=True, bias=False, ddof=None):
     >>> ndgrad.cov(ndgrad.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
     tensor([[ 1., -1.],
             [-1.,  1.]])
+    >>> ndgrad.cov(ndgrad.tensor([0.0, 1.0, 2.0]), ndgrad.tensor([2.0, 1.0, 0.0]),
+    ...            aweights=ndgrad.tensor([1.0, 2.0, 1.0]))
+    tensor([[ 0.8, -0.8],
+            [-0.8,  0.8]])
     """
-    x = m if len(m.shape) == 2 else F.reshape(m, (1, -1))
-    if not rowvar and len(m.shape) == 2:
-        x = F.matrix_transpose(x)
-    n = x.shape[1]
+    x = _variables(F, m, rowvar, dtype, "m", "cov")
+    if y is not None:
+        x = F.concat([x, _variables(F, y, rowvar, dtype, "y", "cov")], axis=0)
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError(f"cov: ddof must be integer, got {ddof!r}")
     if ddof is None:
         ddof = 0 if bias else 1
-    xc = x - F.mean(x, axis=1, keepdims=True)
-    c = F.matmul(xc, F.matrix_transpose(F.conj(xc))) / (n - ddof)
+    n = x.shape[1]
+    w = a = None
+    if fweights is not None:
+        w = _weights(F, fweights, n, "fweights", "cov", x)
+    if aweights is not None:
+        a = _weights(F, aweights, n, "aweights", "cov", x)
+        w = a if w is None else w * a
+    if w is None:
+        fact = n - ddof
+        if fact <= 0:
+            warnings.warn(_NO_DOF, RuntimeWarning, stacklevel=3)
+        xc = x - F.mean(x, axis=1, keepdims=True)
+        c = F.matmul(xc, F.matrix_transpose(F.conj(xc)))
+        c = c / fact if fact > 0 else c * math.inf  # (NumPy's c * (1 / 0): inf or nan)
+    else:
+        v1 = F.sum(w)
+        xc = x - F.sum(x * w, axis=1, keepdims=True) / v1
+        fact = v1 if ddof == 0 else v1 - ddof if a is None else \
+            v1 - ddof * (F.sum(w * a) / v1)
+        positive = fact > 0
+        if not is_batched(positive) and not (isinstance(fact, Tensor) and fact.backend.lazy) \
+                and not bool(positive):
+            warnings.warn(_NO_DOF, RuntimeWarning, stacklevel=3)
+        # (NumPy's c * (1 / 0) where not positive: inf or nan, also in the imaginary parts)
+        c = F.matmul(xc, F.matrix_transpose(F.conj(xc * w))) * (1.0 / F.where(positive, fact,
+                                                                                0.0))
     return F.squeeze(c) if 1 in c.shape else c  # (NumPy squeezes: one variable gives 0-d)
 
 
@@ -626,8 +723,10 @@ def _sample_corrcoef(d):
 
 
 @defcomposite(kind=LINALG, domain=Domain((-2.0, 2.0)), sample=_sample_corrcoef)
-def corrcoef(F, x, rowvar=True):
-    """Pearson correlation coefficients: :func:`cov` scaled by the standard deviations.
+def corrcoef(F, x, y=None, rowvar=True, *, dtype=None):
+    """Pearson correlation coefficients: :func:`cov` scaled by the standard deviations, with
+    NumPy's signature (``y``: more variables, stacked after ``x``'s; ``dtype``: the data are
+    cast to it first).
 
     Examples
     --------
@@ -635,17 +734,19 @@ def corrcoef(F, x, rowvar=True):
     >>> ndgrad.corrcoef(ndgrad.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
     tensor([[ 1., -1.],
             [-1.,  1.]])
+    >>> ndgrad.corrcoef(ndgrad.tensor([0.0, 1.0, 3.0]), ndgrad.tensor([1.0, 2.0, 2.0]))
+    tensor([[1.        , 0.75592895],
+            [0.75592895, 1.        ]])
     """
+    v = _variables(F, x, rowvar, dtype, "m", "corrcoef")
+    if y is not None:
+        v = F.concat([v, _variables(F, y, rowvar, dtype, "y", "corrcoef")], axis=0)
     # corrcoef(x) is unchanged when a variable is scaled: each in units of the power of two
     # near its largest modulus (exact, a constant for every derivative: Note [Linear algebra
     # at extreme scales] in dense_linalg.py). cov's squares overflowed at 2^1020 and
     # underflowed at 2^-1020 (the value nan), and its second derivatives, through
     # cov^-3/2 of its standard deviations, were nan or wrong at 2^+-500
-    if len(x.shape) == 2:
-        x = x * inverse_scale_along(F, x, 1 if rowvar else 0)
-    elif len(x.shape) == 1:
-        x = x * inverse_scale_along(F, x, 0)
-    c = F.cov(x, rowvar)
+    c = F.cov(v * inverse_scale_along(F, v, 1))
     if len(c.shape) == 0:
         return c / c
     d = F.sqrt(F.real(F.diagonal(c)))
