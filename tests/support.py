@@ -233,3 +233,15 @@ def assert_close(got, expected, what, rtol=1e-4, atol=1e-6, equal_nan=False):
         assert g.shape == e.shape, f"{where}: shape {g.shape} != reference shape {e.shape}"
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=equal_nan,
                                    err_msg=where)
+
+
+# ------------------------------------------------------------------------------ waiting
+# Note [No test depends on the machine's speed]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A test waits for a subprocess, a thread, an event or a cluster as long as it takes: a slow or
+# busy machine must not fail a correct build (the Sphinx build once missed a 600 s timeout on
+# CI). Where a wait needs a bound at all (so that a hang ends the run with a message instead of
+# blocking it forever), the bound is HANG_S, an hour, far beyond any honest run; no test
+# asserts a duration, or a time against a budget. Times measured by the code under test are
+# compared only with each other or with an interval that encloses them.
+HANG_S = 3600

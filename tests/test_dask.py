@@ -26,6 +26,7 @@ from ndgrad.checks.strategies import op_samples  # noqa: E402
 from ndgrad.core.backend import DaskUnsupported  # noqa: E402
 from ndgrad.core.devices import DeviceMismatchError  # noqa: E402
 from ndgrad.core.ops import COMPOSITES, REGISTRY  # noqa: E402
+from support import HANG_S  # noqa: E402
 
 pytestmark = pytest.mark.cpu_only("the Dask backend computes with NumPy chunks on the host")
 
@@ -460,10 +461,12 @@ def client():
         cluster = stack.enter_context(distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
             scheduler_port=0, dashboard_address=None, worker_dashboard_address=None,
-            silence_logs=logging.ERROR, death_timeout=30))
+            silence_logs=logging.ERROR, death_timeout=HANG_S))
         yield stack.enter_context(distributed.Client(cluster, set_as_default=False,
-                                                     timeout=30))
-    deadline = time.monotonic() + 10
+                                                     timeout=HANG_S))
+    # the workers exit as fast as the machine lets them: their deadlines only end a hang (Note
+    # [No test depends on the machine's speed] in tests/support.py)
+    deadline = time.monotonic() + HANG_S
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not multiprocessing.active_children(), multiprocessing.active_children()
