@@ -22,7 +22,8 @@ the FFTs, the polynomials ...), and every elementwise op, at its sample scaled b
 two near 1e+-150, to the ends of the range and to where its value is 2^+-1000, against its
 own derivatives at the sample times the power of the scale its measured homogeneity gives
 (ops that are not homogeneous are skipped); then closed-form tests of the reported cases
-(pinv, cholesky_solve, svd, vector_norm, lstsq, divide, reciprocal, corrcoef, cond).
+(pinv, cholesky_solve, svd, vector_norm, lstsq, divide, reciprocal, corrcoef, cond, polydiv,
+solve).
 """
 
 from __future__ import annotations
@@ -839,22 +840,6 @@ LINALG_OPS = [n for n in ENTRIES if entry(n).differentiable and
               (entry(n).kind == LINALG or
                getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)
                in LINALG_MODULES)]
-# found by the sweep, not yet fixed (outside this series), by case id: the check runs and
-# must still fail (strict), so an entry cannot outlive its bug (the draws are derandomized
-# from this test's source: an edit of the test draws other samples)
-_POLYDIV = ("polydiv's quotient (1 / v[0]) r[k] and remainder r - d v pass through powers "
-            "of v[0] beyond the result's (the second derivative of 1 / v[0] is of v[0]^-3): "
-            "with v at 2^500 the second directional derivatives along tangents of order one "
-            "are 40-75 % of the truth (1e-300), the jvp at 2^1019 likewise; with u and v at "
-            "2^1000 the remainder's vjp in v is inf and its jvp twice the truth. It needs the "
-            "division in units of a power of two near v[0], as lstsq's")
-KNOWN = {"polydiv-float64": _POLYDIV, "polydiv-complex128": _POLYDIV,
-         "linalg.solve-complex128": (
-             "NumPy's own solve (LAPACK's zgesv) of the drawn complex 3 x 3 system (condition "
-             "number 8) with every entry between 2^-1022 and 2^-1020 is wrong in the first "
-             "digit, and ndgrad returns NumPy's value (3 of 200 random complex draws at that "
-             "scale); solved in units of a power of two (a / c, b / c) it is right. It needs "
-             "that, as lstsq's")}
 SCALE = 500  # s = 2^+-500, about 1e+-150
 # log2 of a compared quantity's largest entry: a normal number, with 2^3 to spare below the
 # largest for a value (its sums), 2^23 for a derivative (a rule's intermediates a few times its
@@ -1069,13 +1054,8 @@ def _sweep_scaled(name, sample, second_order=True):
     return bad, compared
 
 
-def _known(params):
-    return [pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
-        strict=True, reason=KNOWN[p.id])) if p.id in KNOWN else p for p in params]
-
-
 @pytest.mark.cpu_only("the special points are device independent")
-@pytest.mark.parametrize("name, dtype", _known(cases(LINALG_OPS)))
+@pytest.mark.parametrize("name, dtype", cases(LINALG_OPS))
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.filter_too_much],
           phases=[Phase.explicit, Phase.generate])  # (no shrinking: the sample is printed)
 @given(data=st.data())
@@ -1392,3 +1372,70 @@ def test_corrcoef_and_cond_at_extreme_scales():
         ref = (np.linalg.cond(A + 1e-6 * D, p) - np.linalg.cond(A - 1e-6 * D, p)) / 2e-6
         _, d1 = jvp(cond, (nd.tensor(A * 2.0 ** 1019),), (nd.tensor(D),))
         np.testing.assert_allclose(_np(d1) * 2.0 ** 1019, ref, rtol=1e-7, err_msg=f"p={p}")
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_polydiv_derivatives_at_extreme_scales():
+    """polydiv in units of powers of two near max |u| and max |v|: with u and v at 2^500 the
+    second directional derivatives of the quotient and the remainder along a tangent of v of
+    order one are 2^-1000 and 2^-500 times second differences of NumPy's polydiv at the
+    unscaled coefficients (they were 40-75 % of that: 1 / v[0] twice differentiated passes
+    through v[0]^-3), the quotient's jvp at 2^1019 is 2^-1019 times central differences, and
+    at 2^1000 the remainder's gradient in v (of degree 0) is that at the unscaled u, v (it
+    was inf)."""
+    rng = np.random.default_rng(11)
+    u, v, t = rng.standard_normal(5), rng.standard_normal(3), rng.standard_normal(3)
+    h = 1e-4
+
+    def np_part(k, vv):
+        return np.polydiv(u, vv)[k]
+
+    for k, power in ((0, 2), (1, 1)):  # quotient: s^-2, remainder: s^-1
+        ref = (np_part(k, v + h * t) - 2 * np_part(k, v) + np_part(k, v - h * t)) / h ** 2
+
+        def part(vv, k=k):
+            return nd.polydiv(nd.tensor(u * 2.0 ** 500), vv)[k]
+
+        d2 = jvp(lambda vv, part=part: jvp(part, (vv,), (nd.tensor(t),))[1],
+                 (nd.tensor(v * 2.0 ** 500),), (nd.tensor(t),))[1]
+        np.testing.assert_allclose(_np(d2) * 2.0 ** (500 * power), ref, rtol=1e-5, atol=1e-9)
+    ref = (np_part(0, v + 1e-6 * t) - np_part(0, v - 1e-6 * t)) / 2e-6
+    _, d1 = jvp(lambda vv: nd.polydiv(nd.tensor(u * 2.0 ** 1019), vv)[0],
+                (nd.tensor(v * 2.0 ** 1019),), (nd.tensor(t),))
+    np.testing.assert_allclose(_np(d1) * 2.0 ** 1019, ref, rtol=1e-7)
+    g = rng.standard_normal(2)
+    ref = [np.sum(g * (np_part(1, v + 1e-6 * e) - np_part(1, v - 1e-6 * e))) / 2e-6
+           for e in np.eye(3)]
+    vt = nd.tensor(v * 2.0 ** 1000, requires_grad=True)
+    (gv,) = nd.autograd.grad(nd.sum(nd.tensor(g) * nd.polydiv(nd.tensor(u * 2.0 ** 1000),
+                                                              vt)[1]), vt)
+    np.testing.assert_allclose(_np(gv), ref, rtol=1e-7)
+
+
+@pytest.mark.cpu_only("closed forms at extreme scales")
+def test_solve_at_the_ends_of_the_range():
+    """linalg.solve(s a, s b) is solve(a, b): with every entry of a random 3 x 3 system
+    between 2^-1022 and 2^-1020 (complex and real), and at 2^1021, the solution is NumPy's of
+    the unscaled system (NumPy's own solve there was wrong in the first digit, or inf), and
+    at 2^-1021 the gradient in b (solve(a^H, g), of scale 2^1021) is 2^1021 times NumPy's
+    at the unscaled system."""
+    rng = np.random.default_rng(3)
+    for dtype in ("complex128", "float64"):
+        for _ in range(100):
+            a, b = (rng.uniform(1.0, 2.0, size=s) * rng.choice([-1.0, 1.0], size=s)
+                    for s in ((3, 3), (3, 2)))
+            if dtype == "complex128":
+                a = a * np.exp(1j * rng.uniform(-3.1, 3.1, size=(3, 3)))
+                b = b * np.exp(1j * rng.uniform(-3.1, 3.1, size=(3, 2)))
+            x = np.linalg.solve(a, b)
+            err = np.linalg.cond(a) * 1e-14
+            for e in (-1021, 1021):
+                got = _np(nd.linalg.solve(nd.tensor(a * 2.0 ** e), nd.tensor(b * 2.0 ** e)))
+                np.testing.assert_allclose(got, x, rtol=err, atol=err * np.abs(x).max(),
+                                           err_msg=f"{dtype} at 2^{e}")
+        g = rng.standard_normal((3, 2))
+        bt = nd.tensor(b * 2.0 ** -1021, requires_grad=True)
+        (gb,) = nd.autograd.grad(nd.real(nd.sum(nd.tensor(g) * nd.linalg.solve(
+            nd.tensor(a * 2.0 ** -1021), bt))), bt)
+        ref = np.linalg.solve(a.conj().T, g)
+        np.testing.assert_allclose(_np(gb) * 2.0 ** -1021, ref, rtol=err)
