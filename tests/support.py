@@ -213,6 +213,78 @@ class Linearization:
                  for dre, dim in Dk] for Dk in self.D]
 
 
+def _floating(x):
+    """``x`` as a NumPy array of at least float64 (a complex one stays complex)."""
+    x = np.asarray(x)
+    return x.astype(np.result_type(x.dtype, np.float64), copy=False)
+
+
+def fd_derivative(f, x, t=1.0, eps=EPS, points=3):
+    """The derivative of ``f`` (a NumPy function of one array or number) at ``x`` along ``t``
+    by a central difference: ``points=3``, ``(f(x + eps t) - f(x - eps t)) / (2 eps)`` (error
+    O(eps^2)), or ``points=5``, the five-point stencil (O(eps^4)). With ``t = 1`` and an
+    elementwise ``f``, the elementwise derivative; ``eps`` may then be an array of steps, one
+    per entry."""
+    x = _floating(x)
+
+    def at(s):
+        return np.asarray(f(x + s * t))
+    if points == 3:
+        return (at(eps) - at(-eps)) / (2 * eps)
+    if points == 5:
+        return (8 * (at(eps) - at(-eps)) - (at(2 * eps) - at(-2 * eps))) / (12 * eps)
+    raise ValueError(f"fd_derivative: points is 3 or 5, not {points!r}")
+
+
+def _unit_vectors(x, unit=1.0):
+    """The unit vectors of ``x``'s entries, each of ``x``'s shape (``unit`` at one entry)."""
+    for j in range(x.size):
+        e = np.zeros(x.shape, dtype=x.dtype)
+        e.flat[j] = unit
+        yield e
+
+
+def fd_jacobian(f, x, eps=EPS):
+    """The Jacobian of ``f`` (a NumPy function of one real array) at ``x`` by central
+    differences, of shape ``f(x).shape + x.shape`` and ``f``'s dtype (a complex ``f`` of a
+    real ``x``: its derivatives along the real axes). Several or complex inputs:
+    :class:`Linearization`; a real scalar ``f`` of a complex ``x``: :func:`fd_gradient`."""
+    x = _floating(x)
+    if x.dtype.kind == "c":
+        raise TypeError("fd_jacobian: x is complex; use Linearization or fd_gradient")
+    cols = [fd_derivative(f, x, e, eps) for e in _unit_vectors(x)]
+    if not cols:  # an empty x: f's shape from f itself
+        return np.zeros(np.shape(f(x)) + x.shape)
+    return np.stack(cols, axis=-1).reshape(cols[0].shape + x.shape)
+
+
+def fd_gradient(f, x, eps=EPS):
+    """The gradient of the real scalar NumPy function ``f`` at the real or complex array
+    ``x`` by central differences, in PyTorch's convention (``d/d re + 1j d/d im``; Note
+    [Complex derivatives from finite differences])."""
+    x = _floating(x)
+    g = np.zeros(x.shape, dtype=x.dtype)
+    for unit in (1.0, 1j) if x.dtype.kind == "c" else (1.0,):
+        for j, e in enumerate(_unit_vectors(x, unit)):
+            g.flat[j] += unit * fd_derivative(f, x, e, eps)
+    return g
+
+
+def fd_hessian(f, x, h=1e-4):
+    """The Hessian of the real scalar NumPy function ``f`` of a real vector ``x`` by central
+    second differences ``(f(x + h e_i + h e_j) - f(x + h e_i - h e_j) - f(x - h e_i + h e_j)
+    + f(x - h e_i - h e_j)) / (4 h^2)`` (error O(h^2))."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    H = np.zeros((n, n))
+    E = np.eye(n).reshape((n,) + x.shape) * h
+    for i in range(n):
+        for j in range(n):
+            H[i, j] = (f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
+                       + f(x - E[i] - E[j])) / (4 * h * h)
+    return H
+
+
 # ---------------------------------------------------------------------------- comparisons
 def leaves(tree):
     """The arrays/Tensors of a nested tuple/list, in order."""

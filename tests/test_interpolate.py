@@ -10,7 +10,7 @@ import ndgrad
 from ndgrad import interpolate as I
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.func import jacrev, vmap
-from tests.support import close, host
+from support import close, host
 
 si = pytest.importorskip("scipy.interpolate")
 

@@ -11,7 +11,7 @@ import ndgrad
 from ndgrad import ndimage as ni
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.func import jacfwd, jacrev, vmap
-from tests.support import close
+from support import close, fd_gradient
 
 sn = pytest.importorskip("scipy.ndimage")
 _SCIPY_ALIASED_REFLECT = tuple(int(v) for v in
@@ -262,13 +262,6 @@ def test_spline_order_4_jacrev_matches_jacfwd_and_differences():
     close(jr, fd, atol=1e-7, rtol=1e-6)
 
 
-def _fd_sigma(f, sigma, eps=1e-6):
-    """Central differences of the host function ``f`` in each entry of ``sigma``."""
-    sigma = np.atleast_1d(np.asarray(sigma, dtype=float))
-    return np.array([(f(sigma + eps * e) - f(sigma - eps * e)) / (2 * eps)
-                     for e in np.eye(sigma.size)])
-
-
 def test_gaussian_sigma_derivatives_match_scipy_differences():
     w = np.random.default_rng(14).normal(size=A.shape)  # a random functional of the output
     cases = [  # (ndgrad sigma maker, SciPy keyword arguments); no radius change within eps
@@ -283,16 +276,16 @@ def test_gaussian_sigma_derivatives_match_scipy_differences():
         out = ni.gaussian_filter(t(A), sig, **kw)
         close(out, sn.gaussian_filter(A, s0 if len(s0) > 1 else s0[0], **kw))
         (out * t(w)).sum().backward()
-        close(sig.grad, _fd_sigma(ref, s0).reshape(sig.shape), rtol=1e-7, atol=1e-8)
+        close(sig.grad, fd_gradient(ref, s0).reshape(sig.shape), rtol=1e-7, atol=1e-8)
     # a per-axis sequence of scalar tensors, and gaussian_filter1d
     s1, s2 = t(0.7, True), t(2.2, True)
     (ni.gaussian_filter(t(A), [s1, s2]) * t(w)).sum().backward()
     close([s1.grad, s2.grad],
-          _fd_sigma(lambda s: float((sn.gaussian_filter(A, s) * w).sum()), [0.7, 2.2]),
+          fd_gradient(lambda s: float((sn.gaussian_filter(A, s) * w).sum()), [0.7, 2.2]),
           rtol=1e-7, atol=1e-8)
     s3 = t(1.1, True)
     (ni.gaussian_filter1d(t(A), s3, axis=0, order=1, truncate=3.0) * t(w)).sum().backward()
-    close(s3.grad, _fd_sigma(lambda s: float((sn.gaussian_filter1d(
+    close(s3.grad, fd_gradient(lambda s: float((sn.gaussian_filter1d(
         A, s[0], axis=0, order=1, truncate=3.0) * w).sum()), [1.1])[0], rtol=1e-7, atol=1e-8)
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import ndgrad as nd
 from ndgrad import numpy_protocols
 from ndgrad.core.ops import COMPOSITES, REGISTRY
-from registry_harness import FLOAT, assert_close, draw, random_like
-from support import close, val
+from registry_harness import FLOAT, draw
+from support import assert_close, close, random_like, val
 
 
 

@@ -14,7 +14,7 @@ import ndgrad as nd
 from ndgrad import optimize
 from ndgrad.checks import gradcheck
 from ndgrad.func import grad, hessian, jacfwd, jacrev, jvp, vmap
-from support import close, host, loop_messages
+from support import close, fd_derivative, fd_jacobian, host, loop_messages
 
 RNG = np.random.default_rng(7)
 M = RNG.normal(size=(3, 3))
@@ -70,8 +70,7 @@ def test_minimize_logistic_regression_derivative_in_the_l2_weight():
                                  method="trust-ncg", options=dict(gtol=1e-12)).x
     lam = nd.tensor(0.1)
     d = jacrev(w_star)(lam)
-    eps = 1e-5
-    fd = (host(w_star(nd.tensor(0.1 + eps))) - host(w_star(nd.tensor(0.1 - eps)))) / (2 * eps)
+    fd = fd_derivative(lambda v: host(w_star(nd.tensor(v))), 0.1, eps=1e-5)
     close(d, fd, rtol=1e-5, atol=1e-8)
     close(jvp(w_star, (lam,), (nd.tensor(1.0),))[1], fd, rtol=1e-5, atol=1e-8)
 
@@ -147,9 +146,9 @@ def _newton_flagging_precision_loss(fun, x0, args=(), jac=None, **unused):
     the last bits of the gradient: the case Note [Differentiating a flagged solution]
     differentiates."""
     import scipy.optimize as so
-    x, h = np.array(x0, dtype=float), 1e-6
+    x = np.array(x0, dtype=float)
     for _ in range(12):
-        H = np.stack([(jac(x + e) - jac(x - e)) / (2 * h) for e in h * np.eye(x.size)], 1)
+        H = fd_jacobian(jac, x)
         x = x - np.linalg.solve((H + H.T) / 2, jac(x))
     return so.OptimizeResult(x=x, fun=fun(x), jac=jac(x), nit=12, success=False, status=2,
                              message=PRECISION_LOSS)
@@ -158,9 +157,7 @@ def _newton_flagging_precision_loss(fun, x0, args=(), jac=None, **unused):
 def _check_flagged_solution_derivatives(sol, X, y):
     """jacrev and jacfwd of ``sol(y)`` (each warning that SciPy flagged the solution and
     that it is exact to rounding level) against central differences of Newton re-solves."""
-    eps = 1e-6
-    fd = np.stack([(_newton_logistic(X, y + e) - _newton_logistic(X, y - e)) / (2 * eps)
-                   for e in eps * np.eye(len(y))], axis=1)
+    fd = fd_jacobian(lambda z: _newton_logistic(X, z), y)
     with pytest.warns(RuntimeWarning, match=FLAGGED_BUT_EXACT):
         J = jacrev(sol)(nd.tensor(y))
     close(J, fd, rtol=1e-6, atol=1e-7)
@@ -260,10 +257,7 @@ def test_least_squares_flagged_solution_judged_by_its_gradient(nfev, accepted):
         return
     with pytest.warns(RuntimeWarning, match="least_squares.*to rounding level"):
         res.x.sum().backward()
-    eps = 1e-6
-    fd = np.stack([(_refit(nd.tensor(_Y + e), "linear") - _refit(nd.tensor(_Y - e), "linear"))
-                   / (2 * eps)
-                   for e in eps * np.eye(12)], axis=1)
+    fd = fd_jacobian(lambda z: _refit(nd.tensor(z), "linear"), _Y)
     close(y.grad, fd.sum(0), rtol=1e-6, atol=1e-8)
 
 
@@ -312,9 +306,7 @@ def test_root_two_dimensional_system():
     sol = lambda a: optimize.root(_system, x0, args=(a,), tol=1e-13).x  # noqa: E731
     x = sol(a)
     close(_system(x, a), np.zeros(2), atol=1e-10)
-    eps = 1e-6
-    fd = np.stack([(host(sol(a + nd.tensor(e))) - host(sol(a - nd.tensor(e)))) / (2 * eps)
-                   for e in eps * np.eye(2)], axis=1)
+    fd = fd_jacobian(lambda z: host(sol(nd.tensor(z))), host(a))
     close(jacrev(sol)(a), fd, rtol=1e-6, atol=1e-8)
     close(jacfwd(sol)(a), fd, rtol=1e-6, atol=1e-8)
 
@@ -379,9 +371,7 @@ def test_least_squares_curve_fit_derivative_in_the_data(loss):
     assert res.success and isinstance(res.x, nd.Tensor)
     sol = lambda y: _fit(y, loss=loss, f_scale=0.1)  # noqa: E731
     J = jacrev(sol)(y)
-    eps = 1e-6
-    fd = np.stack([(_refit(y + nd.tensor(e), loss) - _refit(y - nd.tensor(e), loss)) / (2 * eps)
-                   for e in eps * np.eye(12)], axis=1)
+    fd = fd_jacobian(lambda z: _refit(nd.tensor(z), loss), host(y))
     close(J, fd, rtol=1e-7, atol=1e-9)
     v = nd.tensor(np.random.default_rng(1).normal(size=12))
     close(jvp(sol, (y,), (v,))[1], fd @ host(v), rtol=1e-7, atol=1e-9)

@@ -15,7 +15,7 @@ import ndgrad
 from ndgrad import signal
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.func import jacfwd, jacrev, vmap
-from support import close, host
+from support import close, fd_hessian, fd_jacobian, host
 
 T = ndgrad.tensor
 
@@ -196,11 +196,7 @@ def test_lfilter_under_vmap_and_jacrev():
     # the Jacobian in a by reverse mode against central differences of SciPy
     x = xs[0]
     jac = jacrev(lambda a: signal.lfilter(T(b), a, T(x)))(T(a))
-    eps, fd = 1e-6, np.empty((7, 2))
-    for j in range(2):
-        d = np.zeros(2)
-        d[j] = eps
-        fd[:, j] = (ss.lfilter(b, a + d, x) - ss.lfilter(b, a - d, x)) / (2 * eps)
+    fd = fd_jacobian(lambda a_: ss.lfilter(b, a_, x), a)
     close(jac, fd, rtol=1e-7, atol=1e-8)
 
 
@@ -404,10 +400,7 @@ def test_filtfilt_gust_derivatives_in_b_a_x_and_compositions():
     def f(a):
         return signal.filtfilt(T(bb), a, T(xs[0]), method="gust")
     close(jacrev(f)(T(aa)), jacfwd(f)(T(aa)))
-    eps = 1e-6
-    fd = np.stack([(ss.filtfilt(bb, aa + eps * e, xs[0], method="gust")
-                    - ss.filtfilt(bb, aa - eps * e, xs[0], method="gust")) / (2 * eps)
-                   for e in np.eye(2)], axis=-1)
+    fd = fd_jacobian(lambda a_: ss.filtfilt(bb, a_, xs[0], method="gust"), aa)
     close(jacrev(f)(T(aa)), fd, rtol=1e-6, atol=1e-8)
 
 
@@ -528,11 +521,7 @@ def test_hessian_through_lfilter_by_jacrev_of_grad_names_lfilter(loop_warnings):
 
     def loss_np(a):
         return (ss.lfilter(b, a, x) ** 2).sum()
-    eps, fd = 1e-4, np.empty((3, 3))
-    for i, ei in enumerate(np.eye(3) * eps):
-        for j, ej in enumerate(np.eye(3) * eps):
-            fd[i, j] = (loss_np(a0 + ei + ej) - loss_np(a0 + ei - ej) - loss_np(a0 - ei + ej)
-                        + loss_np(a0 - ei - ej)) / (4 * eps * eps)
+    fd = fd_hessian(loss_np, a0, h=1e-4)
     close(H, fd, rtol=1e-6, atol=1e-5)
     close(hessian(loss)(T(a0)), H, rtol=1e-10)
 

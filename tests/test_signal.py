@@ -17,7 +17,7 @@ import pytest
 
 import ndgrad
 from ndgrad import func
-from support import close, host, val
+from support import close, fd_gradient, host, val
 
 T = ndgrad.tensor
 
@@ -38,17 +38,6 @@ def close_all(got, expected, **kw):
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
         close(g, e, **kw)
-
-
-def _fd(f, x, eps=1e-6):
-    """Central differences of the scalar NumPy function ``f`` at ``x``."""
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # ---------------------------------------------------------------------------- products
@@ -118,7 +107,7 @@ def test_gradient_is_differentiable_in_the_coordinates(edge_order):
         return np.sum(w * np.gradient(f, xs, axis=0, edge_order=edge_order))
     g = _grad(lambda xs: ndgrad.sum(T(w) * ndgrad.gradient(T(f), xs, axis=0,
                                                            edge_order=edge_order)), x)[0]
-    close(g, _fd(loss, x), rtol=1e-6, atol=1e-8)
+    close(g, fd_gradient(loss, x), rtol=1e-6, atol=1e-8)
     # several axes: a tuple, as NumPy's (a list before NumPy 2)
     got = ndgrad.gradient(T(f), 2.0, edge_order=edge_order)
     assert isinstance(got, tuple) and len(got) == 2
@@ -232,7 +221,7 @@ def test_polyfit_gradients_and_unsupported_options():
     def loss(xs):
         return np.sum(np.polyfit(xs, y, 2) * [1.0, -2.0, 0.5])
     g = _grad(lambda xs: ndgrad.sum(ndgrad.polyfit(xs, T(y), 2) * T([1.0, -2.0, 0.5])), x)[0]
-    close(g, _fd(loss, x), rtol=1e-6, atol=1e-8)
+    close(g, fd_gradient(loss, x), rtol=1e-6, atol=1e-8)
     with pytest.raises(ValueError, match="polyfit: full=True .* is not supported"):
         ndgrad.polyfit(T(x), T(y), 1, full=True)
     with pytest.raises(ValueError, match="polyfit: cov=True is not supported"):

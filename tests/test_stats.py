@@ -18,7 +18,7 @@ from ndgrad import stats
 from ndgrad.checks import gradcheck, gradgradcheck
 from ndgrad.func import grad, jacrev, vmap
 from ndgrad.optimize import minimize
-from support import close, host
+from support import close, fd_derivative, host
 
 HOST = "composed of ndgrad ops whose device paths the op suites cover; values on the CPU"
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -163,11 +163,6 @@ def test_continuous_gradients_in_x_shapes_loc_scale(name, method, xs, shapes):
     assert gradcheck(f, inputs)
 
 
-def _fd_shape(f, v, h=1e-5):
-    """Central difference of SciPy's ``f`` in a shape parameter ``v``."""
-    return (f(v + h) - f(v - h)) / (2 * h)
-
-
 @pytest.mark.cpu_only(HOST)
 def test_gammainc_distributions_ppf_isf_and_shape_derivatives():
     # gamma, chi2 and gennorm: ppf / isf through special.gammaincinv / gammainccinv, against
@@ -184,7 +179,7 @@ def test_gammainc_distributions_ppf_isf_and_shape_derivatives():
         for m, at in (("cdf", pts), ("sf", pts), ("ppf", q[1:-1]), ("isf", q[1:-1])):
             fo, fr = getattr(ours, m), getattr(ref, m)
             got = grad(lambda s, fo=fo, at=at: nd.sum(fo(at, s)))(nd.tensor(shape))
-            want = _fd_shape(lambda s, fr=fr, at=at: fr(at, s), shape).sum()
+            want = fd_derivative(lambda s, fr=fr, at=at: fr(at, s), shape, eps=1e-5).sum()
             close(got, want, rtol=1e-6, atol=1e-9)
     # x, loc, scale and the shape together, reverse and forward mode
     assert gradcheck(lambda x, a, loc, s: stats.gamma.cdf(x, a, loc=loc, scale=s),
@@ -394,13 +389,13 @@ def test_betainc_distribution_functions():
           rtol=1e-12)
     # the shapes (first order, through special.betainc's derivatives in a and b)
     close(grad(lambda df: stats.t.cdf(0.7, df))(nd.tensor(3.0)),
-          _fd_shape(lambda df: ss.t.cdf(0.7, df), 3.0), rtol=1e-7)
+          fd_derivative(lambda df: ss.t.cdf(0.7, df), 3.0, eps=1e-5), rtol=1e-7)
     close(grad(lambda df: stats.t.ppf(0.9, df))(nd.tensor(3.0)),
-          _fd_shape(lambda df: ss.t.ppf(0.9, df), 3.0), rtol=1e-7)
+          fd_derivative(lambda df: ss.t.ppf(0.9, df), 3.0, eps=1e-5), rtol=1e-7)
     assert gradcheck(lambda a, b: stats.beta.cdf(0.3, a, b) + stats.beta.isf(0.2, a, b),
                      (_req(2.5), _req(0.7)))
     close(grad(lambda n: stats.nbinom.cdf(3, n, 0.3))(nd.tensor(3.5)),
-          _fd_shape(lambda n: ss.nbinom.cdf(3, n, 0.3), 3.5), rtol=1e-7)
+          fd_derivative(lambda n: ss.nbinom.cdf(3, n, 0.3), 3.5, eps=1e-5), rtol=1e-7)
 
 
 _TAILS = ("cdf", "logcdf", "sf", "logsf", "ppf", "isf")
@@ -457,12 +452,13 @@ def test_vonmises_cdf_sf_ppf_isf_against_scipy_and_finite_differences():
           ss.vonmises.pdf(host(pts), 2.0), rtol=1e-11)
     for kappa in (2.0, 60.0):
         close(jacrev(lambda k: stats.vonmises.cdf(pts, k))(nd.tensor(kappa)),
-              _fd_shape(lambda k: ss.vonmises.cdf(host(pts), k), kappa), rtol=1e-6, atol=1e-9)
+              fd_derivative(lambda k: ss.vonmises.cdf(host(pts), k), kappa, eps=1e-5),
+              rtol=1e-6, atol=1e-9)
     q = nd.tensor([0.2, 0.7])
     close(jacrev(lambda k: stats.vonmises.ppf(q, k))(nd.tensor(2.0)),
-          _fd_shape(lambda k: ss.vonmises.ppf(host(q), k), 2.0), rtol=1e-6)
+          fd_derivative(lambda k: ss.vonmises.ppf(host(q), k), 2.0, eps=1e-5), rtol=1e-6)
     close(grad(lambda v: stats.vonmises.isf(v, 2.0).sum())(q),
-          _fd_shape(lambda v: ss.vonmises.isf(v, 2.0), host(q)), rtol=1e-6)
+          fd_derivative(lambda v: ss.vonmises.isf(v, 2.0), host(q), eps=1e-5), rtol=1e-6)
     assert gradcheck(lambda v, k, loc, s: stats.vonmises.cdf(v, k, loc=loc, scale=s),
                      (_req([-2.0, 0.5, 4.0]), _req(2.0), _req(0.1), _req(1.3)))
     assert gradcheck(lambda v, k, loc, s: stats.vonmises.ppf(v, k, loc=loc, scale=s),

@@ -14,7 +14,7 @@ import pytest
 
 import ndgrad
 from ndgrad.func import hessian, jacfwd, jacrev, vmap
-from support import val
+from support import fd_gradient, val
 
 NORMS = [None, "backward", "ortho", "forward"]
 rng = np.random.default_rng(20260107)
@@ -33,19 +33,6 @@ def _grad(f, x):
     t = ndgrad.tensor(x, requires_grad=True)
     f(t).backward()
     return t.grad.cpu().numpy()
-
-
-def _fd_grad(f, x, eps=1e-6):
-    """Central-difference gradient of a real function of a real or complex array, in PyTorch's
-    convention (d/d Re + i d/d Im)."""
-    g = np.zeros(x.shape, dtype=x.dtype)
-    for idx in np.ndindex(x.shape):
-        for unit in ((1.0, 1j) if np.iscomplexobj(x) else (1.0,)):
-            e = np.zeros(x.shape, dtype=x.dtype)
-            e[idx] = unit * eps
-            d = (f(x + e) - f(x - e)) / (2 * eps)
-            g[idx] += unit * d
-    return g
 
 
 # ----------------------------------------------------------------------------- round trips
@@ -269,7 +256,7 @@ def test_rfft_gradient_matches_finite_differences(n, norm):
         X = ndgrad.fft.rfft(t, n=n, norm=norm)
         return (ndgrad.real(ndgrad.conj(ndgrad.tensor(c)) * X) + X.abs().square()).sum()
 
-    np.testing.assert_allclose(_grad(loss, x), _fd_grad(loss_np, x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(_grad(loss, x), fd_gradient(loss_np, x), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 8])
@@ -288,7 +275,7 @@ def test_half_spectrum_inputs_gradient_matches_finite_differences(name, n):
         return (ndgrad.tensor(w) * y + y * y).sum()
 
     got = _grad(loss, z)
-    np.testing.assert_allclose(got, _fd_grad(loss_np, z), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, fd_gradient(loss_np, z), rtol=1e-6, atol=1e-7)
     if name == "irfft":  # the imaginary part of the zero bin (and even n's Nyquist) is unused
         assert np.all(got[:, 0].imag == 0)
 

@@ -19,7 +19,7 @@ import ndgrad.forward_ad as fwAD
 from ndgrad.autograd import Function
 from ndgrad.functional import api
 from ndgrad.functional.api import hessian, hvp, jacobian, jvp, vhp, vjp
-from support import close, val
+from support import close, fd_jacobian, val
 
 HAS_VMAP = importlib.util.find_spec("ndgrad.functional.vmap") is not None
 needs_vmap = pytest.mark.skipif(
@@ -34,19 +34,6 @@ V4 = RNG.normal(size=4)
 
 def T(a, requires_grad=False):
     return nd.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
-
-
-def fd_jacobian(f, x, eps=1e-6):
-    """Central-difference Jacobian of the NumPy function ``f`` at ``x``:
-    shape ``f(x).shape + x.shape``."""
-    x = np.asarray(x, dtype=np.float64)
-    y0 = np.asarray(f(x))
-    jac = np.zeros(y0.shape + x.shape)
-    for idx in np.ndindex(*x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        jac[(Ellipsis,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
-    return jac
 
 
 def active_levels():

@@ -24,7 +24,7 @@ from ndgrad.core.ops.registry import VARIADIC
 from ndgrad.func import (coloring, hessian, hessian_sparsity, jacobian_sparsity, jacrev,
                          sparse_hessian, sparse_jacfwd, sparse_jacobian, sparse_jacrev)
 from registry_harness import FLOAT, draw, entry, outs, public_call, require, view_outputs
-from support import host
+from support import fd_jacobian, host
 
 HOST = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops' device "
                             "paths are the registry suites' (test_on_the_default_device below "
@@ -464,7 +464,7 @@ def test_blocks_times_a_broadcast_constant_summed_over_an_axis(cshape, reduce):
         if reduce == "method":
             return p.sum(-1)
         if reduce == "keepdims":
-            return nd.sum(p, -1, True)
+            return nd.sum(p, -1, keepdims=True)
         return nd.mean(p, -1)
     x = nd.tensor(rng.normal(size=12))
     blocks = np.kron(np.eye(4, dtype=bool), np.ones((1, 3), bool))
@@ -732,9 +732,7 @@ def test_every_view_op_follows_inplace_changes_in_patterns(name, data):
                 target *= x.sum()
                 out = y if write_view else view
                 return np.array(out).reshape(-1) if numpy else out
-            n, h = x.size, 1e-3
-            J = np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h)
-                          for e in np.eye(n).reshape((n,) + x.shape)], axis=1)
+            J = fd_jacobian(f, x, eps=1e-3).reshape(-1, x.size)
             P = jacobian_sparsity(f, nd.tensor(x)).toarray()
             np.testing.assert_array_equal(
                 P, np.abs(J) > 1e-9,

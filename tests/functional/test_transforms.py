@@ -29,8 +29,8 @@ from ndgrad.func import (biharmonic, derivatives, grad, grad_and_value, hessian,
                          linearize, vjp, vmap)
 from ndgrad.core.backend import NUMPY
 from ndgrad.core.ops import REGISTRY
-from registry_harness import FLOAT, cases, draw, outs, public_call, random_like, view_outputs
-from support import Cube, close, val
+from registry_harness import FLOAT, cases, draw, outs, public_call, view_outputs
+from support import Cube, close, fd_gradient, fd_hessian, fd_jacobian, random_like, val
 
 RNG = np.random.default_rng(20240611)
 N = 4
@@ -51,25 +51,6 @@ def T(a, requires_grad=False):
 def close_fd(a, b):
     """Comparison with a finite-difference reference (truncation error ~1e-10)."""
     close(a, b, rtol=1e-6, atol=1e-7)
-
-
-def fd_jacobian(f, x, eps=1e-6):
-    """Central-difference Jacobian of the NumPy function ``f`` at ``x``, of shape
-    ``f(x).shape + x.shape``; for a complex ``f`` of a real ``x``, the complex derivative
-    along the real axes."""
-    x = np.asarray(x, dtype=np.float64)
-    y0 = np.asarray(f(x))
-    jac = np.zeros(y0.shape + x.shape, dtype=y0.dtype)
-    for idx in np.ndindex(*x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        jac[(Ellipsis,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
-    return jac
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central-difference gradient of a real scalar NumPy function."""
-    return fd_jacobian(f, x, eps)
 
 
 def no_graph(t):
@@ -125,7 +106,7 @@ def tanh_layer_jac(x):
 def test_grad_matches_closed_form_and_finite_differences():
     g = grad(scalar_fn)(T(X))
     close(g, scalar_fn_grad(X))
-    close_fd(g, fd_grad(scalar_fn_np, X))
+    close_fd(g, fd_gradient(scalar_fn_np, X))
     assert g.shape == (N,) and g.dtype == nd.float64
 
 
@@ -372,7 +353,7 @@ def test_nested_grad_with_vector_input():
 
     g = grad(outer)(T(X))
     close(g, 2 * scalar_fn_hess(X) @ scalar_fn_grad(X))
-    close_fd(g, fd_grad(lambda x: (scalar_fn_grad(x) ** 2).sum(), X))
+    close_fd(g, fd_gradient(lambda x: (scalar_fn_grad(x) ** 2).sum(), X))
 
 
 def test_no_perturbation_confusion_reverse():
@@ -773,18 +754,6 @@ VIEW_PATTERNS = {
 WV = RNG.normal(size=3)
 
 
-def _fd_hessian(f, x, h=1e-4):
-    """Central second differences of the NumPy scalar function ``f`` at ``x``."""
-    n = x.size
-    H = np.zeros((n, n))
-    E = np.eye(n) * h
-    for i in range(n):
-        for j in range(n):
-            H[i, j] = (f(x + E[i] + E[j]) - f(x + E[i] - E[j]) - f(x - E[i] + E[j])
-                       + f(x - E[i] - E[j])) / (4 * h * h)
-    return H
-
-
 def _stencil(k, m=4, h=0.02):
     """Points ``j h`` (``j = -m..m``) and weights that give the k-th derivative at 0 of any
     polynomial of degree <= 2m exactly (an error O(h^(2m+1-k)) for smooth functions)."""
@@ -846,7 +815,7 @@ def _fd_biharmonic(fn, x):
 
 def _fd_hessians(fn, x):
     """The Hessian of each output of the NumPy ``fn`` at ``x``: ``(m, n, n)``."""
-    return np.stack([_fd_hessian(lambda z, k=k: fn(z)[k], x) for k in range(fn(x).size)])
+    return np.stack([fd_hessian(lambda z, k=k: fn(z)[k], x) for k in range(fn(x).size)])
 
 
 def _along4(HH):
@@ -937,7 +906,7 @@ def test_views_and_inplace_under_every_transform(pattern, transform):
     with nd.no_grad():  # the pattern computes its closed form
         close(f(T(X)), fn(X))
     J = fd_jacobian(fn, X)
-    H = _fd_hessian(lambda x: WV @ fn(x), X) if second else None
+    H = fd_hessian(lambda x: WV @ fn(x), X) if second else None
     out = run(f, lambda x: (f(x) * T(WV)).sum())
     ref = reference(J, H, fn)
     if isinstance(ref, _Contains):
@@ -1111,7 +1080,7 @@ def test_vmap_of_grad_per_example_gradients_of_a_shared_parameter():
     close(per_example, ref)
     loop = np.stack([val(grad(logistic_loss)(T(W0), T(x), T(y))) for x, y in zip(XS, YS)])
     close(per_example, loop)
-    close_fd(per_example[1], fd_grad(
+    close_fd(per_example[1], fd_gradient(
         lambda w: np.log(1 + np.exp(-YS[1] * (XS[1] @ w))), W0))
     # the sum of the per-example gradients is the gradient of the summed loss
     total = grad(lambda w: vmap(logistic_loss, in_dims=(None, 0, 0))(w, T(XS), T(YS)).sum())
@@ -1667,8 +1636,8 @@ def test_complex_jacobians_follow_the_torch_conventions():
         return (np.abs(zz) ** 2).sum() + (zz ** 3).real.sum()
 
     g = grad(L)(zt)
-    d_re = fd_grad(lambda r: L_np(r, z.imag), z.real)
-    d_im = fd_grad(lambda i: L_np(z.real, i), z.imag)
+    d_re = fd_gradient(lambda r: L_np(r, z.imag), z.real)
+    d_im = fd_gradient(lambda i: L_np(z.real, i), z.imag)
     close_fd(g, d_re + 1j * d_im)
     close(g, 2 * z + 3 * np.conj(z) ** 2)
 
@@ -1697,7 +1666,7 @@ def test_grad_through_jacrev_and_jacfwd():
     def jac_sum_np(x):
         return tanh_layer_jac(x).sum()
 
-    ref = fd_grad(jac_sum_np, X)
+    ref = fd_gradient(jac_sum_np, X)
     for jac in (jacrev, jacfwd):
         g = grad(lambda x, jac=jac: jac(tanh_layer)(x).sum())(T(X))
         close_fd(g, ref)
@@ -1711,7 +1680,7 @@ def test_grad_of_a_hessian_entry_against_finite_differences():
     """Third derivatives: d/dx trace(H(x)) = 6 x - cos x (the A term is constant)."""
     g = grad(lambda x: nd.trace(hessian(scalar_fn)(x)))(T(X))
     close(g, 6 * X - np.cos(X))
-    close_fd(g, fd_grad(lambda x: np.trace(scalar_fn_hess(x)), X))
+    close_fd(g, fd_gradient(lambda x: np.trace(scalar_fn_hess(x)), X))
 
 
 def test_jacrev_result_is_differentiable_for_an_outer_requires_grad_input():
@@ -1719,7 +1688,7 @@ def test_jacrev_result_is_differentiable_for_an_outer_requires_grad_input():
     J = jacrev(tanh_layer)(x)
     close(J, tanh_layer_jac(X))
     (g,) = autograd_grad(J.sum(), x)
-    close_fd(g, fd_grad(lambda x: tanh_layer_jac(x).sum(), X))
+    close_fd(g, fd_gradient(lambda x: tanh_layer_jac(x).sum(), X))
     assert x.grad is None
 
 

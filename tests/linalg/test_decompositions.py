@@ -17,6 +17,7 @@ import scipy.linalg
 import ndgrad
 import ndgrad.forward_ad as fwAD
 from ndgrad.functional import hvp
+from support import fd_derivative
 
 LA = ndgrad.linalg
 
@@ -50,9 +51,9 @@ def _value(f, a):
     return float(f(ndgrad.tensor(a)).item())
 
 
-def _fd(f, a, e, h=1e-6):
-    """Central difference of the real scalar ``f`` at ``a`` along ``e``."""
-    return (_value(f, a + h * e) - _value(f, a - h * e)) / (2 * h)
+def _fd(f, a, e):
+    """Central difference of the real scalar ndgrad function ``f`` at ``a`` along ``e``."""
+    return float(fd_derivative(lambda z: _value(f, z), a, e))
 
 
 def _pair(g, e):

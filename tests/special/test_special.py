@@ -22,7 +22,7 @@ import ndgrad.forward_ad as fwAD
 from ndgrad import special as S
 from ndgrad.autograd import grad
 from ndgrad.func import jacfwd, jacrev, vmap
-from support import val
+from support import fd_derivative, val
 
 RNG = np.random.default_rng(7)
 
@@ -46,12 +46,6 @@ def d2(f, x0):
     (g,) = grad(f(x).sum(), x, create_graph=True)
     (h,) = grad(g.sum(), x)
     return val(h)
-
-
-def fd(f, x0, eps=1e-6):
-    """Central finite difference of a NumPy function, elementwise."""
-    x0 = np.asarray(x0, dtype=np.float64)
-    return (f(x0 + eps) - f(x0 - eps)) / (2 * eps)
 
 
 # --------------------------------------------------------------------------- the namespace
@@ -137,7 +131,7 @@ def test_polygamma_orders(n):
                                rtol=1e-10)
     # the independent check: finite differences of SciPy's polygamma(n)
     np.testing.assert_allclose(d1(lambda x: S.polygamma(n, x), x0),
-                               fd(lambda x: sp.polygamma(n, x), x0), rtol=1e-6)
+                               fd_derivative(lambda x: sp.polygamma(n, x), x0), rtol=1e-6)
 
 
 def test_polygamma_zero_is_digamma_and_broadcasts_orders():
@@ -171,8 +165,8 @@ def test_beta_and_betaln_gradients():
     np.testing.assert_allclose(val(ga), sp.digamma(a0) - sp.digamma(a0 + b0), rtol=1e-12)
     np.testing.assert_allclose(val(gb), sp.digamma(b0) - sp.digamma(a0 + b0), rtol=1e-12)
     ga, gb = grad(S.beta(a, b).sum(), (a, b))
-    np.testing.assert_allclose(val(ga), fd(lambda t: sp.beta(t, b0), a0), rtol=1e-6)
-    np.testing.assert_allclose(val(gb), fd(lambda t: sp.beta(a0, t), b0), rtol=1e-6)
+    np.testing.assert_allclose(val(ga), fd_derivative(lambda t: sp.beta(t, b0), a0), rtol=1e-6)
+    np.testing.assert_allclose(val(gb), fd_derivative(lambda t: sp.beta(a0, t), b0), rtol=1e-6)
     # beta = exp(betaln) for positive arguments, gradients included
     g1 = grad(S.beta(a, b).sum(), a)[0]
     g2 = grad(nd.exp(S.betaln(a, b)).sum(), a)[0]
@@ -249,10 +243,11 @@ def test_removable_singularities_at_zero():
     np.testing.assert_allclose(d2(S.sinc, z), [-np.pi ** 2 / 3], rtol=1e-14)
     # both branches agree where they meet (|x| = 1e-2)
     for x0 in (0.0099999, 0.0100001, 0.3):
-        np.testing.assert_allclose(d1(S.sinc, [x0]), fd(np.sinc, [x0], eps=1e-7), rtol=1e-6)
+        np.testing.assert_allclose(d1(S.sinc, [x0]), fd_derivative(np.sinc, [x0], eps=1e-7),
+                                   rtol=1e-6)
         np.testing.assert_allclose(d2(S.sinc, [x0]),
-                                   fd(lambda t: (np.cos(np.pi * t) - np.sinc(t)) / t, [x0],
-                                      eps=1e-5), rtol=1e-5)
+                                   fd_derivative(lambda t: (np.cos(np.pi * t) - np.sinc(t)) / t,
+                                                 [x0], eps=1e-5), rtol=1e-5)
 
 
 def test_sinc_complex_is_holomorphic():
@@ -291,10 +286,11 @@ def test_log_ndtr_far_left_tail():
     # both branches of the derivative (split at x = 5) agree with finite differences, to
     # second order, and far right (where erfcx(-x / sqrt 2) overflows) nothing is NaN
     x1 = np.array([-3.0, 0.5, 4.999, 5.001, 9.0])
-    np.testing.assert_allclose(d1(S.log_ndtr, x1), fd(sp.log_ndtr, x1), rtol=1e-6)
+    np.testing.assert_allclose(d1(S.log_ndtr, x1), fd_derivative(sp.log_ndtr, x1), rtol=1e-6)
     np.testing.assert_allclose(
-        d2(S.log_ndtr, x1), fd(lambda t: 2 / (np.sqrt(2 * np.pi) * sp.erfcx(-t / np.sqrt(2))),
-                               x1), rtol=1e-5)
+        d2(S.log_ndtr, x1),
+        fd_derivative(lambda t: 2 / (np.sqrt(2 * np.pi) * sp.erfcx(-t / np.sqrt(2))), x1),
+        rtol=1e-5)
     far = np.array([40.0, 1e3])
     assert np.isfinite(d1(S.log_ndtr, far)).all() and np.isfinite(d2(S.log_ndtr, far)).all()
 
@@ -489,7 +485,7 @@ def test_gammainc_derivative_in_x(a):
     expected = x0 ** (a - 1) * np.exp(-x0) / sp.gamma(a)
     np.testing.assert_allclose(d1(lambda x: S.gammainc(a, x), x0), expected, rtol=1e-12)
     np.testing.assert_allclose(d1(lambda x: S.gammainc(a, x), x0),
-                               fd(lambda x: sp.gammainc(a, x), x0), rtol=1e-6)
+                               fd_derivative(lambda x: sp.gammainc(a, x), x0), rtol=1e-6)
     np.testing.assert_allclose(d1(lambda x: S.gammaincc(a, x), x0), -expected, rtol=1e-12)
     # second derivative: ((a - 1) / x - 1) times the first
     np.testing.assert_allclose(d2(lambda x: S.gammainc(a, x), x0),
@@ -537,7 +533,7 @@ def test_zeta():
     np.testing.assert_allclose(d1(lambda q: S.zeta(3.0, q), q0), -3 * sp.zeta(4.0, q0),
                                rtol=1e-13)
     np.testing.assert_allclose(d1(lambda q: S.zeta(3.0, q), q0),
-                               fd(lambda q: sp.zeta(3.0, q), q0), rtol=1e-6)
+                               fd_derivative(lambda q: sp.zeta(3.0, q), q0), rtol=1e-6)
     np.testing.assert_allclose(d2(lambda q: S.zeta(3.0, q), q0), 12 * sp.zeta(5.0, q0),
                                rtol=1e-12)
     # zeta(2, q) = polygamma(1, q)
@@ -590,10 +586,10 @@ def test_zeta_derivative_identities():
 def test_zeta_gradient_in_x():
     # Riemann (also left of the pole) and Hurwitz against central differences of SciPy's zeta
     x0 = np.array([-3.5, -0.7, -0.2, 0.5, 1.3, 2.0, 4.5])
-    np.testing.assert_allclose(d1(S.zeta, x0), fd(sp.zeta, x0), rtol=1e-7)
+    np.testing.assert_allclose(d1(S.zeta, x0), fd_derivative(sp.zeta, x0), rtol=1e-7)
     xh, q0 = np.array([1.3, 2.0, 4.5]), np.array([0.4, 1.0, 2.5])
     np.testing.assert_allclose(d1(lambda x: S.zeta(x, T(q0)), xh),
-                               fd(lambda x: sp.zeta(x, q0), xh), rtol=1e-7)
+                               fd_derivative(lambda x: sp.zeta(x, q0), xh), rtol=1e-7)
     # forward mode and reverse mode agree; the gradient is zeta_derivative(n=1)
     with fwAD.dual_level():
         out = S.zeta(fwAD.make_dual(T(xh), T(np.ones(3))), T(q0))
