@@ -627,7 +627,22 @@ def _sample_gammainc(d):
 
 def _gammainc_dx(F, a, x):
     # x^(a-1) e^(-x) / Gamma(a); xlogy keeps x = 0, a = 1 finite (the density there is 1)
-    return F.exp(F.special.xlogy(a - 1, x) - x - F.special.gammaln(a))
+    return power_times_exp(F, x, a - 1, -x - F.special.gammaln(a))
+
+
+def power_times_exp(F, x, p, rest):
+    """``x ** p * exp(rest)`` for ``x >= 0``: by logs, ``exp(xlogy(p, x) + rest)`` (the power
+    and ``exp(rest)`` may under- or overflow apart), except at tiny ``0 < x < 2^-256``: there
+    the log's derivatives overflow from the third on (2 / x^3), so Taylor mode's series of the
+    log form are inf - inf where the density's are numbers (Note [Taylor mode at singular
+    points]); the power form ``x ** p exp(min(rest, 700))`` is exact there (where ``rest``
+    exceeds 700 the power has underflowed: the product is 0 either way)."""
+    tiny = (x > 0) & (x < 2.0 ** -256)
+    xl = F.where(tiny, 0.5, x)
+    by_logs = F.exp(F.special.xlogy(p, xl) + rest)
+    xt = F.where(tiny, x, 0.5)
+    by_power = F.pow(xt, p) * F.exp(F.minimum(rest, 700.0))
+    return F.where(tiny, by_power, by_logs)
 
 
 def _gammainc_da(F, g, a, x):

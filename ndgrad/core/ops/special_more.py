@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 from .registry import ELEMENTWISE, Domain, defop
-from .special import _not_differentiable, _real_only
+from .special import _not_differentiable, _real_only, power_times_exp
 
 
 # ------------------------------------------------------------------------- samplers
@@ -85,10 +85,10 @@ def _beta_density(F, a, b, x):
     # form's derivative is exp(-inf) (a - 1) / 0, nan, where the density's is
     # (a - 1) 0^(a - 2), 0 for a > 2 (Note [Derivatives at special points] in elementwise.py).
     # Each branch gets a safe x where the other is taken.
+    # (power_times_exp: the power form at tiny x too, for Taylor mode)
     edge = F.logical_or(x == 0, x == 1)
     xi = F.where(edge, 0.5, x)
-    inner = F.exp(F.special.xlogy(a - 1, xi) + F.special.xlog1py(b - 1, -xi)
-                  - F.special.betaln(a, b))
+    inner = power_times_exp(F, xi, a - 1, F.special.xlog1py(b - 1, -xi) - F.special.betaln(a, b))
     xe = F.where(edge, x, 0.5)
     at_edge = F.pow(xe, a - 1) * F.pow(1 - xe, b - 1) * F.exp(-F.special.betaln(a, b))
     return F.where(edge, at_edge, inner)

@@ -318,6 +318,15 @@ _SHAPE_NOTES = {"partial": "the shape arguments are drawn as integers or numbers
                            "tests/special/test_special_shape.py checks the derivative in x"}
 
 
+# (read by tests/test_taylor.py's sweep at special points: the rules in x are the density
+# times log x - c, whose Taylor series at tiny x (below about 1e-103) carries the log's
+# coefficient 1 / (3 x^3), which overflows, from order 3 on: inf where the derivative is a
+# number, as in every Taylor arithmetic; nested differentiation is right there)
+_LOG_SERIES_NOTES = {**_SHAPE_NOTES, "taylor_special_points": (
+    "order 3 at tiny x: the series of log x overflows (1 / (3 x^3)) in the rule in x, the "
+    "density times (log x - c)")}
+
+
 # ------------------------------------------------------------------------- d/da gammainc
 def _gammainc_da_dx(F, a, x):
     # d/dx dP/da = d/da (x^(a-1) e^-x / Gamma(a)) = x^(a-1) e^-x / Gamma(a) (log x - psi(a));
@@ -328,7 +337,7 @@ def _gammainc_da_dx(F, a, x):
 
 
 @defop(kind=ELEMENTWISE, nin=2, namespace="special", domain=Domain((0.5, 4.0), (0.2, 6.0)),
-       sample=_sample_gammainc_da, notes=_SHAPE_NOTES)
+       sample=_sample_gammainc_da, notes=_LOG_SERIES_NOTES)
 def _gammainc_da(B, a, x):
     """``d/da gammainc(a, x)``, the derivative of the regularized lower incomplete gamma
     function in its shape (``d/da gammaincc = -d/da gammainc``): the rule of ``gammainc``,
@@ -368,7 +377,7 @@ def _betainc_d_args(a, b, x, wrt=0):
 
 @defop(kind=ELEMENTWISE, nin=3, namespace="special",
        domain=Domain((0.5, 4.0), (0.5, 4.0), (0.05, 0.95)),
-       sample=_sample_betainc_d, notes=_SHAPE_NOTES)
+       sample=_sample_betainc_d, notes=_LOG_SERIES_NOTES)
 def _betainc_d(B, a, b, x, wrt=0):
     """``d/da betainc(a, b, x)`` (``wrt=0``) or ``d/db betainc(a, b, x)`` (``wrt=1``): the
     rules of ``betainc`` and ``betaincinv`` in the shapes (Note [Shape derivatives of the
