@@ -104,6 +104,11 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    import registry_matrix  # (Note [The registry matrix]: its families read these)
+    registry_matrix.SLOW = bool(config.getoption("--slow", default=False))
+    registry_matrix.GPU = gpu_devices()
+    config.addinivalue_line("markers", "matrix(family, op, dtype, device): a case of the "
+                                       "registry matrix (tests/registry_matrix.py)")
     config.addinivalue_line("markers", "cpu_only(reason): the test runs on the CPU only "
                                        "(Note [Devices in the test suite])")
     config.addinivalue_line("markers", "every_device: the test runs on the CPU and on the CUDA "
@@ -264,12 +269,70 @@ _COLLECTED = {}
 _GPU_CASE = re.compile(r"[\[-](emulated|cuda)[\]-]")
 
 
+def _device_of(item):
+    """The device parameter of a collected case (None where the test has none)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("device") if callspec is not None else None
+
+
 def _count_gpu_cases(ids):
     return sum(1 for i in ids if _GPU_CASE.search(i))
 
 
-@pytest.hookimpl(trylast=True)
+# Note [The registry matrix] (tests/registry_matrix.py): what the matrix collected
+# (registry_matrix.COLLECTED), for test_every_op_reaches_every_check_that_applies (before -k
+# or --deselect: what the session COULD run), and its cases in (op, dtype) order, each one's
+# after another, so that a process builds each bank once (pytest-xdist's loadgroup keeps a
+# group's cases in this order)
+
+
+@pytest.fixture
+def bank(request):
+    """The bank of the (op, dtype) of a registry-matrix case (its ``request.param``)."""
+    import registry_matrix
+    return registry_matrix.bank(*request.param)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(session, config, items):
+    _matrix_cases(config, items)
+    result = yield  # (-k, -m, --deselect)
+    _devices_collected(config, items)
+    return result
+
+
+def _matrix_cases(config, items):
+    import registry_matrix
+    collected = config.stash.setdefault(registry_matrix.COLLECTED,
+                                        {"cases": set(), "modules": set()})
+    first, matrix = None, []
+    for k, item in enumerate(items):
+        collected["modules"].add(item.path.name)
+        mark = item.get_closest_marker("matrix")
+        if mark is not None:
+            collected["cases"].add(tuple(mark.args))
+            first = k if first is None else first
+            matrix.append(item)
+    if matrix:
+        order = {}
+        for item in matrix:  # (op, dtype) in the order of first appearance
+            order.setdefault(item.get_closest_marker("matrix").args[1:3], len(order))
+        matrix.sort(key=lambda item: order[item.get_closest_marker("matrix").args[1:3]])
+        rest = [item for item in items if item.get_closest_marker("matrix") is None]
+        items[:] = rest[:first] + matrix + rest[first:]
+
+
+def _devices_collected(config, items):
+    # a case marked through pytest.param(..., marks=cpu_only(...)) or gpu_only: its test's
+    # device parametrization (pytest_generate_tests) cannot see the mark, so its other
+    # devices' cases are left out here
+    wrong = [item for item in items if _device_of(item) is not None and (
+        (_device_of(item) != "cpu" and item.get_closest_marker("cpu_only") is not None) or
+        (_device_of(item) == "cpu" and item.get_closest_marker("gpu_only") is not None))]
+    if wrong:
+        gone = {id(item) for item in wrong}
+        items[:] = [item for item in items if id(item) not in gone]
+        config.hook.pytest_deselected(items=wrong)
     if not gpu_devices():  # (a gpu_only test without a device: its empty parametrization)
         gone = [item for item in items if item.get_closest_marker("gpu_only") is not None]
         if gone:

@@ -1,9 +1,10 @@
 """vmap over every registered op (and composite), driven by the registry: no hand lists.
 
-For each entry and each dtype it accepts (complex128 too where ``op.domain.complex``)
-hypothesis draws valid inputs from the op's declaration (tests/registry_harness.py), makes a
-batch of 2 or 3 different elements of each array input (the batch dimension at a drawn
-position, or the input left unbatched), and checks
+Three families of the registry matrix (Note [The registry matrix] in
+tests/registry_matrix.py): for each entry and each dtype it accepts (complex128 too where
+``op.domain.complex``), on every sample of its bank (drawn from the op's declaration), a
+batch of 2 or 3 different elements of each array input (the batch dimension at a random
+position, or the input left unbatched; seeded by the sample) is checked:
 
 * ``vmap(op)`` against the op run on each batch element and stacked (NumPy's ``stack`` of
   the loop's results: an independent reference, the batching rule is not involved);
@@ -21,15 +22,13 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
-from hypothesis import strategies as st
 
 import ndgrad
 from ndgrad.core.ops import REGISTRY
 from ndgrad.functional.vmap import _FALLBACK_SEEN, fallback_ops, vmap
-from registry_harness import (Sample, assert_close, cases, draw, entry, is_float_array,
-                              random_like, require, tensor)
-from support import host
+from registry_harness import is_float_array, tensor
+from registry_matrix import differentiable_without, each, family
+from support import assert_close, host, random_like
 
 
 def _element(a, b):
@@ -43,20 +42,20 @@ def _element(a, b):
     return a
 
 
-def _draw_batch(data, sample):
-    """Per array input: None (unbatched) or the position of its batch dimension; at least
-    one input is batched."""
-    dims = []
-    for a in sample.arrays:
-        if isinstance(a, np.ndarray) and data.draw(st.booleans(), label="batched"):
-            dims.append(data.draw(st.integers(0, a.ndim), label="in_dim"))
-        else:
-            dims.append(None)
+def _layout(e):
+    """The batch of an entry: per array input, None (unbatched) or the position of its batch
+    dimension (at least one input is batched), and the batch size (2 or 3); random, seeded by
+    the sample, or None where the sample has no array input."""
+    rng = np.random.default_rng([e.index, e.kind == "small"])
+    arrays = e.sample.arrays
+    dims = [int(rng.integers(0, a.ndim + 1)) if isinstance(a, np.ndarray) and rng.random() < 0.5
+            else None for a in arrays]
     if all(d is None for d in dims):
-        k = next((i for i, a in enumerate(sample.arrays) if isinstance(a, np.ndarray)), None)
-        assume(k is not None)
+        k = next((i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)), None)
+        if k is None:
+            return None
         dims[k] = 0
-    return dims
+    return dims, int(rng.integers(2, 4))
 
 
 def _batched_inputs(sample, dims, size):
@@ -103,14 +102,17 @@ def _assert_matches_loop(got, expected, what):
     assert_close(got, expected, what, rtol=1e-10, atol=1e-12, equal_nan=True)
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@given(data=st.data())
-def test_vmap_matches_loop(name, dtype, data):
-    op = entry(name)
-    sample = draw(data, op, dtype)
-    dims = _draw_batch(data, sample)
-    size = data.draw(st.integers(2, 3), label="size")
-    _check_vmap(sample, dims, size)
+def _with_arrays(bank, entries=None):
+    return [e for e in (bank.entries if entries is None else entries) if _layout(e)]
+
+
+@family("vmap")
+def test_vmap(bank):
+    """vmap of the op against the loop over the batch elements, on every sample."""
+    def vmap_matches_loop(e):
+        dims, size = _layout(e)
+        _check_vmap(e.sample, dims, size)
+    each(_with_arrays(bank), vmap_matches_loop, f"{bank.name} ({bank.dtype}) vmap")
 
 
 def _check_vmap(sample, dims, size):
@@ -121,62 +123,66 @@ def _check_vmap(sample, dims, size):
     _assert_matches_loop(got, expected, f"vmap({sample.op.qualname})")
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@given(data=st.data())
-def test_vmap_of_vjp_matches_loop(name, dtype, data):
+@family("vmap_of_vjp", differentiable_without("vjp"))
+def test_vmap_of_vjp(bank):
     """Per-example vjps: the op's vjp rules run on batched cotangents and inputs (complex
-    inputs and outputs included, with complex cotangents)."""
-    op = entry(name)
-    require(op, "vjp")
-    sample = draw(data, op, dtype)
-    assume(sample.pos)
-    dims = _draw_batch(data, sample)
-    size = 2
-    nin = sample.nin
+    inputs and outputs included, with complex cotangents), against the loop, on every sample
+    with a floating input."""
+    op, name = bank.op, bank.name
 
-    def vjp(*xs_and_g):
-        xs, gs = list(xs_and_g[:nin]), xs_and_g[nin:]
-        leaves = []
-        for p in sample.pos:
-            xs[p] = xs[p].detach().requires_grad_()
-            leaves.append(xs[p])
-        outs = [o for o in sample.call(xs) if o.dtype.kind in "fc"]
-        return ndgrad.autograd.grad(outs, leaves, gs[:len(outs)], allow_unused=True,
-                                    materialize_grads=True)
+    def vmap_of_vjp_matches_loop(e):
+        sample = e.sample
+        dims, _ = _layout(e)
+        size = 2
+        nin = sample.nin
 
-    # cotangents: drawn once per output (batched), from the unbatched outputs' shapes
-    base = [host(o) for o in sample.call(sample.inputs()) if o.dtype.kind in "fc"]
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
-    gs = [np.stack([random_like(rng, o) for _ in range(size)]) for o in base]
-    expected = _stack_loop([host(list(vjp(*_element_inputs(sample, dims, b),
-                                          *[ndgrad.tensor(g[b]) for g in gs])))
-                            for b in range(size)])
-    got = _vmapped(vjp, tuple(dims) + (0,) * len(gs), *_batched_inputs(sample, dims, size),
-                   *[ndgrad.tensor(g) for g in gs], op=op)
-    _assert_matches_loop(got, expected, f"vmap(vjp({name}))")
+        def vjp(*xs_and_g):
+            xs, gs = list(xs_and_g[:nin]), xs_and_g[nin:]
+            leaves = []
+            for p in sample.pos:
+                xs[p] = xs[p].detach().requires_grad_()
+                leaves.append(xs[p])
+            outs = [o for o in sample.call(xs) if o.dtype.kind in "fc"]
+            return ndgrad.autograd.grad(outs, leaves, gs[:len(outs)], allow_unused=True,
+                                        materialize_grads=True)
+
+        # cotangents: one per output (batched), from the unbatched outputs' shapes
+        base = [host(o) for o in sample.call(sample.inputs()) if o.dtype.kind in "fc"]
+        rng = np.random.default_rng([e.index, 7])
+        gs = [np.stack([random_like(rng, o) for _ in range(size)]) for o in base]
+        expected = _stack_loop([host(list(vjp(*_element_inputs(sample, dims, b),
+                                              *[tensor(g[b]) for g in gs])))
+                                for b in range(size)])
+        got = _vmapped(vjp, tuple(dims) + (0,) * len(gs),
+                       *_batched_inputs(sample, dims, size), *[tensor(g) for g in gs], op=op)
+        _assert_matches_loop(got, expected, f"vmap(vjp({name}))")
+    each(_with_arrays(bank, [e for e in bank.entries if e.sample.pos]),
+         vmap_of_vjp_matches_loop, f"{name} ({bank.dtype}) vmap of vjp")
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@given(data=st.data())
-def test_nested_vmap_matches_loop(name, dtype, data):
-    op = entry(name)
-    sample = draw(data, op, dtype)
-    k = next((i for i, a in enumerate(sample.arrays) if isinstance(a, np.ndarray)), None)
-    assume(k is not None)
-    a = sample.arrays[k]
-    outer, inner = 2, 3
-    # x[i, j] = element (i, j) of input k; the other inputs are shared
-    elems = [[_element(a, i * inner + j) for j in range(inner)] for i in range(outer)]
+@family("nested_vmap")
+def test_nested_vmap(bank):
+    """vmap(vmap(op)) over 2 x 3 elements of an array input against the double loop."""
+    op, name = bank.op, bank.name
 
-    def f(x):
-        arrays = sample.inputs()
-        arrays[k] = x
-        return sample.call(arrays)
+    def nested_vmap_matches_loop(e):
+        sample = e.sample
+        k = next(i for i, a in enumerate(sample.arrays) if isinstance(a, np.ndarray))
+        a = sample.arrays[k]
+        outer, inner = 2, 3
+        # x[i, j] = element (i, j) of input k; the other inputs are shared
+        elems = [[_element(a, i * inner + j) for j in range(inner)] for i in range(outer)]
 
-    got = _vmapped(vmap(f), 0, tensor(np.array(elems)), op=op)
-    expected = [_stack_loop([host(list(f(tensor(e)))) for e in row]) for row in elems]
-    expected = [np.stack([row[m] for row in expected]) for m in range(len(expected[0]))]
-    _assert_matches_loop(got, expected, f"vmap(vmap({name}))")
+        def f(x):
+            arrays = sample.inputs()
+            arrays[k] = x
+            return sample.call(arrays)
+
+        got = _vmapped(vmap(f), 0, tensor(np.array(elems)), op=op)
+        expected = [_stack_loop([host(list(f(tensor(e)))) for e in row]) for row in elems]
+        expected = [np.stack([row[m] for row in expected]) for m in range(len(expected[0]))]
+        _assert_matches_loop(got, expected, f"vmap(vmap({name}))")
+    each(_with_arrays(bank), nested_vmap_matches_loop, f"{name} ({bank.dtype}) nested vmap")
 
 
 def test_fallback_ops_are_declared():
@@ -185,18 +191,3 @@ def test_fallback_ops_are_declared():
     assert undeclared == [], f"ops without a batching rule or a declared reason: {undeclared}"
     for n in fallback_ops():
         print(f"vmap loops over {n}: {REGISTRY[n].notes['vmap']}")
-
-
-def test_suite_catches_a_wrong_batching_rule():
-    """A rule that forgets to shift the axis past the batch dimension is caught."""
-    op = REGISTRY["sum"]
-    saved = op.batch_rule
-    op.defbatch(lambda F, batched, x, axis=None, keepdims=False, **kw:
-                F.sum(x, axis=axis, keepdims=keepdims, **kw))  # wrong: axis not shifted
-    sample = Sample(op, (np.arange(12.0).reshape(3, 4),), {"axis": 0})
-    try:
-        with pytest.raises(AssertionError, match="vmap"):
-            _check_vmap(sample, [0], 2)
-    finally:
-        op.batch_rule = saved
-    _check_vmap(sample, [0], 2)  # and the real rule passes

@@ -20,9 +20,12 @@ compared with a reference that does not use the transforms:
   forward-over-forward against central differences of a first-order ``forward_ad`` jvp;
 * batched transforms against the loop over the batch elements of those references.
 
-The checks come in four families (the tests below), each run on the same drawn sample with
-its references computed once; a failure lists every composition of the family that failed
-(not only the first), with its error:
+The checks come in four families of the registry matrix (Note [The registry matrix] in
+tests/registry_matrix.py: the tests below, one case per (op, dtype)), each run on the samples
+of the op's bank with the references the bank computes once (the same FD Jacobian the vjp and
+jvp families check first order against, the same FD Hessian as the second-order family); a
+failure lists, per sample, every composition of the family that failed (not only the first),
+with its error:
 
 ``first_order``
     ``grad(s)``, ``vjp(F)``, ``jvp(F)``, ``linearize(F)``, ``jacrev(F)``, ``jacfwd(F)``
@@ -47,163 +50,33 @@ its references computed once; a failure lists every composition of the family th
     ``grad(vmap(grad(s)))``, ``vmap(jvp(vjp_fn))``.
 
 Non-differentiable ops, and ops declaring ``notes["vjp"]`` / ``notes["jvp"]`` /
-``notes["gradgrad"]`` / ``notes["fd"]``, are skipped with the reason. Examples are few (the
-first one hypothesis generates is the simplest sample, the others are random) and the deeper
-families draw small samples, which keeps the CPU cost bounded; every (op, dtype,
-composition) runs in every example, so in every run of the derandomized profile.
-``test_composition_checks_catch_wrong_rules`` shows the families fail on deliberately wrong
-rules.
+``notes["gradgrad"]`` / ``notes["fd"]``, are not collected for the families those exclude.
+``first_order`` and ``pullback`` run on the bank's small samples and two of its wide ones,
+``second_order`` and ``batched`` on its small samples (at most 2 dimensions of at most 3
+elements: full Hessians and per-element references stay cheap); every (op, dtype,
+composition) runs on every one of them, in every run of the derandomized profile.
+tests/test_op_matrix.py shows the families fail on deliberately wrong rules.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, Phase, given, reject, settings
-from hypothesis import strategies as st
 
 import ndgrad
-import ndgrad.forward_ad as fwAD
 from ndgrad import func
-from ndgrad.core.ops import COMPOSITES
-from registry_harness import (Linearization, assert_close, cases, draw, entry, fd_directional,
-                              random_like, require, tensor)
-from support import host
-
-# First-order families draw the op's usual samples; the deeper ones shapes of at most 2
-# dimensions of at most 3 elements (samplers with bounds of their own, such as the
-# linear-algebra ones, keep them), so that full Hessians and per-element references stay
-# cheap. Shrinking is off: a failing composition is reported with its first example.
-SIZES = {"max_side": 4, "max_dims": 3}
-SMALL = {"max_side": 3, "max_dims": 2}
-FEW = settings(max_examples=4, phases=[Phase.explicit, Phase.reuse, Phase.generate],
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-FEWER = settings(FEW, max_examples=3)
-
-
-
-@pytest.fixture(autouse=True)
-def _composites_compose_on_the_cpu(request):
-    """A composite's compositions run on the CPU only, not on the emulated GPU: on a device
-    it runs its primitives, whose compositions this suite checks there; its own property
-    tests (values, vjp, second order, vmap) still run on every device. (Half of the
-    emulated device's cost, kept out of CI's budget.)"""
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("device") == "emulated" and \
-            callspec.params.get("name") in COMPOSITES:
-        pytest.skip("a composite's compositions run on the CPU (its primitives' are checked "
-                    "on this device)")
-
+from registry_matrix import differentiable_without, each, family, pair, tensor
+from support import assert_close, fd_directional, host
 
 FD = {"rtol": 1e-4, "atol": 1e-6}       # against first-order central differences
 FD2 = {"rtol": 1e-3, "atol": 1e-5}      # against differences of a first-order derivative
 EXACT = {"rtol": 1e-10, "atol": 1e-12}  # two ways to the same formula
-BATCH = 2
+_pair = pair
 
 
-# ------------------------------------------------------------------------------- setting up
-def _need(condition):
-    """Discard this hypothesis example unless ``condition`` (a sample without a floating
-    input or output, or one whose batch elements leave the op's domain)."""
-    if not condition:
-        reject()
-
-
-def _pair(ws, ys):
-    """``sum_k re <w_k, y_k>`` (``w_k`` NumPy constants, ``y_k`` Tensors), a real scalar."""
-    total = None
-    for w, y in zip(ws, ys, strict=True):
-        w = tensor(np.asarray(w, dtype=y.dtype))
-        t = ndgrad.sum(ndgrad.conj(w) * y)
-        t = ndgrad.real(t) if y.dtype.kind == "c" else t
-        total = t if total is None else total + t
-    return total
-
-
-class Case:
-    """One drawn sample of an op, as functions of its floating inputs, with fixed random
-    weights, cotangents and tangents, and lazily computed references."""
-
-    def __init__(self, sample, seed=0):
-        self.sample = sample
-        self.x = [np.asarray(x) for x in sample.floats]
-        self.n = len(self.x)
-        self.outs = sample.evaluate(self.x)
-        _need(self.outs)  # at least one floating output
-        _need(all(np.all(np.isfinite(o)) for o in self.outs))
-        rng = np.random.default_rng(seed)
-        self.w = [random_like(rng, o) for o in self.outs]    # weights of s
-        self.c = [random_like(rng, o) for o in self.outs]    # a cotangent
-        self.dc = [random_like(rng, o) for o in self.outs]   # a tangent of the cotangent
-        self.v = [random_like(rng, x) for x in self.x]       # input tangents
-        self.u = [random_like(rng, x) for x in self.x]
-        self.argnums = tuple(range(self.n))
-        self.F = sample.function(floating_outputs=True)
-
-    # the functions under test
-    def s(self, *xs):
-        return _pair(self.w, self.F(*xs))
-
-    def xs(self):
-        return [tensor(x) for x in self.x]
-
-    # references
-    @functools.cached_property
-    def lin(self):
-        """The first-order derivative of F at x, by central differences."""
-        return Linearization(self.sample.evaluate, self.x)
-
-    def gradient(self, xs, ws):
-        """The gradient of ``re <ws, F>`` at the arrays ``xs`` by first-order reverse mode
-        (no create_graph), as NumPy arrays."""
-        leaves = [tensor(np.asarray(x), requires_grad=True) for x in xs]
-        with ndgrad.enable_grad():
-            y = _pair(ws, self.F(*leaves))
-            g = ndgrad.autograd.grad(y, leaves, allow_unused=True, materialize_grads=True)
-        return tuple(host(t) for t in g)
-
-    @functools.cached_property
-    def hessian(self):
-        """The derivative of the gradient of s at x: central differences of the first-order
-        gradient."""
-        return Linearization(lambda xs: self.gradient(xs, self.w), self.x)
-
-    def hvp(self, ws, v):
-        """The derivative of the gradient of ``re <ws, F>`` along ``v``."""
-        return fd_directional(lambda xs: self.gradient(xs, ws), self.x, v)
-
-    def first_order_jvp(self, xs, v):
-        """F's tangent at the arrays ``xs`` along ``v`` by one level of forward_ad."""
-        with fwAD.dual_level():
-            duals = [fwAD.make_dual(tensor(np.asarray(x)), tensor(t)) for x, t in zip(xs, v)]
-            outs = self.F(*duals)
-            return tuple(host(fwAD.unpack_dual(o).tangent) if fwAD.unpack_dual(o).tangent
-                         is not None else np.zeros(o.shape, o.dtype) for o in outs)
-
-
-def _draw_case(data, name, dtype, *notes, sizes=SIZES):
-    op = entry(name)
-    require(op, *notes)
-    sample = draw(data, op, dtype, **sizes)
-    _need(sample.pos)
-    return Case(sample)
-
-
-def _run(checks, case, what):
-    """Run every check; fail with the list of those that failed and why."""
-    failures = []
-    for check in checks:
-        try:
-            check(case)
-        except AssertionError as e:
-            failures.append(f"{check.__name__}: {str(e).strip()}")
-        except Exception as e:  # noqa: BLE001 (an error is a failure of that composition)
-            failures.append(f"{check.__name__}: raised {type(e).__name__}: {e}")
-    if failures:
-        pytest.fail(f"{what}: {len(failures)} of {len(checks)} compositions failed on "
-                    f"{case.sample!r}\n\n" + "\n\n".join(failures), pytrace=False)
+def _first_order_entries(bank):
+    """The bank's small samples and two wide ones (after the simplest, which the first small
+    one repeats)."""
+    return bank.differentiable("small") + bank.differentiable("wide")[1:3]
 
 
 def _transposed(jac, left_ndim):
@@ -252,12 +125,9 @@ def jacfwd(case):
 FIRST_ORDER = [grad, vjp, jvp, linearize, jacrev, jacfwd]
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@FEW
-@given(data=st.data())
-def test_first_order_transforms(name, dtype, data):
-    case = _draw_case(data, name, dtype, "vjp", "jvp", "fd")
-    _run(FIRST_ORDER, case, f"{name} ({dtype})")
+@family("first_order", differentiable_without("vjp", "jvp", "fd"))
+def test_first_order(bank):
+    each(_first_order_entries(bank), FIRST_ORDER, f"{bank.name} ({bank.dtype}) first order")
 
 
 # ------------------------------------------------------------------ the pullback of F
@@ -342,12 +212,10 @@ PULLBACK = [jvp_of_vjp_fn, vjp_of_vjp_fn, grad_of_vjp_fn, jacfwd_of_vjp_fn, jacr
             jvp_over_vjp_cotangent, jvp_over_vjp]
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@FEW
-@given(data=st.data())
-def test_pullback_as_a_function_of_the_cotangent(name, dtype, data):
-    case = _draw_case(data, name, dtype, "vjp", "jvp", "gradgrad", "fd")
-    _run(PULLBACK, case, f"{name} ({dtype})")
+@family("pullback", differentiable_without("vjp", "jvp", "gradgrad", "fd"))
+def test_pullback(bank):
+    """The pullback as a function of the cotangent."""
+    each(_first_order_entries(bank), PULLBACK, f"{bank.name} ({bank.dtype}) pullback")
 
 
 # ------------------------------------------------------------------------- two deep
@@ -407,59 +275,15 @@ SECOND_ORDER = [jacfwd_of_jacrev, jacrev_of_jacrev, hessian, jvp_of_grad, grad_o
                 grad_of_jvp, jvp_of_jvp, grad_of_vjp]
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@FEWER
-@given(data=st.data())
-def test_second_order_compositions(name, dtype, data):
-    case = _draw_case(data, name, dtype, "vjp", "jvp", "gradgrad", "fd", sizes=SMALL)
-    _run(SECOND_ORDER, case, f"{name} ({dtype})")
+@family("second_order_compositions", differentiable_without("vjp", "jvp", "gradgrad", "fd"))
+def test_second_order_compositions(bank):
+    each(bank.differentiable("small"), SECOND_ORDER,
+         f"{bank.name} ({bank.dtype}) second-order compositions")
 
 
 # ------------------------------------------------------------------- batched, three deep
-class Batch:
-    """``BATCH`` elements of a case's floating inputs (``x * (1 + 0.03 b)``; the other
-    inputs are shared) with per-element tangents and cotangents, and per-element references
-    (a Case each)."""
-
-    def __init__(self, case):
-        self.case = case
-        self.sample = sample = case.sample
-        self.elements = []
-        per_element = []
-        for b in range(BATCH):
-            floats = [x * (1.0 + 0.03 * b) for x in case.x]
-            outs = sample.evaluate(floats)
-            _need(all(np.all(np.isfinite(o)) for o in outs))
-            self.elements.append(floats)
-            per_element.append(list(outs))
-        self.outs = self.stacked(per_element)  # the outputs, by the loop
-        rng = np.random.default_rng(1)
-        self.v = [np.stack([random_like(rng, x) for _ in range(BATCH)]) for x in case.x]
-        self.c = [np.stack([random_like(rng, o) for _ in range(BATCH)]) for o in case.outs]
-        self.a = rng.standard_normal(BATCH)
-        self.cases = []
-        for floats in self.elements:
-            sub = Case.__new__(Case)
-            sub.__dict__.update({k: v for k, v in case.__dict__.items()
-                                 if k not in ("lin", "hessian")})
-            sub.x = floats
-            self.cases.append(sub)
-
-    def xs(self):
-        return [tensor(np.stack([e[i] for e in self.elements])) for i in range(self.case.n)]
-
-    def stacked(self, per):
-        """Stack per-element results (lists of arrays, nested alike) on a new first axis."""
-        if isinstance(per[0], (list, tuple)):
-            return [self.stacked([p[k] for p in per]) for k in range(len(per[0]))]
-        return np.stack(per)
-
-
-def _batched(data, name, dtype):
-    case = _draw_case(data, name, dtype, "vjp", "jvp", "gradgrad", "fd", sizes=SMALL)
-    return Batch(case)
-
-
+# (on an entry's Batch, registry_matrix.Batch: BATCH elements x (1 + 0.03 b), their loop
+# references an Entry each)
 def vmap_of_grad(batch):
     case = batch.case
     got = func.vmap(func.grad(case.s, argnums=case.argnums))(*batch.xs())
@@ -574,48 +398,16 @@ BATCHED = [vmap_of_grad, vmap_of_jvp, vmap_of_vjp, grad_of_vmap, vmap_of_jacrev,
            grad_of_vmap_of_grad, vmap_of_jvp_of_vjp_fn]
 
 
-@pytest.mark.parametrize("name, dtype", cases())
-@FEWER
-@given(data=st.data())
-def test_batched_compositions(name, dtype, data):
-    batch = _batched(data, name, dtype)
-    _run(BATCHED, batch, f"{name} ({dtype})")
+def _batched(check):
+    """``check`` of an entry's batch."""
+    def run(e):
+        assert e.batch is not None, "an element of the batch leaves the op's domain"
+        check(e.batch)
+    run.__name__ = check.__name__
+    return run
 
 
-# ------------------------------------------------------------------- the checks fail
-def _sin(vjp=None, jvp=None, batch=lambda F, batched, x: F.sin(x)):
-    """The copy of sin with replaceable rules, as a Sample at fixed inputs."""
-    from registry_harness import Sample, sin_with_rules
-    return Sample(sin_with_rules(vjp, jvp, batch), (np.array([0.3, -1.1, 0.7]),), {})
-
-
-def test_composition_checks_catch_wrong_rules():
-    """Right rules pass the families that today's transforms get right; a second derivative
-    that is wrong only through its rule's own derivative fails the second-order family but
-    not the first-order one; a wrong jvp fails exactly the forward-mode first-order checks;
-    a wrong batching rule fails the batched family."""
-    right = Case(_sin())
-    _run(FIRST_ORDER, right, "right sin")
-    _run(SECOND_ORDER, right, "right sin")
-    _run(BATCHED, Batch(right), "right sin")
-
-    detached = Case(_sin(vjp=lambda F, g, out, x: g * F.cos(
-        x.detach() if hasattr(x, "detach") else x)))
-    _run(FIRST_ORDER, detached, "sin with a constant derivative")
-    with pytest.raises(pytest.fail.Exception) as info:
-        _run(SECOND_ORDER, detached, "sin with a constant derivative")
-    assert all(f"{c.__name__}:" in str(info.value) for c in
-               (jacrev_of_jacrev, grad_of_grad, grad_of_vjp))
-
-    wrong_jvp = Case(_sin(jvp=lambda F, tangents, out, x: tangents[0] * F.sin(x)))
-    with pytest.raises(pytest.fail.Exception) as info:
-        _run(FIRST_ORDER, wrong_jvp, "sin with a wrong jvp")
-    message = str(info.value)
-    assert "3 of 6 compositions failed" in message
-    assert all(f"\n{c.__name__}: " in message for c in (jvp, linearize, jacfwd))
-
-    wrong_batch = Batch(Case(_sin(batch=lambda F, batched, x: F.sin(x) * 1.5)))
-    with pytest.raises(pytest.fail.Exception) as info:
-        _run(BATCHED, wrong_batch, "sin with a wrong batching rule")
-    assert all(f"{c.__name__}:" in str(info.value) for c in
-               (vmap_of_jvp, vmap_of_vjp, grad_of_vmap))
+@family("batched_compositions", differentiable_without("vjp", "jvp", "gradgrad", "fd"))
+def test_batched_compositions(bank):
+    each([e for e in bank.differentiable("small") if e.batch is not None],
+         [_batched(c) for c in BATCHED], f"{bank.name} ({bank.dtype}) batched compositions")
