@@ -682,9 +682,10 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    _only_defaults("reshape", order=(order, "C"))
+    if order not in ("C", "F"):  # ('A' and 'K' follow the memory layout)
+        _unsupported("reshape", "order", order)
     shape = newshape if shape is None else shape
-    return _nd().reshape(a, shape, copy=copy)
+    return _nd().reshape(a, shape, order=order, copy=copy)
 
 
 def _transpose(a, axes=None):

@@ -688,7 +688,7 @@ def test_unsupported_arguments_name_themselves():
     with pytest.raises(TypeError, match=r"numpy.add: ndgrad does not support casting="):
         np.add(x, 1.0, casting="unsafe")
     with pytest.raises(TypeError, match=r"numpy.reshape: ndgrad does not support order="):
-        np.reshape(x, (2, 1), order="F")
+        np.reshape(x, (2, 1), order="A")
     with pytest.raises(ValueError, match=r"numpy\.subtract\.reduce: reduction operation "
                                          "'subtract' is not reorderable"):
         np.subtract.reduce(nd.ones((2, 2)) * x, axis=None)  # (NumPy's own error, named)

@@ -299,13 +299,14 @@ def test_views_of_batched_values_are_linked():
 
 
 def test_kind_rules_take_positional_parameters():
-    """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules)."""
+    """sum(x, 0) is sum(x, axis=0) under vmap too (kind-derived reduction and scan rules;
+    keepdims and a scan's axis are keyword-only, as NumPy's)."""
     a = RNG.standard_normal((3, 2, 4))
     x = ndgrad.tensor(a)
     np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, 0))(x).cpu().numpy(), a.sum(axis=1))
-    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, -1, True))(x).cpu().numpy(),
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.sum(t, -1, keepdims=True))(x).cpu().numpy(),
                                a.sum(axis=2, keepdims=True))
-    np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, 1))(x).cpu().numpy(),
+    np.testing.assert_allclose(vmap(lambda t: ndgrad.cumulative_sum(t, axis=1))(x).cpu().numpy(),
                                np.cumsum(a, axis=2))
 
 

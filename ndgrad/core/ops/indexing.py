@@ -558,16 +558,16 @@ def _sample_take(d):
 
 @defop(kind=INDEXING, nin=2, domain=Domain((-2.0, 2.0), complex=True, integer_inputs=(1,)),
        sample=_sample_take)
-def take(B, x, indices, axis=None):
-    """Elements of ``x`` at integer ``indices`` along ``axis`` (NumPy's ``take``).
+def take(B, a, indices, axis=None):
+    """Elements of ``a`` at integer ``indices`` along ``axis`` (NumPy's ``take``).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     indices : int array or Tensor
         May repeat (repeats accumulate in the gradient) and be negative.
     axis : int, optional
-        None: index the flattened ``x``.
+        None: index the flattened ``a``.
 
     Returns
     -------
@@ -584,7 +584,7 @@ def take(B, x, indices, axis=None):
     tensor([[2., 2.],
             [4., 4.]])
     """
-    return B.asarray(B.take(x, indices, axis=axis))
+    return B.asarray(B.take(a, indices, axis=axis))
 
 
 def _take_vjp(F, g, out, x, indices, axis=None):
@@ -655,18 +655,18 @@ def _sample_take_along_axis(d):
 
 @defop(kind=INDEXING, nin=2, method=False, sample=_sample_take_along_axis,
        domain=Domain((-2.0, 2.0), complex=True, integer_inputs=(1,)))
-def take_along_axis(B, x, indices, axis=-1):
-    """Pick values from ``x`` at ``indices`` along ``axis`` (NumPy / array-API
+def take_along_axis(B, arr, indices, axis=-1):
+    """Pick values from ``arr`` at ``indices`` along ``axis`` (NumPy / array-API
     ``take_along_axis``, PyTorch's ``gather``).
 
     Parameters
     ----------
-    x : Tensor
+    arr : Tensor
     indices : int array or Tensor
-        As many dimensions as ``x``; the others broadcast against ``x``'s. Typically the
+        As many dimensions as ``arr``; the others broadcast against ``arr``'s. Typically the
         output of :func:`argsort` or of ``argmax(..., keepdims=True)``.
     axis : int or None
-        None: ``x`` flattened, ``indices`` 1-D.
+        None: ``arr`` flattened, ``indices`` 1-D.
 
     Returns
     -------
@@ -680,7 +680,7 @@ def take_along_axis(B, x, indices, axis=-1):
     tensor([[1. , 2. , 3. ],
             [0.5, 1.5, 2.5]])
     """
-    return B.take_along_axis(x, indices, axis=axis)
+    return B.take_along_axis(arr, indices, axis=axis)
 
 
 def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
@@ -726,13 +726,19 @@ def _sample_sort(d):
     return (x,), kw
 
 
-@defop(kind=INDEXING, domain=REAL, sample=_sample_sort)
-def sort(B, x, axis=-1, descending=False, stable=True):
-    """The values of ``x`` sorted along ``axis`` (NumPy's ``sort``; array-API keywords).
+# (Note [Signatures are NumPy's] in tests/test_signatures.py)
+_SORT_SIGNATURE = (
+    "the array API's ``descending`` keyword, which NumPy does not have (NumPy sorts in "
+    "ascending order only); NumPy's kind= and order= are not accepted (a TypeError)")
+
+
+@defop(kind=INDEXING, domain=REAL, sample=_sample_sort, notes={"signature": _SORT_SIGNATURE})
+def sort(B, a, axis=-1, *, descending=False, stable=True):
+    """The values of ``a`` sorted along ``axis`` (NumPy's ``sort``; array-API keywords).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or None
         None: sort the flattened tensor.
     descending : bool
@@ -757,8 +763,8 @@ def sort(B, x, axis=-1, descending=False, stable=True):
     tensor([100.,   1.,  10.])
     """
     if axis is None:
-        x, axis = B.reshape(x, (-1,)), -1
-    out = B.sort(x, axis=axis, kind="stable" if stable else None)
+        a, axis = B.reshape(a, (-1,)), -1
+    out = B.sort(a, axis=axis, kind="stable" if stable else None)
     return B.flip(out, axis=axis) if descending else out
 
 
@@ -799,13 +805,14 @@ def _sort_batch(op):
 _sort_batch(sort)
 
 
-@defop(kind=INDEXING, domain=REAL, differentiable=False, sample=_sample_sort)
-def argsort(B, x, axis=-1, descending=False, stable=True):
-    """The indices that sort ``x`` along ``axis`` (array-API ``argsort``; not differentiable).
+@defop(kind=INDEXING, domain=REAL, differentiable=False, sample=_sample_sort,
+       notes={"signature": _SORT_SIGNATURE})
+def argsort(B, a, axis=-1, *, descending=False, stable=True):
+    """The indices that sort ``a`` along ``axis`` (array-API ``argsort``; not differentiable).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or None
         None: indices into the flattened tensor.
     descending : bool
@@ -826,13 +833,13 @@ def argsort(B, x, axis=-1, descending=False, stable=True):
     tensor([1, 0, 2])
     """
     if axis is None:
-        x, axis = B.reshape(x, (-1,)), -1
+        a, axis = B.reshape(a, (-1,)), -1
     kind = "stable" if stable else None
     if not descending:
-        return B.argsort(x, axis=axis, kind=kind)
+        return B.argsort(a, axis=axis, kind=kind)
     # stable descending: sort the reversed array ascending, reverse, map the indices back
-    n = x.shape[axis]
-    rev = B.argsort(B.flip(x, axis=axis), axis=axis, kind=kind)
+    n = a.shape[axis]
+    rev = B.argsort(B.flip(a, axis=axis), axis=axis, kind=kind)
     return (n - 1) - B.flip(rev, axis=axis)
 
 

@@ -263,12 +263,12 @@ def _sample_cumprod(d):
 
 # ----------------------------------------------------------------------------- sum, mean
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True))
-def sum(B, x, axis=None, keepdims=False, *, dtype=None):
+def sum(B, a, axis=None, *, keepdims=False, dtype=None):
     """Sum of elements over ``axis`` (all axes by default).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (negative counts from the end); None reduces all. ``dim`` is
         accepted as an alias.
@@ -287,7 +287,7 @@ def sum(B, x, axis=None, keepdims=False, *, dtype=None):
     tensor([[3.],
             [7.]])
     """
-    return B.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    return B.sum(a, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 sum.defvjp(lambda F, g, out, x, axis=None, keepdims=False, dtype=None:
@@ -305,12 +305,12 @@ def _sum_identity(F, i, s, args, batched, params):
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True))
-def mean(B, x, axis=None, keepdims=False):
+def mean(B, a, axis=None, *, keepdims=False):
     """Arithmetic mean over ``axis`` (all axes by default).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -327,7 +327,7 @@ def mean(B, x, axis=None, keepdims=False):
     tensor([[0.25, 0.25],
             [0.25, 0.25]])
     """
-    return B.mean(x, axis=axis, keepdims=keepdims)
+    return B.mean(a, axis=axis, keepdims=keepdims)
 
 
 mean.defvjp(lambda F, g, out, x, axis=None, keepdims=False:
@@ -362,14 +362,14 @@ def _prod_others(F, x, out, axis, keepdims):
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_prod)
-def prod(B, x, axis=None, keepdims=False, *, dtype=None):
+def prod(B, a, axis=None, *, keepdims=False, dtype=None):
     """Product of elements over ``axis`` (all axes by default).
 
     The gradient is exact when the input has zeros (one or several), as ``torch.prod``'s.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -388,7 +388,7 @@ def prod(B, x, axis=None, keepdims=False, *, dtype=None):
     >>> x.grad
     tensor([0., 6., 0.])
     """
-    return B.prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    return B.prod(a, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 prod.defvjp(lambda F, g, out, x, axis=None, keepdims=False, dtype=None:
@@ -429,13 +429,13 @@ _VAR_ALIASES = {"dim": "axis", "keepdim": "keepdims", "ddof": "correction"}
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_var,
        kwarg_aliases=_VAR_ALIASES)
-def var(B, x, axis=None, *, correction=0, keepdims=False):
+def var(B, a, axis=None, *, correction=0, keepdims=False):
     """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)``; real also for
-    complex ``x`` (as NumPy's and PyTorch's).
+    complex ``a`` (as NumPy's and PyTorch's).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     correction : int or float
@@ -454,7 +454,7 @@ def var(B, x, axis=None, *, correction=0, keepdims=False):
     >>> x.var(correction=1)
     tensor(1.66666667)
     """
-    return B.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+    return B.var(a, axis=axis, ddof=correction, keepdims=keepdims)
 
 
 var.defvjp(_var_vjp)
@@ -463,7 +463,7 @@ var.defjvp(_var_jvp)
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_std,
        kwarg_aliases=_VAR_ALIASES)
-def std(B, x, axis=None, *, correction=0, keepdims=False):
+def std(B, a, axis=None, *, correction=0, keepdims=False):
     """Standard deviation over ``axis``: the square root of :func:`var`.
 
     Where the variance is zero the derivative is infinite; the gradient there is 0, as
@@ -474,7 +474,7 @@ def std(B, x, axis=None, *, correction=0, keepdims=False):
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     correction : int or float
@@ -491,14 +491,14 @@ def std(B, x, axis=None, *, correction=0, keepdims=False):
     >>> ndgrad.std(ndgrad.tensor([1.0, 2.0, 3.0]) * 1e-170)
     tensor(8.16496581e-171)
     """
-    out = B.std(x, axis=axis, ddof=correction, keepdims=keepdims)
-    a = B.abs(out)
-    if bool(B.all((a >= 2.0 ** -450) & (a <= 2.0 ** 450))):
+    out = B.std(a, axis=axis, ddof=correction, keepdims=keepdims)
+    mag = B.abs(out)
+    if bool(B.all((mag >= 2.0 ** -450) & (mag <= 2.0 ** 450))):
         return out
     # (a tiny or huge spread, a constant slice, or NaN: in units of a power of two near the
     # largest magnitude, NumPy's result where it was exact)
-    inv = inverse_scale_along(B, x, axis)
-    r = B.std(x * inv, axis=axis, ddof=correction, keepdims=True) / inv
+    inv = inverse_scale_along(B, a, axis)
+    r = B.std(a * inv, axis=axis, ddof=correction, keepdims=True) / inv
     return B.reshape(r, out.shape)
 
 
@@ -556,14 +556,14 @@ def _minmax_jvp(F, tangents, out, x, axis=None, keepdims=False):
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
-def max(B, x, axis=None, keepdims=False):
+def max(B, a, axis=None, *, keepdims=False):
     """Largest element over ``axis`` (all axes by default), as ``torch.amax``.
 
     Ties share the gradient evenly.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -580,7 +580,7 @@ def max(B, x, axis=None, keepdims=False):
     tensor([[0. , 0.5],
             [0.5, 0. ]])
     """
-    return B.max(x, axis=axis, keepdims=keepdims)
+    return B.max(a, axis=axis, keepdims=keepdims)
 
 
 max.defvjp(_minmax_vjp)
@@ -590,14 +590,14 @@ max.defsparsity("extremum")
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), sample=_sample_distinct)
-def min(B, x, axis=None, keepdims=False):
+def min(B, a, axis=None, *, keepdims=False):
     """Smallest element over ``axis`` (all axes by default), as ``torch.amin``.
 
     Ties share the gradient evenly.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -613,7 +613,7 @@ def min(B, x, axis=None, keepdims=False):
     tensor([[1.],
             [0.]])
     """
-    return B.min(x, axis=axis, keepdims=keepdims)
+    return B.min(a, axis=axis, keepdims=keepdims)
 
 
 min.defvjp(_minmax_vjp)
@@ -629,14 +629,14 @@ _NOT_DIFF = {"vjp": "integer or boolean output: not differentiable",
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_arg,
        notes=_NOT_DIFF)
-def argmax(B, x, axis=None, keepdims=False):
+def argmax(B, a, axis=None, *, keepdims=False):
     """Index of the largest element along ``axis`` (of the flattened input when None).
 
     The first occurrence wins on ties. Returns an int64 tensor that never requires grad.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int, optional
         Axis to search (alias ``dim``); None searches the flattened input.
     keepdims : bool
@@ -651,19 +651,19 @@ def argmax(B, x, axis=None, keepdims=False):
     >>> x.argmax()
     tensor(3)
     """
-    return B.argmax(x, axis=axis, keepdims=keepdims)
+    return B.argmax(a, axis=axis, keepdims=keepdims)
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_arg,
        notes=_NOT_DIFF)
-def argmin(B, x, axis=None, keepdims=False):
+def argmin(B, a, axis=None, *, keepdims=False):
     """Index of the smallest element along ``axis`` (of the flattened input when None).
 
     The first occurrence wins on ties. Returns an int64 tensor that never requires grad.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int, optional
         Axis to search (alias ``dim``); None searches the flattened input.
     keepdims : bool
@@ -677,7 +677,7 @@ def argmin(B, x, axis=None, keepdims=False):
     tensor([[0],
             [1]])
     """
-    return B.argmin(x, axis=axis, keepdims=keepdims)
+    return B.argmin(a, axis=axis, keepdims=keepdims)
 
 
 def _arg_batch(op):
@@ -697,12 +697,12 @@ _arg_batch(argmin)
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_bool,
        notes=_NOT_DIFF)
-def all(B, x, axis=None, keepdims=False):
+def all(B, a, axis=None, *, keepdims=False):
     """Whether every element over ``axis`` is true (non-zero); a bool tensor.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -717,17 +717,17 @@ def all(B, x, axis=None, keepdims=False):
     >>> x.all()
     tensor(False)
     """
-    return B.all(x, axis=axis, keepdims=keepdims)
+    return B.all(a, axis=axis, keepdims=keepdims)
 
 
 @defop(kind=REDUCTION, domain=Domain((-2.0, 2.0)), differentiable=False, sample=_sample_bool,
        notes=_NOT_DIFF)
-def any(B, x, axis=None, keepdims=False):
+def any(B, a, axis=None, *, keepdims=False):
     """Whether any element over ``axis`` is true (non-zero); a bool tensor.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Axes to reduce (alias ``dim``); None reduces all.
     keepdims : bool
@@ -742,7 +742,7 @@ def any(B, x, axis=None, keepdims=False):
     >>> x.any()
     tensor(True)
     """
-    return B.any(x, axis=axis, keepdims=keepdims)
+    return B.any(a, axis=axis, keepdims=keepdims)
 
 
 # ----------------------------------------------------------------------------- logsumexp
@@ -831,7 +831,7 @@ def _cumsum_vjp(F, g, out, x, axis=None, dtype=None, include_initial=False):
 
 
 @defop(kind=SCAN, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_scan)
-def cumulative_sum(B, x, axis=None, *, dtype=None, include_initial=False):
+def cumulative_sum(B, x, *, axis=None, dtype=None, include_initial=False):
     """Cumulative sum along ``axis`` (array-API ``cumulative_sum``; NumPy's ``cumsum``).
 
     Parameters
@@ -985,7 +985,7 @@ def _cumprod_jvp(F, tangents, out, x, axis=None, dtype=None, include_initial=Fal
 
 
 @defop(kind=SCAN, domain=Domain((-2.0, 2.0), complex=True), sample=_sample_cumprod)
-def cumulative_prod(B, x, axis=None, *, dtype=None, include_initial=False):
+def cumulative_prod(B, x, *, axis=None, dtype=None, include_initial=False):
     """Cumulative product along ``axis`` (array-API ``cumulative_prod``; NumPy's ``cumprod``).
 
     The gradient is exact when the input has zeros, as ``torch.cumprod``'s.

@@ -59,21 +59,29 @@ def _sample_reshape(d):
     return (d.array(shape),), {"shape": target}
 
 
-@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_reshape)
-def reshape(B, x, shape):
-    """Give ``x`` a new shape with the same number of elements.
+@defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_reshape, notes={"signature": (
+    "the new sizes may also be given as separate arguments, ``*shape``, as ndarray.reshape "
+    "and PyTorch take them (reshape(x, 2, 3)); NumPy's reshape(x, (2, 3), 'C'), its order "
+    "by position after one shape, is read as NumPy reads it")})
+def reshape(B, a, shape):
+    """Give ``a`` a new shape with the same number of elements.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     shape : int or tuple of ints
         The new shape; one entry may be ``-1``, inferred from the size. The method also takes
         the sizes as separate arguments, as NumPy's and PyTorch's do: ``x.reshape(3, 2)``.
+    order : {"C", "F"}
+        Read and write the elements in C (last index fastest, the default) or Fortran order,
+        as NumPy's ``order``; ``"A"`` (by the memory layout) is not supported.
+    copy : bool, optional
+        True: never a view; False: never a copy (a ValueError where no view exists).
 
     Returns
     -------
     Tensor
-        A view of ``x`` where NumPy can make one, a copy otherwise.
+        A view of ``a`` where NumPy can make one, a copy otherwise.
 
     Examples
     --------
@@ -84,7 +92,7 @@ def reshape(B, x, shape):
     >>> ndgrad.arange(6.0).reshape(3, -1).shape
     (3, 2)
     """
-    return B.reshape(x, shape)
+    return B.reshape(a, shape)
 
 
 reshape.defvjp(lambda F, g, out, x, shape: F.reshape(g, x.shape))
@@ -117,18 +125,30 @@ def _reshape_identity(F, i, s, args, batched, params):
     return ("identity", s) if tuple(shape) in ((s.shape[0],), (-1,)) else None
 
 
-def _reshape_public(x, *shape, copy=None, **kw):
+def _reshape_public(a, /, *shape, order="C", copy=None, **kw):
+    x = a
     if "shape" in kw:
         if shape:
             raise TypeError("reshape() got the shape both positionally and as shape=")
         shape = (kw.pop("shape"),)
     if kw:
         raise TypeError(f"reshape() got unexpected keyword arguments {sorted(kw)}")
+    if len(shape) == 2 and isinstance(shape[1], str) and not isinstance(shape[0], str):
+        order, shape = shape[1], shape[:1]  # (NumPy's reshape(a, shape, order))
     if not shape:
         raise TypeError("reshape() missing the new shape, e.g. reshape(x, (2, 3)) or "
                         "x.reshape(2, 3)")
+    if order not in ("C", "F"):
+        raise ValueError(f"ndgrad.reshape: order must be 'C' or 'F', got {order!r} ('A' and "
+                         "'K' follow the memory layout, which is not part of a tensor's "
+                         "contract)")
     shape = _as_int_tuple(shape[0]) if len(shape) == 1 else _as_int_tuple(shape)
-    out = apply(reshape, x, shape=shape)
+    if order == "F":  # Fortran order: C order of the reversed dimensions
+        rev = tuple(range(len(x.shape) - 1, -1, -1))
+        out = apply(reshape, apply(permute_dims, x, axes=rev), shape=shape[::-1])
+        out = apply(permute_dims, out, axes=tuple(range(len(shape) - 1, -1, -1)))
+    else:
+        out = apply(reshape, x, shape=shape)
     if copy is None:
         return out
     shared = type(out) is Tensor and type(x) is Tensor and \
@@ -162,22 +182,22 @@ def _sample_permute_dims(d):
 
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_permute_dims)
-def permute_dims(B, x, axes):
-    """Permute the dimensions of ``x``: output dimension ``i`` is input dimension ``axes[i]``.
+def permute_dims(B, a, axes):
+    """Permute the dimensions of ``a``: output dimension ``i`` is input dimension ``axes[i]``.
 
     The array-API name; :func:`transpose` is NumPy's spelling (``axes`` optional) and
     :func:`swapaxes` exchanges two dimensions (PyTorch's ``x.transpose(0, 1)``).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axes : tuple of ints
         A permutation of ``range(x.ndim)`` (negative entries count from the end).
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``a``.
 
     Examples
     --------
@@ -185,7 +205,7 @@ def permute_dims(B, x, axes):
     >>> ndgrad.permute_dims(ndgrad.ones(2, 3, 4), (2, 0, 1)).shape
     (4, 2, 3)
     """
-    return B.permute_dims(x, tuple(axes))
+    return B.permute_dims(a, tuple(axes))
 
 
 permute_dims.defvjp(lambda F, g, out, x, axes:
@@ -208,9 +228,12 @@ def _sample_transpose(d):
     return (d.array(shape),) + tuple(axes), {}
 
 
-@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_transpose)
-def transpose(F, x, axes=None, *more_axes):
-    """Permute the dimensions of ``x`` with NumPy's semantics (all reversed by default).
+@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_transpose, notes={"signature": (
+    "the axes may also be given as separate arguments, ``*more_axes``, as "
+    "ndarray.transpose(1, 0, 2) takes them; every call NumPy's transpose(a, axes) accepts "
+    "binds as there")})
+def transpose(F, a, axes=None, *more_axes):
+    """Permute the dimensions of ``a`` with NumPy's semantics (all reversed by default).
 
     ``transpose(x)`` reverses the dimensions; ``transpose(x, axes)`` is
     :func:`permute_dims`. Like ``ndarray.transpose``, the method also takes the axes as
@@ -222,14 +245,14 @@ def transpose(F, x, axes=None, *more_axes):
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axes : tuple of ints, optional
         A permutation of ``range(x.ndim)``; default: reversed.
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``a``.
 
     Examples
     --------
@@ -245,15 +268,15 @@ def transpose(F, x, axes=None, *more_axes):
     if more_axes:
         axes = (axes,) + more_axes
     elif axes is None:
-        axes = tuple(range(x.ndim - 1, -1, -1))
+        axes = tuple(range(a.ndim - 1, -1, -1))
     else:
         axes = _as_int_tuple(axes)
-    if len(axes) != x.ndim:
+    if len(axes) != a.ndim:
         raise ValueError(
-            f"transpose: axes {tuple(axes)} don't match a tensor of {x.ndim} dimensions; pass "
+            f"transpose: axes {tuple(axes)} don't match a tensor of {a.ndim} dimensions; pass "
             "a permutation of all dimensions (NumPy semantics), or use swapaxes(x, i, j) to "
             "exchange two dimensions as PyTorch's x.transpose(i, j) does")
-    return F.permute_dims(x, tuple(axes))
+    return F.permute_dims(a, tuple(axes))
 
 
 def _sample_swapaxes(d):
@@ -263,8 +286,8 @@ def _sample_swapaxes(d):
 
 
 @defcomposite(kind=SHAPE, domain=ANY, sample=_sample_swapaxes)
-def swapaxes(F, x, axis1, axis2):
-    """Exchange two dimensions of ``x`` (PyTorch's ``x.transpose(dim0, dim1)``).
+def swapaxes(F, a, axis1, axis2):
+    """Exchange two dimensions of ``a`` (PyTorch's ``x.transpose(dim0, dim1)``).
 
     Examples
     --------
@@ -272,13 +295,13 @@ def swapaxes(F, x, axis1, axis2):
     >>> ndgrad.ones(2, 3, 4).swapaxes(0, 2).shape
     (4, 3, 2)
     """
-    nd = x.ndim
-    a, b = operator.index(axis1), operator.index(axis2)
-    if not (-nd <= a < nd and -nd <= b < nd):
-        raise ValueError(f"swapaxes: axes ({a}, {b}) out of range for {nd} dimensions")
+    nd = a.ndim
+    i, j = operator.index(axis1), operator.index(axis2)
+    if not (-nd <= i < nd and -nd <= j < nd):
+        raise ValueError(f"swapaxes: axes ({i}, {j}) out of range for {nd} dimensions")
     axes = list(range(nd))
-    axes[a % nd], axes[b % nd] = axes[b % nd], axes[a % nd]
-    return F.permute_dims(x, tuple(axes))
+    axes[i % nd], axes[j % nd] = axes[j % nd], axes[i % nd]
+    return F.permute_dims(a, tuple(axes))
 
 
 def _sample_moveaxis(d):
@@ -294,20 +317,20 @@ def _sample_moveaxis(d):
 
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_moveaxis)
-def moveaxis(B, x, source, destination):
-    """Move dimensions ``source`` of ``x`` to positions ``destination``; the others keep
+def moveaxis(B, a, source, destination):
+    """Move dimensions ``source`` of ``a`` to positions ``destination``; the others keep
     their order.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     source, destination : int or sequence of ints
         As many destinations as sources; each is distinct.
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``a``.
 
     Examples
     --------
@@ -317,7 +340,7 @@ def moveaxis(B, x, source, destination):
     >>> ndgrad.moveaxis(ndgrad.ones(2, 3, 4), (0, 1), (2, 0)).shape
     (3, 4, 2)
     """
-    return B.moveaxis(x, source, destination)
+    return B.moveaxis(a, source, destination)
 
 
 moveaxis.defvjp(lambda F, g, out, x, source, destination: F.moveaxis(g, destination, source))
@@ -343,19 +366,19 @@ def _axis_arg(axis):
 
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_expand_dims)
-def expand_dims(B, x, axis=0):
+def expand_dims(B, a, axis=0):
     """Insert length-1 dimensions at ``axis`` (PyTorch's ``unsqueeze``).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints
         Positions of the new dimensions in the output (default 0).
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``a``.
 
     Examples
     --------
@@ -365,7 +388,7 @@ def expand_dims(B, x, axis=0):
     >>> ndgrad.ones(3).expand_dims((0, -1)).shape
     (1, 3, 1)
     """
-    return B.expand_dims(x, _axis_arg(axis))
+    return B.expand_dims(a, _axis_arg(axis))
 
 
 # the inserted dimensions are the ones to squeeze (axis counts in the output, like g's)
@@ -398,19 +421,19 @@ def _sample_squeeze(d):
 
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_squeeze)
-def squeeze(B, x, axis=None):
+def squeeze(B, a, axis=None):
     """Remove length-1 dimensions: those in ``axis``, or all of them.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     axis : int or tuple of ints, optional
         Dimensions to remove; each must have length 1.
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``a``.
 
     Examples
     --------
@@ -420,7 +443,7 @@ def squeeze(B, x, axis=None):
     >>> ndgrad.ones(1, 3, 1).squeeze(axis=0).shape
     (3, 1)
     """
-    return B.squeeze(x, axis=_axis_arg(axis))
+    return B.squeeze(a, axis=_axis_arg(axis))
 
 
 squeeze.defvjp(lambda F, g, out, x, axis=None: F.reshape(g, x.shape))
@@ -451,18 +474,18 @@ _READ_ONLY = ("a broadcast view is read-only (NumPy refuses writes to it, PyTorc
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_broadcast_to,
        notes={"scatter": _READ_ONLY})
-def broadcast_to(B, x, shape):
-    """Broadcast ``x`` to ``shape`` with NumPy's rules (PyTorch's ``expand``).
+def broadcast_to(B, array, shape):
+    """Broadcast ``array`` to ``shape`` with NumPy's rules (PyTorch's ``expand``).
 
     Parameters
     ----------
-    x : Tensor
+    array : Tensor
     shape : tuple of ints
 
     Returns
     -------
     Tensor
-        A read-only view of ``x``; its gradient sums over the broadcast dimensions.
+        A read-only view of ``array``; its gradient sums over the broadcast dimensions.
 
     Examples
     --------
@@ -471,7 +494,7 @@ def broadcast_to(B, x, shape):
     tensor([[1., 2.],
             [1., 2.]])
     """
-    return B.broadcast_to(x, shape)
+    return B.broadcast_to(array, shape)
 
 
 # the engine sums the cotangent back to x's shape (Note [Broadcasting is undone by the engine])
@@ -676,12 +699,12 @@ def _sample_split(d):
 
 
 @defop(kind=SHAPE, nout=VARIADIC, domain=ANY, view=True, sample=_sample_split)
-def split(B, x, indices_or_sections, axis=0):
-    """Split ``x`` into several tensors along ``axis`` (NumPy semantics).
+def split(B, ary, indices_or_sections, axis=0):
+    """Split ``ary`` into several tensors along ``axis`` (NumPy semantics).
 
     Parameters
     ----------
-    x : Tensor
+    ary : Tensor
     indices_or_sections : int or sequence of ints
         An int ``n``: ``n`` equal parts (the length along ``axis`` must divide). A sequence:
         the indices where the cuts go (``[2, 3]`` gives ``x[:2], x[2:3], x[3:]``). Note that
@@ -691,7 +714,7 @@ def split(B, x, indices_or_sections, axis=0):
     Returns
     -------
     tuple of Tensor
-        Views of ``x``.
+        Views of ``ary``.
 
     Examples
     --------
@@ -703,7 +726,7 @@ def split(B, x, indices_or_sections, axis=0):
     """
     if not isinstance(indices_or_sections, int) and hasattr(indices_or_sections, "__len__"):
         indices_or_sections = _as_int_tuple(indices_or_sections)
-    return tuple(B.split(x, indices_or_sections, axis=axis))
+    return tuple(B.split(ary, indices_or_sections, axis=axis))
 
 
 split.defvjp(lambda F, g, out, x, indices_or_sections, axis=0: F.concat(g, axis=axis))
@@ -734,7 +757,7 @@ def _sample_unstack(d):
 
 
 @defop(kind=SHAPE, nout=VARIADIC, domain=ANY, view=True, sample=_sample_unstack)
-def unstack(B, x, axis=0):
+def unstack(B, x, *, axis=0):
     """Split ``x`` into the tensors along ``axis`` (that dimension removed): the inverse of
     :func:`stack` (PyTorch's ``unbind``).
 
@@ -778,18 +801,18 @@ def _sample_flip(d):
 
 
 @defop(kind=SHAPE, domain=ANY, view=True, sample=_sample_flip)
-def flip(B, x, axis=None):
+def flip(B, m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes by default).
 
     Parameters
     ----------
-    x : Tensor
+    m : Tensor
     axis : int or tuple of ints, optional
 
     Returns
     -------
     Tensor
-        A view of ``x``.
+        A view of ``m``.
 
     Examples
     --------
@@ -798,7 +821,7 @@ def flip(B, x, axis=None):
     tensor([[2., 1.],
             [4., 3.]])
     """
-    return B.flip(x, axis=_axis_arg(axis))
+    return B.flip(m, axis=_axis_arg(axis))
 
 
 flip.defvjp(lambda F, g, out, x, axis=None: F.flip(g, axis=axis))
@@ -823,13 +846,13 @@ def _sample_roll(d):
 
 
 @defop(kind=SHAPE, domain=ANY, sample=_sample_roll)
-def roll(B, x, shift, axis=None):
+def roll(B, a, shift, axis=None):
     """Shift elements cyclically by ``shift`` along ``axis`` (None: over the flattened
     tensor, keeping the shape).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     shift : int or tuple of ints
         One shift, or one per axis in ``axis``.
     axis : int or tuple of ints, optional
@@ -846,7 +869,7 @@ def roll(B, x, shift, axis=None):
     """
     if not isinstance(shift, int):
         shift = _as_int_tuple(shift)
-    return B.roll(x, shift, axis=_axis_arg(axis))
+    return B.roll(a, shift, axis=_axis_arg(axis))
 
 
 roll.defvjp(lambda F, g, out, x, shift, axis=None: F.roll(g, _negated(shift), axis=axis))
@@ -871,15 +894,15 @@ def _sample_tile(d):
 
 
 @defop(kind=SHAPE, domain=ANY, sample=_sample_tile)
-def tile(B, x, reps):
-    """Repeat the whole of ``x`` ``reps`` times along each dimension (NumPy's ``tile``,
+def tile(B, A, reps):
+    """Repeat the whole of ``A`` ``reps`` times along each dimension (NumPy's ``tile``,
     PyTorch's ``Tensor.repeat``).
 
     Parameters
     ----------
-    x : Tensor
+    A : Tensor
     reps : int or tuple of ints
-        Repetitions per dimension; a longer ``reps`` adds leading dimensions to ``x``, a
+        Repetitions per dimension; a longer ``reps`` adds leading dimensions to ``A``, a
         shorter one is padded with 1s at the front.
 
     Returns
@@ -895,7 +918,7 @@ def tile(B, x, reps):
     tensor([[1., 2.],
             [1., 2.]])
     """
-    return B.tile(x, reps)
+    return B.tile(A, reps)
 
 
 def _tile_vjp(F, g, out, x, reps):
@@ -940,15 +963,15 @@ def _sample_repeat(d):
 
 
 @defop(kind=SHAPE, domain=ANY, sample=_sample_repeat)
-def repeat(B, x, repeats, axis=None):
-    """Repeat each element of ``x`` (NumPy's ``repeat``, PyTorch's ``repeat_interleave``).
+def repeat(B, a, repeats, axis=None):
+    """Repeat each element of ``a`` (NumPy's ``repeat``, PyTorch's ``repeat_interleave``).
 
     Note that ``x.repeat(...)`` is NumPy's method; PyTorch's ``Tensor.repeat`` is
     :func:`tile` here.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
     repeats : int or sequence of ints
         Repetitions of every element, or of each element along ``axis`` (non-negative).
     axis : int, optional
@@ -968,7 +991,7 @@ def repeat(B, x, repeats, axis=None):
     """
     if not isinstance(repeats, int):
         repeats = _as_int_tuple(repeats)
-    return B.repeat(x, repeats, axis=axis)
+    return B.repeat(a, repeats, axis=axis)
 
 
 def _repeat_vjp(F, g, out, x, repeats, axis=None):
@@ -1069,12 +1092,12 @@ def _sample_pad(d):
 
 
 @defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_pad)
-def pad(B, x, pad_width, mode="constant", constant_values=0):
-    """Pad ``x`` with NumPy's ``pad_width`` convention.
+def pad(B, array, pad_width, mode="constant", *, constant_values=0):
+    """Pad ``array`` with NumPy's ``pad_width`` convention.
 
     Parameters
     ----------
-    x : Tensor
+    array : Tensor
     pad_width : int or sequence
         ``((before_0, after_0), ..., (before_n, after_n))``, or one ``(before, after)`` pair
         or one int for every dimension. (PyTorch's ``pad`` lists the *last* dimension first;
@@ -1098,14 +1121,14 @@ def pad(B, x, pad_width, mode="constant", constant_values=0):
     """
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode {mode!r} is not supported; use one of {_PAD_MODES}")
-    pw = _pad_widths(pad_width, x.ndim)
+    pw = _pad_widths(pad_width, array.ndim)
     if not pw:  # a 0-d tensor has nothing to pad
-        return B.array(x, copy=True)
+        return B.array(array, copy=True)
     if mode == "constant":
-        return B.pad(x, pw, mode="constant", constant_values=constant_values)
-    if mode != "constant" and any(s == 0 and w != (0, 0) for s, w in zip(x.shape, pw)):
+        return B.pad(array, pw, mode="constant", constant_values=constant_values)
+    if mode != "constant" and any(s == 0 and w != (0, 0) for s, w in zip(array.shape, pw)):
         raise ValueError(f"pad: can't pad an empty dimension in mode {mode!r}")
-    return B.pad(x, pw, mode=mode)
+    return B.pad(array, pw, mode=mode)
 
 
 def _pad_vjp(F, g, out, x, pad_width, mode="constant", constant_values=0):
@@ -1139,12 +1162,12 @@ def _sample_tri(d):
 
 
 @defop(kind=SHAPE, domain=ANY, sample=_sample_tri)
-def tril(B, x, k=0):
-    """The lower triangle of the matrices in ``x`` (last two dimensions); the rest zeroed.
+def tril(B, m, k=0):
+    """The lower triangle of the matrices in ``m`` (last two dimensions); the rest zeroed.
 
     Parameters
     ----------
-    x : Tensor
+    m : Tensor
         At least 2-D.
     k : int
         Diagonal above which to zero (0: the main diagonal, > 0 above it).
@@ -1161,9 +1184,9 @@ def tril(B, x, k=0):
             [1., 1., 0.],
             [1., 1., 1.]])
     """
-    if x.ndim < 2:
-        raise ValueError(f"tril needs at least 2 dimensions, got shape {x.shape}")
-    return B.tril(x, k=k)
+    if m.ndim < 2:
+        raise ValueError(f"tril needs at least 2 dimensions, got shape {m.shape}")
+    return B.tril(m, k=k)
 
 
 tril.defvjp(lambda F, g, out, x, k=0: F.tril(g, k=k))
@@ -1171,12 +1194,12 @@ _linear_jvp(tril)
 
 
 @defop(kind=SHAPE, domain=ANY, sample=_sample_tri)
-def triu(B, x, k=0):
-    """The upper triangle of the matrices in ``x`` (last two dimensions); the rest zeroed.
+def triu(B, m, k=0):
+    """The upper triangle of the matrices in ``m`` (last two dimensions); the rest zeroed.
 
     Parameters
     ----------
-    x : Tensor
+    m : Tensor
         At least 2-D.
     k : int
         Diagonal below which to zero (0: the main diagonal, > 0 above it).
@@ -1193,9 +1216,9 @@ def triu(B, x, k=0):
             [0., 0., 1.],
             [0., 0., 0.]])
     """
-    if x.ndim < 2:
-        raise ValueError(f"triu needs at least 2 dimensions, got shape {x.shape}")
-    return B.triu(x, k=k)
+    if m.ndim < 2:
+        raise ValueError(f"triu needs at least 2 dimensions, got shape {m.shape}")
+    return B.triu(m, k=k)
 
 
 triu.defvjp(lambda F, g, out, x, k=0: F.triu(g, k=k))
