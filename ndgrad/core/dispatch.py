@@ -22,8 +22,8 @@ from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
 from .devices import DeviceMismatchError, same_device, scalars_to_device
 from .graph import record
 from .namespace import (PY_SCALARS as _PY_SCALARS, SEQUENCES as _SEQUENCES, TENSOR_F,
-                        VARIADIC, Namespace, holds_tensor, scalar_array, scalars_as_arrays,
-                        sequences_stacked, stack_nested)
+                        VARIADIC, Namespace, holds_tensor, inputs_by_position, scalar_array,
+                        scalars_as_arrays, sequences_stacked, stack_nested)
 from .tensor import Tensor, _mark_inference, _new, owning_level
 from .views import link_view
 
@@ -54,6 +54,8 @@ def apply(op, *args, **params):
             if claim:
                 level = owning_level(args, params)
                 if level is not None:
+                    if len(args) < op.nin:  # (array inputs by name, NumPy's round(a=x))
+                        args, params = inputs_by_position(op, args, params) or (args, params)
                     if len(_BACKEND_BY_TYPE) > 1:  # (a GPU backend is installed)
                         args = scalars_to_device(op, args)
                     for a in args:  # (a level's value in a list: Note [Sequences of tensors])
@@ -135,7 +137,7 @@ def apply(op, *args, **params):
     except TypeError as exc:
         if op.signature is None:
             raise
-        _call_error(op, args, params, exc)
+        return _call_error(op, args, params, exc)
     except DaskUnsupported as exc:  # (Note [The Dask backend]: name the ndgrad function)
         if exc.op is not None:
             raise
@@ -168,11 +170,15 @@ def _result(op, args, extra, params, out, requires_grad):
 def _call_error(op, args, params, exc):
     """Re-raise ``exc``, a TypeError from running ``op`` called through its public
     function; when the call does not fit the public signature, say so in its terms (the
-    forward's own message would count its hidden backend argument)."""
+    forward's own message would count its hidden backend argument). Array inputs given by
+    name, NumPy's ``round(a=x)``, are run again by position (the fast paths take them so)."""
     try:
         op.signature.bind(*args, **params)
     except TypeError as bad:
         raise TypeError(f"ndgrad.{op.qualname}{op.signature}: {bad}") from None
+    moved = inputs_by_position(op, args, params)
+    if moved is not None:
+        return apply(op, *moved[0], **moved[1])
     raise exc
 
 

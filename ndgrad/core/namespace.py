@@ -13,7 +13,8 @@ from .backend import NUMPY
 from .tensor import Tensor, _default_float
 
 __all__ = ["Namespace", "TENSOR_F", "VARIADIC", "SEQUENCES", "holds_tensor", "stack_nested",
-           "sequences_stacked", "PY_SCALARS", "scalar_array", "scalars_as_arrays"]
+           "sequences_stacked", "inputs_by_position", "PY_SCALARS", "scalar_array",
+           "scalars_as_arrays"]
 
 VARIADIC = -1  # an op's `nin` when it takes any number of array inputs
 
@@ -95,6 +96,23 @@ def sequences_stacked(args, op):
                 out = list(args)
             out[k] = stack_nested(a, op.qualname)
     return out
+
+
+def inputs_by_position(op, args, params):
+    """``(args, params)`` with the array inputs of ``op`` given by name, NumPy's
+    ``round(a=x)``, moved to their positions (``dispatch.apply``'s fast paths and the
+    transforms' interpreters take every array input by position; a tensor left among the
+    parameters would be a constant to them); None when none was (Note [Signatures are
+    NumPy's] in tests/test_signatures.py)."""
+    import inspect
+    if not 0 <= len(args) < op.nin:
+        return None
+    try:
+        bound = inspect.signature(op.forward).bind(None, *args, **params)
+    except TypeError:
+        return None
+    moved = bound.args[1:]
+    return (moved, bound.kwargs) if len(moved) > len(args) else None
 
 
 # Note [Python scalars as inputs]

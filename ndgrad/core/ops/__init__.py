@@ -87,7 +87,7 @@ def _make_public(op, call):
             try:
                 return call(op, *args, **kw)
             except TypeError as exc:
-                _argument_error(fn, args, kw, exc)
+                return _argument_error(fn, args, kw, exc, op.nin)
     elif call is apply:
         fn = _PublicOp(apply, op)
         op.signature = _public_signature(op.forward, op.pack)
@@ -96,7 +96,7 @@ def _make_public(op, call):
             try:
                 return call(op, *args, **kw)
             except TypeError as exc:
-                _argument_error(fn, args, kw, exc)
+                return _argument_error(fn, args, kw, exc, op.nin)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.doc
     fn.__module__ = "ndgrad"
@@ -125,15 +125,18 @@ def doctests(functions):
             if isinstance(fn, _PublicOp) and fn.__doc__}
 
 
-def _argument_error(fn, args, kw, exc):
+def _argument_error(fn, args, kw, exc, nin=-1):
     """Re-raise ``exc``, a TypeError from calling ``fn``; when the call does not fit ``fn``'s
     public signature, say so in its terms (the forward's own message would count its hidden
-    backend argument)."""
+    backend argument). Array inputs given by name (of the op's ``nin``), NumPy's
+    ``sum(a=x)``, are run again by position, as apply takes them."""
     try:
-        fn.__signature__.bind(*args, **kw)
+        bound = fn.__signature__.bind(*args, **kw)
     except TypeError as bad:
         name = f"{fn.__module__}.{fn.__name__}"
         raise TypeError(f"{name}{fn.__signature__}: {bad}") from None
+    if len(args) < nin and len(bound.args) > len(args):
+        return fn(*bound.args, **bound.kwargs)
     raise exc
 
 
