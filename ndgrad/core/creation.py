@@ -89,8 +89,8 @@ def _values_of(data):
     return out
 
 
-def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
-    """Convert ``obj`` to a tensor, sharing memory with NumPy arrays where possible.
+def asarray(a, dtype=None, *, device=None, copy=None, requires_grad=False):
+    """Convert ``a`` to a tensor, sharing memory with NumPy arrays where possible.
 
     A Tensor is returned as is when no conversion is needed; a conversion of a Tensor (its
     dtype, its device, a copy) stays in its graph, as :func:`astype` and :func:`clone` do.
@@ -110,12 +110,12 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     >>> ndgrad.asarray([x, 3 * x, 1.0])
     tensor([2., 6., 1.], grad_fn=<StackBackward0>)
     """
-    if type(obj) in (list, tuple) and holds_tensor(obj):
-        return from_tensor(stacked(obj, copy, "asarray"), dtype, device, None, requires_grad,
+    if type(a) in (list, tuple) and holds_tensor(a):
+        return from_tensor(stacked(a, copy, "asarray"), dtype, device, None, requires_grad,
                            "asarray")
-    if isinstance(obj, Tensor):
-        return from_tensor(obj, dtype, device, copy, requires_grad, "asarray")
-    return finish(as_data(obj, dtype, device, copy=copy), requires_grad)
+    if isinstance(a, Tensor):
+        return from_tensor(a, dtype, device, copy, requires_grad, "asarray")
+    return finish(as_data(a, dtype, device, copy=copy), requires_grad)
 
 
 def stacked(seq, copy, who):
@@ -256,6 +256,13 @@ def _shape(size, shape=None, who="zeros"):
                         "keyword)") from None
 
 
+# (Note [Signatures are NumPy's] in tests/test_signatures.py)
+_SIZE_SIGNATURE = (
+    "the shape may also be given as separate ints, ``*size``, as PyTorch takes it (zeros(2, "
+    "3)); NumPy's dtype by position after the shape, zeros((2, 3), 'f4'), is a TypeError that "
+    "asks for dtype= by keyword, never read as a size")
+
+
 def zeros(*size, shape=None, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros; ``zeros(2, 3)``, ``zeros((2, 3))`` and ``zeros(shape=(2, 3))``
     (the array API's form) all work.
@@ -304,7 +311,7 @@ def empty(*size, shape=None, dtype=None, device=None, requires_grad=False):
                       requires_grad)
 
 
-def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+def full(shape, fill_value, dtype=None, *, device=None, requires_grad=False):
     """A tensor filled with ``fill_value`` (its dtype follows the value, floats the default).
 
     ``fill_value`` may be an array of values that broadcasts to ``shape``, as in NumPy. A
@@ -336,6 +343,9 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
         return finish(B.full(tuple(shape), fill_value, dtype=d), requires_grad)
 
 
+zeros.signature_notes = ones.signature_notes = empty.signature_notes = _SIZE_SIGNATURE
+
+
 def _filled(value, shape, dtype, device, requires_grad, who):
     """``full``'s result for a Tensor fill value: ``value`` on ``device`` and of ``dtype``,
     broadcast to ``shape`` and copied (a new tensor, not a view), in its graph."""
@@ -365,8 +375,8 @@ def _like(fn_name, x, dtype, device, requires_grad, *extra):
     return finish(out, requires_grad)
 
 
-def zeros_like(x, dtype=None, device=None, requires_grad=False):
-    """Zeros with the shape (and by default dtype and device) of ``x``.
+def zeros_like(a, dtype=None, *, device=None, requires_grad=False):
+    """Zeros with the shape (and by default dtype and device) of ``a``.
 
     Examples
     --------
@@ -374,11 +384,11 @@ def zeros_like(x, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.zeros_like(ndgrad.ones(2))
     tensor([0., 0.])
     """
-    return _like("zeros_like", x, dtype, device, requires_grad)
+    return _like("zeros_like", a, dtype, device, requires_grad)
 
 
-def ones_like(x, dtype=None, device=None, requires_grad=False):
-    """Ones with the shape (and by default dtype and device) of ``x``.
+def ones_like(a, dtype=None, *, device=None, requires_grad=False):
+    """Ones with the shape (and by default dtype and device) of ``a``.
 
     Examples
     --------
@@ -386,11 +396,11 @@ def ones_like(x, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.ones_like(ndgrad.zeros(2))
     tensor([1., 1.])
     """
-    return _like("ones_like", x, dtype, device, requires_grad)
+    return _like("ones_like", a, dtype, device, requires_grad)
 
 
-def empty_like(x, dtype=None, device=None, requires_grad=False):
-    """An uninitialised tensor shaped like ``x``.
+def empty_like(a, dtype=None, *, device=None, requires_grad=False):
+    """An uninitialised tensor shaped like ``a``.
 
     Examples
     --------
@@ -398,15 +408,15 @@ def empty_like(x, dtype=None, device=None, requires_grad=False):
     >>> ndgrad.empty_like(ndgrad.zeros(2, 2)).shape
     (2, 2)
     """
-    return _like("empty_like", x, dtype, device, requires_grad)
+    return _like("empty_like", a, dtype, device, requires_grad)
 
 
-def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
-    """``fill_value`` with the shape (and by default dtype and device) of ``x``.
+def full_like(a, fill_value, dtype=None, *, device=None, requires_grad=False):
+    """``fill_value`` with the shape (and by default dtype and device) of ``a``.
 
     A Tensor ``fill_value`` (or a list holding tensors) is differentiable, as in :func:`full`:
     its gradient is the cotangent summed over the broadcast dimensions (it is cast to the
-    dtype of ``x`` unless ``dtype`` is given, as NumPy's ``full_like`` casts its value).
+    dtype of ``a`` unless ``dtype`` is given, as NumPy's ``full_like`` casts its value).
 
     Examples
     --------
@@ -421,11 +431,11 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
     if type(fill_value) in (list, tuple) and holds_tensor(fill_value):
         fill_value = stack_nested(fill_value, "full_like")
     if isinstance(fill_value, Tensor):
-        if not isinstance(x, Tensor):
-            x = asarray(x)
-        return _filled(fill_value, tuple(x.shape), x.dtype if dtype is None else dtype,
-                       x.device if device is None else device, requires_grad, "full_like")
-    return _like("full_like", x, dtype, device, requires_grad, fill_value)
+        if not isinstance(a, Tensor):
+            a = asarray(a)
+        return _filled(fill_value, tuple(a.shape), a.dtype if dtype is None else dtype,
+                       a.device if device is None else device, requires_grad, "full_like")
+    return _like("full_like", a, dtype, device, requires_grad, fill_value)
 
 
 def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -465,8 +475,8 @@ def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
                                   dtype=_dtype_or_default(dtype)), requires_grad)
 
 
-def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
-    """The ``n x m`` identity (ones on diagonal ``k``).
+def eye(N, M=None, k=0, *, dtype=None, device=None, requires_grad=False):
+    """The ``N x M`` identity (ones on diagonal ``k``).
 
     Examples
     --------
@@ -477,7 +487,7 @@ def eye(n, m=None, k=0, *, dtype=None, device=None, requires_grad=False):
     """
     B, device = _placed(device)
     with B.on(device):
-        return finish(B.eye(n, m, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
+        return finish(B.eye(N, M, k=k, dtype=_dtype_or_default(dtype)), requires_grad)
 
 
 def manual_seed(seed):
