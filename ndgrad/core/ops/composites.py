@@ -192,10 +192,10 @@ def _diff_sample(d):
 
 
 @defcomposite(kind=SHAPE, domain=Domain((-2.0, 2.0), complex=True), sample=_diff_sample)
-def diff(F, x, *, axis=-1, n=1, prepend=None, append=None):
-    """The ``n``-th forward difference along ``axis``: ``x[1:] - x[:-1]``, ``n`` times
+def diff(F, a, *, axis=-1, n=1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``axis``: ``a[1:] - a[:-1]``, ``n`` times
     (NumPy's ``diff``; the array API's signature). ``prepend``/``append`` (tensors that
-    match ``x`` off ``axis``, or numbers) are joined to ``x`` first; all are differentiable.
+    match ``a`` off ``axis``, or numbers) are joined to ``a`` first; all are differentiable.
 
     Examples
     --------
@@ -207,30 +207,30 @@ def diff(F, x, *, axis=-1, n=1, prepend=None, append=None):
     """
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
-    ndim = len(x.shape)
+    ndim = len(a.shape)
     if ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
     axis = axis + ndim if axis < 0 else axis
     if not 0 <= axis < ndim:
         raise ValueError(f"diff: axis {axis} is out of bounds for a {ndim}-D tensor")
     if n == 0:
-        return x  # (as NumPy: prepend and append are not joined either)
-    side = list(x.shape)
+        return a  # (as NumPy: prepend and append are not joined either)
+    side = list(a.shape)
     side[axis] = 1
 
-    def joined(v):  # a number or 0-d tensor spreads over x's shape off the axis
+    def joined(v):  # a number or 0-d tensor spreads over a's shape off the axis
         if hasattr(v, "shape") and len(v.shape) > 0:
             return v
         if hasattr(v, "shape"):
             return F.broadcast_to(v, tuple(side))
-        return F.zeros(tuple(side), dtype=x.dtype, like=x) + v
+        return F.zeros(tuple(side), dtype=a.dtype, like=a) + v
 
-    parts = [joined(v) if v is not x else v for v in (prepend, x, append) if v is not None]
+    parts = [joined(v) if v is not a else v for v in (prepend, a, append) if v is not None]
     if len(parts) > 1:
-        x = F.concat(parts, axis=axis)
+        a = F.concat(parts, axis=axis)
     for _ in range(n):
-        length = x.shape[axis]
+        length = a.shape[axis]
         hi = (slice(None),) * axis + (slice(1, length),)
         lo = (slice(None),) * axis + (slice(0, length - 1),)
-        x = x[hi] - x[lo]
-    return x
+        a = a[hi] - a[lo]
+    return a

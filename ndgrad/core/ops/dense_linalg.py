@@ -771,7 +771,11 @@ def _sample_solve_triangular(d):
     return (a, b), kw
 
 
-@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_solve_triangular, namespace="linalg")
+@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_solve_triangular, namespace="linalg",
+       notes={"signature": (
+           "PyTorch's torch.linalg.solve_triangular keywords, ``upper`` (required), ``left`` "
+           "and ``unitriangular``: a and b bind as SciPy's, SciPy's trans, lower, "
+           "unit_diagonal are not taken (by position or name: a TypeError)")})
 def solve_triangular(B, a, b, *, upper, left=True, unitriangular=False):
     """Solve a triangular system: ``a @ x = b`` (``left=True``) or ``x @ a = b``.
 
@@ -1010,7 +1014,15 @@ def _pinv_jvp(F, tangents, out, a, rtol=None, hermitian=False):
     return t1 + t2 + t3
 
 
-@defop(kind=LINALG, domain=ANY, sample=_sample_pinv, namespace="linalg")
+# (Note [Signatures are NumPy's] in tests/test_signatures.py)
+_PINV_SIGNATURE = (
+    "``rtol`` at NumPy's position of rcond, with its meaning (a cut-off relative to the "
+    "largest singular value; NumPy 2 takes either name, rcond= is accepted here too), but the "
+    "array API's default max(m, n) eps, not NumPy's 1e-15")
+
+
+@defop(kind=LINALG, domain=ANY, sample=_sample_pinv, namespace="linalg",
+       kwarg_aliases={"rcond": "rtol"}, notes={"signature": _PINV_SIGNATURE})
 def pinv(B, a, rtol=None, hermitian=False):
     """Moore-Penrose pseudo-inverse, from the singular value decomposition.
 
@@ -1019,7 +1031,8 @@ def pinv(B, a, rtol=None, hermitian=False):
     a : Tensor, shape (..., m, n)
     rtol : float, optional
         Singular values at or below ``rtol * largest singular value`` are treated as zero.
-        Default ``max(m, n) * eps`` of the dtype (the array API's default).
+        Default ``max(m, n) * eps`` of the dtype (the array API's default). NumPy's name
+        ``rcond`` is accepted too (by position, as here, or as ``rcond=``).
     hermitian : bool
         ``a`` is Hermitian (real symmetric): the faster eigendecomposition is used. Its
         Hermitian part ``(a + a^H) / 2`` is then what is pseudo-inverted (Note [Functions
@@ -1075,19 +1088,19 @@ def _sample_matrix_rank(d):
 
 @defop(kind=LINALG, domain=ANY, differentiable=False, sample=_sample_matrix_rank,
        namespace="linalg")
-def matrix_rank(B, a, tol=None, hermitian=False, *, rtol=None):
+def matrix_rank(B, A, tol=None, hermitian=False, *, rtol=None):
     """Numerical rank: the number of singular values above a tolerance.
 
     Not differentiable (an integer). NumPy's signature and defaults.
 
     Parameters
     ----------
-    a : Tensor, shape (..., m, n)
+    A : Tensor, shape (..., m, n)
         A matrix or a stack of matrices (1-D input is refused, unlike NumPy's legacy rule).
     tol : float, optional
         Absolute threshold: singular values at or below it count as zero.
     hermitian : bool
-        ``a`` is Hermitian: its eigenvalues' moduli are used (faster).
+        ``A`` is Hermitian: its eigenvalues' moduli are used (faster).
     rtol : float, optional, keyword-only
         Relative threshold (times the largest singular value); default
         ``max(m, n) * eps``. Give ``tol`` or ``rtol``, not both.
@@ -1102,10 +1115,10 @@ def matrix_rank(B, a, tol=None, hermitian=False, *, rtol=None):
     >>> ndgrad.linalg.matrix_rank(ndgrad.tensor([[1.0, 2.0], [2.0, 4.0]]))
     tensor(1)
     """
-    _check_matrix("matrix_rank", a)
+    _check_matrix("matrix_rank", A)
     if tol is not None and rtol is not None:
         raise ValueError("matrix_rank: give `tol` (absolute) or `rtol` (relative), not both")
-    return B.asarray(B.linalg.matrix_rank(a, tol=tol, hermitian=hermitian, rtol=rtol),
+    return B.asarray(B.linalg.matrix_rank(A, tol=tol, hermitian=hermitian, rtol=rtol),
                      dtype=B.int64)
 
 

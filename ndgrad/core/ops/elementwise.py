@@ -522,8 +522,8 @@ abs.defjvp(_abs_jvp)
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
-def real(B, x):
-    """Real part, elementwise (``x`` itself for real ``x``; a view of a complex ``x``).
+def real(B, val):
+    """Real part, elementwise (``val`` itself for real ``val``; a view of a complex ``val``).
 
     Examples
     --------
@@ -531,7 +531,7 @@ def real(B, x):
     >>> ndgrad.real(ndgrad.tensor([1 + 2j, 3 - 1j]))
     tensor([1., 3.])
     """
-    return B.real(x)
+    return B.real(val)
 
 
 # real(z) = (z + conj z)/2: the cotangent comes back as g (+ 0j); the engine casts it
@@ -557,9 +557,9 @@ def _imag_vjp(F, g, out, x):
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
-def imag(B, x):
-    """Imaginary part, elementwise (zeros for real ``x``, as NumPy; a view of a complex
-    ``x``).
+def imag(B, val):
+    """Imaginary part, elementwise (zeros for real ``val``, as NumPy; a view of a complex
+    ``val``).
 
     Examples
     --------
@@ -567,9 +567,9 @@ def imag(B, x):
     >>> ndgrad.imag(ndgrad.tensor([1 + 2j, 3 - 1j]))
     tensor([ 2., -1.])
     """
-    if getattr(x, "dtype", None) is not None and x.dtype.kind != "c":
-        return B.zeros_like(x)  # a writeable array (NumPy's imag of a real array is not)
-    return B.imag(x)
+    if getattr(val, "dtype", None) is not None and val.dtype.kind != "c":
+        return B.zeros_like(val)  # a writeable array (NumPy's imag of a real array is not)
+    return B.imag(val)
 
 
 imag.defvjp(_imag_vjp)
@@ -1130,13 +1130,13 @@ def _round_sample(d):
 
 @defop(kind=ELEMENTWISE, domain=Domain((-3.0, 3.0)), sample=_round_sample,
        inplace_method="round_", piecewise_constant=True)
-def round(B, x, decimals=0):
+def round(B, a, decimals=0):
     """Round to ``decimals`` decimal places, halves to even (NumPy's rule; PyTorch's too).
     Zero gradient.
 
     Parameters
     ----------
-    x : tensor
+    a : tensor
     decimals : int
         Number of decimal places (negative: to the left of the point).
 
@@ -1148,7 +1148,7 @@ def round(B, x, decimals=0):
     >>> ndgrad.round(ndgrad.tensor([1.234, -5.678]), decimals=1)
     tensor([ 1.2, -5.7])
     """
-    return B.round(x, decimals=decimals)
+    return B.round(a, decimals=decimals)
 
 
 
@@ -1319,14 +1319,21 @@ where.deftaylor("linear")  # (linear in x and y for a fixed condition)
 where.defsparsity("where")
 
 
-def _clip_args(x, min=None, max=None, *, a_min=None, a_max=None):
-    """Every array input positional (``min``/``max`` may be tensors, scalars or None);
-    NumPy's ``a_min``/``a_max`` spellings are accepted too."""
-    if a_min is not None:
-        min = a_min
-    if a_max is not None:
-        max = a_max
-    return (x, min, max), {}
+def _clip_args(a, a_min=None, a_max=None, *, min=None, max=None):
+    """Every array input positional (the bounds may be tensors, scalars or None), with
+    NumPy's signature: ``a_min``/``a_max`` by position or name, or the array API's (and
+    PyTorch's) ``min``/``max`` by name."""
+    if min is not None:
+        if a_min is not None:
+            raise TypeError("ndgrad.clip: the lower bound was given twice, as a_min and as "
+                            "min=; give one")
+        a_min = min
+    if max is not None:
+        if a_max is not None:
+            raise TypeError("ndgrad.clip: the upper bound was given twice, as a_max and as "
+                            "max=; give one")
+        a_max = max
+    return (a, a_min, a_max), {}
 
 
 def _clip_vjp_x(F, g, out, x, min, max):
@@ -1369,20 +1376,22 @@ def _clip_sample(d):
 
 @defop(kind=ELEMENTWISE, nin=3, domain=Domain((-2.0, 2.0)), sample=_clip_sample,
        inplace_method=["clip_", "clamp_"])
-def clip(B, x, min=None, max=None):
-    """Clamp ``x`` elementwise to ``[min, max]``. Alias: ``clamp``.
+def clip(B, a, a_min=None, a_max=None):
+    """Clamp ``a`` elementwise to ``[a_min, a_max]``. Alias: ``clamp``.
 
     Parameters
     ----------
-    x : tensor
-    min, max : tensor, scalar or None
-        Bounds, broadcasting with ``x``; None leaves that side unbounded. Tensor bounds are
-        differentiable (as in PyTorch's ``clamp``). Where ``min > max`` the result is ``max``.
+    a : tensor
+    a_min, a_max : tensor, scalar or None
+        Bounds, broadcasting with ``a``; None leaves that side unbounded. Tensor bounds are
+        differentiable (as in PyTorch's ``clamp``). Where ``a_min > a_max`` the result is
+        ``a_max``. NumPy's names; the array API's (and PyTorch's) ``min=`` and ``max=`` are
+        accepted by keyword too.
 
     Notes
     -----
-    ``x`` gets the gradient on the closed interval ``min <= x <= max``; a bound gets it where
-    it is the result (as PyTorch).
+    ``a`` gets the gradient on the closed interval ``a_min <= a <= a_max``; a bound gets it
+    where it is the result (as PyTorch).
 
     Examples
     --------
@@ -1397,9 +1406,9 @@ def clip(B, x, min=None, max=None):
     >>> ndgrad.clamp(ndgrad.tensor([-2.0, 3.0]), min=0.0)
     tensor([0., 3.])
     """
-    if min is None and max is None:
-        return B.copy(x)
-    return B.clip(x, min, max)
+    if a_min is None and a_max is None:
+        return B.copy(a)
+    return B.clip(a, a_min, a_max)
 
 
 clip.defvjp(_clip_vjp_x, _clip_vjp_min, _clip_vjp_max)

@@ -268,33 +268,33 @@ def _sample_tensordot(d):
 
 
 @defop(kind=LINALG, nin=2, domain=ANY, method=False, sample=_sample_tensordot)
-def tensordot(B, x, y, axes=2):
-    """Contract ``x`` and ``y`` over the given axes (NumPy's ``tensordot``).
+def tensordot(B, a, b, axes=2):
+    """Contract ``a`` and ``b`` over the given axes (NumPy's ``tensordot``).
 
     Parameters
     ----------
-    x, y : Tensor
+    a, b : Tensor
     axes : int or (sequence, sequence)
-        An int ``N`` contracts the last ``N`` axes of ``x`` with the first ``N`` of ``y``;
-        a pair lists the axes of ``x`` and of ``y`` to contract, in matching order.
+        An int ``N`` contracts the last ``N`` axes of ``a`` with the first ``N`` of ``b``;
+        a pair lists the axes of ``a`` and of ``b`` to contract, in matching order.
 
     Returns
     -------
     Tensor
-        The free axes of ``x`` followed by the free axes of ``y``.
+        The free axes of ``a`` followed by the free axes of ``b``.
 
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
-    >>> y = ndgrad.ones(3, 2)
-    >>> ndgrad.tensordot(x, y, axes=1)
+    >>> a = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    >>> b = ndgrad.ones(3, 2)
+    >>> ndgrad.tensordot(a, b, axes=1)
     tensor([[ 3.,  3.],
             [12., 12.]])
-    >>> ndgrad.tensordot(x, y, axes=([1, 0], [0, 1]))
+    >>> ndgrad.tensordot(a, b, axes=([1, 0], [0, 1]))
     tensor(15.)
     """
-    return B.tensordot(x, y, axes=axes)
+    return B.tensordot(a, b, axes=axes)
 
 
 tensordot.defvjp(_tensordot_vjp_x, _tensordot_vjp_y)
@@ -345,7 +345,7 @@ def _sample_vecdot(d):
 
 
 @defop(kind=LINALG, nin=2, domain=ANY, method=False, sample=_sample_vecdot)
-def vecdot(B, x1, x2, axis=-1):
+def vecdot(B, x1, x2, *, axis=-1):
     """Dot product of vectors along ``axis``: ``sum(conj(x1) * x2, axis)``, broadcasting the
     other dimensions (array-API ``vecdot``).
 
@@ -404,8 +404,8 @@ def _sample_outer(d):
 
 
 @defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_outer)
-def outer(B, x, y):
-    """Outer product ``out[i, j] = x[i] * y[j]`` (inputs of more than one dimension are
+def outer(B, a, b):
+    """Outer product ``out[i, j] = a[i] * b[j]`` (inputs of more than one dimension are
     flattened, as NumPy's ``outer``).
 
     Examples
@@ -415,7 +415,7 @@ def outer(B, x, y):
     tensor([[  1.,  10., 100.],
             [  2.,  20., 200.]])
     """
-    return B.outer(x, y)
+    return B.outer(a, b)
 
 
 outer.defvjp(lambda F, g, out, x, y: F.reshape(F.matmul(g, F.conj(_flat(F, y))), x.shape),
@@ -707,13 +707,13 @@ def _trace_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_diag)
-def trace(B, x, offset=0, axis1=0, axis2=1):
-    """Sum along a diagonal (NumPy's ``trace``): ``sum_i x[..., i, ..., i + offset, ...]``
+def trace(B, a, offset=0, axis1=0, axis2=1):
+    """Sum along a diagonal (NumPy's ``trace``): ``sum_i a[..., i, ..., i + offset, ...]``
     over the axes ``axis1`` and ``axis2``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         At least 2-D.
     offset : int
         Diagonal offset: positive above the main diagonal, negative below.
@@ -723,13 +723,13 @@ def trace(B, x, offset=0, axis1=0, axis2=1):
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
-    >>> ndgrad.trace(x)
+    >>> a = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
+    >>> ndgrad.trace(a)
     tensor(12.)
-    >>> ndgrad.trace(x, offset=1)
+    >>> ndgrad.trace(a, offset=1)
     tensor(6.)
     """
-    return B.trace(x, offset=offset, axis1=axis1, axis2=axis2)
+    return B.trace(a, offset=offset, axis1=axis1, axis2=axis2)
 
 
 trace.defvjp(_trace_vjp)
@@ -760,13 +760,13 @@ def _diagonal_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_diag)
-def diagonal(B, x, offset=0, axis1=0, axis2=1):
+def diagonal(B, a, offset=0, axis1=0, axis2=1):
     """A diagonal (NumPy's ``diagonal``): the axes ``axis1`` and ``axis2`` are removed and
-    the diagonal ``x[..., i, ..., i + offset, ...]`` becomes the last axis.
+    the diagonal ``a[..., i, ..., i + offset, ...]`` becomes the last axis.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         At least 2-D.
     offset : int
         Diagonal offset: positive above the main diagonal, negative below.
@@ -776,14 +776,14 @@ def diagonal(B, x, offset=0, axis1=0, axis2=1):
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
-    >>> ndgrad.diagonal(x)
+    >>> a = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    >>> ndgrad.diagonal(a)
     tensor([0., 4.])
-    >>> ndgrad.diagonal(x, offset=1)
+    >>> ndgrad.diagonal(a, offset=1)
     tensor([1., 5.])
     """
     # NumPy returns a read-only view; a copy keeps in-place operations on the result valid
-    return B.diagonal(x, offset=offset, axis1=axis1, axis2=axis2).copy()
+    return B.diagonal(a, offset=offset, axis1=axis1, axis2=axis2).copy()
 
 
 diagonal.defvjp(_diagonal_vjp)

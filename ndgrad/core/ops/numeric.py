@@ -541,7 +541,14 @@ def _quantile_args(who, out, weights, interpolation):
                         "method='linear' (the default)")
 
 
-@defcomposite(kind=REDUCTION, domain=_ANY, method=False, sample=_sample_quantile)
+# (Note [Signatures are NumPy's] in tests/test_signatures.py)
+_INTERPOLATION = {"signature": (
+    "``interpolation``: NumPy's former name of method= (gone from NumPy 2.4), accepted only to "
+    "say so in a TypeError")}
+
+
+@defcomposite(kind=REDUCTION, domain=_ANY, method=False, sample=_sample_quantile,
+              notes=_INTERPOLATION)
 def nanquantile(F, a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None, interpolation=None):
     """The ``q``-th quantiles (``q`` in [0, 1], a number or a 1-D sequence) of the non-NaN
@@ -568,7 +575,8 @@ def nanquantile(F, a, q, axis=None, out=None, overwrite_input=False, method="lin
     return _nan_quantiles(F, a, qs, scalar, axis, keepdims, method, "nanquantile")
 
 
-@defcomposite(kind=REDUCTION, domain=_ANY, method=False, sample=_sample_percentile)
+@defcomposite(kind=REDUCTION, domain=_ANY, method=False, sample=_sample_percentile,
+              notes=_INTERPOLATION)
 def nanpercentile(F, a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None, interpolation=None):
     """The ``q``-th percentiles (``q`` in [0, 100]) of the non-NaN elements of ``a``:

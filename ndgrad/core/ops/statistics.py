@@ -95,7 +95,7 @@ def _sample_quantile(d):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY, sample=_sample_quantile)
-def quantile(F, a, q, axis=None, keepdims=False, *, method="linear"):
+def quantile(F, a, q, axis=None, *, keepdims=False, method="linear"):
     """The ``q``-th quantiles of ``a`` over ``axis`` (all elements by default), linearly
     interpolated (NumPy's default method).
 
@@ -121,7 +121,7 @@ def _sample_percentile(d):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY, sample=_sample_percentile)
-def percentile(F, a, q, axis=None, keepdims=False, *, method="linear"):
+def percentile(F, a, q, axis=None, *, keepdims=False, method="linear"):
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``: :func:`quantile` of ``q/100``.
 
     Examples
@@ -137,7 +137,7 @@ def percentile(F, a, q, axis=None, keepdims=False, *, method="linear"):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
-def median(F, a, axis=None, keepdims=False):
+def median(F, a, axis=None, *, keepdims=False):
     """The median of ``a`` over ``axis`` (the mean of the two middle values for an even
     count, as NumPy's; PyTorch's ``median`` takes the lower one).
 
@@ -157,7 +157,7 @@ def median(F, a, axis=None, keepdims=False):
 
 # ------------------------------------------------------------------------- NaN-ignoring
 @defcomposite(kind=REDUCTION, domain=_ANYC)
-def nansum(F, a, axis=None, keepdims=False):
+def nansum(F, a, axis=None, *, keepdims=False):
     """Sum over ``axis`` treating NaNs as zero (their gradient is zero).
 
     Examples
@@ -181,7 +181,7 @@ def _non_nan(F, a, axis, keepdims):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANYC)
-def nanmean(F, a, axis=None, keepdims=False):
+def nanmean(F, a, axis=None, *, keepdims=False):
     """Mean over ``axis`` of the elements that are not NaN (NaN where all are).
 
     Examples
@@ -203,7 +203,7 @@ def _nan_extremum(F, a, axis, keepdims, target, neutral):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
-def nanmax(F, a, axis=None, keepdims=False):
+def nanmax(F, a, axis=None, *, keepdims=False):
     """Maximum over ``axis`` ignoring NaNs (NaN where all are).
 
     Examples
@@ -216,7 +216,7 @@ def nanmax(F, a, axis=None, keepdims=False):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
-def nanmin(F, a, axis=None, keepdims=False):
+def nanmin(F, a, axis=None, *, keepdims=False):
     """Minimum over ``axis`` ignoring NaNs (NaN where all are).
 
     Examples
@@ -229,7 +229,7 @@ def nanmin(F, a, axis=None, keepdims=False):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANY)
-def ptp(F, a, axis=None, keepdims=False):
+def ptp(F, a, axis=None, *, keepdims=False):
     """Range (peak to peak) over ``axis``: ``max - min``.
 
     Examples
@@ -485,7 +485,7 @@ def _sample_nan_moment(d):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_nan_moment)
-def nanvar(F, a, axis=None, ddof=0, keepdims=False):
+def nanvar(F, a, axis=None, *, ddof=0, keepdims=False):
     """Variance over ``axis`` of the elements that are not NaN, divided by ``count - ddof``.
 
     Examples
@@ -498,7 +498,7 @@ def nanvar(F, a, axis=None, ddof=0, keepdims=False):
 
 
 @defcomposite(kind=REDUCTION, domain=_ANYC, sample=_sample_nan_moment)
-def nanstd(F, a, axis=None, ddof=0, keepdims=False):
+def nanstd(F, a, axis=None, *, ddof=0, keepdims=False):
     """Standard deviation over ``axis`` of the elements that are not NaN (computed, as
     :func:`std`, without under- or overflow at tiny or huge spreads, with a zero gradient
     where the variance is 0).
