@@ -300,15 +300,15 @@ _AXIS_ALIAS = {"dim": "axis"}
 
 
 @defop(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(), kwarg_aliases=_AXES_ALIAS)
-def fftn(B, x, s=None, axes=None, norm=None):
+def fftn(B, a, s=None, axes=None, norm=None):
     """N-dimensional discrete Fourier transform (NumPy's ``numpy.fft.fftn``).
 
-    Differentiable in ``x`` (the transform is linear: the gradient is the adjoint, an
+    Differentiable in ``a`` (the transform is linear: the gradient is the adjoint, an
     inverse transform with the dual normalization).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real or complex input.
     s : sequence of ints, optional
         Transform length along each axis of ``axes``: the input is cropped or zero-padded to
@@ -323,35 +323,35 @@ def fftn(B, x, s=None, axes=None, norm=None):
     Returns
     -------
     Tensor
-        Complex; the shape of ``x`` with ``s`` along ``axes``.
+        Complex; the shape of ``a`` with ``s`` along ``axes``.
 
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    >>> ndgrad.fft.fftn(x)
+    >>> a = ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> ndgrad.fft.fftn(a)
     tensor([[10.+0.j, -2.+0.j],
             [-4.+0.j,  0.+0.j]], grad_fn=<FftFftnBackward0>)
-    >>> ndgrad.fft.fftn(x, norm="ortho").abs().square().sum().backward()
-    >>> x.grad                       # Parseval: the sum of |X|^2 equals the sum of |x|^2
+    >>> ndgrad.fft.fftn(a, norm="ortho").abs().square().sum().backward()
+    >>> a.grad                       # Parseval: the sum of |X|^2 equals the sum of |a|^2
     tensor([[2., 4.],
             [6., 8.]])
     """
-    s, axes = _plan("fftn", x.shape, s, axes, norm)
-    if not axes:  # nothing to transform (NumPy would return x itself): a complex copy
-        return B.astype(x, B.result_type(x.dtype, B.complex64))
-    return B.fft.fftn(x, s=s, axes=axes, norm=norm)
+    s, axes = _plan("fftn", a.shape, s, axes, norm)
+    if not axes:  # nothing to transform (NumPy would return ``a`` itself): a complex copy
+        return B.astype(a, B.result_type(a.dtype, B.complex64))
+    return B.fft.fftn(a, s=s, axes=axes, norm=norm)
 
 
 @defop(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(), kwarg_aliases=_AXES_ALIAS)
-def ifftn(B, x, s=None, axes=None, norm=None):
+def ifftn(B, a, s=None, axes=None, norm=None):
     """N-dimensional inverse discrete Fourier transform (NumPy's ``numpy.fft.ifftn``).
 
-    Differentiable in ``x``. ``ifftn(fftn(x)) == x`` for the same ``norm``.
+    Differentiable in ``a``. ``ifftn(fftn(a)) == a`` for the same ``norm``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real or complex input.
     s : sequence of ints, optional
         Transform length along each axis of ``axes`` (crop or zero-pad; -1 keeps the
@@ -365,7 +365,7 @@ def ifftn(B, x, s=None, axes=None, norm=None):
     Returns
     -------
     Tensor
-        Complex; the shape of ``x`` with ``s`` along ``axes``.
+        Complex; the shape of ``a`` with ``s`` along ``axes``.
 
     Examples
     --------
@@ -374,10 +374,10 @@ def ifftn(B, x, s=None, axes=None, norm=None):
     tensor([[1.+0.j, 1.+0.j],
             [1.+0.j, 1.+0.j]])
     """
-    s, axes = _plan("ifftn", x.shape, s, axes, norm)
-    if not axes:  # nothing to transform (NumPy would return x itself): a complex copy
-        return B.astype(x, B.result_type(x.dtype, B.complex64))
-    return B.fft.ifftn(x, s=s, axes=axes, norm=norm)
+    s, axes = _plan("ifftn", a.shape, s, axes, norm)
+    if not axes:  # nothing to transform (NumPy would return ``a`` itself): a complex copy
+        return B.astype(a, B.result_type(a.dtype, B.complex64))
+    return B.fft.ifftn(a, s=s, axes=axes, norm=norm)
 
 
 # The rules read only x.shape: a node saves no input (Note [What a node saves]).
@@ -405,16 +405,16 @@ ifftn.defjvp_linear()
 # ----------------------------------------------------------------------------- rfftn / irfftn
 @defop(kind=LINALG, namespace=FFT, domain=REAL, sample=_sampler(real="r2c"),
        kwarg_aliases=_AXES_ALIAS)
-def rfftn(B, x, s=None, axes=None, norm=None):
+def rfftn(B, a, s=None, axes=None, norm=None):
     """N-dimensional discrete Fourier transform of a real input (``numpy.fft.rfftn``).
 
     The last axis of ``axes`` keeps only the ``n // 2 + 1`` non-negative frequencies (the
     others are their complex conjugates); the other axes are transformed in full.
-    Differentiable in ``x``; the gradient is real.
+    Differentiable in ``a``; the gradient is real.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real input (a complex one raises TypeError: use :func:`ndgrad.fft.fftn`).
     s : sequence of ints, optional
         Transform length along each axis of ``axes`` (crop or zero-pad the input; -1 keeps
@@ -437,24 +437,24 @@ def rfftn(B, x, s=None, axes=None, norm=None):
     tensor([[10.+0.j, -2.+2.j, -2.+0.j],
             [10.+0.j, -2.+2.j, -2.+0.j]])
     """
-    _check_real("rfftn", x, "fftn")
-    s, axes = _plan("rfftn", x.shape, s, axes, norm, real="r2c")
-    return B.fft.rfftn(x, s=s, axes=axes, norm=norm)
+    _check_real("rfftn", a, "fftn")
+    s, axes = _plan("rfftn", a.shape, s, axes, norm, real="r2c")
+    return B.fft.rfftn(a, s=s, axes=axes, norm=norm)
 
 
 @defop(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(real="c2r"),
        kwarg_aliases=_AXES_ALIAS)
-def irfftn(B, x, s=None, axes=None, norm=None):
+def irfftn(B, a, s=None, axes=None, norm=None):
     """Inverse of :func:`ndgrad.fft.rfftn`: a real signal from its half spectrum
     (``numpy.fft.irfftn``).
 
     The last axis of ``axes`` holds the non-negative frequencies of a Hermitian-symmetric
     spectrum; the imaginary parts of its zero (and, for an even length, Nyquist) bins do not
-    enter the result, and their gradient is zero. Differentiable in ``x``.
+    enter the result, and their gradient is zero. Differentiable in ``a``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Complex (or real) half spectrum.
     s : sequence of ints, optional
         Output length along each axis of ``axes``; along ``axes[-1]`` the input is cropped or
@@ -470,7 +470,7 @@ def irfftn(B, x, s=None, axes=None, norm=None):
     Returns
     -------
     Tensor
-        Real, of the shape of ``x`` with ``s`` along ``axes``.
+        Real, of the shape of ``a`` with ``s`` along ``axes``.
 
     Examples
     --------
@@ -482,8 +482,8 @@ def irfftn(B, x, s=None, axes=None, norm=None):
     tensor([[1., 2., 3.],
             [4., 5., 6.]])
     """
-    s, axes = _plan("irfftn", x.shape, s, axes, norm, real="c2r")
-    return B.fft.irfftn(x, s=s, axes=axes, norm=norm)
+    s, axes = _plan("irfftn", a.shape, s, axes, norm, real="c2r")
+    return B.fft.irfftn(a, s=s, axes=axes, norm=norm)
 
 
 def _rfftn_vjp(F, g, out, x, s=None, axes=None, norm=None):
@@ -516,16 +516,16 @@ del _op
 # ----------------------------------------------------------------------------- 1-D transforms
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler_1d(),
               kwarg_aliases=_AXIS_ALIAS)
-def fft(F, x, n=None, axis=-1, norm=None):
+def fft(F, a, n=None, axis=-1, norm=None):
     """One-dimensional discrete Fourier transform (NumPy's ``numpy.fft.fft``).
 
-    ``out[k] = sum_j x[j] exp(-2 pi i j k / n)``, scaled by ``norm``. Differentiable in
-    ``x``: the gradient of a linear map is its adjoint, here ``n * ifft(g)`` for the default
+    ``out[k] = sum_j a[j] exp(-2 pi i j k / n)``, scaled by ``norm``. Differentiable in
+    ``a``: the gradient of a linear map is its adjoint, here ``n * ifft(g)`` for the default
     norm (PyTorch's convention for complex gradients).
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real or complex input.
     n : int, optional
         Transform length: the input is cropped or zero-padded to it along ``axis`` (its
@@ -544,32 +544,32 @@ def fft(F, x, n=None, axis=-1, norm=None):
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
-    >>> X = ndgrad.fft.fft(x)
+    >>> a = ndgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    >>> X = ndgrad.fft.fft(a)
     >>> X
     tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j], grad_fn=<FftFftnBackward0>)
     >>> X.abs().square().sum().backward()
-    >>> x.grad                             # 2 n x
+    >>> a.grad                             # 2 n a
     tensor([ 8., 16., 24., 32.])
     >>> ndgrad.fft.fft(ndgrad.tensor([1.0, 2.0]), n=4)     # zero-padded
     tensor([ 3.+0.j,  1.-2.j, -1.+0.j,  1.+2.j])
     """
-    s, axes = _one_axis("fft", x, n, axis)
+    s, axes = _one_axis("fft", a, n, axis)
     _check_norm("fft", norm)
-    return F.fft.fftn(x, s=s, axes=axes, norm=norm)
+    return F.fft.fftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler_1d(),
               kwarg_aliases=_AXIS_ALIAS)
-def ifft(F, x, n=None, axis=-1, norm=None):
+def ifft(F, a, n=None, axis=-1, norm=None):
     """One-dimensional inverse discrete Fourier transform (NumPy's ``numpy.fft.ifft``).
 
-    ``out[j] = sum_k x[k] exp(2 pi i j k / n)``, scaled by ``1/n`` for the default norm;
-    ``ifft(fft(x)) == x`` for the same ``norm``. Differentiable in ``x``.
+    ``out[j] = sum_k a[k] exp(2 pi i j k / n)``, scaled by ``1/n`` for the default norm;
+    ``ifft(fft(a)) == a`` for the same ``norm``. Differentiable in ``a``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real or complex input.
     n : int, optional
         Transform length (crop or zero-pad along ``axis``). Default: the input's length.
@@ -590,24 +590,24 @@ def ifft(F, x, n=None, axis=-1, norm=None):
     >>> ndgrad.fft.ifft(ndgrad.tensor([10.0, -2 + 2j, -2.0, -2 - 2j]))
     tensor([1.+0.j, 2.+0.j, 3.+0.j, 4.+0.j])
     """
-    s, axes = _one_axis("ifft", x, n, axis)
+    s, axes = _one_axis("ifft", a, n, axis)
     _check_norm("ifft", norm)
-    return F.fft.ifftn(x, s=s, axes=axes, norm=norm)
+    return F.fft.ifftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=REAL, sample=_sampler_1d(real="r2c"),
               kwarg_aliases=_AXIS_ALIAS)
-def rfft(F, x, n=None, axis=-1, norm=None):
+def rfft(F, a, n=None, axis=-1, norm=None):
     """Discrete Fourier transform of a real input, non-negative frequencies only
     (NumPy's ``numpy.fft.rfft``).
 
     The ``n // 2 + 1`` bins returned determine the others (``X[n - k] = conj(X[k])``).
-    Differentiable in ``x``; the gradient is real and counts each bin that has a mirror
+    Differentiable in ``a``; the gradient is real and counts each bin that has a mirror
     (all but the zero frequency and, for even ``n``, the Nyquist one) once, as PyTorch does.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real input (a complex one raises TypeError: use :func:`ndgrad.fft.fft`).
     n : int, optional
         Transform length (crop or zero-pad along ``axis``). Default: the input's length.
@@ -624,33 +624,33 @@ def rfft(F, x, n=None, axis=-1, norm=None):
     Examples
     --------
     >>> import ndgrad
-    >>> x = ndgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
-    >>> X = ndgrad.fft.rfft(x)
+    >>> a = ndgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    >>> X = ndgrad.fft.rfft(a)
     >>> X
     tensor([10.+0.j, -2.+2.j, -2.+0.j], grad_fn=<FftRfftnBackward0>)
     >>> X.real.sum().backward()
-    >>> x.grad                      # Re(X0 + X1 + X2) = 3 x0 + x2
+    >>> a.grad                      # Re(X0 + X1 + X2) = 3 x0 + x2
     tensor([3., 0., 1., 0.])
     """
-    s, axes = _one_axis("rfft", x, n, axis)
+    s, axes = _one_axis("rfft", a, n, axis)
     _check_norm("rfft", norm)
-    _check_real("rfft", x, "fft")
-    return F.fft.rfftn(x, s=s, axes=axes, norm=norm)
+    _check_real("rfft", a, "fft")
+    return F.fft.rfftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler_1d(real="c2r"),
               kwarg_aliases=_AXIS_ALIAS)
-def irfft(F, x, n=None, axis=-1, norm=None):
+def irfft(F, a, n=None, axis=-1, norm=None):
     """Inverse of :func:`ndgrad.fft.rfft`: a real signal of length ``n`` from its
     non-negative frequencies (NumPy's ``numpy.fft.irfft``).
 
     The input is read as half of a Hermitian spectrum: the imaginary parts of the zero (and,
     for even ``n``, Nyquist) bins are ignored (their gradient is zero). Differentiable in
-    ``x``.
+    ``a``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Complex (or real) half spectrum.
     n : int, optional
         Output length; the input is cropped or zero-padded to ``n // 2 + 1`` bins. Default
@@ -672,28 +672,28 @@ def irfft(F, x, n=None, axis=-1, norm=None):
     >>> ndgrad.fft.irfft(X, n=5)
     tensor([1., 2., 3., 4., 5.])
     """
-    s, axes = _one_axis("irfft", x, n, axis)
+    s, axes = _one_axis("irfft", a, n, axis)
     _check_norm("irfft", norm)
-    if n is None and x.shape[axis] < 2:
+    if n is None and a.shape[axis] < 2:
         raise ValueError(f"irfft: the default output length 2 * (m - 1) is 0 for m = "
-                         f"{x.shape[axis]} input bin; give n")
-    return F.fft.irfftn(x, s=s, axes=axes, norm=norm)
+                         f"{a.shape[axis]} input bin; give n")
+    return F.fft.irfftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler_1d(real="c2r"),
               kwarg_aliases=_AXIS_ALIAS)
-def hfft(F, x, n=None, axis=-1, norm=None):
+def hfft(F, a, n=None, axis=-1, norm=None):
     """Transform of a signal with Hermitian symmetry, given by its first half: a real
     spectrum (NumPy's ``numpy.fft.hfft``).
 
-    ``hfft(x, n) == irfft(conj(x), n, norm=dual)``, where the dual of ``"backward"`` is
+    ``hfft(a, n) == irfft(conj(a), n, norm=dual)``, where the dual of ``"backward"`` is
     ``"forward"``: by default no scaling. Not complex-linear (it conjugates): the gradient
     follows PyTorch's convention for real-valued functions of complex inputs. Differentiable
-    in ``x``.
+    in ``a``.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Complex (or real) first half of a Hermitian signal.
     n : int, optional
         Output length. Default ``2 * (m - 1)`` for ``m`` input points.
@@ -714,26 +714,26 @@ def hfft(F, x, n=None, axis=-1, norm=None):
     >>> ndgrad.fft.hfft(ndgrad.tensor([1.0, 2j, 3.0]))
     tensor([ 4.,  2.,  4., -6.])
     """
-    s, axes = _one_axis("hfft", x, n, axis)
+    s, axes = _one_axis("hfft", a, n, axis)
     _check_norm("hfft", norm)
-    if n is None and x.shape[axis] < 2:
+    if n is None and a.shape[axis] < 2:
         raise ValueError(f"hfft: the default output length 2 * (m - 1) is 0 for m = "
-                         f"{x.shape[axis]} input point; give n")
-    return F.fft.irfftn(F.conj(x), s=s, axes=axes, norm=_DUAL[norm])
+                         f"{a.shape[axis]} input point; give n")
+    return F.fft.irfftn(F.conj(a), s=s, axes=axes, norm=_DUAL[norm])
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=REAL, sample=_sampler_1d(real="r2c"),
               kwarg_aliases=_AXIS_ALIAS)
-def ihfft(F, x, n=None, axis=-1, norm=None):
+def ihfft(F, a, n=None, axis=-1, norm=None):
     """Inverse of :func:`ndgrad.fft.hfft`: the first half of the Hermitian signal whose
-    transform is the real ``x`` (NumPy's ``numpy.fft.ihfft``).
+    transform is the real ``a`` (NumPy's ``numpy.fft.ihfft``).
 
-    ``ihfft(x, n) == conj(rfft(x, n, norm=dual))``: by default scaled by ``1/n``.
-    Differentiable in ``x``; the gradient is real.
+    ``ihfft(a, n) == conj(rfft(a, n, norm=dual))``: by default scaled by ``1/n``.
+    Differentiable in ``a``; the gradient is real.
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Real input (a complex one raises TypeError).
     n : int, optional
         Transform length (crop or zero-pad along ``axis``). Default: the input's length.
@@ -754,10 +754,10 @@ def ihfft(F, x, n=None, axis=-1, norm=None):
     >>> ndgrad.fft.ihfft(ndgrad.tensor([4.0, 2.0, 4.0, -6.0]))   # undoes hfft's example
     tensor([1.-0.j, 0.+2.j, 3.-0.j])
     """
-    s, axes = _one_axis("ihfft", x, n, axis)
+    s, axes = _one_axis("ihfft", a, n, axis)
     _check_norm("ihfft", norm)
-    _check_real("ihfft", x, "ifft")
-    return F.conj(F.fft.rfftn(x, s=s, axes=axes, norm=_DUAL[norm]))
+    _check_real("ihfft", a, "ifft")
+    return F.conj(F.fft.rfftn(a, s=s, axes=axes, norm=_DUAL[norm]))
 
 
 # ----------------------------------------------------------------------------- 2-D transforms
@@ -767,7 +767,7 @@ def _doc2(name, nd_name):
 
     Parameters
     ----------
-    x : Tensor
+    a : Tensor
         Input of at least two dimensions.
     s : sequence of ints, optional
         Transform lengths along ``axes``, as for :func:`ndgrad.fft.{nd_name}`.
@@ -786,31 +786,31 @@ def _doc2(name, nd_name):
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(two=True),
               kwarg_aliases=_AXES_ALIAS)
-def fft2(F, x, s=None, axes=(-2, -1), norm=None):
-    _plan("fft2", x.shape, s, axes, norm)  # errors in the caller's words
-    return F.fft.fftn(x, s=s, axes=axes, norm=norm)
+def fft2(F, a, s=None, axes=(-2, -1), norm=None):
+    _plan("fft2", a.shape, s, axes, norm)  # errors in the caller's words
+    return F.fft.fftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(two=True),
               kwarg_aliases=_AXES_ALIAS)
-def ifft2(F, x, s=None, axes=(-2, -1), norm=None):
-    _plan("ifft2", x.shape, s, axes, norm)
-    return F.fft.ifftn(x, s=s, axes=axes, norm=norm)
+def ifft2(F, a, s=None, axes=(-2, -1), norm=None):
+    _plan("ifft2", a.shape, s, axes, norm)
+    return F.fft.ifftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=REAL, sample=_sampler(real="r2c", two=True),
               kwarg_aliases=_AXES_ALIAS)
-def rfft2(F, x, s=None, axes=(-2, -1), norm=None):
-    _check_real("rfft2", x, "fft2")
-    _plan("rfft2", x.shape, s, axes, norm, real="r2c")
-    return F.fft.rfftn(x, s=s, axes=axes, norm=norm)
+def rfft2(F, a, s=None, axes=(-2, -1), norm=None):
+    _check_real("rfft2", a, "fft2")
+    _plan("rfft2", a.shape, s, axes, norm, real="r2c")
+    return F.fft.rfftn(a, s=s, axes=axes, norm=norm)
 
 
 @defcomposite(kind=LINALG, namespace=FFT, domain=COMPLEX, sample=_sampler(real="c2r", two=True),
               kwarg_aliases=_AXES_ALIAS)
-def irfft2(F, x, s=None, axes=(-2, -1), norm=None):
-    _plan("irfft2", x.shape, s, axes, norm, real="c2r")
-    return F.fft.irfftn(x, s=s, axes=axes, norm=norm)
+def irfft2(F, a, s=None, axes=(-2, -1), norm=None):
+    _plan("irfft2", a.shape, s, axes, norm, real="c2r")
+    return F.fft.irfftn(a, s=s, axes=axes, norm=norm)
 
 
 _EXAMPLES2 = {
