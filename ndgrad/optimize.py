@@ -104,8 +104,20 @@ def _result(res, x):
     return out
 
 
-def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
-             callback=None, constraints=()):
+def _derivatives_by_ndgrad(who, **given):
+    """Refuse SciPy's derivative arguments (``jac``, ``hess``, ``hessp``) other than None:
+    ndgrad computes them by differentiating ``fun`` (SciPy's ``jac=True``, ``fun`` returning
+    the gradient too, and its finite-difference names would be ignored or wrong here)."""
+    for name, value in given.items():
+        if value is not None:
+            raise TypeError(
+                f"ndgrad.optimize.{who}: {name}={value!r} is not supported: ndgrad computes "
+                f"the derivatives of fun by differentiating it, so leave "
+                f"{', '.join(given)} None (SciPy's parameters, kept at SciPy's positions)")
+
+
+def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bounds=None,
+             constraints=(), tol=None, callback=None, options=None):
     """Minimize a scalar function of one tensor (``scipy.optimize.minimize``), with the
     gradient (and Hessian-vector products) by ndgrad; the minimizer is differentiable with
     respect to the tensors in ``args``.
@@ -120,11 +132,14 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
         Further arguments of ``fun``: tensors (differentiated: the solution depends on them)
         and other values. Anything but a tuple is one argument (``args=0.5`` is
         ``args=(0.5,)``), as in SciPy.
-    method, bounds, tol, options, callback, constraints
-        As for ``scipy.optimize.minimize``. ``jac`` is ndgrad's gradient; ``hessp``
-        (Hessian-vector products by forward-over-reverse) is given to the methods that take
-        it (Newton-CG, trust-ncg, trust-krylov, trust-constr), and the dense ``hess`` to
-        dogleg and trust-exact, which need it.
+    method, bounds, constraints, tol, callback, options
+        As for ``scipy.optimize.minimize``, at SciPy's positions.
+    jac, hess, hessp : None
+        SciPy's parameters, at SciPy's positions; only None is accepted (anything else is a
+        TypeError): ``jac`` is ndgrad's gradient, ``hessp`` (Hessian-vector products by
+        forward-over-reverse) is given to the methods that take it (Newton-CG, trust-ncg,
+        trust-krylov, trust-constr), and the dense ``hess`` to dogleg and trust-exact,
+        which need it.
 
     Returns
     -------
@@ -162,6 +177,7 @@ def minimize(fun, x0, args=(), method=None, bounds=None, tol=None, options=None,
     True
     """
     import scipy.optimize as so
+    _derivatives_by_ndgrad("minimize", jac=jac, hess=hess, hessp=hessp)
     x0, shape, dtype, device = _start(x0)
     args = _args(args, "minimize")
     meth = method.lower() if isinstance(method, str) else method
@@ -245,7 +261,7 @@ def _constrained(res, bounds, constraints):
     return None
 
 
-def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None):
+def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None):
     """Find a root of ``fun(x, *args)`` (``scipy.optimize.root``), with the Jacobian by
     ndgrad; the root is differentiable with respect to the tensors in ``args``.
 
@@ -258,7 +274,11 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
         Further arguments of ``fun`` (tensors among them are differentiated); anything but
         a tuple is one argument, as in SciPy.
     method, tol, callback, options
-        As for ``scipy.optimize.root``; the methods "hybr" and "lm" get ndgrad's Jacobian.
+        As for ``scipy.optimize.root``, at SciPy's positions; the methods "hybr" and "lm"
+        get ndgrad's Jacobian.
+    jac : None
+        SciPy's parameter, at SciPy's position; only None is accepted (anything else is a
+        TypeError): the Jacobian is ndgrad's.
 
     Returns
     -------
@@ -281,6 +301,7 @@ def root(fun, x0, args=(), method="hybr", tol=None, callback=None, options=None)
     tensor([0.25])
     """
     import scipy.optimize as so
+    _derivatives_by_ndgrad("root", jac=jac)
     x0, shape, dtype, device = _start(x0)
     args = _args(args, "root")
     meth = method.lower() if isinstance(method, str) else method
@@ -434,7 +455,7 @@ def _rho(loss, z):
 
 
 def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf", ftol=1e-8,
-                  xtol=1e-8, gtol=1e-8, x_scale=1.0, loss="linear", f_scale=1.0,
+                  xtol=1e-8, gtol=1e-8, x_scale=1.0, loss="linear", f_scale=1.0, *,
                   max_nfev=None, args=(), kwargs=None):
     """Nonlinear least squares ``min_x C(x) = ½ Σ f_scale² rho((r_i / f_scale)²)`` for the
     residuals ``r = fun(x, *args, **kwargs)`` (``scipy.optimize.least_squares``), with the
@@ -453,7 +474,8 @@ def least_squares(fun, x0, jac="ndgrad", bounds=(-np.inf, np.inf), method="trf",
         is passed to SciPy (e.g. "2-point"); the derivative of the solution is ndgrad's in
         any case.
     bounds, method, ftol, xtol, gtol, x_scale, f_scale, max_nfev
-        As for SciPy.
+        As for SciPy. From ``max_nfev`` on the parameters are keyword-only: SciPy has
+        others before them (``diff_step``, ``tr_solver`` ...) that ndgrad does not take.
     loss : {"linear", "soft_l1", "huber", "cauchy", "arctan"}
         SciPy's named losses (a callable loss is not supported).
     args : tuple

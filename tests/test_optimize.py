@@ -550,3 +550,38 @@ def test_a_missing_second_derivative_says_why_it_is_needed():
     with pytest.raises(RuntimeError, match=r"^ndgrad\.optimize\.minimize: the derivative of the "
                        r"minimizer comes from grad_x fun.*fun's Hessian.*once_differentiable"):
         res.x.sum().backward()
+
+
+def test_positional_arguments_bind_as_scipys():
+    """minimize(fun, x0, args, method, jac, hess, hessp, bounds, constraints, tol, callback,
+    options) and root(fun, x0, args, method, jac, tol, ...) take SciPy's parameters at SciPy's
+    positions (bounds was taken as callback, tol as hess; root's tol as callback); jac, hess
+    and hessp other than None are TypeErrors naming the function (ndgrad differentiates fun);
+    least_squares takes nothing by position after f_scale (SciPy's diff_step is there)."""
+    import scipy.optimize as so
+    box = [(0.0, 1.0), (0.0, 2.0)]
+    ref = so.minimize(lambda x: ((x - 3.0) ** 2).sum(), np.zeros(2), (), "L-BFGS-B", None,
+                      None, None, box)
+    res = optimize.minimize(lambda x: ((x - 3.0) ** 2).sum(), nd.zeros(2), (), "L-BFGS-B",
+                            None, None, None, box)
+    close(res.x, ref.x, atol=1e-8)
+    close(res.x, [1.0, 2.0], atol=1e-8)
+    res = optimize.minimize(lambda x, c: ((x - c) ** 2).sum(), nd.zeros(2), (nd.tensor(0.5),),
+                            "BFGS", None, None, None, None, (), 1e-12)
+    close(res.x, [0.5, 0.5], atol=1e-10)
+    with pytest.raises(TypeError, match=r"^ndgrad\.optimize\.minimize: jac=.*differentiat"):
+        optimize.minimize(lambda x: (x ** 2).sum(), nd.ones(2), (), "BFGS", lambda x: 2 * x)
+    with pytest.raises(TypeError, match=r"^ndgrad\.optimize\.minimize: hessp=True"):
+        optimize.minimize(lambda x: (x ** 2).sum(), nd.ones(2), method="Newton-CG", hessp=True)
+    root_ref = so.root(lambda x: x ** 3 - 2.0, np.ones(1), (), "hybr", None, 1e-14)
+    sol = optimize.root(lambda x: x ** 3 - 2.0, nd.ones(1), (), "hybr", None, 1e-14)
+    close(sol.x, root_ref.x, rtol=1e-14)
+    close(sol.x, [2.0 ** (1 / 3)], rtol=1e-13)
+    with pytest.raises(TypeError, match=r"^ndgrad\.optimize\.root: jac=.*differentiat"):
+        optimize.root(lambda x: x ** 3 - 2.0, nd.ones(1), (), "hybr", lambda x: 3 * x ** 2)
+    with pytest.raises(TypeError, match="positional argument"):
+        optimize.least_squares(lambda x: x - 1.0, nd.zeros(1), "ndgrad", (-np.inf, np.inf),
+                               "trf", 1e-8, 1e-8, 1e-8, 1.0, "linear", 1.0, 1e-3)
+    fit = optimize.least_squares(lambda x, c: x - c, nd.zeros(1), max_nfev=50,
+                                 args=(nd.tensor([2.0]),))
+    close(fit.x, [2.0], atol=1e-8)
