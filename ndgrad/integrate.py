@@ -814,8 +814,9 @@ def _ivp(who, prob, y0, t0, tf, t_ev, t_eval_h, method, rtol, atol, sensitivity,
     return y, state["res"]
 
 
-def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=None, rtol=1e-3, atol=1e-6,
-              sensitivity="adjoint", **options):
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
+              vectorized=False, args=None, *, rtol=1e-3, atol=1e-6, sensitivity="adjoint",
+              **options):
     """Solve an initial value problem (``scipy.integrate.solve_ivp``) for a right-hand side
     written with ndgrad operations; the solution is differentiable with respect to ``y0``,
     the tensors in ``args``, the tensors ``fun`` captures, and ``t_eval``.
@@ -837,25 +838,28 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=None, rtol=1e-3,
     t_eval : Tensor or array_like, optional
         The times of the output (SciPy's own steps when None); a tensor is differentiated
         (``dy(t_k)/dt_k = f(t_k, y(t_k))``).
+    dense_output, events, vectorized
+        As SciPy's, at SciPy's positions (see ``**options`` for how the sensitivity solves
+        treat them).
     args : tuple, optional
         Further arguments of ``fun`` (and of a ``jac`` in ``options``), unpacked as SciPy
         does (a number is a TypeError): tensors (pytrees of them) are differentiated.
-    rtol, atol : float
+    rtol, atol : float, keyword-only
         SciPy's tolerances, used by the sensitivity solves too: they govern the accuracy of
         the derivatives as well as of the solution (tighten them for accurate gradients).
-    sensitivity : {"adjoint", "forward"}
+    sensitivity : {"adjoint", "forward"}, keyword-only
         How reverse mode is computed: the continuous adjoint (one backward solve of size
         ``n`` and a quadrature per cotangent; best for a scalar loss of many parameters) or
         the forward sensitivity equations (one solve of size ``n (1 + n + p)``, serving every
         cotangent; small problems, full Jacobians). Forward mode (``jvp``, ``jacfwd``) uses
         forward sensitivities in both cases (Note [ODE sensitivities]).
     **options
-        Passed to SciPy's ``solve_ivp`` (``first_step``, ``max_step``, ``dense_output``,
-        ``jac``, ``events`` ...); the sensitivity solves use those that are not about the
-        primal system alone (not ``jac``, ``jac_sparsity``, ``lband``, ``uband``,
-        ``vectorized``, ``events``). ``jac`` and each event are called as SciPy calls them,
-        ``jac(t, y, *args)`` and ``event(t, y, *args)``, with ``args``'s tensors detached;
-        the event times are SciPy's (not differentiated).
+        Passed to SciPy's ``solve_ivp`` (``first_step``, ``max_step``, ``jac`` ...) with
+        ``dense_output``, ``events`` and ``vectorized``; the sensitivity solves use those
+        that are not about the primal system alone (not ``jac``, ``jac_sparsity``,
+        ``lband``, ``uband``, ``vectorized``, ``events``). ``jac`` and each event are called
+        as SciPy calls them, ``jac(t, y, *args)`` and ``event(t, y, *args)``, with
+        ``args``'s tensors detached; the event times are SciPy's (not differentiated).
 
     Returns
     -------
@@ -881,6 +885,12 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, args=None, rtol=1e-3,
     True
     """
     _check_sensitivity(sensitivity, "solve_ivp")
+    if dense_output:
+        options["dense_output"] = dense_output
+    if events is not None:
+        options["events"] = events
+    if vectorized:
+        options["vectorized"] = vectorized
     args = _args_tuple(args, "solve_ivp")
     y0 = _state0(y0, "solve_ivp")
     if y0.ndim != 1:
@@ -1069,6 +1079,12 @@ mxhnil, mxordn, mxords, printmessg, tfirst
     if y.shape != (len(t_h), n):
         y = y.reshape((len(t_h), n))
     return (y, dict(info)) if full_output else y
+
+
+# (Note [Signatures are NumPy's] in tests/test_signatures.py)
+odeint.signature_notes = (
+    "``sensitivity``, keyword-only, ndgrad's own: how reverse mode differentiates the "
+    "solution (every parameter SciPy takes is at SciPy's position)")
 
 
 def quad(func, a, b, args=(), **options):

@@ -574,3 +574,23 @@ def test_odeint_forward_sensitivities_of_many_states():
     J = jacfwd(lambda y0: odeint(lambda y, s: nd.tensor(A) @ y, y0, t, rtol=1e-10,
                                  atol=1e-12, mxstep=10000)[-1])(nd.tensor(rng.normal(size=10)))
     close(J, expm(A), rtol=1e-6, atol=1e-8)
+
+
+def test_solve_ivp_takes_scipys_positional_arguments():
+    """solve_ivp(fun, t_span, y0, method, t_eval, dense_output, events, vectorized, args):
+    SciPy's parameters at SciPy's positions (dense_output was taken as args, events as rtol);
+    rtol, atol and sensitivity are keyword-only."""
+    def decay(t, y, k):
+        return -k * y
+
+    def crossing(t, y, k):
+        return y[0] - 0.5
+    k = nd.tensor(0.7)
+    sol = solve_ivp(decay, (0.0, 2.0), nd.tensor([1.0]), "RK45", None, True, crossing, False,
+                    (k,), rtol=1e-10, atol=1e-12)
+    close(sol.sol(1.3), [math.exp(-0.7 * 1.3)], rtol=1e-7)
+    close(sol.t_events[0], [math.log(2.0) / 0.7], rtol=1e-8)
+    close(sol.y[0, -1], math.exp(-0.7 * 2.0), rtol=1e-8)
+    with pytest.raises(TypeError, match="positional argument"):
+        solve_ivp(decay, (0.0, 1.0), nd.tensor([1.0]), "RK45", None, False, None, False, (k,),
+                  1e-6)
