@@ -796,7 +796,7 @@ def test_a_call_that_does_not_fit_an_op_says_so_in_its_public_terms():
     x = nd.tensor([1.0, 2.0])
     with pytest.raises(TypeError, match=r"ndgrad\.exp\(x\): too many positional arguments"):
         nd.exp(x, 3)
-    with pytest.raises(TypeError, match=r"ndgrad\.sum\(x, axis=None, keepdims=False, \*, "
+    with pytest.raises(TypeError, match=r"ndgrad\.sum\(a, axis=None, \*, keepdims=False, "
                                         r"dtype=None\): got an unexpected keyword argument"):
         nd.sum(x, axes=0)
     with pytest.raises(TypeError, match=r"ndgrad\.linalg\.vector_norm\(x, \*, ord=2"):
