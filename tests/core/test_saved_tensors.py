@@ -297,6 +297,7 @@ def _recorded(op_call):
 DIFFERENTIABLE = [n for n in sorted(REGISTRY) if REGISTRY[n].differentiable]
 
 
+@pytest.mark.cpu_only("every op on the CUDA backend: the registry matrix's device family")
 @pytest.mark.parametrize("name, dtype", cases(DIFFERENTIABLE))
 @settings(max_examples=3)
 @given(data=st.data())

@@ -152,10 +152,11 @@ def _broadcast_variants(floats, f, i, k):
 @FEW
 @given(data=st.data())
 def test_patterns_contain_the_nonzeros_under_broadcasting_of_every_op(name, data):
-    # the Jacobian's nonzeros (jacrev) are in jacobian_sparsity's pattern, and where the op
-    # has second derivatives the Hessian's nonzeros (hessian) in hessian_sparsity's, with
-    # the op's input broadcast from a smaller variable and its output broadcast against
-    # constants and reduced
+    # the Jacobian's nonzeros (jacrev) are in jacobian_sparsity's pattern, with the op's
+    # input broadcast from a smaller variable and its output broadcast against constants and
+    # reduced (every variant), and where the op has second derivatives the Hessian's nonzeros
+    # (hessian) in hessian_sparsity's (the first variant of each input and output: the dense
+    # Hessians were half of the suite's sparsity time)
     op = entry(name)
     require(op, "vjp")
     sample = draw(data, op, FLOAT, **SIZES)
@@ -168,7 +169,7 @@ def test_patterns_contain_the_nonzeros_under_broadcasting_of_every_op(name, data
         warnings.simplefilter("ignore")
         for i in range(len(floats)):
             for k in range(len(f(*floats))):
-                for fi, x in _broadcast_variants(floats, f, i, k):
+                for variant, (fi, x) in enumerate(_broadcast_variants(floats, f, i, k)):
                     true = _dense_pattern(fi, x)
                     for kind in ("global", "local"):
                         P = jacobian_sparsity(fi, x, kind=kind).toarray()
@@ -178,8 +179,8 @@ def test_patterns_contain_the_nonzeros_under_broadcasting_of_every_op(name, data
                             f"{name} ({kind}), input {i}, output {k}, x {tuple(x.shape)}: "
                             f"the pattern misses Jacobian nonzeros at "
                             f"{np.argwhere(missing)[:5].tolist()}")
-                    if not second:
-                        continue
+                    if not second or variant:
+                        continue  # (the Hessian on the first variant)
                     h = lambda v, fi=fi: nd.sum(fi(v))  # noqa: E731
                     H = host(hessian(h)(x)).reshape(x.numel(), x.numel()) != 0
                     for kind in ("global", "local"):
