@@ -62,6 +62,14 @@ def cases(names=ENTRIES):
     return [pytest.param(n, dt, id=f"{n}-{dt}") for n in names for dt in dtypes(entry(n))]
 
 
+def differentiable(names=ENTRIES, *without):
+    """The ops of ``names`` that are differentiable and declare none of the exceptions
+    ``without`` (``"vjp"``, ``"jvp"``, ``"gradgrad"``, ``"fd"``): a derivative sweep's
+    parametrization, decided at collection (Note [The registry matrix])."""
+    return [n for n in names if entry(n).differentiable and
+            not set(getattr(entry(n), "notes", None) or {}) & set(without)]
+
+
 def require(op, *notes):
     """Skip, with the reason, a derivative check of an op that is not differentiable or that
     declares one of the exceptions ``notes`` (``"vjp"``, ``"jvp"``, ``"gradgrad"``, ``"fd"``)."""

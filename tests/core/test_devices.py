@@ -93,13 +93,9 @@ from support import host  # noqa: E402
 
 
 
-def _need_cuda(device):
-    if device == "cpu":
-        pytest.skip("needs a CUDA device (emulated or real)")
 
-
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_tensors_live_on_the_requested_device(device):
-    _need_cuda(device)
     x = nd.tensor([1.0, 2.0], device="cuda")
     assert x.device == "cuda:0" and x.device == nd.device("cuda", 0)
     assert type(x._data) is not np.ndarray
@@ -120,8 +116,8 @@ def test_tensors_live_on_the_requested_device(device):
     np.testing.assert_array_equal(host(nd.randn(4, device="cuda")), a)
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_moving_between_devices_is_differentiable(device):
-    _need_cuda(device)
     x = nd.tensor([0.5, -1.5, 2.0], device="cpu", requires_grad=True)
     y = x.to("cuda")
     assert y.device == "cuda:0" and y.grad_fn is not None
@@ -146,8 +142,8 @@ def test_moving_between_devices_is_differentiable(device):
     assert gradcheck(lambda t: t.cpu().tanh().cuda() * t, (xc,), check_forward_ad=True)
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_mixing_devices_is_an_error_naming_both(device):
-    _need_cuda(device)
     a = nd.tensor([1.0, 2.0], device="cuda")
     b = nd.tensor([1.0, 2.0], device="cpu")
     for call in (lambda: a + b, lambda: b * a, lambda: nd.where(a > 0, a, b),
@@ -158,10 +154,10 @@ def test_mixing_devices_is_an_error_naming_both(device):
     assert (a * 2.0).device == "cuda:0"
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_a_device_mix_names_the_function_called(device):
     """The message starts with the public function's name: the op's (with its namespace),
     or a composite's, whichever op inside it met the two devices."""
-    _need_cuda(device)
     a = nd.tensor([[1.0, 2.0], [0.5, 3.0]], device="cuda")
     b = np.array([[1.0, 2.0], [3.0, 4.0]])
     for name, call in [("special.xlogy", lambda: nd.special.xlogy(a, b)),
@@ -174,8 +170,8 @@ def test_a_device_mix_names_the_function_called(device):
             call()
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_numpy_of_a_gpu_tensor_says_to_call_cpu_first(device):
-    _need_cuda(device)
     a = nd.tensor([1.0, 2.0], device="cuda")
     with pytest.raises(TypeError, match=r"cuda:0 tensor.*\.cpu\(\)"):
         a.numpy()
@@ -185,8 +181,8 @@ def test_numpy_of_a_gpu_tensor_says_to_call_cpu_first(device):
     assert a.tolist() == [1.0, 2.0] and a[1].item() == 2.0 and float(a.sum()) == 3.0
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_gradients_must_be_on_the_output_device(device):
-    _need_cuda(device)
     w = nd.tensor([1.0, 2.0], device="cuda", requires_grad=True)
     y = w * 2
     with pytest.raises(RuntimeError, match=r"grad_output\[0\] is on cpu, but output\[0\] is on "
@@ -198,8 +194,8 @@ def test_gradients_must_be_on_the_output_device(device):
     np.testing.assert_allclose(host(w.grad), [2.0, 2.0])
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_a_second_gpu(device):
-    _need_cuda(device)
     if nd.cuda.device_count() < 2:
         pytest.skip("one GPU")
     x = nd.tensor([1.0, 2.0], device="cuda:1", requires_grad=True)
@@ -216,8 +212,8 @@ def test_a_second_gpu(device):
         nd.zeros(1, device="cuda:7")
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_cupy_arrays_are_wrapped_in_place(device):
-    _need_cuda(device)
     B = _backend.backend_for_device("cuda")
     raw = B.asarray(np.array([1.0, 2.0]))
     t = nd.asarray(raw)
@@ -228,8 +224,8 @@ def test_cupy_arrays_are_wrapped_in_place(device):
         nd.asarray(np.ones(2), device="cuda", copy=False)
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_default_device(device):
-    _need_cuda(device)
     prev = nd.get_default_device()
     try:
         nd.set_default_device("cpu")
@@ -242,8 +238,8 @@ def test_default_device(device):
         nd.set_default_device(prev)
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_functions_cupy_lacks_run_on_the_device_or_the_host(device):
-    _need_cuda(device)
     B = _backend.backend_for_device("cuda")
     a = nd.tensor([[3.0, -4.0], [1.0, 2.0]], device="cuda", requires_grad=True)
     for ord_ in (2, 1, np.inf, -np.inf, 0, 3):                  # vector_norm: on the device
@@ -256,8 +252,8 @@ def test_functions_cupy_lacks_run_on_the_device_or_the_host(device):
     np.testing.assert_allclose(B.to_numpy(r), [1.0, 2.0, 4.0, 8.0])
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_dtypes_on_the_device(device):
-    _need_cuda(device)
     for dt, tol in ((nd.float16, 1e-2), (nd.float32, 1e-6), (nd.float64, 1e-12),
                     (nd.complex64, 1e-6), (nd.complex128, 1e-12)):
         x = nd.tensor([0.5, 1.5], dtype=dt, device="cuda", requires_grad=True)
@@ -288,8 +284,8 @@ def test_bfloat16_on_the_cpu():
         nd.tensor([1, 2]).requires_grad_()
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_bfloat16_is_refused_by_the_cuda_backend(device):
-    _need_cuda(device)
     pytest.importorskip("ml_dtypes")
     with pytest.raises(TypeError, match="CuPy does not support bfloat16"):
         nd.tensor([1.0], dtype=nd.bfloat16, device="cuda")
@@ -297,8 +293,8 @@ def test_bfloat16_is_refused_by_the_cuda_backend(device):
         nd.tensor([1.0], dtype=nd.bfloat16).to("cuda")
 
 
+@pytest.mark.gpu_only("the CUDA backend's contract (real or emulated)")
 def test_transforms_and_checks_on_the_device(device):
-    _need_cuda(device)
     A = nd.tensor(np.array([[1.0, 2.0], [0.5, -1.0]]), device="cuda")
     x = nd.tensor([0.3, -0.2], device="cuda", requires_grad=True)
     J = nd.func.jacrev(lambda v: nd.tanh(A @ v))(x)
