@@ -28,7 +28,24 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.doctest",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
+
+# -- the gallery ----------------------------------------------------------------------------
+# examples/gallery/plot_*.py, run at build time, each page with its code, output and plots.
+# NDGRAD_EXAMPLE_SMALL=1 (the test suite's build) runs them at small sizes; the test suite also
+# runs each one and checks its numbers (tests/gallery/). An example that raises fails the build.
+sphinx_gallery_conf = {
+    "examples_dirs": str(HERE.parent / "examples" / "gallery"),
+    "gallery_dirs": "gallery",
+    "filename_pattern": r"/plot_",
+    "abort_on_example_error": True,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "within_subsection_order": "FileNameSortKey",
+}
 
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

@@ -4,6 +4,8 @@ defines its own."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import ndgrad as nd
@@ -317,3 +319,29 @@ def assert_close(got, expected, what, rtol=1e-4, atol=1e-6, equal_nan=False):
 # asserts a duration, or a time against a budget. Times measured by the code under test are
 # compared only with each other or with an interval that encloses them.
 HANG_S = 3600
+
+
+# ------------------------------------------------------------------------------ the gallery
+GALLERY = Path(__file__).resolve().parents[1] / "examples" / "gallery"
+
+
+def run_example(name):
+    """Run ``examples/gallery/<name>.py`` as ``python`` would, at the small sizes
+    (``NDGRAD_EXAMPLE_SMALL=1``) and with Matplotlib drawing off screen, and return its
+    module globals, whose numbers the gallery's tests check (tests/gallery/)."""
+    import os
+    import runpy
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    previous = os.environ.get("NDGRAD_EXAMPLE_SMALL")
+    os.environ["NDGRAD_EXAMPLE_SMALL"] = "1"
+    try:
+        return runpy.run_path(str(GALLERY / f"{name}.py"), run_name="__main__")
+    finally:
+        plt.close("all")
+        if previous is None:
+            del os.environ["NDGRAD_EXAMPLE_SMALL"]
+        else:
+            os.environ["NDGRAD_EXAMPLE_SMALL"] = previous

@@ -10,6 +10,7 @@ missing from the reference fails here. Sphinx, numpydoc and pydata-sphinx-theme 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def sphinx_build(builder, out, doctrees):
     on the machine's speed] in tests/support.py; a 600 s one failed CI on a busy machine)."""
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", builder,
            "-d", str(doctrees), str(DOCS), str(out)]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
+    # (the gallery's examples at their small sizes: tests/gallery/ checks their numbers)
+    env = {**os.environ, "NDGRAD_EXAMPLE_SMALL": "1", "MPLBACKEND": "Agg"}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S,
+                          env=env)
 
 
 def _report(proc):
@@ -93,6 +97,17 @@ def test_html_docs_build_without_warnings(tmp_path, doctrees):
     tensor_page = (generated / "ndgrad.Tensor.html").read_text(encoding="utf-8")
     for member in ("backward", "register_hook", "grad", "tanh"):
         assert f'id="ndgrad.Tensor.{member}"' in tensor_page, member
+
+    # Every example of the gallery has its page, with its code, its output and its plots,
+    # linked from the gallery's index.
+    examples = sorted(p.stem for p in (ROOT / "examples" / "gallery").glob("plot_*.py"))
+    assert len(examples) >= 1, "the gallery has no example"
+    index = (html / "gallery" / "index.html").read_text(encoding="utf-8")
+    for name in examples:
+        page = (html / "gallery" / f"{name}.html").read_text(encoding="utf-8")
+        assert f"sphx_glr_{name}_001.png" in page, f"{name}: no plot on its page"
+        assert (html / "_images" / f"sphx_glr_{name}_001.png").is_file(), name
+        assert f'href="{name}.html' in index, f"{name} is not in the gallery's index"
 
 
 @needs_sphinx
