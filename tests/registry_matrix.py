@@ -437,7 +437,9 @@ def family(name, applies=every_op, devices=None):
             for dt in dtypes(op):
                 if not applies(op_name, op, dt):
                     continue
-                for dev in on:
+                # (an op whose samples name a device, to_device, declares notes["devices"]:
+                # its samples are drawn on the CPU, so they run there only)
+                for dev in on_devices(op, on):
                     params.append(pytest.param(
                         (op_name, dt), dev,
                         id=f"{op_name}-{dt}" + ("" if dev == "cpu" else f"-{dev}"),
@@ -456,6 +458,12 @@ def family(name, applies=every_op, devices=None):
 # {(family, op, dtype, device)}, "modules": {file names}}, for
 # test_every_op_reaches_every_check_that_applies
 COLLECTED = pytest.StashKey[dict]()
+
+def on_devices(op, devices):
+    """The devices of a family's ``devices`` that ``op``'s cases run on: all of them, or the
+    CPU alone for an op that declares notes["devices"] (its samples name a device)."""
+    return [d for d in devices if d == "cpu"] if "devices" in notes(op) else list(devices)
+
 
 # set by tests/conftest.py (pytest_configure), before the test modules are collected
 SLOW = False  # --slow: every family on the CUDA backend too

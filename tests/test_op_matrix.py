@@ -32,7 +32,8 @@ from ndgrad.core.dispatch import apply
 from ndgrad.core.ops import REGISTRY
 from ndgrad.core.ops.registry import Domain, Op
 from registry_harness import ENTRIES, dtypes, entry, sin_with_rules, tensor
-from registry_matrix import COLLECTED, FAMILIES, GPU, Bank, each, family, notes, on_cpu, pair
+from registry_matrix import (COLLECTED, FAMILIES, GPU, Bank, each, family, notes, on_cpu,
+                             on_devices, pair)
 from support import assert_close, host
 
 DEVICE_SAMPLES = 2
@@ -134,7 +135,7 @@ def coverage_problems(cases):
         devices = fn.devices
         expected = {(name, op_name, dt, dev) for op_name in ENTRIES
                     for dt in dtypes(entry(op_name)) if fn.applies(op_name, entry(op_name), dt)
-                    for dev in devices}
+                    for dev in on_devices(entry(op_name), devices)}
         got = {c for c in cases if c[0] == name and c[3] in devices}
         if expected - got:
             problems.append(f"{name}: not collected for {sorted(expected - got)[:5]}")

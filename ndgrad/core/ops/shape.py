@@ -1326,7 +1326,10 @@ def _sample_to_device(d):
     return (d.array(d.shape()),), {"device": dev, "source": dev}
 
 
-@defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_to_device)
+@defop(kind=SHAPE, domain=ANY, method=False, sample=_sample_to_device,
+       notes={"devices": "its samples name the device they move between (the default device "
+                         "when drawn); tests/core/test_devices.py moves tensors between the "
+                         "CPU and the CUDA backend and differentiates through the move"})
 def to_device(B, x, device, source=None):
     """A copy of ``x`` on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:N"``), the array API's
     ``to_device``; differentiable, the gradient goes back to ``x``'s device. ``Tensor.to``,
