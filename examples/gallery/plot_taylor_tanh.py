@@ -11,6 +11,8 @@ The derivatives of ``tanh`` are polynomials in ``t = tanh(x)``: ``d/dx P(t) = (1
 P'(t)``, starting from ``P(t) = t``; we compare with those closed forms.
 """
 
+from __future__ import annotations
+
 import os
 
 import matplotlib.pyplot as plt
