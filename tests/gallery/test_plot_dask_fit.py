@@ -39,6 +39,10 @@ def test_dask_fit_matches_numpy():
     # gradient descent's bound: |w_k - w*| <= ((k - 1) / (k + 1))^k |w*| (k the condition
     # number), w* from lstsq, and it is not met by a wrong fit (the bound shrinks with k)
     w_star = np.linalg.lstsq(X, y, rcond=None)[0]
+    np.testing.assert_allclose(g["w_star"], w_star, rtol=1e-10, atol=1e-12)  # Dask's tsqr
+    r_star = X @ w_star - y
+    assert g["loss_star"] == pytest.approx(r_star @ r_star / (2 * m), rel=1e-10)
+    assert np.all(g["losses"] > g["loss_star"])
     rho = (lam[-1] - lam[0]) / (lam[-1] + lam[0])
     for k, wk in enumerate(g["weights"]):
         assert np.linalg.norm(wk - w_star) <= rho ** k * np.linalg.norm(w_star) * (1 + 1e-9)
