@@ -82,7 +82,8 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["landing.css"]
 html_show_sourcelink = False
 
 

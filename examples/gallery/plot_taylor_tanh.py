@@ -47,13 +47,24 @@ for k, err in enumerate(max_error):
     print(f"order {k}: largest difference from the closed form {err:.1e}")
 
 # %%
-# Each derivative, scaled to its largest value so that all fit on one plot.
-fig, ax = plt.subplots(figsize=(7, 4))
-for k in range(ORDER + 1):
-    scale = np.max(np.abs(closed[k]))
-    ax.plot(x, taylor[k] / scale, label=f"$d^{k}/dx^{k}$ tanh / {scale:.3g}")
-ax.set_xlabel("x")
-ax.set_title("tanh and its first six derivatives, from one Taylor-mode pass")
-ax.legend(fontsize="small", ncol=2)
+# Each derivative in its own panel (Taylor mode's values as dots, the closed form as a line),
+# and the largest difference per order in the last one.
+fig, axes = plt.subplots(2, 4, figsize=(11, 5))
+every = max(1, n_points // 40)
+for k, ax in enumerate(axes.flat[:ORDER + 1]):
+    ax.plot(x, closed[k], color="0.6", lw=2.5, label="closed form")
+    ax.plot(x[::every], taylor[k, ::every], ".", ms=4, color="C0", label="Taylor mode")
+    ax.set_title(f"order {k}", fontsize="medium")
+axes.flat[0].legend(fontsize="small")
+last = axes.flat[ORDER + 1]
+last.bar(range(ORDER + 1), np.maximum(max_error, 1e-17), color="C1")
+last.set_yscale("log")
+last.set_ylim(1e-17, 1e-10)
+last.set_title("largest |Taylor - closed form|", fontsize="medium")
+last.set_xlabel("order")
+last.set_xticks(range(ORDER + 1))
+for ax in axes.flat[:ORDER + 1]:
+    ax.set_xticks([-3, 0, 3])
+fig.suptitle("tanh and its first six derivatives, from one Taylor-mode pass")
 fig.tight_layout()
 plt.show()
