@@ -18,15 +18,18 @@ So each intermediate value holds O(d) numbers per element, never a d x d block. 
 a transform level (Note [Levels] in core/levels.py) with the interpreter
 :class:`_ForwardLaplacianInterpreter`, which keeps ``(J, L)`` in each tensor's per-level
 data (``_meta.level_data[level]``), as Taylor mode's jet level keeps its series. For each
-op it runs the op one level down, then propagates ``(J, L)`` by the Taylor kind the op
-declares (Note [Taylor rules] in functional/taylor.py):
+op it runs the op one level down, then propagates ``(J, L)`` by the structure the op
+declares (``Op.structure``, Note [Op structure] in core/ops/registry.py):
 
-* ``"linear"``: both go through the op's jvp, ``J_y`` by ``vmap`` of the jvp over the
+* a signed sum (linear with ``coefficients``: ``add``, ``subtract``): the inputs' batches
+  pass through, scaled by the coefficients, with no zero tangent made for a constant input
+  (a bias);
+* linear: both go through the op's jvp, ``J_y`` by ``vmap`` of the jvp over the
   leading axis, ``L_y`` as one more jvp (skipped while every input's L is zero);
-* ``"multilinear"`` (``multiply``, ``matmul``, ``einsum``, ...): with ``op`` linear in each
+* multilinear (``multiply``, ``matmul``, ``einsum``, ...): with ``op`` linear in each
   input, ``J_y = sum_i op(.., J_i, ..)`` and
   ``L_y = sum_i op(.., L_i, ..) + 2 sum_{i<j} sum_d op(.., J_i,d, .., J_j,d, ..)``;
-* ``"elementwise"``, and the elementwise ops with a Taylor rule of their own (``tanh``,
+* elementwise, and the elementwise ops with a Taylor rule of their own (``tanh``,
   ``exp``, ``divide``, ``pow``, ...): with ``f_i`` the op's derivative in input i (its vjp
   rule at a cotangent of ones, conjugated for complex values) and ``f_ij`` its second
   derivatives (``jvp`` of that expression, at the size of the output, not of the batch),
@@ -46,9 +49,6 @@ declares (Note [Taylor rules] in functional/taylor.py):
   splitting L equally lets one vmapped call serve, with ``L/d`` the same for every
   direction (not batched). (A custom Function takes the directions one at a time, a Python
   loop: vmap would run it per direction anyway, having no batching rule for it.)
-
-``add`` and ``subtract`` pass the batches through signed, without the zero tangent the
-generic linear rule makes for a constant input (a bias).
 
 Note [Scaled gradient batches]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -82,6 +82,7 @@ from ..core.creation import asarray, rand, zeros_like
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
+from ..core.ops.registry import ELEMENTWISE
 from ..core.ops.series import masked
 from ..core.tensor import Tensor, drop_level_data
 from ..forward_ad import fit_to
@@ -224,25 +225,24 @@ def _linear(op, data, out, args, params, d):
     return [(J[k], None if L is None else L[k]) for k in range(len(out))]
 
 
-_SIGNS = {"add": (1, 1), "subtract": (1, -1)}
-
-
 def _signed_sum(op, data, out, args, params, d):
-    """``add`` and ``subtract`` (in every layer's ``W @ x + b``): the inputs' batches, signed,
-    with no zero tangent made for a constant input (the generic linear rule's jvp fills one
-    in and adds it: a pass over the batch for nothing)."""
+    """A linear op declared a sum ``sum_i c_i x_i`` (``add``, ``subtract``: in every layer's
+    ``W @ x + b``): the inputs' batches, scaled by the declared coefficients, with no zero
+    tangent made for a constant input (the generic linear rule's jvp fills one in and adds
+    it: a pass over the batch for nothing)."""
     ndim = len(out.shape)
     moving = [i for i, s in enumerate(data) if s is not None]
-    signs = _SIGNS[op.qualname]
+    coefficients = op.structure.coefficients
     J = L = None
     for i in moving:
         Ji, Li = data[i]
         if len(moving) > 1:
             Ji = _dense(Ji)
         Ji = _expand(Ji, ndim)
-        if signs[i] < 0:
-            Ji = _Scaled(-Ji.scale, Ji.base) if type(Ji) is _Scaled else -Ji
-            Li = None if Li is None else -Li
+        c = coefficients[i]
+        if c != 1:
+            Ji = _Scaled(c * Ji.scale, Ji.base) if type(Ji) is _Scaled else c * Ji
+            Li = None if Li is None else c * Li
         J = _add(J, Ji)
         L = _add(L, Li)
     return [(J, L)]
@@ -278,7 +278,10 @@ def _multilinear(op, data, out, args, params, d):
     extra = args[nin:]
     moving = [i for i, s in enumerate(data) if s is not None]
     ndim = len(out.shape)
-    name = op.qualname
+    # (an elementwise product, multiply: a scaled batch and one einsum for the pairs; NumPy's
+    # matrix product: a scale moved onto a constant; both from the declaration)
+    product = op.kind == ELEMENTWISE
+    matrix_product = op.structure.matrix_product
 
     def call(replace):
         operands = list(args[:nin])
@@ -289,10 +292,10 @@ def _multilinear(op, data, out, args, params, d):
     J = None
     L = None
     for i in moving:
-        if name == "multiply" and len(moving) == 1:
+        if product and len(moving) == 1:
             Ji = _scaled_by(args[1 - i], _expand(data[i][0], ndim))
         else:
-            Ji = _matmul_scaled(data, args, i, d) if name == "matmul" else None
+            Ji = _matmul_scaled(data, args, i, d) if matrix_product else None
             if Ji is None:
                 Ji = _over_directions(lambda t, i=i: call({i: t}), [_dense(data[i][0])])
         J = _add(_dense(J) if J is not None else None,
@@ -301,7 +304,7 @@ def _multilinear(op, data, out, args, params, d):
             L = _add(L, call({i: data[i][1]}))
     for a, i in enumerate(moving):
         for j in moving[a + 1:]:
-            if name == "multiply":  # sum_d J_i,d * J_j,d in one einsum
+            if product:  # sum_d J_i,d * J_j,d in one einsum
                 both = _sum_over_directions(_expand(data[i][0], ndim),
                                             _expand(data[j][0], ndim))
             else:
@@ -395,14 +398,14 @@ def _by_jet(op, data, out, args, params, d):
 
 def _propagate(op, data, out, args, params, d):
     """Per output, its ``(J, L)`` (Note [Forward Laplacian])."""
-    kind = op.taylor
-    if op.qualname in _SIGNS:
+    structure = op.structure
+    if structure.coefficients is not None:
         return _signed_sum(op, data, out, args, params, d)
-    if kind == "linear":
+    if structure.linear:
         return _linear(op, data, out, args, params, d)
-    if kind == "multilinear":
+    if structure.multilinear:
         return _multilinear(op, data, out, args, params, d)
-    if (kind == "elementwise" or callable(kind)) and op.nout == 1 and \
+    if (structure.elementwise or callable(op.taylor)) and op.nout == 1 and \
             op.vjp_rules is not None and op.jvp is not None:
         return _elementwise(op, data, out, args, params, d)
     return _by_jet(op, data, out, args, params, d)

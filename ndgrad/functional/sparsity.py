@@ -7,14 +7,16 @@ Note [Sparsity propagation]
 ``t`` that depends on the input ``x`` is a boolean ``scipy.sparse`` matrix ``D_t`` of shape
 ``(t.size, x.size)``: row ``k`` holds the input elements that element ``k`` of ``t`` (C order)
 depends on. ``x`` starts with the identity; every primitive maps its inputs' matrices to its
-outputs' by the rule its declaration names (``Op.defsparsity``; the op's ``kind`` gives the
-default); the pattern of ``f`` is ``D`` of its output. The values are computed too, at ``x``:
-shapes, control flow and the ``"local"`` rules use them. The rules:
+outputs' by the rule its declaration names (``Op.defsparsity``), else the one its declared
+structure gives (``Op.structure``, Note [Op structure] in core/ops/registry.py), else its
+``kind``'s default; the pattern of ``f`` is ``D`` of its output. The values are computed
+too, at ``x``: shapes, control flow and the ``"local"`` rules use them. The rules:
 
 * ``elementwise`` (the default of elementwise ops): an output element depends on the
   elements of the inputs at its position (broadcasting included), of the inputs with a
-  derivative (``"elementwise:0"``: the first only, as ``copysign``'s sign input);
-* ``zero``: on nothing (``floor``, ``sign``, comparisons, integer outputs);
+  derivative (the structure's ``inputs``: ``copysign``, its first only);
+* ``zero``: on nothing (``sign``, comparisons, integer outputs; the piecewise constant ops
+  by their structure);
 * ``moves`` (the default of shape and indexing ops): each output element is an input
   element or a constant. Found by running the op's forward on element numbers: once with
   ``id + 1`` and once with ``id + 1 + K`` per input (the other inputs zero); an output that
@@ -25,9 +27,16 @@ shapes, control flow and the ``"local"`` rules use them. The rules:
 * ``reduction`` (the default of reductions): on the elements reduced into it;
   ``extremum``: the same under ``"global"``, the largest (smallest) under ``"local"``;
 * ``scan``: on the elements up to it along the axis;
-* ``contraction`` (``matmul``, ``outer``): ``C[i, j]`` on ``A[i, :]`` and ``B[:, j]``;
-* ``where``, ``extremum``, ``clip`` (elementwise): the union of the candidates under
-  ``"global"``, the selected one under ``"local"`` (both on a tie); ``remainder``: under
+* ``contraction`` (a multilinear op declared ``matrix_product``, ``matmul``): ``C[i, j]``
+  on ``A[i, :]`` and ``B[:, j]``;
+* ``multilinear`` (any other op declared multilinear: ``tensordot``, ``vecdot``,
+  ``einsum``, ``outer``, ``linalg.cross``): linear in each input for fixed others, so output
+  ``k`` depends on element ``p`` of input ``i`` where the op with ``e_p`` for input ``i``
+  and generic values for the others is nonzero at ``k`` (exact, one run per element);
+* ``where``: the union of ``x``'s and ``y``'s under ``"global"``, the one the condition
+  selects under ``"local"``; ``extremum`` (``maximum``, ``minimum``; ``max``, ``min`` over
+  their axes), ``clip``: the union of the candidates under ``"global"``, under ``"local"``
+  the candidates equal to the output (every one on a tie); ``remainder``: under
   ``"local"``, not on ``y`` where ``d/dy = -floor(x / y)`` is zero;
 * ``sort``: along the axis any to any (``"global"``), the sorting permutation (``"local"``);
 * ``dense`` (the default of dense linear algebra and FFTs): every output element on every
@@ -38,12 +47,14 @@ shapes, control flow and the ``"local"`` rules use them. The rules:
 So the pattern contains every entry the Jacobian can have (at ``x`` for ``"local"``, at every
 point reached by the same control flow for ``"global"``), and equals the Jacobian's nonzeros
 for elementwise, shape and indexing computations. ``hessian_sparsity`` also gathers, for a
-scalar ``f``, the pairs of input elements that interact nonlinearly: an op linear in its
-inputs (``Op.taylor == "linear"``) adds none; one declared multilinear (``Op.taylor ==
-"multilinear"``: ``multiply``, ``matmul``, ``outer``, ``tensordot``, ``vecdot``, ``einsum``,
-``cross``) is linear in each input, so it adds only the pairs of an element of one input with
-an element of another that reach the same output element (none if only one input depends on
-``x``); any other the pairs within each output element's dependencies (``D_outᵀ D_out``).
+scalar ``f``, the pairs of input elements that interact nonlinearly: an op declared linear,
+piecewise linear or piecewise constant (``Op.structure``), or whose rule selects input
+elements (``moves``, ``sort``, ``where``, ``extremum``, ``clip``), adds none; one declared
+multilinear (``multiply``, ``matmul``, ``outer``, ``tensordot``, ``vecdot``, ``einsum``,
+``linalg.cross``) is linear in each input, so it adds only the pairs of an element of one
+input with an element of another that reach the same output element (for a matrix product,
+through the same contracted index; none if only one input depends on ``x``); any other the
+pairs within each output element's dependencies (``D_outᵀ D_out``).
 The Hessian's pattern is their union.
 
 The rules read an op's parameters by name, whether they were given by keyword or by position
@@ -64,6 +75,7 @@ from ..core.backend import NUMPY, is_differentiable_dtype
 from ..core.dispatch import VARIADIC, apply
 from ..core.function import apply_function
 from ..core.ops import REGISTRY
+from ..core.ops.registry import ELEMENTWISE, Algebra
 from ..core.tensor import Tensor, drop_level_data, host_array as _host
 from .taylor import LevelViews, data_of, inplace_through_copy, link_views, set_data
 
@@ -189,16 +201,17 @@ def _norm_axes(axis, ndim):
 
 
 # ------------------------------------------------------------------------------ the rules
-def _elementwise(op, data, out, args, params, n, lv, inputs=None):
+def _elementwise(op, data, out, args, params, n, lv):
     shape = _shape(out)
     size = int(np.prod(shape, dtype=np.int64))
+    structure = op.structure
     Ds = []
     for i, D in enumerate(data):
-        if D is None or (inputs is not None and i not in inputs):
+        if D is None or not structure.concerns(i):  # (no derivative in input i)
             continue
         in_shape = _shape(args[i])
         index = None if in_shape == shape else _broadcast_index(in_shape, shape)
-        if op.taylor == "multilinear":
+        if structure.multilinear:
             # (multiply) d(a b)/da = b: none where the other factor is zero, if it is a
             # constant (no data) or, under "local", at x
             other = args[1 - i]
@@ -210,34 +223,37 @@ def _elementwise(op, data, out, args, params, n, lv, inputs=None):
     return _union(*Ds) if Ds else _empty(size, n)
 
 
-def _select(op, data, out, args, params, n, lv):
-    """``where``, ``maximum``/``minimum``, ``clip``: global, the union; local, the selected
-    candidate's (every tied candidate's)."""
+def _where(op, data, out, args, params, n, lv):
+    """``where(condition, x, y)``: global, the union; local, ``x``'s where the condition
+    holds, ``y``'s elsewhere."""
     if lv.info.kind == "global":
         return _elementwise(op, data, out, args, params, n, lv)
     shape = _shape(out)
+    cond = np.broadcast_to(_host(args[0]).astype(bool), shape).reshape(-1)
+    return _picked(data, args, shape, n, [(1, cond), (2, ~cond)])
+
+
+def _select(op, data, out, args, params, n, lv):
+    """An elementwise selection among candidates (``maximum``/``minimum``: ``extremum``;
+    ``clip``): global, the union; local, the candidates equal to the output (every tied
+    one; all of them where the output is NaN)."""
+    if lv.info.kind == "global":
+        return _elementwise(op, data, out, args, params, n, lv)
+    shape = _shape(out)
+    y = _host(out).reshape(-1)
+    nan = np.isnan(y)
+    picks = []
+    for i in range(len(data)):
+        if data[i] is not None:
+            c = np.broadcast_to(_host(args[i]), shape).reshape(-1)
+            picks.append((i, (c == y) | nan))
+    return _picked(data, args, shape, n, picks)
+
+
+def _picked(data, args, shape, n, picks):
+    """The union of input ``i``'s rows where ``mask`` holds, over ``picks`` of ``(i,
+    mask)``."""
     size = int(np.prod(shape, dtype=np.int64))
-    name = op.name
-    if name == "where":
-        cond = np.broadcast_to(_host(args[0]).astype(bool), shape).reshape(-1)
-        picks = [(1, cond), (2, ~cond)]
-    elif name in ("maximum", "minimum"):
-        x = np.broadcast_to(_host(args[0]), shape).reshape(-1)
-        y = np.broadcast_to(_host(args[1]), shape).reshape(-1)
-        xwins = (x >= y) if name == "maximum" else (x <= y)
-        ywins = (y >= x) if name == "maximum" else (y <= x)
-        nan = np.isnan(x) | np.isnan(y)
-        picks = [(0, xwins | nan), (1, ywins | nan)]
-    else:  # clip(x, min, max): x inside the bounds, a bound outside them, both on a tie
-        x = np.broadcast_to(_host(args[0]), shape).reshape(-1)
-        inside = np.ones(size, dtype=bool)
-        picks = []
-        for i, side in ((1, 1), (2, -1)):
-            if len(args) > i and args[i] is not None:
-                bound = np.broadcast_to(_host(args[i]), shape).reshape(-1)
-                inside &= side * (x - bound) >= 0
-                picks.append((i, side * (x - bound) <= 0))
-        picks.insert(0, (0, inside))
     Ds = []
     for i, mask in picks:
         if i >= len(data) or data[i] is None:
@@ -313,8 +329,7 @@ def _reduction(op, data, out, args, params, n, lv):
     if op.sparsity == "extremum" and lv.info.kind == "local":
         xs = _host(x)
         xs = np.transpose(xs, keep + list(axes)).reshape(outer, -1)
-        best = xs.max(axis=1, keepdims=True) if op.name == "max" else \
-            xs.min(axis=1, keepdims=True)
+        best = _host(out).reshape(outer, 1)     # (the extremum: the elements equal to it)
         chosen = (xs == best) | np.isnan(xs)
         flat = moved.reshape(outer, -1)
         src = np.full(ids.size, -1, dtype=np.int64)
@@ -355,17 +370,9 @@ def _scan(op, data, out, args, params, n, lv):
 
 
 def _contraction(op, data, out, args, params, n, lv):
-    """``matmul`` (NumPy's rules: 1-D operands promoted, batch dimensions broadcast) and
-    ``outer``: each output element on the elements of the row and column it contracts."""
-    if op.name == "outer":
-        a, b = _shape(args[0]), _shape(args[1])
-        na, nb = int(np.prod(a, dtype=np.int64)), int(np.prod(b, dtype=np.int64))
-        Ds = []
-        if data[0] is not None:
-            Ds.append(_rows(data[0], np.repeat(np.arange(na), nb)))
-        if data[1] is not None:
-            Ds.append(_rows(data[1], np.tile(np.arange(nb), na)))
-        return _union(*Ds) if Ds else _empty(na * nb, n)
+    """NumPy's matrix product (a multilinear op declared ``matrix_product``, ``matmul``: 1-D
+    operands promoted, batch dimensions broadcast): each output element on the elements of
+    the row and column it contracts."""
     A, B, batch = _matmul_operands(_shape(args[0]), _shape(args[1]))
     m, k, p = A.shape[-2], A.shape[-1], B.shape[-1]
     # for output (..., i, j) and each l: A[..., i, l] and B[..., l, j]
@@ -377,6 +384,41 @@ def _contraction(op, data, out, args, params, n, lv):
     for D, r in ((data[0], ra), (data[1], rb)):
         if D is not None:
             Ds.append(_group_pairs(D, r, size))
+    return _union(*Ds) if Ds else _empty(size, n)
+
+
+def _multilinear(op, data, out, args, params, n, lv):
+    """Any other op declared multilinear (``tensordot``, ``vecdot``, ``einsum``, ``outer``,
+    ``linalg.cross``): linear in input ``i`` for fixed others, so output element ``k``
+    depends on element ``p`` of ``i`` exactly where the op's forward, with ``e_p`` for
+    ``i`` and generic values (seeded uniforms in [1, 2]) for the others, is nonzero at
+    ``k`` (one run per element of each input with a pattern)."""
+    shape = _shape(out)
+    size = int(np.prod(shape, dtype=np.int64))
+    nin = len(data)
+    rng = np.random.default_rng(0)
+    generic = []
+    for a in args[:nin]:
+        if isinstance(a, Tensor) or np.ndim(a):
+            generic.append(rng.uniform(1.0, 2.0, _shape(a)))
+        else:
+            generic.append(a)
+    extra = args[nin:]
+    Ds = []
+    for i, D in enumerate(data):
+        if D is None or not op.structure.concerns(i):
+            continue
+        m = int(np.prod(_shape(args[i]), dtype=np.int64))
+        J = np.zeros((size, m), dtype=bool)
+        for p in range(m):
+            probe = np.zeros(m)
+            probe[p] = 1.0
+            values = list(generic)
+            values[i] = probe.reshape(_shape(args[i]))
+            r = op.forward(NUMPY, values, *extra, **params) if op.pack else \
+                op.forward(NUMPY, *values, *extra, **params)
+            J[:, p] = np.asarray(r).reshape(-1) != 0
+        Ds.append((_sp().csr_array(J.astype(np.int8)) @ D.astype(np.int8)).astype(bool))
     return _union(*Ds) if Ds else _empty(size, n)
 
 
@@ -478,18 +520,28 @@ def _imag(op, data, out, args, params, n, lv):
 
 
 _RULES = {"zero": None, "imag": _imag, "remainder": _remainder, "elementwise": _elementwise,
-          "where": _select, "extremum": None, "clip": _select, "moves": _moves,
-          "reduction": _reduction, "scan": _scan, "contraction": _contraction, "sort": _sort,
-          "dense": _dense}
+          "where": _where, "extremum": None, "clip": _select, "moves": _moves,
+          "reduction": _reduction, "scan": _scan, "contraction": _contraction,
+          "multilinear": _multilinear, "sort": _sort, "dense": _dense}
+# the rules whose every output element is one input element (or a constant) along a smooth
+# path: piecewise linear, so they add no Hessian pairs whatever the op declares
+_SELECTIONS = frozenset(("zero", "moves", "where", "sort", "extremum", "clip"))
 
 
 def _rule_of(op):
-    rule = op.sparsity or _DEFAULTS.get(op.kind)
+    """The op's rule: the one it names (``Op.defsparsity``), else its structure's (Note [Op
+    structure] in core/ops/registry.py), else its kind's default."""
+    rule = op.sparsity
+    structure = op.structure
+    if rule is None:
+        if structure.algebra is Algebra.PIECEWISE_CONSTANT:
+            rule = "zero"
+        elif structure.multilinear and op.kind != ELEMENTWISE:
+            rule = "contraction" if structure.matrix_product else "multilinear"
+        else:
+            rule = _DEFAULTS.get(op.kind)
     if rule is None:
         return None, None
-    if rule.startswith("elementwise:"):
-        inputs = {int(i) for i in rule.split(":", 1)[1].split(",")}
-        return (lambda *a: _elementwise(*a, inputs=inputs)), rule
     if rule == "extremum":
         return (_reduction if op.kind == "reduction" else _select), rule
     return _RULES[rule], rule
@@ -530,10 +582,10 @@ def _check_rows(op, rule, outs, res, n):
 # ------------------------------------------------------------------------------ Hessian pairs
 def _pairs(lv, op, rule, rule_fn, data, out, out_data, args, params):
     """The nonlinear interactions ``op`` adds (Note [Sparsity propagation])."""
-    if op.taylor == "linear" or rule in ("zero", "moves", "where", "sort", "extremum",
-                                         "clip") or op.name == "abs":
+    structure = op.structure
+    if structure.curvature_free or rule in _SELECTIONS:
         return          # (linear, or piecewise linear: no second derivative)
-    if op.taylor == "multilinear":
+    if structure.multilinear:
         if sum(D is not None for D in data) < 2:
             return      # (linear in the one input that moves)
         add = _cross_pairs(lv, op, rule, rule_fn, data, out, args, params)
@@ -547,16 +599,16 @@ def _pairs(lv, op, rule, rule_fn, data, out, out_data, args, params):
 
 
 def _cross_pairs(lv, op, rule, rule_fn, data, out, args, params):
-    """Pairs across the inputs of an op declared multilinear (``Op.taylor``): linear in each
-    input, so its second derivatives pair an element of one input with an element of another
-    that reach the same output element, never two elements of one input. Per output
-    element: ``matmul`` per contracted index, ``outer`` every pair, an elementwise op the
-    elements broadcast to that position (whatever the other factors' values: a zero factor
-    kills a first derivative, not the cross one), any other (``tensordot``, ``vecdot``,
-    ``einsum``, ``cross``) the elements its rule says the output element depends on, input by
+    """Pairs across the inputs of an op declared multilinear (``Op.structure``): linear in
+    each input, so its second derivatives pair an element of one input with an element of
+    another that reach the same output element, never two elements of one input. Per output
+    element: a matrix product per contracted index, an elementwise op the elements broadcast
+    to that position (whatever the other factors' values: a zero factor kills a first
+    derivative, not the cross one), any other (``tensordot``, ``vecdot``, ``einsum``,
+    ``outer``, ``cross``) the elements its rule says the output element depends on, input by
     input."""
     if rule == "contraction":
-        return _contraction_pairs(op, data, args)
+        return _contraction_pairs(data, args)
     n = lv.info.n
     rows = []
     for i, D in enumerate(data):
@@ -576,14 +628,10 @@ def _cross_pairs(lv, op, rule, rule_fn, data, out, args, params):
     return add
 
 
-def _contraction_pairs(op, data, args):
-    """``matmul``'s pairs per contracted index, ``outer``'s every pair."""
+def _contraction_pairs(data, args):
+    """A matrix product's pairs, per contracted index."""
     Da, Db = data[0].astype(np.int8), data[1].astype(np.int8)
     sa, sb = _shape(args[0]), _shape(args[1])
-    if op.name == "outer":
-        ua = _group(Da, np.zeros(Da.shape[0], dtype=np.int64), 1).astype(np.int8)
-        ub = _group(Db, np.zeros(Db.shape[0], dtype=np.int64), 1).astype(np.int8)
-        return (ua.T @ ub).astype(bool)
     A, B, batch = _matmul_operands(sa, sb)
     k = A.shape[-1]
     nb = int(np.prod(batch, dtype=np.int64))

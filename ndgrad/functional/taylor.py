@@ -10,23 +10,25 @@ Note [Taylor rules]
 ~~~~~~~~~~~~~~~~~~~
 A jet is a transform level (Note [Levels] in core/levels.py), as forward mode's dual level is:
 a tensor's series lives in its per-level data (``_meta.level_data[level]``, a list of K
-tensors). The interpreter runs each op one level down, then its Taylor rule, which the op
-declares (``Op.deftaylor``, or set by its jvp declaration):
+tensors). The interpreter runs each op one level down, then its Taylor rule: the op's own
+(``Op.deftaylor``), else the one its declared structure gives (``Op.structure``, Note [Op
+structure] in core/ops/registry.py):
 
-* ``"linear"`` (``defjvp_linear``, the shape and indexing ops, ``where``, ``sort``, ...): an
-  op affine in its array inputs, or piecewise so: ``y_k`` is the op's jvp at ``x_k``;
-* ``"multilinear"`` (``multiply``, ``matmul``, ``einsum``, ...): linear in each input
+* linear (``defjvp_linear``, the shape and indexing ops, ``where``, ``sort``, the piecewise
+  constant ops, ...): an op affine in its array inputs, or piecewise so: ``y_k`` is the op's
+  jvp at ``x_k``;
+* multilinear (``multiply``, ``matmul``, ``einsum``, ...): linear in each input
   separately: ``y_k`` is the sum over the splits ``k = k_1 + ... + k_n`` of the multinomial
   coefficient times the op on ``(x1_{k_1}, ..., xn_{k_n})`` (Leibniz's rule for two);
 * a rule of its own: the ODE recurrences of ``exp``, ``log``, ``sin``, ``cos``, ``tanh``,
   ``sigmoid``, ``sqrt``, ``square``, ``reciprocal``, ``divide``, and ``pow`` by a constant
   composing its own derivatives (core/ops/series.py; Note [Taylor mode at singular points]
   there says what they give where a derivative is infinite);
-* ``"elementwise"`` (every op whose jvp comes from its vjp, ``defjvp_from_vjp``): with
+* elementwise (every op whose jvp comes from its vjp, ``defjvp_from_vjp``): with
   ``y' = sum_i d_i x_i'`` and ``d_i`` the op's derivative (its vjp rule at a cotangent of
   ones), ``y_k = sum_i sum_{j<k} C(k-1, j) d_{i,j} x_{i,k-j}``, where the series of ``d_i``
   comes from a nested jet of the vjp rule (exact, O(K^2) rule evaluations);
-* none (``None``): an exact generic rule, the derivatives of ``t -> op(x(t))`` at 0 by
+* none (``Op.taylor is None``): an exact generic rule, the derivatives of ``t -> op(x(t))`` at 0 by
   nested forward mode of the op alone (cost doubling with each order; the registry test
   names these ops).
 
@@ -211,19 +213,22 @@ def _fallback(op, series, out, args, params, K):
     return [[derivs[k][i] for k in range(K)] for i in range(op.nout)]
 
 
-_KINDS = {"linear": _linear, "multilinear": _multilinear, "elementwise": _elementwise}
-
-
 def _coefficients(op, series, out, args, params, K):
-    """Per output, its ``[y1, ..., yK]`` (Note [Taylor rules])."""
+    """Per output, its ``[y1, ..., yK]`` (Note [Taylor rules]): the op's own rule, else its
+    structure's."""
     rule = op.taylor
+    structure = op.structure
     if callable(rule):
         coeffs = rule(TENSOR_F, series, out, *args, **params)
         if coeffs is not None:
             return [coeffs]
-        rule = "elementwise"
-    if rule is not None:
-        return _KINDS[rule](op, series, out, args, params, K)
+        return _elementwise(op, series, out, args, params, K)  # (the rule declined)
+    if structure.linear:
+        return _linear(op, series, out, args, params, K)
+    if structure.multilinear:
+        return _multilinear(op, series, out, args, params, K)
+    if structure.elementwise:
+        return _elementwise(op, series, out, args, params, K)
     return _fallback(op, series, out, args, params, K)
 
 

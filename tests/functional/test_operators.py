@@ -138,6 +138,24 @@ def test_laplacian_through_every_kind_of_op(name):
 
 
 @pytest.mark.cpu_only("the routes are device independent")
+def test_the_forward_laplacian_takes_a_signed_sum_from_the_declaration(monkeypatch):
+    """Note [Op structure]: ``subtract`` declares itself the sum ``x - y`` (coefficients
+    (1, -1)), and the Forward Laplacian passes the batches through by those coefficients,
+    knowing no op by name: declared ``x + 2 y`` instead, the pass follows the declaration."""
+    from ndgrad.core.ops import REGISTRY
+    from ndgrad.core.ops.registry import linear
+
+    x = nd.tensor([0.3, -0.7, 1.1])
+    xv = host(x)
+
+    def f(v):
+        return nd.subtract(v ** 3, nd.exp(v)).sum()
+    close(laplacian(f)(x), (6 * xv - np.exp(xv)).sum(), rtol=1e-12)
+    monkeypatch.setattr(REGISTRY["subtract"], "structure", linear(coefficients=(1, 2)))
+    close(laplacian(f)(x), (6 * xv + 2 * np.exp(xv)).sum(), rtol=1e-12)
+
+
+@pytest.mark.cpu_only("the routes are device independent")
 @pytest.mark.parametrize("name", ["tanh", "exp", "sin", "sqrt", "log", "divide", "pow"])
 def test_the_taylor_rule_route_with_the_laplacian_split_equally_is_exact(name):
     """Note [Forward Laplacian]: an op's order-2 Taylor rule vmapped over the directions with

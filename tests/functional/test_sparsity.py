@@ -259,7 +259,7 @@ def test_parameters_by_position_give_the_pattern_they_give_by_keyword(name, data
                         P, jacobian_sparsity(fi, floats[i], False, kind=kind).toarray())
 
 
-MULTILINEAR = sorted(n for n, op in REGISTRY.items() if op.taylor == "multilinear")
+MULTILINEAR = sorted(n for n, op in REGISTRY.items() if op.structure.multilinear)
 
 
 @HOST
@@ -267,7 +267,7 @@ MULTILINEAR = sorted(n for n, op in REGISTRY.items() if op.taylor == "multilinea
 @FEW
 @given(data=st.data())
 def test_multilinear_ops_pair_only_elements_of_different_inputs(name, data):
-    # an op declared multilinear (Op.taylor) is linear in each input: its Hessian pairs an
+    # an op declared multilinear (Op.structure) is linear in each input: its Hessian pairs an
     # element of one input with one of another, never two of the same input; so a
     # weighted sum of its output has an empty Hessian pattern in one input, and in all of
     # its inputs at once (one variable, split) empty diagonal blocks
@@ -301,6 +301,101 @@ def test_multilinear_ops_pair_only_elements_of_different_inputs(name, data):
         block = slice(bounds[j], bounds[j + 1])
         assert not true[block, block].any()
         assert not P[block, block].any(), (name, j)
+
+
+def _split_inputs(floats):
+    """``x`` -> the inputs, for one variable holding all of ``floats`` (C order, in turn)."""
+    bounds = np.cumsum([0] + [v.numel() for v in floats])
+
+    def split(x):
+        return [x[bounds[j]:bounds[j + 1]].reshape(tuple(floats[j].shape))
+                for j in range(len(floats))]
+    return split, bounds
+
+
+def _meeting_pairs(J, bounds):
+    """Pairs ``(p, q)`` of elements of different inputs that some output element depends on
+    both of (``J``: the dense Jacobian's nonzeros, outputs by inputs)."""
+    Ji = J.astype(np.int64)
+    meet = (Ji.T @ Ji) > 0
+    for j in range(len(bounds) - 1):
+        meet[bounds[j]:bounds[j + 1], bounds[j]:bounds[j + 1]] = False
+    return meet
+
+
+@HOST
+@pytest.mark.parametrize("name", MULTILINEAR)
+@FEW
+@given(data=st.data())
+def test_multilinear_ops_patterns_come_from_their_declaration(name, data):
+    # an op declared multilinear (Op.structure, Note [Op structure]) needs no sparsity rule
+    # of its own: at a generic point (no zero entries) its Jacobian pattern is exactly the
+    # dense Jacobian's nonzeros, and its Hessian pattern pairs exactly the elements of
+    # different inputs that meet in an output element (a matrix product, per contracted
+    # index: a subset of those). Before, tensordot, vecdot, einsum and cross were dense.
+    op = REGISTRY[name]
+    sample = draw(data, op, FLOAT, **SIZES)
+    f = sample.function(floating_outputs=True)
+    floats = [nd.tensor(a) for a in sample.floats]
+    split, bounds = _split_inputs(floats)
+    rng = np.random.default_rng(17)
+    n = int(bounds[-1])
+    x = nd.tensor(rng.uniform(0.5, 1.5, n) * rng.choice([-1.0, 1.0], n))
+
+    def together(x):
+        return f(*split(x))[0]
+    m = together(x).numel()
+    J = host(jacrev(together)(x)).reshape(m, n) != 0
+    np.testing.assert_array_equal(jacobian_sparsity(together, x).toarray(), J)
+    W = nd.tensor(rng.uniform(0.5, 1.5, tuple(together(x).shape)))
+
+    def weighted(x):
+        return nd.sum(together(x) * W)
+    true = host(hessian(weighted)(x)) != 0
+    P = hessian_sparsity(weighted, x).toarray()
+    meet = _meeting_pairs(J, bounds)
+    assert not (true & ~P).any()
+    assert not (P & ~meet).any()
+    if not op.structure.matrix_product:
+        np.testing.assert_array_equal(P, meet)
+
+
+# (op, NumPy's own function, the shapes of a and b)
+CONTRACTIONS = {
+    "tensordot": (lambda a, b: nd.tensordot(a, b, 1), lambda a, b: np.tensordot(a, b, 1),
+                  (2, 3), (3, 2)),
+    "einsum": (lambda a, b: nd.einsum("ij,jk->ik", a, b),
+               lambda a, b: np.einsum("ij,jk->ik", a, b), (2, 3), (3, 2)),
+    "vecdot": (nd.vecdot, lambda a, b: np.sum(a * b, axis=-1), (2, 3), (2, 3)),
+    "linalg.cross": (nd.linalg.cross, np.cross, (2, 3), (2, 3)),
+}
+
+
+@HOST
+@pytest.mark.parametrize("name", sorted(CONTRACTIONS))
+def test_hessian_pattern_after_a_contraction_is_smaller_than_dense(name):
+    # f(a, b) = sum(op(a, b) ** 2): the square pairs the elements each output element
+    # depends on, so the pattern is as fine as the op's Jacobian pattern. From the
+    # multilinear declaration that is exact: it contains the dense Hessian's nonzeros and is
+    # smaller than dense (before, these ops' outputs depended on every input element: dense).
+    fn, npfn, sa, sb = CONTRACTIONS[name]
+    rng = np.random.default_rng(5)
+    na = int(np.prod(sa))
+    n = na + int(np.prod(sb))
+
+    def f(x):
+        return nd.sum(fn(x[:na].reshape(sa), x[na:].reshape(sb)) ** 2)
+    x = nd.tensor(rng.uniform(0.5, 1.5, n) * rng.choice([-1.0, 1.0], n))
+    true = host(hessian(f)(x)) != 0
+    P = hessian_sparsity(f, x).toarray()
+    assert not (true & ~P).any()
+    assert P.sum() < n * n
+    # the exact pattern: pairs within each output element's dependencies (the Jacobian's
+    # nonzeros of op, by central differences of NumPy's own function)
+    x0 = host(x)
+    J = fd_jacobian(lambda v: npfn(v[:na].reshape(sa), v[na:].reshape(sb)).reshape(-1), x0)
+    Ji = (np.abs(J) > 1e-6).astype(np.int64)
+    np.testing.assert_array_equal(P, (Ji.T @ Ji) > 0)
 
 
 # ------------------------------------------------------------------------------ structures

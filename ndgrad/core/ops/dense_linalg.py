@@ -89,7 +89,8 @@ from .batching import is_batched, logical_ndim, pad_to
 from .linalg import _eye
 from .reductions import inverse_scale_along, unreduce
 from . import series
-from .registry import LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop, sample_numpy
+from .registry import (LINALG, REDUCTION, VARIADIC, Domain, defcomposite, defop, multilinear,
+                       sample_numpy)
 
 __all__ = ["LinAlgError", "SlogdetResult", "LstsqResult"]
 
@@ -1315,7 +1316,7 @@ cross.defvjp(lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(_cj(F, x2), g,
 cross.defjvp_each(
     lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(t, x2, axis=axis),
     lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(x1, t, axis=axis))
-cross.deftaylor("multilinear")
+cross.defstructure(multilinear())
 
 
 def _cross_batch(F, batched, x1, x2, axis=-1):

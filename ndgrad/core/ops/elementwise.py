@@ -54,7 +54,8 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import keeps_identity, scales_identity
 from . import series
-from .registry import COMPARISON, ELEMENTWISE, Domain, defalias, defop, sample_numpy
+from .registry import (COMPARISON, ELEMENTWISE, Domain, defalias, defop, elementwise, linear,
+                       multilinear, piecewise_linear, sample_numpy)
 
 # Domains (where the property suite samples); the `valid` predicates keep draws away from
 # kinks and poles, where finite differences are meaningless. Complex draws take real and
@@ -118,6 +119,7 @@ def add(B, x, y):
 add.defvjp(lambda F, g, out, x, y: g,
            lambda F, g, out, x, y: g)
 add.defjvp_linear()
+add.defstructure(linear(coefficients=(1, 1)))  # (x + y)
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=True,
@@ -137,6 +139,7 @@ def subtract(B, x, y):
 subtract.defvjp(lambda F, g, out, x, y: g,
                 lambda F, g, out, x, y: -g)
 subtract.defjvp_linear()
+subtract.defstructure(linear(coefficients=(1, -1)))  # (x - y)
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=REALS, method=True,
@@ -157,7 +160,7 @@ multiply.defvjp(lambda F, g, out, x, y: g * F.conj(y),
                 lambda F, g, out, x, y: g * F.conj(x))
 multiply.defjvp_each(lambda F, t, out, x, y: t * y,
                      lambda F, t, out, x, y: x * t)
-multiply.deftaylor("multilinear")
+multiply.defstructure(multilinear())
 
 
 @defop(kind=ELEMENTWISE, nin=2, domain=Domain((-2.0, 2.0), (0.5, 2.0), complex=True),
@@ -519,6 +522,7 @@ def abs(B, x):
 
 abs.defvjp(lambda F, g, out, x: g * F.sign(x))
 abs.defjvp(_abs_jvp)
+abs.defstructure(piecewise_linear())  # (real x: no second derivative off 0)
 
 
 @defop(kind=ELEMENTWISE, domain=REALS, view=True, method=False)
@@ -1268,7 +1272,7 @@ def copysign(B, x, y):
 copysign.defvjp(lambda F, g, out, x, y: g * (F.sign(x) * F.sign(out)),
                 lambda F, g, out, x, y: F.zeros_like(g))
 copysign.defjvp_from_vjp()
-copysign.defsparsity("elementwise:0")  # (no derivative in y)
+copysign.defstructure(elementwise(inputs=(0,)))  # (no derivative in y)
 
 
 # ------------------------------------------------------------------------- where, clip
@@ -1315,7 +1319,7 @@ where.defvjp(None,
              lambda F, g, out, condition, x, y: F.where(condition, g, 0.0),
              lambda F, g, out, condition, x, y: F.where(condition, 0.0, g))
 where.defjvp(_where_jvp)
-where.deftaylor("linear")  # (linear in x and y for a fixed condition)
+where.defstructure(linear(piecewise=True))  # (linear in x and y for a fixed condition)
 where.defsparsity("where")
 
 

@@ -18,7 +18,7 @@ from ..dispatch import apply
 from ..inplace import apply_inplace
 from ..tensor import Tensor
 from .batching import at_level, flatten, is_batched, pad_to, shift_axis, with_batch
-from .registry import INDEXING, Domain, defop
+from .registry import INDEXING, Domain, defop, linear
 from .shape import broadcast_to, reshape
 
 ANY = Domain((-2.0, 2.0), complex=True)
@@ -324,7 +324,7 @@ def getitem(B, x, index):
 getitem.defvjp(lambda F, g, out, x, index:
                F.index_add(F.zeros(x.shape, dtype=g.dtype, like=g), g, index=index))
 getitem.defjvp(lambda F, tangents, out, x, index: F.getitem(tangents[0], index))
-getitem.deftaylor("linear")
+getitem.defstructure(linear())
 # a basic index is a view: writing it back is index_put (Note [In-place on views])
 getitem.defscatter(lambda F, parent, child, index: F.index_put(parent, child, index=index))
 
@@ -397,7 +397,7 @@ def _index_add_jvp(F, tangents, out, x, values, index):
 
 
 index_add.defjvp(_index_add_jvp)
-index_add.deftaylor("linear")
+index_add.defstructure(linear())
 
 
 def _scatter_batch(op):
@@ -486,7 +486,7 @@ def _index_put_jvp(F, tangents, out, x, values, index):
 
 
 index_put.defjvp(_index_put_jvp)
-index_put.deftaylor("linear")
+index_put.defstructure(linear())
 _scatter_batch(index_put)
 
 
@@ -599,7 +599,7 @@ def _take_vjp(F, g, out, x, indices, axis=None):
 take.defvjp(_take_vjp, None)
 take.defjvp(lambda F, tangents, out, x, indices, axis=None:
             F.take(tangents[0], indices, axis=axis))
-take.deftaylor("linear")
+take.defstructure(linear())
 
 
 def _take_batch(F, batched, x, indices, axis=None):
@@ -694,7 +694,7 @@ def _take_along_axis_vjp(F, g, out, x, indices, axis=-1):
 take_along_axis.defvjp(_take_along_axis_vjp, None)
 take_along_axis.defjvp(lambda F, tangents, out, x, indices, axis=-1:
                        F.take_along_axis(tangents[0], indices, axis=axis))
-take_along_axis.deftaylor("linear")
+take_along_axis.defstructure(linear())
 
 
 def _take_along_axis_batch(F, batched, x, indices, axis=-1):
@@ -786,7 +786,7 @@ def _sort_jvp(F, tangents, out, x, axis=-1, descending=False, stable=True):
 
 sort.defvjp(_sort_vjp)
 sort.defjvp(_sort_jvp)
-sort.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+sort.defstructure(linear(piecewise=True))  # (its Jacobian is constant along a smooth path)
 sort.defsparsity("sort")  # (moves elements by value: along the axis, any to any)
 
 

@@ -26,7 +26,7 @@ import string
 from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import flatten, logical_ndim, pad_to
-from .registry import LINALG, VARIADIC, Domain, defop
+from .registry import LINALG, VARIADIC, Domain, defop, multilinear
 
 _LETTERS = string.ascii_letters  # NumPy's einsum accepts a-z and A-Z
 _bmax = builtins.max
@@ -108,8 +108,7 @@ def matmul(B, x, y):
 matmul.defvjp(_matmul_vjp_x, _matmul_vjp_y, saves=(("y", "x.shape"), ("x", "y.shape")))
 matmul.defjvp_each(lambda F, t, out, x, y: F.matmul(t, y),
                    lambda F, t, out, x, y: F.matmul(x, t))
-matmul.deftaylor("multilinear")
-matmul.defsparsity("contraction")
+matmul.defstructure(multilinear(matrix_product=True))
 
 
 def _matmul_batch(F, batched, x, y):
@@ -300,7 +299,7 @@ def tensordot(B, a, b, axes=2):
 tensordot.defvjp(_tensordot_vjp_x, _tensordot_vjp_y)
 tensordot.defjvp_each(lambda F, t, out, x, y, axes=2: F.tensordot(t, y, axes=axes),
                       lambda F, t, out, x, y, axes=2: F.tensordot(x, t, axes=axes))
-tensordot.deftaylor("multilinear")
+tensordot.defstructure(multilinear())
 
 
 def _tensordot_batch(F, batched, x, y, axes=2):
@@ -376,7 +375,7 @@ vecdot.defvjp(
         F.expand_dims(g, _vecdot_axis(x1, x2, axis)) * x1)
 vecdot.defjvp_each(lambda F, t, out, x1, x2, axis=-1: F.vecdot(t, x2, axis=axis),
                    lambda F, t, out, x1, x2, axis=-1: F.vecdot(x1, t, axis=axis))
-vecdot.deftaylor("multilinear")
+vecdot.defstructure(multilinear())
 
 
 def _vecdot_batch(F, batched, x1, x2, axis=-1):
@@ -422,8 +421,7 @@ outer.defvjp(lambda F, g, out, x, y: F.reshape(F.matmul(g, F.conj(_flat(F, y))),
              lambda F, g, out, x, y: F.reshape(F.matmul(F.conj(_flat(F, x)), g), y.shape))
 outer.defjvp_each(lambda F, t, out, x, y: F.outer(t, y),
                   lambda F, t, out, x, y: F.outer(x, t))
-outer.deftaylor("multilinear")
-outer.defsparsity("contraction")
+outer.defstructure(multilinear())
 
 
 def _outer_batch(F, batched, x, y):
@@ -606,7 +604,7 @@ def einsum(B, *operands, subscripts):
 
 einsum.defvjp_each(_einsum_vjp)
 einsum.defjvp(_einsum_jvp)
-einsum.deftaylor("multilinear")
+einsum.defstructure(multilinear())
 
 
 def _einsum_batch(F, batched, *operands, subscripts):

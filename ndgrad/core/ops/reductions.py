@@ -36,7 +36,7 @@ import operator
 from ..backend import _BACKEND_BY_TYPE
 from ..tensor import Tensor
 from .batching import flatten, is_batched, shift_axis
-from .registry import REDUCTION, SCAN, Domain, defop, sample_numpy
+from .registry import REDUCTION, SCAN, Domain, defop, linear, sample_numpy
 
 # This module defines ops named sum, max, min, all and any: the helpers use the builtins.
 _bmax = builtins.max
@@ -585,7 +585,7 @@ def max(B, a, axis=None, *, keepdims=False):
 
 max.defvjp(_minmax_vjp)
 max.defjvp(_minmax_jvp)
-max.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+max.defstructure(linear(piecewise=True))  # (its Jacobian is constant along a smooth path)
 max.defsparsity("extremum")
 
 
@@ -618,7 +618,7 @@ def min(B, a, axis=None, *, keepdims=False):
 
 min.defvjp(_minmax_vjp)
 min.defjvp(_minmax_jvp)
-min.deftaylor("linear")  # (piecewise linear: its Jacobian is constant along a smooth path)
+min.defstructure(linear(piecewise=True))  # (its Jacobian is constant along a smooth path)
 min.defsparsity("extremum")
 
 

@@ -77,7 +77,8 @@ __all__ = [
     "Op", "defop", "NAMESPACES",
     "defcomposite", "defalias", "Domain", "REGISTRY", "COMPOSITES", "ALIASES",
     "ELEMENTWISE", "REDUCTION", "SCAN", "LINALG", "SHAPE", "INDEXING", "COMPARISON",
-    "VARIADIC",
+    "VARIADIC", "Algebra", "Structure", "GENERAL", "linear", "multilinear", "elementwise",
+    "piecewise_linear",
 ]
 
 # Kinds: a default batching rule and the property suite's sampling follow from these.
@@ -88,6 +89,132 @@ LINALG = "linalg"            # matrix ops batched over leading dimensions
 SHAPE = "shape"              # reshapes / moves data without arithmetic
 INDEXING = "indexing"        # selects or scatters by index
 COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
+
+
+# Note [Op structure]
+# ~~~~~~~~~~~~~~~~~~~
+# What an op is, algebraically, is declared once, as data on its declaration
+# (``Op.structure``, a :class:`Structure`), and every transform that cares derives its
+# behaviour from it: Taylor mode (functional/taylor.py) pushes a linear op's coefficients
+# through its jvp and a multilinear op's by Leibniz's rule; the Forward Laplacian
+# (functional/operators.py) passes a signed sum's batches through and pairs a multilinear op's
+# inputs; Hessian sparsity (functional/sparsity.py) adds no pairs for a linear or piecewise
+# linear op and only pairs across inputs for a multilinear one, whose Jacobian pattern it
+# also finds from the declaration. The structures:
+#
+# * ``linear(coefficients=None, piecewise=False)``: linear in its array inputs (the shape
+#   and indexing ops, ``defjvp_linear``); ``coefficients``, where the op is the broadcast sum
+#   ``sum_i c_i x_i`` (``add`` (1, 1), ``subtract`` (1, -1)); ``piecewise``: linear only
+#   along smooth paths, its Jacobian constant between kinks (``sort``, ``max``, ``where``);
+# * ``multilinear(inputs=None, matrix_product=False)``: linear in each array input
+#   separately (``multiply``, ``matmul``, ``einsum``, ``cross``); ``matrix_product``: NumPy's
+#   matrix product (1-D operands promoted, batch dimensions broadcast), whose pairs are per
+#   contracted index;
+# * ``elementwise(inputs=None, piecewise=False)``: output element k a function of the
+#   inputs' elements at k, with a derivative in ``inputs`` only (``copysign``: (0,));
+#   ``piecewise``: piecewise linear, no second derivative off the kinks (``abs``,
+#   ``maximum``, ``clip``); ``piecewise_linear()``: that alone (``abs``, whose complex
+#   derivative is not elementwise in the transforms' sense);
+# * piecewise constant (``defop(piecewise_constant=True)``, Note [Piecewise-constant ops]);
+# * ``GENERAL``: none of these (the default).
+#
+# The declaration helpers set it (``defjvp_linear``: linear; ``defjvp_from_vjp``: elementwise,
+# unless declared otherwise; ``piecewise_constant=True``), ``defstructure`` declares the rest.
+# A transform reads only these fields: it never compares an op's name or parses a string. A
+# transform's own rule table is the declaration too: an op with a Taylor rule of its own
+# declares it (``deftaylor``), one with a sparsity rule its name (``defsparsity``).
+class Algebra:
+    """The algebraic kinds of :class:`Structure` (compared by identity)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"Algebra.{self.name}"
+
+
+Algebra.GENERAL = Algebra("GENERAL")
+Algebra.LINEAR = Algebra("LINEAR")
+Algebra.MULTILINEAR = Algebra("MULTILINEAR")
+Algebra.ELEMENTWISE = Algebra("ELEMENTWISE")
+Algebra.PIECEWISE_CONSTANT = Algebra("PIECEWISE_CONSTANT")
+
+
+class Structure:
+    """An op's algebraic structure (Note [Op structure]): ``algebra`` (an :class:`Algebra`),
+    ``inputs`` (the array inputs it concerns, None for all), ``coefficients`` (a linear
+    op's per-input coefficients, where it is a signed sum), ``piecewise`` (linear only
+    between kinks) and ``matrix_product`` (a multilinear op that is NumPy's matmul)."""
+
+    __slots__ = ("algebra", "inputs", "coefficients", "piecewise", "matrix_product")
+
+    def __init__(self, algebra, *, inputs=None, coefficients=None, piecewise=False,
+                 matrix_product=False):
+        if not isinstance(algebra, Algebra):
+            raise TypeError(f"Structure: algebra must be an Algebra (Algebra.LINEAR, ...), "
+                            f"got {algebra!r}")
+        self.algebra = algebra
+        self.inputs = None if inputs is None else frozenset(int(i) for i in inputs)
+        self.coefficients = None if coefficients is None else tuple(coefficients)
+        self.piecewise = bool(piecewise)
+        self.matrix_product = bool(matrix_product)
+
+    @property
+    def linear(self):
+        """Linear (or piecewise so, or piecewise constant) in its array inputs."""
+        return self.algebra is Algebra.LINEAR or self.algebra is Algebra.PIECEWISE_CONSTANT
+
+    @property
+    def multilinear(self):
+        return self.algebra is Algebra.MULTILINEAR
+
+    @property
+    def elementwise(self):
+        return self.algebra is Algebra.ELEMENTWISE
+
+    @property
+    def curvature_free(self):
+        """No second derivative anywhere off its kinks: linear, piecewise linear or piecewise
+        constant (Hessian sparsity adds no pairs for it)."""
+        return self.linear or self.piecewise
+
+    def concerns(self, i):
+        """Whether array input ``i`` is one of ``inputs``."""
+        return self.inputs is None or i in self.inputs
+
+    def __repr__(self):
+        fields = [f"{k}={getattr(self, k)!r}" for k in ("inputs", "coefficients")
+                  if getattr(self, k) is not None]
+        fields += [k for k in ("piecewise", "matrix_product") if getattr(self, k)]
+        return f"Structure({self.algebra.name.lower()}{''.join(', ' + f for f in fields)})"
+
+
+GENERAL = Structure(Algebra.GENERAL)
+_PIECEWISE_CONSTANT = Structure(Algebra.PIECEWISE_CONSTANT)
+
+
+def linear(*, coefficients=None, piecewise=False):
+    """An op linear in its array inputs (Note [Op structure])."""
+    return Structure(Algebra.LINEAR, coefficients=coefficients, piecewise=piecewise)
+
+
+def multilinear(*, inputs=None, matrix_product=False):
+    """An op linear in each of its array inputs ``inputs`` separately (Note [Op
+    structure])."""
+    return Structure(Algebra.MULTILINEAR, inputs=inputs, matrix_product=matrix_product)
+
+
+def elementwise(*, inputs=None, piecewise=False):
+    """An elementwise op with a derivative in ``inputs`` (Note [Op structure])."""
+    return Structure(Algebra.ELEMENTWISE, inputs=inputs, piecewise=piecewise)
+
+
+def piecewise_linear():
+    """An op with no other structure the transforms use that is piecewise linear: no second
+    derivative off its kinks (``abs`` of a real input; Note [Op structure])."""
+    return Structure(Algebra.GENERAL, piecewise=True)
 
 
 REGISTRY: dict[str, Op] = {}
@@ -335,8 +462,9 @@ class Op:
         # forward mode, vmap, views
         "jvp", "batch_rule", "batch_params", "default_batch", "identity_batch", "scatter",
         "view_replay",
-        # Taylor mode (ndgrad.func.jet; Note [Taylor rules] in functional/taylor.py)
-        "taylor",
+        # algebraic structure (Note [Op structure]); a Taylor rule of its own (ndgrad.func.jet;
+        # Note [Taylor rules] in functional/taylor.py)
+        "structure", "_taylor",
         # sparsity detection (Note [Sparsity propagation] in functional/sparsity.py)
         "sparsity",
         # the public function: a hand-written one, or how to normalise the call's arguments
@@ -375,14 +503,14 @@ class Op:
         self._meta_standins = False
         self._save_cache = {}      # save plans by "which inputs need grad"
         self.jvp = None
-        # how the op carries Taylor series: "linear" (each coefficient through the jvp),
-        # "bilinear" (Leibniz sums of the op), "elementwise" (the derivative's series), a
-        # rule rule(F, series, out, *inputs, **params), or None (nested jvps of the op)
-        self.taylor = None
-        # how output elements depend on input elements, for sparsity detection: None (the
-        # kind's default) or a rule name of functional/sparsity.py ("zero", "elementwise",
-        # "moves", "reduction", "scan", "contraction", "dense", "where", "extremum", "clip",
-        # "sort")
+        self.structure = GENERAL   # (Note [Op structure])
+        # a Taylor rule of its own, rule(F, series, out, *inputs, **params), or None (the
+        # structure's, else nested jvps of the op)
+        self._taylor = None
+        # how output elements depend on input elements, for sparsity detection: None (from
+        # the structure, else the kind's default) or a rule name of functional/sparsity.py
+        # ("zero", "elementwise", "moves", "reduction", "scan", "dense", "where",
+        # "extremum", "clip", "sort", "remainder", "imag")
         self.sparsity = None
         self.batch_rule = None     # vmap (core/ops/batching.py); kinds give defaults
         self.batch_params = False
@@ -595,16 +723,45 @@ class Op:
         self.identity_batch = rule
         return rule
 
-    # -- Taylor mode
+    # -- structure and Taylor mode
+    def defstructure(self, structure):
+        """The op's algebraic structure (Note [Op structure]): ``linear(...)``,
+        ``multilinear(...)``, ``elementwise(...)`` or ``GENERAL``."""
+        if not isinstance(structure, Structure):
+            raise TypeError(f"{self.qualname}.defstructure: expected a Structure "
+                            "(registry.linear(), multilinear(), elementwise()), got "
+                            f"{structure!r}")
+        self.structure = structure
+        return self
+
+    @property
+    def taylor(self):
+        """The op's Taylor rule (Note [Taylor rules] in functional/taylor.py): its own rule
+        function, else its structure where that gives one (linear, multilinear,
+        elementwise, piecewise constant), else None (nested jvps of the op)."""
+        if self._taylor is not None:
+            return self._taylor
+        return None if self.structure is GENERAL or \
+            self.structure.algebra is Algebra.GENERAL else self.structure
+
+    @taylor.setter
+    def taylor(self, rule):
+        if isinstance(rule, Structure):
+            self.structure, self._taylor = rule, None
+        else:
+            self._taylor = rule
+
     def deftaylor(self, rule):
-        """How the op carries truncated Taylor series (Note [Taylor rules] in
-        ndgrad/functional/taylor.py): "linear" for an op linear in its array inputs (also
-        piecewise: its Jacobian constant along any smooth path, as ``sort``), "bilinear" for
-        one linear in each input separately (``multiply``, ``matmul``), "elementwise", or a
-        rule ``rule(F, series, out, *inputs, **params)`` returning the output's derivative
-        coefficients ``[y1, ..., yK]`` from ``series`` (per input, its ``[x1, ..., xK]`` or
-        None)."""
-        self.taylor = rule
+        """A Taylor rule of the op's own (Note [Taylor rules] in
+        ndgrad/functional/taylor.py): ``rule(F, series, out, *inputs, **params)`` returning
+        the output's derivative coefficients ``[y1, ..., yK]`` from ``series`` (per input,
+        its ``[x1, ..., xK]`` or None), or None to use the structure's. An op linear or
+        multilinear in its inputs declares that instead (``defstructure``)."""
+        if rule is not None and not callable(rule):
+            raise TypeError(f"{self.qualname}.deftaylor: expected a rule function, got "
+                            f"{rule!r}; declare linearity with defstructure(linear()) or "
+                            "defstructure(multilinear()) (Note [Op structure])")
+        self._taylor = rule
         return self
 
     def defsparsity(self, rule):
@@ -648,7 +805,8 @@ class Op:
             return op.of(F)(*ts, *extra, **params) if not op.pack else \
                 op.of(F)(ts, *extra, **params)
         self.jvp = jvp
-        self.taylor = "linear"
+        if not self.structure.linear:
+            self.structure = linear()
         return self
 
     def defjvp_from_vjp(self):
@@ -671,8 +829,8 @@ class Op:
                 total = c if total is None else total + c
             return total
         self.jvp = jvp
-        if self.taylor is None:
-            self.taylor = "elementwise"
+        if self.structure is GENERAL:
+            self.structure = elementwise()
         return self
 
 
@@ -775,12 +933,13 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
 # ``autograd.grad`` through it gives zeros, not an error, and it composes with what follows),
 # every input's cotangent and the output's tangent are zero (derivatives away from the jumps;
 # at a jump there is none, and zero is what PyTorch returns), the Taylor coefficients are
-# zero ("linear": each is the jvp's), and no output element depends on an input element for
-# sparsity detection. The rules read nothing, so a node saves nothing. Such an op declares no
-# rule of its own (defvjp and defjvp refuse), so none can disagree with the others; the
-# property suite checks each against finite differences away from the jumps, under vmap and
-# in a Hessian (tests/test_op_properties.py). (``sign`` is piecewise constant for real inputs
-# only; its complex derivative is not zero, so it declares its own rules.)
+# zero (each is the jvp's), and no output element depends on an input element for
+# sparsity detection (its structure, Note [Op structure]). The rules read nothing, so a node
+# saves nothing. Such an op declares no rule of its own (defvjp and defjvp refuse), so none
+# can disagree with the others; the property suite checks each against finite differences
+# away from the jumps, under vmap and in a Hessian (tests/test_op_properties.py). (``sign``
+# is piecewise constant for real inputs only; its complex derivative is not zero, so it
+# declares its own rules.)
 def _piecewise_constant(op):
     op.piecewise_constant = True
     if op.nin == VARIADIC:
@@ -788,8 +947,7 @@ def _piecewise_constant(op):
     else:
         op.vjp_rules = (_zero_cotangent,) * op.nin
     op.jvp = _zero_tangent
-    op.taylor = "linear"
-    op.sparsity = "zero"
+    op.structure = _PIECEWISE_CONSTANT
 
 
 def _zero_cotangent(F, g, out, *inputs, **params):

@@ -21,7 +21,7 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import (batch_size, flatten, keeps_identity, logical_ndim, pad_to, shift_axes,
                        shift_axis, with_batch)
-from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop
+from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, linear
 
 ANY = Domain((-2.0, 2.0), complex=True)
 
@@ -33,7 +33,7 @@ def _linear_jvp(op):
     def jvp(F, tangents, out, x, *extra, **params):
         return fn(F)(tangents[0], *extra, **params)
     op.defjvp(jvp)
-    op.deftaylor("linear")
+    op.defstructure(linear())
     return op
 
 
@@ -1149,7 +1149,7 @@ pad.defvjp(_pad_vjp)
 # constant_values is not differentiated: the tangent pads with zeros
 pad.defjvp(lambda F, tangents, out, x, pad_width, mode="constant", constant_values=0:
            F.pad(tangents[0], pad_width, mode=mode))
-pad.deftaylor("linear")
+pad.defstructure(linear())
 pad.defbatch(lambda F, batched, x, pad_width, mode="constant", constant_values=0:
              F.pad(x, ((0, 0),) + _pad_widths(pad_width, x.ndim - 1), mode=mode,
                    constant_values=constant_values))
@@ -1307,7 +1307,7 @@ astype.defpublic(_astype_public)
 # the engine casts the cotangent to x's dtype (a real input keeps the real part)
 astype.defvjp(lambda F, g, out, x, dtype: g)
 astype.defjvp(lambda F, tangents, out, x, dtype: F.astype(tangents[0], dtype))
-astype.deftaylor("linear")
+astype.defstructure(linear())
 astype.defsparsity("elementwise")
 astype.defbatch(lambda F, batched, x, dtype: F.astype(x, dtype))
 astype.defidentity(keeps_identity(lambda F, s, dtype: F.astype(s, dtype)))
@@ -1355,6 +1355,6 @@ to_device.defvjp(lambda F, g, out, x, device, source=None: F.to_device(g, device
                                                                        source=device))
 to_device.defjvp(lambda F, tangents, out, x, device, source=None:
                  F.to_device(tangents[0], device=device, source=source))
-to_device.deftaylor("linear")
+to_device.defstructure(linear())
 to_device.defbatch(lambda F, batched, x, device, source=None:
                    F.to_device(x, device=device, source=source))

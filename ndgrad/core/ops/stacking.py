@@ -38,7 +38,7 @@ from ..tensor import Tensor
 from .batching import is_batched
 from .indexing import _along_axis_index
 from .registry import (INDEXING, SHAPE, VARIADIC, Domain, defalias, defcomposite, defop,
-                       sample_numpy)
+                       linear, sample_numpy)
 from .shape import _as_int_tuple
 
 __all__ = ["place", "put", "putmask", "fill_diagonal", "put_along_axis", "INPLACE"]
@@ -1139,7 +1139,7 @@ def _trim_zeros_jvp(F, tangents, out, filt, trim="fb", axis=None):
 
 trim_zeros.defvjp(_trim_zeros_vjp)
 trim_zeros.defjvp(_trim_zeros_jvp)
-trim_zeros.deftaylor("linear")  # (a slice, fixed along a smooth path)
+trim_zeros.defstructure(linear(piecewise=True))  # (a slice, fixed along a smooth path)
 
 
 def _sample_diagflat(d):
