@@ -62,6 +62,38 @@ def cases(names=ENTRIES):
     return [pytest.param(n, dt, id=f"{n}-{dt}") for n in names for dt in dtypes(entry(n))]
 
 
+def elementwise_function(name, sample):
+    """An elementwise op's sample as a function of its floating inputs alone (a Tensor each,
+    the first output returned), the other array inputs held at their first element, so that
+    each floating input can be a column of points."""
+    op = entry(name)
+    arrays = [a.reshape(-1)[0] if i not in sample.pos and isinstance(a, np.ndarray) and a.size
+              else a for i, a in enumerate(sample.arrays)]
+    fixed = Sample(op, tuple(arrays) + sample.extra, sample.kwargs)
+
+    def f(*xs):
+        return fixed.call(fixed.inputs(xs))[0]
+    return f
+
+
+def points_in_domain(f, cols):
+    """The columns of points (one per floating input of ``f``) where ``f`` takes them: all of
+    them, or, for an op that checks its domain (a ValueError), the points it accepts."""
+    with ndgrad.no_grad():
+        try:
+            f(*(ndgrad.tensor(c) for c in cols))
+            return cols
+        except ValueError:
+            keep = []
+            for j in range(len(cols[0])):
+                try:
+                    f(*(ndgrad.tensor(c[j:j + 1]) for c in cols))
+                    keep.append(j)
+                except ValueError:
+                    pass
+            return [c[keep] for c in cols]
+
+
 def differentiable(names=ENTRIES, *without):
     """The ops of ``names`` that are differentiable and declare none of the exceptions
     ``without`` (``"vjp"``, ``"jvp"``, ``"gradgrad"``, ``"fd"``): a derivative sweep's

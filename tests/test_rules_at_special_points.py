@@ -39,7 +39,8 @@ from hypothesis import strategies as st
 import ndgrad as nd
 from ndgrad.core.ops.registry import ELEMENTWISE, LINALG, REDUCTION, SCAN
 from ndgrad.func import jvp
-from registry_harness import ENTRIES, FLOAT, Sample, cases, draw, entry
+from registry_harness import (ENTRIES, FLOAT, cases, draw, elementwise_function, entry,
+                              points_in_domain)
 
 # (the points are where values and derivatives over- and underflow by design: NumPy's
 # floating-point warnings there are the subject, and each result is checked)
@@ -254,27 +255,8 @@ def _jumps(sample):
 
 def _sweep(name, sample):
     """The mismatches of the op's derivatives against the references, as lines."""
-    op = entry(name)
-    arrays = [a.reshape(-1)[0] if i not in sample.pos and isinstance(a, np.ndarray) and a.size
-              else a for i, a in enumerate(sample.arrays)]
-    fixed = Sample(op, tuple(arrays) + sample.extra, sample.kwargs)
-
-    def f(*xs):
-        return fixed.call(fixed.inputs(xs))[0]
-
-    cols = _columns(sample)
-    with nd.no_grad():
-        try:
-            f(*(nd.tensor(c) for c in cols))
-        except ValueError:  # an op that checks its domain: only the points it accepts
-            keep = []
-            for j in range(len(cols[0])):
-                try:
-                    f(*(nd.tensor(c[j:j + 1]) for c in cols))
-                    keep.append(j)
-                except ValueError:
-                    pass
-            cols = [c[keep] for c in cols]
+    f = elementwise_function(name, sample)
+    cols = points_in_domain(f, _columns(sample))
     bad = []
     n = len(cols)
     for i in range(n):

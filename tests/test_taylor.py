@@ -21,8 +21,9 @@ from ndgrad.core.ops.registry import ELEMENTWISE
 from ndgrad.core.ops import series as series_rules
 from ndgrad.func import derivatives, jet
 from ndgrad.functional.taylor import _nested
-from registry_harness import (FLOAT, Sample, assert_close, cases, draw, entry, outs, public_call,
-                              random_like, require, view_outputs)
+from registry_harness import (FLOAT, Sample, assert_close, cases, draw, elementwise_function,
+                              outs, points_in_domain, public_call, random_like, require,
+                              view_outputs)
 from registry_matrix import differentiable_without, each, family, is_primitive
 from support import close, host
 
@@ -541,27 +542,9 @@ def _sweep(name, sample):
     """The mismatches of Taylor mode against nested reverse mode (or, where that gives
     nan, against the limit) at the special points, for each way the inputs move: ``[(at a
     tiny point, what)]``."""
-    op = entry(name)
-    arrays = [a.reshape(-1)[0] if i not in sample.pos and isinstance(a, np.ndarray) and a.size
-              else a for i, a in enumerate(sample.arrays)]
-    fixed = Sample(op, tuple(arrays) + sample.extra, sample.kwargs)
-
-    def f(*xs):
-        return fixed.call(fixed.inputs(xs))[0]
-
-    cols = _grid(sample)
+    f = elementwise_function(name, sample)
+    cols = points_in_domain(f, _grid(sample))
     with nd.no_grad():
-        try:
-            f(*(nd.tensor(c) for c in cols))
-        except ValueError:  # an op that checks its domain: only the points it accepts
-            keep = []
-            for j in range(len(cols[0])):
-                try:
-                    f(*(nd.tensor(c[j:j + 1]) for c in cols))
-                    keep.append(j)
-                except ValueError:
-                    pass
-            cols = [c[keep] for c in cols]
         n = len(cols)
         points = [nd.tensor(c) for c in cols]
         y0 = _np(f(*points))
