@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array_api import result_type
+from .core.creation import asarray
+from .core.ops import concatenate
+from .core.tensor import Tensor
+
 __all__ = ["r_", "c_"]
 
 
@@ -29,23 +34,22 @@ class _Concatenator:
         self._columns = columns
 
     def __getitem__(self, key):
-        import ndgrad as nd
         items = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, str) for k in items):
             raise NotImplementedError(f"ndgrad.{self._name}: string directives (NumPy's "
                                       f"'r', 'c', '0,2,...') are not supported; reshape the "
                                       f"pieces and use ndgrad.concatenate")
-        device = next((k.device for k in items if isinstance(k, nd.Tensor)), None)
+        device = next((k.device for k in items if isinstance(k, Tensor)), None)
         pieces = []
         for k in items:
             if isinstance(k, slice):
                 k = _slice_values(k)
-            if not isinstance(k, nd.Tensor):
-                k = nd.asarray(k, device=device) if device is not None else nd.asarray(k)
+            if not isinstance(k, Tensor):
+                k = asarray(k, device=device) if device is not None else asarray(k)
             pieces.append(k)
         if not pieces:
-            return nd.asarray(np.zeros(0))
-        dtype = nd.result_type(*pieces)
+            return asarray(np.zeros(0))
+        dtype = result_type(*pieces)
         out = []
         for p in pieces:
             p = p.astype(dtype) if p.dtype != dtype else p
@@ -54,7 +58,7 @@ class _Concatenator:
             elif p.ndim == 0:
                 p = p.reshape(1)
             out.append(p)
-        return nd.concatenate(out, axis=-1 if self._columns else 0)
+        return concatenate(out, axis=-1 if self._columns else 0)
 
     def __len__(self):
         return 0

@@ -28,7 +28,20 @@ SciPy is imported only inside ``lu_factor`` (for the pivots) and ``schur``.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+
+from . import array_api as _array_api
+from .core import backend as _backend
+from .core import creation as _creation
+from .core import grad_mode as _grad_mode
+from .core import ops as _ops
+from .core.tensor import Tensor
+
+# ndgrad.linalg's registered functions, from the registry: ndgrad.linalg is assembled from
+# them and from this module, so this module does not import it.
+_linalg = SimpleNamespace(**_ops.NAMESPACED["linalg"])
 
 __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
            "solve_banded", "solveh_banded", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
@@ -36,21 +49,14 @@ __all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapu
            "block_diag", "eigh_tridiagonal"]
 
 
-def _nd():
-    import ndgrad
-    return ndgrad
-
-
 def _as(x):
-    nd = _nd()
-    return x if isinstance(x, nd.Tensor) else nd.asarray(x)
+    return x if isinstance(x, Tensor) else _creation.asarray(x)
 
 
 def _float(x):
-    nd = _nd()
     x = _as(x)
     if x.dtype.kind not in "fc":
-        x = x.astype(nd.float64)
+        x = x.astype(_backend.float64)
     return x
 
 
@@ -61,11 +67,11 @@ def _square(name, a, what="a"):
 
 
 def _eye(n, like):
-    return _nd().eye(n, dtype=like.dtype, device=like.device)
+    return _creation.eye(n, dtype=like.dtype, device=like.device)
 
 
 def _mH(a):
-    return _nd().conj(a.T) if a.dtype.kind == "c" else a.T
+    return _ops.conj(a.T) if a.dtype.kind == "c" else a.T
 
 
 # ------------------------------------------------------------------------- matrix equations
@@ -91,7 +97,6 @@ def solve_sylvester(a, b, q):
     tensor([[0.66666667],
             [1.        ]])
     """
-    nd = _nd()
     a, b, q = _float(a), _float(b), _float(q)
     _square("solve_sylvester", a)
     _square("solve_sylvester", b, "b")
@@ -99,8 +104,8 @@ def solve_sylvester(a, b, q):
     if tuple(q.shape) != (n, m):
         raise ValueError(f"linalg.solve_sylvester: q must have shape (a.shape[0], "
                          f"b.shape[0]) = {(n, m)}, got {tuple(q.shape)}")
-    k = nd.kron(a, _eye(m, a)) + nd.kron(_eye(n, b), b.T)
-    return nd.linalg.solve(k, q.reshape(n * m)).reshape(n, m)
+    k = _ops.kron(a, _eye(m, a)) + _ops.kron(_eye(n, b), b.T)
+    return _linalg.solve(k, q.reshape(n * m)).reshape(n, m)
 
 
 def solve_continuous_lyapunov(a, q):
@@ -137,7 +142,6 @@ def solve_discrete_lyapunov(a, q, method=None):
     tensor([[-1.,  0.],
             [ 0., -1.]])
     """
-    nd = _nd()
     if method not in (None, "direct", "bilinear"):
         raise ValueError(f"linalg.solve_discrete_lyapunov: method must be None, 'direct' or "
                          f"'bilinear', got {method!r}")
@@ -147,31 +151,29 @@ def solve_discrete_lyapunov(a, q, method=None):
     if tuple(q.shape) != (n, n):
         raise ValueError(f"linalg.solve_discrete_lyapunov: q must have a's shape {(n, n)}, "
                          f"got {tuple(q.shape)}")
-    ac = nd.conj(a) if a.dtype.kind == "c" else a
-    k = nd.kron(a, ac) - _eye(n * n, a)
-    return nd.linalg.solve(k, -q.reshape(n * n)).reshape(n, n)
+    ac = _ops.conj(a) if a.dtype.kind == "c" else a
+    k = _ops.kron(a, ac) - _eye(n * n, a)
+    return _linalg.solve(k, -q.reshape(n * n)).reshape(n, n)
 
 
 # ------------------------------------------------------------------------- banded systems
 def _solve_dense(name, a, b):
-    nd = _nd()
     n = a.shape[0]
     if b.shape[0] != n:
         raise ValueError(f"linalg.{name}: b must have {n} rows (the matrix's order), got "
                          f"shape {tuple(b.shape)}")
-    return nd.linalg.solve(a, b) if b.ndim > 1 else nd.linalg.solve(a, b[:, None])[:, 0]
+    return _linalg.solve(a, b) if b.ndim > 1 else _linalg.solve(a, b[:, None])[:, 0]
 
 
 def _banded_dense(ab, lower_rows, upper_rows):
     """The dense ``(n, n)`` matrix of band storage ``ab[u + i - j, j] = a[i, j]`` (a gather;
     entries outside the band are a zero appended to ``ab``)."""
-    nd = _nd()
     rows, n = ab.shape
     i, j = np.indices((n, n))
     r = upper_rows + i - j
     inside = (r >= 0) & (r < rows) & (i - j <= lower_rows) & (j - i <= upper_rows)
     idx = np.where(inside, r * n + j, rows * n)
-    flat = nd.concatenate([ab.reshape(rows * n), nd.zeros(1, dtype=ab.dtype,
+    flat = _ops.concatenate([ab.reshape(rows * n), _creation.zeros(1, dtype=ab.dtype,
                                                           device=ab.device)])
     return flat[idx]
 
@@ -222,18 +224,17 @@ def solveh_banded(ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
     >>> ndgrad.linalg.solveh_banded(ab, ndgrad.tensor([3.0, 2.0, 3.0]))
     tensor([1., 1., 1.])
     """
-    nd = _nd()
     ab, b = _float(ab), _float(b)
     if ab.ndim != 2:
         raise ValueError(f"linalg.solveh_banded: ab must be 2-D (u + 1, n), got shape "
                          f"{tuple(ab.shape)}")
     u = ab.shape[0] - 1
     half = _banded_dense(ab, u, 0) if lower else _banded_dense(ab, 0, u)
-    off = nd.tril(half, -1) if lower else nd.triu(half, 1)
+    off = _ops.tril(half, -1) if lower else _ops.triu(half, 1)
     full = half + _mH(off)
-    c = nd.linalg.cholesky(full)
+    c = _linalg.cholesky(full)
     bb = b if b.ndim > 1 else b[:, None]
-    x = nd.linalg.cholesky_solve(bb, c)
+    x = _linalg.cholesky_solve(bb, c)
     return x if b.ndim > 1 else x[:, 0]
 
 
@@ -257,10 +258,9 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> ndgrad.linalg.cho_solve((c, low), ndgrad.tensor([6.0, 5.0]))
     tensor([1., 1.])
     """
-    nd = _nd()
     a = _float(a)
     _square("cho_factor", a)
-    low = nd.linalg.cholesky(a)
+    low = _linalg.cholesky(a)
     return (low if lower else _mH(low)), bool(lower)
 
 
@@ -275,16 +275,15 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     >>> ndgrad.linalg.cho_solve(cf, ndgrad.tensor([6.0, 5.0]))
     tensor([1., 1.])
     """
-    nd = _nd()
     c, lower = c_and_lower
     c, b = _float(c), _float(b)
     _square("cho_solve", c, "c")
-    low = nd.tril(c) if lower else _mH(nd.triu(c))
+    low = _ops.tril(c) if lower else _mH(_ops.triu(c))
     bb = b if b.ndim > 1 else b[:, None]
     if bb.shape[0] != c.shape[0]:
         raise ValueError(f"linalg.cho_solve: b must have {c.shape[0]} rows, got shape "
                          f"{tuple(b.shape)}")
-    x = nd.linalg.cholesky_solve(bb, low)
+    x = _linalg.cholesky_solve(bb, low)
     return x if b.ndim > 1 else x[:, 0]
 
 
@@ -319,7 +318,6 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     tensor([1., 1.])
     """
     import scipy.linalg
-    nd = _nd()
     a = _float(a)
     _square("lu_factor", a)
     n = a.shape[0]
@@ -337,8 +335,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     out = []
     for i in range(n):
         lower = [cols[j][i - j - 1:i - j] for j in range(i)]
-        out.append(nd.concatenate(lower + [rows[i]]) if lower else rows[i])
-    return nd.stack(out), piv
+        out.append(_ops.concatenate(lower + [rows[i]]) if lower else rows[i])
+    return _ops.stack(out), piv
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -354,7 +352,6 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     >>> ndgrad.linalg.lu_solve(f, ndgrad.tensor([4.0, 6.0]), trans=1)  # a^T x = b
     tensor([1., 1.])
     """
-    nd = _nd()
     lu, piv = lu_and_piv
     lu, b = _float(lu), _float(b)
     _square("lu_solve", lu, "lu")
@@ -365,16 +362,16 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if bb.shape[0] != n:
         raise ValueError(f"linalg.lu_solve: b must have {n} rows, got shape {tuple(b.shape)}")
     perm = _perm_from_piv(np.asarray(piv))
-    low = nd.tril(lu, -1) + _eye(n, lu)
-    up = nd.triu(lu)
+    low = _ops.tril(lu, -1) + _eye(n, lu)
+    up = _ops.triu(lu)
     if trans == 0:
-        y = nd.linalg.solve_triangular(low, bb[perm], upper=False, unitriangular=True)
-        x = nd.linalg.solve_triangular(up, y, upper=True)
+        y = _linalg.solve_triangular(low, bb[perm], upper=False, unitriangular=True)
+        x = _linalg.solve_triangular(up, y, upper=True)
     else:
         if trans == 2 and lu.dtype.kind == "c":
-            low, up = nd.conj(low), nd.conj(up)
-        z = nd.linalg.solve_triangular(up.T, bb, upper=False)
-        w = nd.linalg.solve_triangular(low.T, z, upper=True, unitriangular=True)
+            low, up = _ops.conj(low), _ops.conj(up)
+        z = _linalg.solve_triangular(up.T, bb, upper=False)
+        w = _linalg.solve_triangular(low.T, z, upper=True, unitriangular=True)
         x = w[np.argsort(perm)]
     return x if b.ndim > 1 else x[:, 0]
 
@@ -383,14 +380,13 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 def _denman_beavers(name, a, tol=1e-14, maxiter=60):
     """``(sqrt(a), inv(sqrt(a)))`` by the Denman-Beavers iteration; the stop is decided on
     the values, then two more steps so that the derivative iterates converge too."""
-    nd = _nd()
     y, z = a, _eye(a.shape[0], a)
-    scale = max(float(nd.linalg.norm(a.detach())), 1e-300)
+    scale = max(float(_linalg.norm(a.detach())), 1e-300)
     extra = None
     for _ in range(maxiter):
-        y_next = 0.5 * (y + nd.linalg.inv(z))
-        z = 0.5 * (z + nd.linalg.inv(y))
-        step = float(nd.linalg.norm((y_next - y).detach())) / scale
+        y_next = 0.5 * (y + _linalg.inv(z))
+        z = 0.5 * (z + _linalg.inv(y))
+        step = float(_linalg.norm((y_next - y).detach())) / scale
         y = y_next
         if extra is not None:
             extra -= 1
@@ -463,8 +459,8 @@ def sqrtm(A, disp=True, blocksize=64):
     phi = _branch_rotation(a)
     if phi is None:
         return _denman_beavers("sqrtm", a)[0]
-    nd = _nd()
-    ac = a.astype(nd.complex64 if a.dtype in (nd.float32, nd.complex64) else nd.complex128)
+    single = a.dtype in (_backend.float32, _backend.complex64)
+    ac = a.astype(_backend.complex64 if single else _backend.complex128)
     root = _denman_beavers("sqrtm", ac * complex(np.exp(-1j * phi)))[0]
     return root * complex(np.exp(0.5j * phi))
 
@@ -484,19 +480,18 @@ def logm(A, disp=True):
     tensor([[0., 1.],
             [0., 0.]])
     """
-    nd = _nd()
     a = _float(A)
     _square("logm", a, "A")
     n = a.shape[0]
     eye = _eye(n, a)
     k = 0
-    while float(nd.linalg.norm((a - eye).detach())) > 0.25:
+    while float(_linalg.norm((a - eye).detach())) > 0.25:
         if k == 60:
             raise np.linalg.LinAlgError("linalg.logm: the square roots did not approach the "
                                         "identity")
         a = _denman_beavers("logm", a)[0]
         k += 1
-    z = nd.linalg.solve((a + eye).T, (a - eye).T).T  # (B - I)(B + I)^-1 (they commute)
+    z = _linalg.solve((a + eye).T, (a - eye).T).T  # (B - I)(B + I)^-1 (they commute)
     z2 = z @ z
     term, total = z, z
     for j in range(1, 15):  # |Z| < 0.125: the 15th term is below 1e-29
@@ -523,16 +518,15 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     tensor([[1., 2.],
             [3., 4.]])
     """
-    nd = _nd()
     a, e = _float(A), _float(E)
     _square("expm_frechet", a, "A")
     if tuple(e.shape) != tuple(a.shape):
         raise ValueError(f"linalg.expm_frechet: E must have A's shape {tuple(a.shape)}, got "
                          f"{tuple(e.shape)}")
     n = a.shape[0]
-    zero = nd.zeros(n, n, dtype=a.dtype, device=a.device)
-    big = nd.concatenate([nd.concatenate([a, e], axis=1), nd.concatenate([zero, a], axis=1)])
-    m = nd.linalg.matrix_exp(big)
+    zero = _creation.zeros(n, n, dtype=a.dtype, device=a.device)
+    big = _ops.concatenate([_ops.concatenate([a, e], axis=1), _ops.concatenate([zero, a], axis=1)])
+    m = _linalg.matrix_exp(big)
     frechet = m[:n, n:]
     return (m[:n, :n], frechet) if compute_expm else frechet
 
@@ -615,30 +609,29 @@ def funm(A, func, disp=True):
     (tensor([[2., 0.],
             [0., 3.]]), 2.220446049250313e-16)
     """
-    nd = _nd()
     a = _float(A)
     _square("funm", a, "A")
     if not callable(func):
         raise TypeError(f"linalg.funm: func must be a callable applied to the eigenvalues, "
                         f"got {type(func).__name__}")
     n = a.shape[0]
-    w, v = nd.linalg.eig(a)
+    w, v = _linalg.eig(a)
     fw = func(w)
-    if not isinstance(fw, nd.Tensor):
-        fw = nd.asarray(fw, device=w.device)
+    if not isinstance(fw, Tensor):
+        fw = _creation.asarray(fw, device=w.device)
     if tuple(fw.shape) != (n,):
         raise ValueError(f"linalg.funm: func must return one value per eigenvalue (shape "
                          f"{(n,)}), got shape {tuple(fw.shape)}")
     if fw.dtype != w.dtype:
         fw = fw.astype(w.dtype)
-    f = nd.linalg.solve(v.T, (v * fw).T).T  # V diag(f(w)) V^-1
+    f = _linalg.solve(v.T, (v * fw).T).T  # V diag(f(w)) V^-1
     eps = float(np.finfo(f.dtype).eps)
-    with nd.no_grad():
+    with _grad_mode.no_grad():
         vd = v.detach()
-        err = nd.clip(eps * nd.linalg.cond(vd), eps, 1.0)
-        finite = nd.all(nd.isfinite(f.detach()))
-        err = nd.where(finite, err, nd.asarray(np.inf, device=err.device))
-        imag = nd.max(nd.abs(nd.imag(f.detach()))) if a.dtype.kind != "c" else None
+        err = _ops.clip(eps * _linalg.cond(vd), eps, 1.0)
+        finite = _ops.all(_ops.isfinite(f.detach()))
+        err = _ops.where(finite, err, _creation.asarray(np.inf, device=err.device))
+        imag = _ops.max(_ops.abs(_ops.imag(f.detach()))) if a.dtype.kind != "c" else None
     try:  # inside vmap a batch has no single value: no message, errest a tensor
         err_value = float(err)
         real = imag is not None and float(imag) <= 1e6 * eps
@@ -646,7 +639,7 @@ def funm(A, func, disp=True):
         err_value = None  # complex result, never a real part that drops an imaginary one)
         real = False
     if real:
-        f = nd.real(f)
+        f = _ops.real(f)
     if err_value is None:
         return f if disp else (f, err)
     if disp:
@@ -693,7 +686,6 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
             [0., 1.]])
     """
     import scipy.linalg
-    nd = _nd()
     if _traced(a):
         raise NotImplementedError(
             "linalg.schur gives values only: it is not differentiable and does not run "
@@ -709,7 +701,7 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
                          f"{host.shape}")
     res = scipy.linalg.schur(host, output=output, lwork=lwork, overwrite_a=False, sort=sort,
                              check_finite=check_finite)
-    out = tuple(nd.asarray(r, device=device) for r in res[:2])
+    out = tuple(_creation.asarray(r, device=device) for r in res[:2])
     return out + (int(res[2]),) if sort is not None else out
 
 
@@ -731,13 +723,12 @@ def polar(a, side="right"):
     tensor([[2., 0.],
             [0., 3.]])
     """
-    nd = _nd()
     if side not in ("right", "left"):
         raise ValueError(f"linalg.polar: side must be 'right' or 'left', got {side!r}")
     a = _float(a)
     if a.ndim != 2:
         raise ValueError(f"linalg.polar: a must be a 2-D matrix, got shape {tuple(a.shape)}")
-    w, s, vh = nd.linalg.svd(a, full_matrices=False)
+    w, s, vh = _linalg.svd(a, full_matrices=False)
     u = w @ vh
     p = (_mH(vh) * s) @ vh if side == "right" else (w * s) @ _mH(w)
     return u, p
@@ -762,11 +753,10 @@ def toeplitz(c, r=None):
             [2., 1.],
             [3., 2.]])
     """
-    nd = _nd()
     c = _vector("toeplitz", c)
-    r = (nd.conj(c) if c.dtype.kind == "c" else c) if r is None else _vector("toeplitz", r)
+    r = (_ops.conj(c) if c.dtype.kind == "c" else c) if r is None else _vector("toeplitz", r)
     m, n = c.shape[0], r.shape[0]
-    vals = nd.concatenate([nd.flip(c), r[1:]])
+    vals = _ops.concatenate([_ops.flip(c), r[1:]])
     i, j = np.indices((m, n))
     return vals[m - 1 - i + j]
 
@@ -801,9 +791,8 @@ def block_diag(*arrs):
     tensor([[1., 2., 0.],
             [0., 0., 3.]])
     """
-    nd = _nd()
     if not arrs:
-        return nd.zeros(1, 0)
+        return _creation.zeros(1, 0)
     blocks = []
     for k, x in enumerate(arrs):
         x = _as(x)
@@ -811,14 +800,14 @@ def block_diag(*arrs):
             raise ValueError(f"linalg.block_diag: arguments must have at most 2 dimensions; "
                              f"argument {k} has shape {tuple(x.shape)}")
         blocks.append(x.reshape(1, -1) if x.ndim < 2 else x)
-    dtype = nd.result_type(*blocks)
+    dtype = _array_api.result_type(*blocks)
     blocks = [b.astype(dtype) for b in blocks]
     total = sum(b.shape[1] for b in blocks)
     rows, left = [], 0
     for b in blocks:
-        rows.append(nd.pad(b, ((0, 0), (left, total - left - b.shape[1]))))
+        rows.append(_ops.pad(b, ((0, 0), (left, total - left - b.shape[1]))))
         left += b.shape[1]
-    return nd.concatenate(rows)
+    return _ops.concatenate(rows)
 
 
 def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
@@ -837,7 +826,6 @@ def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
     ...                                eigvals_only=True)
     tensor([1., 3.])
     """
-    nd = _nd()
     if select != "a":
         raise NotImplementedError("linalg.eigh_tridiagonal: only select='a' is supported; "
                                   "select the eigenvalues from the result instead")
@@ -845,8 +833,8 @@ def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
     if d.ndim != 1 or e.ndim != 1 or e.shape[0] != d.shape[0] - 1:
         raise ValueError(f"linalg.eigh_tridiagonal: d must be 1-D of length n and e of "
                          f"length n - 1; got shapes {tuple(d.shape)} and {tuple(e.shape)}")
-    a = nd.diag(d) + nd.diag(e, k=1) + nd.diag(e, k=-1)
+    a = _ops.diag(d) + _ops.diag(e, k=1) + _ops.diag(e, k=-1)
     if eigvals_only:
-        return nd.linalg.eigvalsh(a)
-    w, v = nd.linalg.eigh(a)
+        return _linalg.eigvalsh(a)
+    w, v = _linalg.eigh(a)
     return w, v

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import ops as _ops
 from .core.creation import asarray
 from .core.lazy import compute as _compute
 from .core.tensor import Tensor, host_array as _host
@@ -438,17 +439,16 @@ def fixed_point(func, x0, args=(), xtol=1e-8, maxiter=500, method="del2"):
 
 def _rho(loss, z):
     """SciPy's robust loss ``rho(z)`` of ``z = (r / f_scale)**2``, with ndgrad operations."""
-    import ndgrad
     if loss == "linear":
         return z
     if loss == "soft_l1":
-        return 2.0 * (ndgrad.sqrt(1.0 + z) - 1.0)
+        return 2.0 * (_ops.sqrt(1.0 + z) - 1.0)
     if loss == "huber":
-        return ndgrad.where(z <= 1.0, z, 2.0 * ndgrad.sqrt(ndgrad.maximum(z, 1.0)) - 1.0)
+        return _ops.where(z <= 1.0, z, 2.0 * _ops.sqrt(_ops.maximum(z, 1.0)) - 1.0)
     if loss == "cauchy":
-        return ndgrad.log1p(z)
+        return _ops.log1p(z)
     if loss == "arctan":
-        return ndgrad.arctan(z)
+        return _ops.arctan(z)
     raise ValueError(f"ndgrad.optimize.least_squares: loss must be one of 'linear', "
                      f"'soft_l1', 'huber', 'cauchy', 'arctan' (a callable loss has no "
                      f"ndgrad derivative), got {loss!r}")

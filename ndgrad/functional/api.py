@@ -39,10 +39,11 @@ tensor([[2., 0.],
 
 from __future__ import annotations
 
-import ndgrad as _nd  # attributes are read at call time: safe while ndgrad initializes
-
 from .. import forward_ad as _fwAD
+from ..core import creation as _creation
+from ..core import ops as _ops
 from ..core.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..core.tensor import Tensor
 from .vmap import autograd_grad as grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -56,7 +57,7 @@ def _as_tuple(inp, arg_name, fn_name):
     is_tuple = isinstance(inp, tuple)
     items = inp if is_tuple else (inp,)
     for i, el in enumerate(items):
-        if not isinstance(el, _nd.Tensor):
+        if not isinstance(el, Tensor):
             where = f"entry {i} of the tuple" if is_tuple else "it"
             if arg_name == "outputs":
                 raise TypeError(
@@ -90,7 +91,7 @@ def _grad_postprocess(res, create_graph):
     """Detach every tensor of the (nested) tuple ``res`` unless ``create_graph``."""
     if create_graph:
         return res
-    if isinstance(res, _nd.Tensor):
+    if isinstance(res, Tensor):
         return res.detach()
     return tuple(_grad_postprocess(r, create_graph) for r in res)
 
@@ -194,7 +195,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, fn_name, independent):
         if g is None:
             if strict:
                 raise RuntimeError(_strict_msg(f"{fn_name}: {independent(i)}"))
-            g = _nd.zeros_like(ref.detach())
+            g = _creation.zeros_like(ref.detach())
         elif strict and create_graph and not g.requires_grad:
             raise RuntimeError(
                 f"{fn_name}: entry {i} of the result does not require grad: it does not depend "
@@ -222,9 +223,9 @@ def _standard_basis(tensors, numels):
     res, offset = [], 0
     for t, n in zip(tensors, numels):
         kw = {"dtype": t.dtype, "device": t.device}
-        blocks = [_nd.zeros((offset, n), **kw), _nd.eye(n, **kw),
-                  _nd.zeros((total - offset - n, n), **kw)]
-        res.append(_nd.concat(blocks, axis=0).reshape((total,) + tuple(t.shape)))
+        blocks = [_creation.zeros((offset, n), **kw), _creation.eye(n, **kw),
+                  _creation.zeros((total - offset - n, n), **kw)]
+        res.append(_ops.concat(blocks, axis=0).reshape((total,) + tuple(t.shape)))
         offset += n
     return tuple(res)
 
@@ -364,7 +365,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             _validate_v(v, inputs, is_inputs_tuple, "jvp", "input")
         else:
             _require_v_scalar(inputs, "jvp", "input to the user-provided function")
-            v = (_nd.ones_like(inputs[0].detach()),)
+            v = (_creation.ones_like(inputs[0].detach()),)
         with _fwAD.dual_level():
             duals = tuple(_fwAD.make_dual(p, t) for p, t in zip(inputs, v))
             outputs = func(*duals)
@@ -376,7 +377,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         if strict:
             # Which inputs reach no output: the graph answers (a backward of zeros).
             reached = _autograd_grad(outputs, inputs,
-                                     tuple(_nd.zeros_like(o.detach()) for o in outputs),
+                                     tuple(_creation.zeros_like(o.detach()) for o in outputs),
                                      retain_graph=True)
             _fill_in_zeros(reached, inputs, True, False, "jvp",
                            lambda i: "the output of the user-provided function is independent "
@@ -493,7 +494,7 @@ def _jacrev_loop(outputs, inputs, create_graph, strict):
                         raise RuntimeError(_strict_msg(
                             f"jacobian: output {i} of the user-provided function is "
                             f"independent of input {j}"))
-                    g = _nd.zeros_like(inp.detach())
+                    g = _creation.zeros_like(inp.detach())
                 elif strict and create_graph and not g.requires_grad:
                     raise RuntimeError(
                         f"jacobian: the jacobian of output {i} of the user-provided function "
@@ -509,9 +510,9 @@ def _jacrev_loop(outputs, inputs, create_graph, strict):
                 g = row[0]
                 blocks.append(g if tuple(g.shape) == shape else g.reshape(shape))
             elif row:
-                blocks.append(_nd.stack(row, axis=0).reshape(shape))
+                blocks.append(_ops.stack(row, axis=0).reshape(shape))
             else:  # an output with no element
-                blocks.append(_nd.zeros(shape, dtype=inp.dtype, device=inp.device))
+                blocks.append(_creation.zeros(shape, dtype=inp.dtype, device=inp.device))
         jacobian.append(tuple(blocks))
     return tuple(jacobian)
 
@@ -528,12 +529,12 @@ def _jacrev_vectorized(outputs, inputs, create_graph):
         rows = _autograd_grad(outputs, inputs, basis, create_graph=create_graph,
                               is_grads_batched=True)
     rows = tuple(
-        _nd.zeros((total,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
+        _creation.zeros((total,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
         if r is None else r for r, inp in zip(rows, inputs))
     # rows[j][r] = d (flat outputs)[r] / d inputs[j]; split r per output.
     per_input = []
     for r, inp in zip(rows, inputs):
-        chunks = _nd.split(r, _split_points(numels), axis=0) if len(numels) > 1 else (r,)
+        chunks = _ops.split(r, _split_points(numels), axis=0) if len(numels) > 1 else (r,)
         per_input.append([c.reshape(tuple(o.shape) + tuple(inp.shape))
                           for c, o in zip(chunks, outputs)])
     return tuple(tuple(per_input[j][i] for j in range(len(inputs)))
@@ -570,13 +571,13 @@ def _jacfwd(func, inputs, strict, vectorize, primals_require_grad=False):
             res = []
             for o in outs:
                 primal, tangent = _fwAD.unpack_dual(o)
-                res.append(_nd.zeros_like(primal.detach()) if tangent is None else tangent)
+                res.append(_creation.zeros_like(primal.detach()) if tangent is None else tangent)
         return tuple(res)
 
     if sum(numels) == 0:  # no column: no vmap over an empty batch, one plain call for shapes
         with enable_grad():
             is_out_tuple, outs = _as_tuple(func(*inputs), "outputs", "jacobian")
-        jac = tuple(tuple(_nd.zeros(tuple(o.shape) + tuple(i.shape), dtype=o.dtype,
+        jac = tuple(tuple(_creation.zeros(tuple(o.shape) + tuple(i.shape), dtype=o.dtype,
                                     device=o.device) for i in inputs) for o in outs)
         return _tuple_postprocess(jac, (is_out_tuple, is_inputs_tuple))
 
@@ -588,9 +589,9 @@ def _jacfwd(func, inputs, strict, vectorize, primals_require_grad=False):
     jac = []
     for col, shape in zip(cols, shapes):
         # col[c] = d outputs[i] / d (flat inputs)[c]: split c per input, move it last.
-        chunks = _nd.split(col, _split_points(numels), axis=0) if len(numels) > 1 else (col,)
+        chunks = _ops.split(col, _split_points(numels), axis=0) if len(numels) > 1 else (col,)
         jac.append(tuple(
-            _nd.moveaxis(c, 0, -1).reshape(shape + tuple(inp.shape)).detach()
+            _ops.moveaxis(c, 0, -1).reshape(shape + tuple(inp.shape)).detach()
             for c, inp in zip(chunks, inputs)))
     return _tuple_postprocess(tuple(jac), (info["is_tuple"], is_inputs_tuple))
 
@@ -695,7 +696,7 @@ def _second_order_setup(func, inputs, v, create_graph, strict, fn_name):
         _validate_v(v, inputs, is_inputs_tuple, fn_name, "input")
     else:
         _require_v_scalar(inputs, fn_name, "input to the user-provided function")
-        v = (_nd.ones_like(inputs[0].detach()),)
+        v = (_creation.ones_like(inputs[0].detach()),)
     return is_inputs_tuple, inputs, v
 
 

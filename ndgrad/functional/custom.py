@@ -139,7 +139,7 @@ def _primal_only(inputs):
 
 
 def _zeros_like(x):
-    from .. import zeros_like
+    from ..core.creation import zeros_like
     return zeros_like(x)
 
 
@@ -480,7 +480,7 @@ def _plain(values):
 
 def _dense_matrix(fun, x, transpose, via):
     """The Jacobian of ``fun`` at ``x`` as an (n, n) matrix (transposed if asked)."""
-    from .. import reshape
+    from ..core.ops import reshape
     from .transforms import jacfwd, jacrev
     n = x.numel()
     J = reshape((jacrev if via == "rev" else jacfwd)(fun)(x), (n, n))
@@ -492,7 +492,7 @@ def _host_solve(call, matvec, b, x, transpose):
     ``x``) on host arrays; the result as a tensor like ``b``."""
     import numpy as np
     import scipy.sparse.linalg as sla
-    from .. import asarray
+    from ..core.creation import asarray
     shape, n, device = tuple(x.shape), x.numel(), x.device
     dtype = np.result_type(x.dtype, b.dtype)
     bh = np.asarray(b.detach().cpu().numpy(), dtype=dtype).reshape(n)
@@ -524,7 +524,8 @@ class _LinearSolveError(RuntimeError):
 def _solve(call, fun, x, b, transpose):
     """``(dF/dx)^T v = b`` (``transpose``) or ``(dF/dx) v = b`` at ``x``, where
     ``fun = F(., theta)`` (Note [Implicit differentiation])."""
-    from .. import linalg, reshape
+    from .. import linalg
+    from ..core.ops import reshape
     from .transforms import jvp, vjp
     if call.solve != "dense" and _plain([x, b]):
         if transpose:
@@ -806,7 +807,7 @@ def custom_root(optimality_fun, has_aux=False, solve="gmres", *, tol=1e-10, maxi
     def decorator(solver):
         @functools.wraps(solver)
         def wrapped(x0, *theta):
-            from .. import asarray
+            from ..core.creation import asarray
             if not isinstance(x0, Tensor):
                 x0 = asarray(x0)
             call = _RootCall(wrapped, theta, solver, optimality_fun, solve, has_aux, tol,

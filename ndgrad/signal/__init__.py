@@ -57,8 +57,12 @@ import math
 
 import numpy as np
 
-import ndgrad as _nd
-
+from .. import array_api as _array_api
+from .. import fft as _fft
+from .. import linalg as _linalg
+from ..core import backend as _backend
+from ..core import creation as _creation
+from ..core import ops as _ops
 from ..core.tensor import Tensor, host_array as _host
 from ..functional.custom import custom_vjp
 from . import windows
@@ -76,9 +80,9 @@ _DIRECT_MAX = 64  # (Note [Direct convolution])
 # ------------------------------------------------------------------------------- helpers
 def _tensor(x, who, what):
     """``x`` as a floating or complex Tensor (integers and booleans become float64)."""
-    t = x if isinstance(x, Tensor) else _nd.asarray(x)
+    t = x if isinstance(x, Tensor) else _creation.asarray(x)
     if t.dtype.kind not in "fc":
-        t = t.astype(_nd.float64)
+        t = t.astype(_backend.float64)
     return t
 
 
@@ -137,7 +141,7 @@ def _direct_full(a, v):
     if _size(v.shape) > _size(a.shape):
         a, v = v, a
     shape = tuple(n + m - 1 for n, m in zip(a.shape, v.shape))
-    padded = _nd.pad(a, [(m - 1, m - 1) for m in v.shape])
+    padded = _ops.pad(a, [(m - 1, m - 1) for m in v.shape])
     return _shifted_sum(padded, v, shape)
 
 
@@ -148,9 +152,9 @@ def _fft_full(a, v, axes):
         shape[ax] = a.shape[ax] + v.shape[ax] - 1
     s = [shape[ax] for ax in axes]
     if _is_complex(a) or _is_complex(v):
-        return _nd.fft.ifftn(_nd.fft.fftn(a, s=s, axes=axes) * _nd.fft.fftn(v, s=s, axes=axes),
+        return _fft.ifftn(_fft.fftn(a, s=s, axes=axes) * _fft.fftn(v, s=s, axes=axes),
                              s=s, axes=axes)
-    return _nd.fft.irfftn(_nd.fft.rfftn(a, s=s, axes=axes) * _nd.fft.rfftn(v, s=s, axes=axes),
+    return _fft.irfftn(_fft.rfftn(a, s=s, axes=axes) * _fft.rfftn(v, s=s, axes=axes),
                           s=s, axes=axes)
 
 
@@ -219,14 +223,14 @@ def convolve(in1, in2, mode="full", method="auto"):
         return _shifted_sum(in1, in2, tuple(n - m + 1 for n, m in zip(s1, s2)))
     if mode == "same" and _size(s2) <= _size(s1):  # pad in1 only as far as the output needs
         starts = [(m - 1) // 2 for m in s2]
-        padded = _nd.pad(in1, [(m - 1 - st, st) for m, st in zip(s2, starts)])
+        padded = _ops.pad(in1, [(m - 1 - st, st) for m, st in zip(s2, starts)])
         return _shifted_sum(padded, in2, s1)
     return _crop(_direct_full(in1, in2), s1, s2, mode, axes)
 
 
 def _reverse_conj(x):
-    x = _nd.flip(x)
-    return _nd.conj(x) if _is_complex(x) else x
+    x = _ops.flip(x)
+    return _ops.conj(x) if _is_complex(x) else x
 
 
 def correlate(in1, in2, mode="full", method="auto"):
@@ -257,7 +261,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     in1, in2 = _tensor(in1, "correlate", "in1"), _tensor(in2, "correlate", "in2")
     _check_mode(mode, "correlate", method)
     if len(in1.shape) == 0 and len(in2.shape) == 0:
-        return in1 * (_nd.conj(in2) if _is_complex(in2) else in2)
+        return in1 * (_ops.conj(in2) if _is_complex(in2) else in2)
     _same_ndim(in1, in2, "correlate")
     return convolve(in1, _reverse_conj(in2), mode, method)
 
@@ -376,15 +380,15 @@ def _conv2d(in1, in2, mode, boundary, fillvalue, who, corr=False):
         if fill != 0:  # SciPy: the fill value is converted to the result's type
             fill = fill if _is_complex(in1) else (fill.real if isinstance(fill, complex)
                                                  else fill)
-            padded = _nd.pad(in1, widths, mode="constant", constant_values=fill)
+            padded = _ops.pad(in1, widths, mode="constant", constant_values=fill)
         else:
-            padded = _nd.pad(in1, widths)
+            padded = _ops.pad(in1, widths)
     else:
         for (lo, hi), n in zip(widths, s1):
             if max(lo, hi) > n:
                 raise ValueError(f"{who}: boundary {boundary!r} needs in1 at least as large "
                                  f"as in2 minus one in every dimension, got shapes {s1} and {s2}")
-        padded = _nd.pad(in1, widths, mode=pmode)
+        padded = _ops.pad(in1, widths, mode=pmode)
     return _shifted_sum(padded, in2, shape), swapped
 
 
@@ -442,7 +446,7 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     if mode == "valid" and _swap_needed("correlate2d", t1.shape, t2.shape, (0, 1)):
         # SciPy: correlate in2 with in1 (conjugated), reversed
         out = _conv2d(t2, _reverse_conj(t1), mode, boundary, fillvalue, "correlate2d")[0]
-        return _nd.flip(out)
+        return _ops.flip(out)
     return _conv2d(t1, _reverse_conj(t2), mode, boundary, fillvalue, "correlate2d", True)[0]
 
 
@@ -458,7 +462,7 @@ def _iir_value(b, a, x, zi):
                          "coefficient a[0] == 0 not supported (as in SciPy), nor an inf or "
                          "nan coefficient")
     y, _ = scipy_lfilter(_host(b), ah, _host(x), axis=-1, zi=_host(zi))
-    return _nd.asarray(np.asarray(y, dtype=x.dtype), device=x.device)
+    return _creation.asarray(np.asarray(y, dtype=x.dtype), device=x.device)
 
 
 def _iir_fun(b, a, x, zi):
@@ -476,8 +480,8 @@ def _lag_sum(u, w, k):
     """``sum_n u[..., n] w[..., n - k]`` over every axis (0 when ``k`` reaches past the end)."""
     n = u.shape[-1]
     if k >= n:
-        return _nd.zeros((), dtype=u.dtype, device=u.device)
-    return _nd.sum(u[..., k:] * w[..., :n - k])
+        return _creation.zeros((), dtype=u.dtype, device=u.device)
+    return _ops.sum(u[..., k:] * w[..., :n - k])
 
 
 def _iir_fwd(b, a, x, zi):
@@ -488,18 +492,18 @@ def _iir_fwd(b, a, x, zi):
 def _iir_bwd(res, g):
     b, a, x, y = res
     n, k = x.shape[-1], b.shape[0] - 1
-    e0 = _nd.concatenate([_nd.ones(1, dtype=a.dtype, device=a.device),
-                          _nd.zeros(k, dtype=a.dtype, device=a.device)])
+    e0 = _ops.concatenate([_creation.ones(1, dtype=a.dtype, device=a.device),
+                          _creation.zeros(k, dtype=a.dtype, device=a.device)])
     rest = tuple(g.shape[:-1])
-    v = _nd.flip(_iir(e0, a, _nd.flip(g, axis=-1), _nd.zeros(rest + (k,), dtype=g.dtype,
+    v = _ops.flip(_iir(e0, a, _ops.flip(g, axis=-1), _creation.zeros(rest + (k,), dtype=g.dtype,
                                                                 device=g.device)), axis=-1)
     xbar = None
     for j in range(min(k + 1, n)):  # x̄[m] = sum_j b[j] v[m + j]
-        term = b[j] * (_nd.pad(v[..., j:], [(0, 0)] * len(rest) + [(0, j)]) if j else v)
+        term = b[j] * (_ops.pad(v[..., j:], [(0, 0)] * len(rest) + [(0, j)]) if j else v)
         xbar = term if xbar is None else xbar + term
-    zibar = v[..., :k] if n >= k else _nd.pad(v, [(0, 0)] * len(rest) + [(0, k - n)])
-    bbar = _nd.stack([_lag_sum(v, x, j) for j in range(k + 1)])
-    abar = -_nd.stack([_lag_sum(v, y, j) for j in range(k + 1)])
+    zibar = v[..., :k] if n >= k else _ops.pad(v, [(0, 0)] * len(rest) + [(0, k - n)])
+    bbar = _ops.stack([_lag_sum(v, x, j) for j in range(k + 1)])
+    abar = -_ops.stack([_lag_sum(v, y, j) for j in range(k + 1)])
     return bbar, abar, xbar, zibar
 
 
@@ -507,7 +511,7 @@ def _iir_jvp(primals, tangents):
     b, a, x, zi = primals
     db, da, dx, dzi = tangents
     y = _iir(b, a, x, zi)
-    zero = _nd.zeros_like(zi)
+    zero = _creation.zeros_like(zi)
     dy = _iir(b, a, dx, dzi) + _iir(db, a, x, zero) - _iir(da, a, y, zero)
     return y, dy
 
@@ -522,16 +526,16 @@ def _final_state(b, a, x, y, zi, k):
     n = x.shape[-1]
     lead = [(0, 0)] * (len(x.shape) - 1)
     if n < k:  # the last K samples, zeros before the start
-        x = _nd.pad(x, lead + [(k - n, 0)])
-        y = _nd.pad(y, lead + [(k - n, 0)])
+        x = _ops.pad(x, lead + [(k - n, 0)])
+        y = _ops.pad(y, lead + [(k - n, 0)])
     xl, yl = x[..., x.shape[-1] - k:], y[..., y.shape[-1] - k:]
     i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     idx = np.where(j >= i, k + i - j, 0)  # M[i, j] = c[K + i - j] for j >= i
-    mask = _nd.asarray((j >= i).astype(np.float64), dtype=b.dtype, device=b.device)
+    mask = _creation.asarray((j >= i).astype(np.float64), dtype=b.dtype, device=b.device)
     mb, ma = b[idx] * mask, a[idx] * mask
-    zf = _nd.matmul(xl, _nd.matrix_transpose(mb)) - _nd.matmul(yl, _nd.matrix_transpose(ma))
+    zf = _ops.matmul(xl, _ops.matrix_transpose(mb)) - _ops.matmul(yl, _ops.matrix_transpose(ma))
     if n < k:
-        zf = zf + _nd.pad(zi[..., n:], lead + [(0, n)])
+        zf = zf + _ops.pad(zi[..., n:], lead + [(0, n)])
     return zf
 
 
@@ -679,29 +683,29 @@ def lfilter(b, a, x, axis=-1, zi=None):
         raise ValueError(f"lfilter: axis {axis} is out of range for a {nd}-D signal")
     k = max(a.shape[0], b.shape[0]) - 1
     _check_a0(a, "lfilter", each=k == 0)  # (k > 0: the host rule checks each element)
-    dtype = _nd.result_type(b, a, x) if zi is None else _nd.result_type(
+    dtype = _array_api.result_type(b, a, x) if zi is None else _array_api.result_type(
         b, a, x, _tensor(zi, "lfilter", "zi"))
     b, a, x = b.astype(dtype), a.astype(dtype), x.astype(dtype)
     if k + 1 > b.shape[0]:
-        b = _nd.concatenate([b, _nd.zeros(k + 1 - b.shape[0], dtype=dtype, device=b.device)])
+        b = _ops.concatenate([b, _creation.zeros(k + 1 - b.shape[0], dtype=dtype, device=b.device)])
     if k + 1 > a.shape[0]:
-        a = _nd.concatenate([a, _nd.zeros(k + 1 - a.shape[0], dtype=dtype, device=a.device)])
+        a = _ops.concatenate([a, _creation.zeros(k + 1 - a.shape[0], dtype=dtype, device=a.device)])
     # normalized: a[0] becomes the constant 1 (Note [Derivative of lfilter])
     b = b / a[0]
-    a = _nd.concatenate([_nd.ones(1, dtype=dtype, device=a.device), a[1:] / a[0]])
-    xm = _nd.moveaxis(x, axis, -1)
+    a = _ops.concatenate([_creation.ones(1, dtype=dtype, device=a.device), a[1:] / a[0]])
+    xm = _ops.moveaxis(x, axis, -1)
     shape_z = tuple(xm.shape[:-1]) + (k,)
     if zi is None:
-        zim = _nd.zeros(shape_z, dtype=dtype, device=x.device)
+        zim = _creation.zeros(shape_z, dtype=dtype, device=x.device)
     else:
         zi = _real_float(_tensor(zi, "lfilter", "zi"), "lfilter", "zi").astype(dtype)
         if len(zi.shape) != nd:
             raise ValueError(f"lfilter: zi must have {nd} dimensions (x's shape with {k} "
                              f"along axis {axis}), got shape {tuple(zi.shape)}")
-        zim = _nd.moveaxis(zi, axis, -1)
+        zim = _ops.moveaxis(zi, axis, -1)
         if tuple(zim.shape) != shape_z:
             try:
-                zim = _nd.broadcast_to(zim, shape_z)
+                zim = _ops.broadcast_to(zim, shape_z)
             except ValueError:
                 expected = list(x.shape)
                 expected[axis] = k
@@ -712,11 +716,11 @@ def lfilter(b, a, x, axis=-1, zi=None):
         y = b[0] * xm
     else:
         y = _iir(b, a, xm, zim)
-    y_out = _nd.moveaxis(y, -1, axis)
+    y_out = _ops.moveaxis(y, -1, axis)
     if zi is None:
         return y_out
     zf = zim if k == 0 else _final_state(b, a, xm, y, zim, k)
-    return y_out, _nd.moveaxis(zf, -1, axis)
+    return y_out, _ops.moveaxis(zf, -1, axis)
 
 
 def sosfilt(sos, x, axis=-1, zi=None):
@@ -777,7 +781,7 @@ def _sosfilt(sos, x, axis, zi):
         else:
             x, zf = lfilter(sos[s, :3], sos[s, 3:], x, axis, zi[s])
             zfs.append(zf)
-    return x if zi is None else (x, _nd.stack(zfs))
+    return x if zi is None else (x, _ops.stack(zfs))
 
 
 def _zi_a_of_element(ah, who):
@@ -857,21 +861,21 @@ def _lfilter_zi(b, a, who):
         if len(ah) == 0 or ah[lead] == 0.0:
             raise ValueError("lfilter_zi: there must be at least one nonzero `a` coefficient")
     a = a[lead:]
-    dtype = _nd.result_type(b, a)
+    dtype = _array_api.result_type(b, a)
     b, a = b.astype(dtype) / a[0], a.astype(dtype) / a[0]
     n = max(a.shape[0], b.shape[0])
     if a.shape[0] < n:
-        a = _nd.concatenate([a, _nd.zeros(n - a.shape[0], dtype=dtype, device=a.device)])
+        a = _ops.concatenate([a, _creation.zeros(n - a.shape[0], dtype=dtype, device=a.device)])
     if b.shape[0] < n:
-        b = _nd.concatenate([b, _nd.zeros(n - b.shape[0], dtype=dtype, device=b.device)])
+        b = _ops.concatenate([b, _creation.zeros(n - b.shape[0], dtype=dtype, device=b.device)])
     if n == 1:
-        return _nd.zeros(0, dtype=dtype, device=b.device)
+        return _creation.zeros(0, dtype=dtype, device=b.device)
     # I - Cᵀ: the identity minus ones above the diagonal, plus a[1:] in the first column
     e0 = np.zeros(n - 1)
     e0[0] = 1.0
-    fixed = _nd.asarray(np.eye(n - 1) - np.eye(n - 1, k=1), device=a.device).astype(dtype)
-    m = fixed + a[1:, None] * _nd.asarray(e0, device=a.device).astype(dtype)
-    return _nd.linalg.solve(m, b[1:] - a[1:] * b[0])
+    fixed = _creation.asarray(np.eye(n - 1) - np.eye(n - 1, k=1), device=a.device).astype(dtype)
+    m = fixed + a[1:, None] * _creation.asarray(e0, device=a.device).astype(dtype)
+    return _linalg.solve(m, b[1:] - a[1:] * b[0])
 
 
 def _pad_ext(x, edge, padtype):
@@ -879,10 +883,10 @@ def _pad_ext(x, edge, padtype):
     last axis."""
     widths = [(0, 0)] * (len(x.shape) - 1) + [(edge, edge)]
     if padtype == "even":
-        return _nd.pad(x, widths, mode="reflect")
+        return _ops.pad(x, widths, mode="reflect")
     if padtype == "constant":
-        return _nd.pad(x, widths, mode="edge")
-    return 2 * _nd.pad(x, widths, mode="edge") - _nd.pad(x, widths, mode="reflect")
+        return _ops.pad(x, widths, mode="edge")
+    return 2 * _ops.pad(x, widths, mode="edge") - _ops.pad(x, widths, mode="reflect")
 
 
 def _validate_pad(padtype, padlen, n, ntaps, who):
@@ -902,8 +906,8 @@ def _forward_backward(run, zi, xm, edge, padtype):
     filters along the last axis and returns ``(y, zf)``."""
     ext = _pad_ext(xm, edge, padtype) if edge > 0 else xm
     y, _ = run(ext, zi * ext[..., :1])
-    y, _ = run(_nd.flip(y, axis=-1), zi * y[..., -1:])
-    y = _nd.flip(y, axis=-1)
+    y, _ = run(_ops.flip(y, axis=-1), zi * y[..., -1:])
+    y = _ops.flip(y, axis=-1)
     return y[..., edge:y.shape[-1] - edge] if edge > 0 else y
 
 
@@ -977,23 +981,22 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
                                   or irlen < 1):
             raise ValueError(f"filtfilt: irlen must be a positive integer or None, got "
                              f"{irlen!r}")
-        y = _filtfilt_gust(b, a, _nd.moveaxis(x, axis, -1), irlen)
-        return _nd.moveaxis(y, -1, axis)
+        y = _filtfilt_gust(b, a, _ops.moveaxis(x, axis, -1), irlen)
+        return _ops.moveaxis(y, -1, axis)
     edge = _validate_pad(padtype, padlen, x.shape[axis], max(a.shape[0], b.shape[0]),
                          "filtfilt")
     zi = _lfilter_zi(b, a, None)
-    xm = _nd.moveaxis(x, axis, -1)
+    xm = _ops.moveaxis(x, axis, -1)
     y = _forward_backward(lambda s, z: lfilter(b, a, s, -1, z), zi, xm, edge, padtype)
-    return _nd.moveaxis(y, -1, axis)
+    return _ops.moveaxis(y, -1, axis)
 
 
 def _filtfilt_gust(b, a, x, irlen):
     """Gustafsson's forward-backward filter along the last axis of ``x`` (Note [Gustafsson's
     filtfilt]), SciPy's ``_filtfilt_gust`` written with :func:`lfilter` and
     :func:`ndgrad.linalg.lstsq`."""
-    from .. import linalg
     order = max(a.shape[0], b.shape[0]) - 1
-    dtype = _nd.result_type(b, a, x)
+    dtype = _array_api.result_type(b, a, x)
     b, a, x = b.astype(dtype), a.astype(dtype), x.astype(dtype)
     if order == 0:  # a scalar gain, twice
         return (b[0] / a[0]) ** 2 * x
@@ -1001,38 +1004,38 @@ def _filtfilt_gust(b, a, x, irlen):
     m = n if irlen is None or n <= 2 * irlen else int(irlen)
     # Obs[:, k]: the output from the initial state e_k (zero input), the impulse response of
     # the state e_0 delayed by k
-    e0 = _nd.asarray(np.eye(1, order), dtype=dtype, device=x.device)[0]
-    obs0, _ = lfilter(b, a, _nd.zeros(m, dtype=dtype, device=x.device), zi=e0)
-    obs = _nd.stack([obs0] + [_nd.pad(obs0[:m - k], [(k, 0)]) if k < m
-                              else _nd.zeros(m, dtype=dtype, device=x.device)
+    e0 = _creation.asarray(np.eye(1, order), dtype=dtype, device=x.device)[0]
+    obs0, _ = lfilter(b, a, _creation.zeros(m, dtype=dtype, device=x.device), zi=e0)
+    obs = _ops.stack([obs0] + [_ops.pad(obs0[:m - k], [(k, 0)]) if k < m
+                              else _creation.zeros(m, dtype=dtype, device=x.device)
                               for k in range(1, order)], axis=1)
-    obsr = _nd.flip(obs, axis=0)
+    obsr = _ops.flip(obs, axis=0)
     s = lfilter(b, a, obsr, axis=0)
-    sr = _nd.flip(s, axis=0)
+    sr = _ops.flip(s, axis=0)
     if m == n:
-        M = _nd.concatenate([sr - obs, obsr - s], axis=1)
-        W = _nd.concatenate([sr, obsr], axis=1)
+        M = _ops.concatenate([sr - obs, obsr - s], axis=1)
+        W = _ops.concatenate([sr, obsr], axis=1)
     else:  # only the first and the last m samples (section IV of Gustafsson's paper)
-        zero = _nd.zeros((m, order), dtype=dtype, device=x.device)
-        M = _nd.concatenate([_nd.concatenate([sr - obs, zero], axis=1),
-                             _nd.concatenate([zero, obsr - s], axis=1)], axis=0)
-        W = _nd.concatenate([_nd.concatenate([sr, zero], axis=1),
-                             _nd.concatenate([zero, obsr], axis=1)], axis=0)
-    y_fb = _nd.flip(lfilter(b, a, _nd.flip(lfilter(b, a, x), axis=-1)), axis=-1)
-    y_bf = lfilter(b, a, _nd.flip(lfilter(b, a, _nd.flip(x, axis=-1)), axis=-1))
+        zero = _creation.zeros((m, order), dtype=dtype, device=x.device)
+        M = _ops.concatenate([_ops.concatenate([sr - obs, zero], axis=1),
+                             _ops.concatenate([zero, obsr - s], axis=1)], axis=0)
+        W = _ops.concatenate([_ops.concatenate([sr, zero], axis=1),
+                             _ops.concatenate([zero, obsr], axis=1)], axis=0)
+    y_fb = _ops.flip(lfilter(b, a, _ops.flip(lfilter(b, a, x), axis=-1)), axis=-1)
+    y_bf = lfilter(b, a, _ops.flip(lfilter(b, a, _ops.flip(x, axis=-1)), axis=-1))
     delta = y_bf - y_fb
     if m < n:
-        delta = _nd.concatenate([delta[..., :m], delta[..., n - m:]], axis=-1)
+        delta = _ops.concatenate([delta[..., :m], delta[..., n - m:]], axis=-1)
     lead = tuple(delta.shape[:-1])
-    rhs = _nd.matrix_transpose(delta.reshape(-1, delta.shape[-1]))  # (rows, batch)
-    ic = linalg.lstsq(M, rhs).solution  # the initial states [x0; x_{N-1}] (2 order, batch)
-    wic = _nd.matmul(W, ic)  # the change of y_fb they make (Gustafsson's equation 7)
-    wic = _nd.matrix_transpose(wic).reshape(lead + (wic.shape[0],))
+    rhs = _ops.matrix_transpose(delta.reshape(-1, delta.shape[-1]))  # (rows, batch)
+    ic = _linalg.lstsq(M, rhs).solution  # the initial states [x0; x_{N-1}] (2 order, batch)
+    wic = _ops.matmul(W, ic)  # the change of y_fb they make (Gustafsson's equation 7)
+    wic = _ops.matrix_transpose(wic).reshape(lead + (wic.shape[0],))
     if m == n:
         return y_fb + wic
     pad = [(0, 0)] * len(lead)
-    return (y_fb + _nd.pad(wic[..., :m], pad + [(0, n - m)])
-            + _nd.pad(wic[..., m:], pad + [(n - m, 0)]))
+    return (y_fb + _ops.pad(wic[..., :m], pad + [(0, n - m)])
+            + _ops.pad(wic[..., m:], pad + [(n - m, 0)]))
 
 
 def _check_sos(sos, who):
@@ -1071,9 +1074,9 @@ def _sosfilt_zi(sos, who):
         b, a = sos[s, :3], sos[s, 3:]
         z = _lfilter_zi(b, a, None)
         rows.append(z if scale is None else scale * z)
-        gain = _nd.sum(b) / _nd.sum(a)  # the section's gain at z = 1
+        gain = _ops.sum(b) / _ops.sum(a)  # the section's gain at z = 1
         scale = gain if scale is None else scale * gain
-    return _nd.stack(rows)
+    return _ops.stack(rows)
 
 
 def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
@@ -1102,10 +1105,10 @@ def sosfiltfilt(sos, x, axis=-1, padtype="odd", padlen=None):
                                                             int((sh[:, 5] == 0).sum()))
     edge = _validate_pad(padtype, padlen, x.shape[axis], ntaps, "sosfiltfilt")
     zi = _sosfilt_zi(sos, None)  # (n_sections, 2): each section's state broadcasts over x
-    xm = _nd.moveaxis(x, axis, -1)
+    xm = _ops.moveaxis(x, axis, -1)
     zi = zi.reshape((sos.shape[0],) + (1,) * (len(xm.shape) - 1) + (2,))
     y = _forward_backward(lambda s, z: _sosfilt(sos, s, -1, z), zi, xm, edge, padtype)
-    return _nd.moveaxis(y, -1, axis)
+    return _ops.moveaxis(y, -1, axis)
 
 
 # ------------------------------------------------------------------------------- spectral
@@ -1134,7 +1137,7 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
     """
     data = _tensor(data, "detrend", "data")
     if type in ("constant", "c"):
-        return data - _nd.mean(data, axis=axis, keepdims=True)
+        return data - _ops.mean(data, axis=axis, keepdims=True)
     if type not in ("linear", "l"):
         raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
     nd = len(data.shape)
@@ -1145,21 +1148,21 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=False):
     if np.any(bp > n) or np.any(bp < 0):
         raise ValueError(f"detrend: breakpoints must be in [0, {n}] (the length of data along "
                          f"axis {axis}), got {bp.tolist()}")
-    d = _nd.moveaxis(data, axis, -1)
+    d = _ops.moveaxis(data, axis, -1)
     pieces = []
     for lo, hi in zip(bp[:-1], bp[1:]):
         seg = d[..., lo:hi]
         t = np.arange(hi - lo, dtype=np.float64)
         t = t - t.mean()
         tt = float((t * t).sum())
-        mean = _nd.mean(seg, axis=-1, keepdims=True)
+        mean = _ops.mean(seg, axis=-1, keepdims=True)
         fit = mean
         if tt > 0:  # the least-squares line: mean + slope (t - mean t)
-            tc = _nd.asarray(t, device=seg.device).astype(seg.dtype)
-            slope = _nd.sum(seg * tc, axis=-1, keepdims=True) / tt
+            tc = _creation.asarray(t, device=seg.device).astype(seg.dtype)
+            slope = _ops.sum(seg * tc, axis=-1, keepdims=True) / tt
             fit = mean + slope * tc
         pieces.append(seg - fit)
-    return _nd.moveaxis(_nd.concatenate(pieces, axis=-1), -1, axis)
+    return _ops.moveaxis(_ops.concatenate(pieces, axis=-1), -1, axis)
 
 
 def _window(window, nperseg, n, who, default_nperseg):
@@ -1194,13 +1197,13 @@ def _segment_ffts(x, win, nperseg, noverlap, nfft, detrend_type, onesided):
     step = nperseg - noverlap
     nseg = (x.shape[-1] - nperseg) // step + 1
     idx = np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]
-    seg = _nd.take(x, _nd.asarray(idx, device=x.device), axis=-1)
+    seg = _ops.take(x, _creation.asarray(idx, device=x.device), axis=-1)
     if detrend_type:
         seg = detrend(seg, axis=-1, type=detrend_type)
-    w = _nd.asarray(win, device=x.device).astype(
-        _nd.float64 if x.dtype.kind == "c" or x.dtype == _nd.float64 else x.dtype)
+    w = _creation.asarray(win, device=x.device).astype(
+        _backend.float64 if x.dtype.kind == "c" or x.dtype == _backend.float64 else x.dtype)
     seg = seg * w
-    return _nd.fft.rfft(seg, n=nfft) if onesided else _nd.fft.fft(seg, n=nfft)
+    return _fft.rfft(seg, n=nfft) if onesided else _fft.fft(seg, n=nfft)
 
 
 def _overlap_args(nperseg, noverlap, nfft, who):
@@ -1265,25 +1268,25 @@ def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=Non
         raise TypeError("stft: a callable detrend is not supported; pass 'constant', 'linear' "
                         "or False")
     x = _tensor(x, "stft", "x")
-    xm = _nd.moveaxis(x, axis, -1)
+    xm = _ops.moveaxis(x, axis, -1)
     win, nperseg = _window(window, nperseg, xm.shape[-1], "stft", 256)
     nfft, noverlap = _overlap_args(nperseg, noverlap, nfft, "stft")
     lead = [(0, 0)] * (len(xm.shape) - 1)
     if boundary is not None:
         ext = [(nperseg // 2, nperseg // 2)]
         if boundary == "zeros":
-            xm = _nd.pad(xm, lead + ext)
+            xm = _ops.pad(xm, lead + ext)
         elif boundary == "even":
-            xm = _nd.pad(xm, lead + ext, mode="reflect")
+            xm = _ops.pad(xm, lead + ext, mode="reflect")
         elif boundary == "constant":
-            xm = _nd.pad(xm, lead + ext, mode="edge")
+            xm = _ops.pad(xm, lead + ext, mode="edge")
         else:  # odd: 2 x[0] - x[k], point symmetry about the ends
-            xm = 2 * _nd.pad(xm, lead + ext, mode="edge") - _nd.pad(xm, lead + ext,
+            xm = 2 * _ops.pad(xm, lead + ext, mode="edge") - _ops.pad(xm, lead + ext,
                                                                    mode="reflect")
     if padded:
         step = nperseg - noverlap
         nadd = (-(xm.shape[-1] - nperseg) % step) % nperseg
-        xm = _nd.pad(xm, lead + [(0, nadd)])
+        xm = _ops.pad(xm, lead + [(0, nadd)])
     onesided = return_onesided and not _is_complex(x)
     if return_onesided and _is_complex(x):
         import warnings
@@ -1297,7 +1300,7 @@ def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=Non
     if boundary is not None:
         time -= (nperseg / 2) / fs
     # (..., segments, freqs): the frequencies go where the samples were, segments last
-    z = _nd.moveaxis(z, -1, axis if axis >= 0 else axis - 1)
+    z = _ops.moveaxis(z, -1, axis if axis >= 0 else axis - 1)
     return freqs, time, z
 
 
@@ -1314,12 +1317,12 @@ def _overlap_add(seg, nstep, length):
     for g in range(min(m, nseg)):
         s = seg[..., g::m, :]
         c = s.shape[-2]
-        s = _nd.pad(s, lead + [(0, 0), (0, span - nperseg)])
+        s = _ops.pad(s, lead + [(0, 0), (0, span - nperseg)])
         parts.append((g * nstep, s.reshape(tuple(s.shape[:-2]) + (c * span,))))
     total = max([length] + [off + p.shape[-1] for off, p in parts])
     out = None
     for off, p in parts:
-        p = _nd.pad(p, lead + [(off, total - off - p.shape[-1])])
+        p = _ops.pad(p, lead + [(off, total - off - p.shape[-1])])
         out = p if out is None else out + p
     return out[..., :length]
 
@@ -1377,7 +1380,7 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
         raise ValueError(f"istft: scaling must be 'spectrum' or 'psd', got {scaling!r}")
     z = _tensor(Zxx, "istft", "Zxx")
     if not _is_complex(z):
-        z = z.astype(_nd.complex64 if z.dtype == _nd.float32 else _nd.complex128)
+        z = z.astype(_backend.complex64 if z.dtype == _backend.float32 else _backend.complex128)
     nd = len(z.shape)
     if nd < 2:
         raise ValueError(f"istft: Zxx must be at least 2-D (frequencies and segments), got "
@@ -1417,12 +1420,12 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
             raise ValueError(f"istft: window must have length of nperseg = {nperseg}, got "
                              f"{win.shape[0]}")
     # (..., freqs, segments) -> (..., segments, samples)
-    z = _nd.moveaxis(z, (fa, ta), (-1, -2))
-    seg = _nd.fft.irfft(z, n=nfft) if input_onesided else _nd.fft.ifft(z, n=nfft)
+    z = _ops.moveaxis(z, (fa, ta), (-1, -2))
+    seg = _fft.irfft(z, n=nfft) if input_onesided else _fft.ifft(z, n=nfft)
     seg = seg[..., :nperseg]
     scale = win.sum() if scaling == "spectrum" else np.sqrt(fs * (win * win).sum())
-    rdtype = _nd.float32 if z.dtype == _nd.complex64 else _nd.float64
-    w = _nd.asarray(win * scale, device=z.device).astype(rdtype)
+    rdtype = _backend.float32 if z.dtype == _backend.complex64 else _backend.float64
+    w = _creation.asarray(win * scale, device=z.device).astype(rdtype)
     length = nperseg + (nseg - 1) * nstep
     x = _overlap_add(seg * w, nstep, length)
     norm = np.zeros(length)
@@ -1435,9 +1438,9 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
         warnings.warn("NOLA condition failed, STFT may not be invertible."
                       + (" Possibly due to missing boundary" if not boundary else ""),
                       stacklevel=2)
-    x = x / _nd.asarray(np.where(norm > 1e-10, norm, 1.0), device=z.device).astype(rdtype)
+    x = x / _creation.asarray(np.where(norm > 1e-10, norm, 1.0), device=z.device).astype(rdtype)
     if len(x.shape) > 1 and ta != nd - 1:  # SciPy: the samples go where the segments were
-        x = _nd.moveaxis(x, -1, ta - 1 if fa < ta else ta)
+        x = _ops.moveaxis(x, -1, ta - 1 if fa < ta else ta)
     time = np.arange(x.shape[0]) / float(fs)
     return time, x
 
@@ -1487,7 +1490,7 @@ def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=N
         raise TypeError("welch: a callable detrend is not supported; pass 'constant', "
                         "'linear' or False")
     x = _tensor(x, "welch", "x")
-    xm = _nd.moveaxis(x, axis, -1)
+    xm = _ops.moveaxis(x, axis, -1)
     n = xm.shape[-1]
     if n == 0:
         raise ValueError("welch: x is empty along axis")
@@ -1495,14 +1498,14 @@ def welch(x, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft=N
     nfft, noverlap = _overlap_args(nperseg, noverlap, nfft, "welch")
     onesided = return_onesided and not _is_complex(x)
     z = _segment_ffts(xm, win, nperseg, noverlap, nfft, detrend, onesided)
-    p = _nd.real(z * _nd.conj(z)) if _is_complex(z) else z * z
+    p = _ops.real(z * _ops.conj(z)) if _is_complex(z) else z * z
     scale = 1.0 / (fs * (win * win).sum()) if scaling == "density" else 1.0 / win.sum() ** 2
-    p = _nd.mean(p, axis=-2) * scale
+    p = _ops.mean(p, axis=-2) * scale
     if onesided:  # every frequency but 0 (and Nyquist) stands for two
         double = np.full(p.shape[-1], 2.0)
         double[0] = 1.0
         if nfft % 2 == 0:
             double[-1] = 1.0
-        p = p * _nd.asarray(double, device=p.device).astype(p.dtype)
+        p = p * _creation.asarray(double, device=p.device).astype(p.dtype)
     freqs = np.fft.rfftfreq(nfft, 1 / fs) if onesided else np.fft.fftfreq(nfft, 1 / fs)
-    return freqs, _nd.moveaxis(p, -1, axis)
+    return freqs, _ops.moveaxis(p, -1, axis)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import ndgrad as _nd
+from ..core import creation as _creation
 
 _NAMES = ("barthann", "bartlett", "blackman", "blackmanharris", "bohman", "boxcar",
           "chebwin", "cosine", "dpss", "exponential", "flattop", "gaussian",
@@ -29,7 +29,7 @@ _EXAMPLE_ARGS = {"chebwin": ", at=100", "dpss": ", NW=1.5", "gaussian": ", std=1
 def _wrap(name):
     def window(*args, **kwargs):
         from scipy.signal import windows as scipy_windows
-        return _nd.asarray(np.asarray(getattr(scipy_windows, name)(*args, **kwargs)))
+        return _creation.asarray(np.asarray(getattr(scipy_windows, name)(*args, **kwargs)))
 
     window.__name__ = window.__qualname__ = name
     window.__doc__ = (f"SciPy's ``scipy.signal.windows.{name}`` (same arguments) as a "
@@ -65,5 +65,5 @@ def get_window(window, Nx, fftbins=True):
     tensor([0. , 0.5, 1. , 0.5])
     """
     from scipy.signal import get_window as scipy_get_window
-    return _nd.asarray(np.asarray(scipy_get_window(window, Nx, fftbins=fftbins)))
+    return _creation.asarray(np.asarray(scipy_get_window(window, Nx, fftbins=fftbins)))
 
