@@ -331,7 +331,7 @@ def test_in_place_operations_and_custom_functions_inside_jet():
 
 
 # ------------------------------------------------------------------------ views and in-place
-# Note [Views at the data levels] in ndgrad/functional/taylor.py: a view's series follows an
+# Note [Views at the data levels] in ndgrad/core/data_level.py: a view's series follows an
 # in-place change of its base (it kept the old one), a view written in place updates its
 # base and the other views of it (a view without a series did not; one with a series was
 # refused with NotImplementedError).

@@ -65,7 +65,7 @@ Every quantity is made of ndgrad ops one level down, so the pass composes with t
 outside it: ``vmap(laplacian(f))`` over points (the identity ``J`` of the input is one
 unbatched constant, and stays unbatched until ``f`` mixes it with a batched value),
 ``grad`` of a Laplacian (a physics-informed loss), and ``laplacian(laplacian(f))``.
-In-place operations and views follow Note [Views at the data levels] in taylor.py, as in a
+In-place operations and views follow Note [Views at the data levels] in core/data_level.py, as in a
 jet: a view's ``(J, L)`` follows an in-place change of its base, and a write through a view
 reaches its base.
 """
@@ -79,44 +79,29 @@ import numpy as np
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import asarray, rand, zeros_like
-from ..core.dispatch import TENSOR_F, VARIADIC, apply
-from ..core.function import apply_function
-from ..core.ops import REGISTRY
+from ..core.data_level import DataInfo, DataInterpreter, data_of
+from ..core.dispatch import TENSOR_F
 from ..core.ops.registry import ELEMENTWISE
 from ..core.ops.series import masked
-from ..core.tensor import Tensor, drop_level_data
+from ..core.tensor import Tensor
 from ..forward_ad import fit_to
-from .taylor import (LevelViews, _coefficients, _nested, data_of, inplace_through_copy, jet,
-                     link_views, set_data)
+from .taylor import _coefficients, _nested, jet
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
 
 __all__ = ["laplacian", "divergence", "hessian_diag", "hessian_trace_estimate", "biharmonic"]
 
 below = _levels.below
-_RESHAPE = REGISTRY["reshape"]
 _METHODS = ("taylor", "hessian")
 
 
 # ------------------------------------------------------------------------------ the level
-class _LaplacianInfo:
-    __slots__ = ("d", "holders", "views", "who")
+class _LaplacianInfo(DataInfo):
+    __slots__ = ("d",)
 
     def __init__(self, d, who="laplacian"):
-        self.d = d
-        self.who = who  # what the user called, for errors (biharmonic runs two of these)
-        self.holders = []  # weakrefs to the tensors given (J, L) at this level
-        self.views = LevelViews()  # (Note [Views at the data levels] in taylor.py)
-
-
-def _data(a, lv):
-    """``(J, L)`` of ``a`` at level ``lv``, or None (a view's brought up to date: Note
-    [Views at the data levels] in taylor.py)."""
-    return data_of(a, lv)
-
-
-def _set_data(t, lv, data):
-    set_data(t, lv, data)
+        super().__init__(who)  # (biharmonic runs two of these)
+        self.d = d  # the number of directions; each tensor's data is (J, L)
 
 
 def _fit(c, shape, out, who, what):
@@ -144,23 +129,6 @@ def _broadcast_shape(*shapes):
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         return None
-
-
-def _attach(out, J, L, lv, who):
-    if J is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
-        return
-    shape = tuple(out.shape)
-    full = (lv.info.d,) + shape
-    with below(lv):
-        if type(J) is _Scaled and not (
-                isinstance(J.scale, Tensor) and J.scale.dtype == J.base.dtype == out.dtype and
-                _broadcast_shape(tuple(J.scale.shape), tuple(J.base.shape)) == full):
-            J = _dense(J)
-        if type(J) is not _Scaled:
-            J = _fit(J, full, out, who, "gradient batch")
-        if L is not None:
-            L = _fit(L, shape, out, who, "Laplacian")
-    _set_data(out, lv, (J, L))
 
 
 def _over_directions(fn, batches):
@@ -411,70 +379,54 @@ def _propagate(op, data, out, args, params, d):
     return _by_jet(op, data, out, args, params, d)
 
 
-class _ForwardLaplacianInterpreter(_levels.Interpreter):
-    """The Forward Laplacian's rules at its level (Note [Forward Laplacian])."""
+class _ForwardLaplacianInterpreter(DataInterpreter):
+    """The Forward Laplacian's rules at its level (Note [Forward Laplacian]); the skeleton is
+    the data levels' (Note [Data levels] in core/data_level.py)."""
 
     name = "laplacian"
-    keeps_tensor_data = True  # (J, L) live in each tensor's _meta.level_data
 
-    def process(self, lv, op, args, params):
-        nin = len(args) if op.nin == VARIADIC else op.nin
-        data = tuple(_data(a, lv) for a in args[:nin])
-        with below(lv):
-            out = apply(op, *args, **params)
-        if op.view:  # (Note [Views at the data levels] in taylor.py)
-            link_views(op, args, nin, params, out)
-        if not op.differentiable or all(s is None for s in data):
-            return out
-        with below(lv):
-            results = _propagate(op, data, out, args, params, lv.info.d)
-        outs = (out,) if op.nout == 1 else tuple(out)
-        for o, (J, L) in zip(outs, results):
-            _attach(o, J, L, lv, op.qualname)
-        return out
+    def propagate(self, lv, op, data, out, args, params):
+        return [None if r is None or r[0] is None else r
+                for r in _propagate(op, data, out, args, params, lv.info.d)]
 
-    def process_inplace(self, lv, op, target, args, params):
-        return inplace_through_copy(
-            lv, op, target, args, params, lambda d: (TENSOR_F.zeros_like(_dense(d[0])), None),
-            lv.info.who)
+    def function_rule(self, lv, cls, args, kwargs, data, outs):
+        """A custom Function's contribution from order-2 jets by nested forward mode (its
+        ``jvp``), one direction at a time (a Python loop, as vmap's own for a Function
+        without a batching rule)."""
+        d = lv.info.d
+        Js = [None if s is None else _dense(s[0]) for s in data]
+        shares = [None if s is None else
+                  (zeros_like(args[i]) if s[1] is None else s[1] / d)
+                  for i, s in enumerate(data)]
+        c1 = []
+        c2 = None
+        for k in range(d):
+            series = [None if J is None else [J[k], share] for J, share in zip(Js, shares)]
+            y1, y2 = _nested(lambda *xs: cls.apply(*xs, **kwargs), tuple(args), series, 2)
+            c1.append(y1)
+            c2 = y2 if c2 is None else (
+                tuple(_add(a, b) for a, b in zip(c2, y2)) if isinstance(y2, tuple) else c2 + y2)
+        if not isinstance(c2, tuple):
+            return [(TENSOR_F.stack(c1), c2)]
+        return [(TENSOR_F.stack([c[i] for c in c1]), L) if isinstance(o, Tensor) else None
+                for i, (o, L) in enumerate(zip(outs, c2))]
 
-    def process_function(self, lv, cls, args, kwargs, needs):
-        """A custom Function: its forward one level down, and its contribution from order-2
-        jets by nested forward mode (its ``jvp``), one direction at a time (a Python loop, as
-        vmap's own for a Function without a batching rule)."""
-        data = tuple(_data(a, lv) for a in args)
-        with below(lv):
-            outs, ctx = apply_function(cls, args, kwargs, needs)
-            if all(s is None for s in data):
-                return outs, ctx
-            d = lv.info.d
-            Js = [None if s is None else _dense(s[0]) for s in data]
-            shares = [None if s is None else
-                      (zeros_like(args[i]) if s[1] is None else s[1] / d)
-                      for i, s in enumerate(data)]
-            multi = isinstance(outs, tuple)
-            c1 = []
-            c2 = None
-            for k in range(d):
-                series = [None if J is None else [J[k], share]
-                          for J, share in zip(Js, shares)]
-                y1, y2 = _nested(lambda *xs: cls.apply(*xs, **kwargs), tuple(args), series, 2)
-                c1.append(y1)
-                c2 = y2 if c2 is None else (
-                    tuple(_add(a, b) for a, b in zip(c2, y2)) if multi else c2 + y2)
-            stack = TENSOR_F.stack
-            if multi:
-                J1 = [stack([c[i] for c in c1]) if isinstance(o, Tensor) else None
-                      for i, o in enumerate(outs)]
-        if multi:
-            for o, J, L in zip(outs, J1, c2):
-                if isinstance(o, Tensor):
-                    _attach(o, J, L, lv, cls.__name__)
-        else:
-            with below(lv):
-                J = stack(c1)
-            _attach(outs, J, c2, lv, cls.__name__)
-        return outs, ctx
+    def zeros(self, data):
+        return (TENSOR_F.zeros_like(_dense(data[0])), None)
+
+    def fit(self, lv, out, data, who):
+        J, L = data
+        shape = tuple(out.shape)
+        full = (lv.info.d,) + shape
+        if type(J) is _Scaled and not (
+                isinstance(J.scale, Tensor) and J.scale.dtype == J.base.dtype == out.dtype and
+                _broadcast_shape(tuple(J.scale.shape), tuple(J.base.shape)) == full):
+            J = _dense(J)
+        if type(J) is not _Scaled:
+            J = _fit(J, full, out, who, "gradient batch")
+        if L is not None:
+            L = _fit(L, shape, out, who, "Laplacian")
+        return (J, L)
 
 
 _FL = _ForwardLaplacianInterpreter()
@@ -521,19 +473,16 @@ def _forward_laplacian(f, x, args, kwargs, who="laplacian"):
     """One Forward Laplacian pass: ``(y, L_y)`` (Note [Forward Laplacian]); ``who`` names
     what the user called in errors."""
     d = x.numel()
-    lv = _levels.push(_FL, _LaplacianInfo(d, who))
+    lv = _FL.enter(_LaplacianInfo(d, who))
     try:
-        with below(lv):  # a view of x (its data, its history) that carries (I, 0)
-            xv = apply(_RESHAPE, x, shape=tuple(x.shape))
-        _set_data(xv, lv, (_basis(x), None))
+        xv = _FL.carrier(lv, x, (_basis(x), None))  # a view of x carrying (I, 0)
         y = f(xv, *args, **kwargs)
         _check_output(y, who)
-        s = _data(y, lv)
+        s = data_of(y, lv)
         with below(lv):  # (J_y is not needed: a scaled one is never multiplied out)
             L = zeros_like(y) if s is None or s[1] is None else s[1]
     finally:
-        _levels.pop(lv)
-        drop_level_data(lv, lv.info.holders)
+        _FL.leave(lv)
     return y, L
 
 

@@ -60,8 +60,9 @@ The Hessian's pattern is their union.
 The rules read an op's parameters by name, whether they were given by keyword or by position
 (Note [Rules read parameters by name]), and a rule's result must have one row per output
 element: a rule that breaks this is an error naming the op, never a silently wrong pattern.
-In-place operations and views follow Note [Views at the data levels] in taylor.py: a view's
-pattern follows an in-place change of its base, and a write through a view reaches its base.
+In-place operations and views follow Note [Views at the data levels] in core/data_level.py:
+a view's pattern follows an in-place change of its base, and a write through a view reaches
+its base.
 """
 
 from __future__ import annotations
@@ -70,19 +71,13 @@ import warnings
 
 import numpy as np
 
-from ..core import levels as _levels
 from ..core.backend import NUMPY, is_differentiable_dtype
-from ..core.dispatch import VARIADIC, apply
-from ..core.function import apply_function
-from ..core.ops import REGISTRY
+from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.ops.registry import ELEMENTWISE, Algebra
-from ..core.tensor import Tensor, drop_level_data, host_array as _host
-from .taylor import LevelViews, data_of, inplace_through_copy, link_views, set_data
+from ..core.tensor import Tensor, host_array as _host
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity"]
 
-below = _levels.below
-_RESHAPE = REGISTRY["reshape"]
 _KINDS = ("global", "local")
 _DEFAULTS = {"elementwise": "elementwise", "comparison": "zero", "shape": "moves",
              "indexing": "moves", "reduction": "reduction", "scan": "scan", "linalg": "dense"}
@@ -94,14 +89,13 @@ def _sp():
     return sp
 
 
-class _SparsityInfo:
-    __slots__ = ("n", "kind", "holders", "hessian", "warned", "views")
+class _SparsityInfo(DataInfo):
+    __slots__ = ("n", "kind", "hessian", "warned")
 
     def __init__(self, n, kind, hessian):
+        super().__init__("hessian_sparsity" if hessian else "jacobian_sparsity")
         self.n = n
         self.kind = kind
-        self.holders = []
-        self.views = LevelViews()  # (Note [Views at the data levels] in taylor.py)
         self.hessian = None if not hessian else _sp().csr_array((n, n), dtype=bool)
         self.warned = set()
 
@@ -658,32 +652,26 @@ def _contraction_pairs(data, args):
 
 
 # ------------------------------------------------------------------------------ the level
-class _SparsityInterpreter(_levels.Interpreter):
-    """The dependency rules at a sparsity level (Note [Sparsity propagation])."""
+class _SparsityInterpreter(DataInterpreter):
+    """The dependency rules at a sparsity level (Note [Sparsity propagation]); the skeleton
+    is the data levels' (Note [Data levels] in core/data_level.py)."""
 
     name = "sparsity"
-    keeps_tensor_data = True
+    rules_below = False  # (its rules run on host arrays: NumPy forwards, SciPy matrices)
 
-    def process(self, lv, op, args, params):
-        nin = len(args) if op.nin == VARIADIC else op.nin
-        data = tuple(data_of(a, lv) for a in args[:nin])
-        with below(lv):
-            out = apply(op, *args, **params)
-        if op.view:  # (Note [Views at the data levels] in taylor.py)
-            link_views(op, args, nin, params, out)
-        if all(D is None for D in data) or not op.differentiable:
-            return out
+    def propagate(self, lv, op, data, out, args, params):
+        nin = len(data)
         outs = out if op.nout != 1 else (out,)
         rule, name = _rule_of(op)
         if name == "zero":
-            return out
+            return None
         if rule is None:
             rule, name = _dense, "dense"
             if op.qualname not in lv.info.warned:
                 lv.info.warned.add(op.qualname)
                 warnings.warn(f"jacobian_sparsity: {op.qualname} declares no sparsity rule; "
                               "its outputs are taken to depend on every element of its "
-                              "inputs", stacklevel=3)
+                              "inputs", stacklevel=4)
         if len(args) > nin:     # (Note [Rules read parameters by name])
             args, params = _by_name(op, args, nin, params)
         res = rule(op, data, out, args, params, lv.info.n, lv)
@@ -691,37 +679,29 @@ class _SparsityInterpreter(_levels.Interpreter):
         _check_rows(op, name, outs, res, lv.info.n)
         if lv.info.hessian is not None:
             _pairs(lv, op, name, rule, data, out, res, args, params)
-        for o, D in zip(outs, res):
-            if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype) and D is not None:
-                set_data(o, lv, D)
-        return out
+        return res
 
-    def process_inplace(self, lv, op, target, args, params):
-        return inplace_through_copy(lv, op, target, args, params,
-                                    lambda D: _empty(D.shape[0], D.shape[1]),
-                                    "jacobian_sparsity" if lv.info.hessian is None else
-                                    "hessian_sparsity")
-
-    def process_function(self, lv, cls, args, kwargs, needs):
-        data = [data_of(a, lv) for a in args]
-        with below(lv):
-            outs, ctx = apply_function(cls, args, kwargs, needs)
-        if all(D is None for D in data):
-            return outs, ctx
+    def function_rule(self, lv, cls, args, kwargs, data, outs):
+        """A custom Function: its outputs depend on every element of its inputs."""
         if cls.__name__ not in lv.info.warned:
             lv.info.warned.add(cls.__name__)
             warnings.warn(f"jacobian_sparsity: the custom Function {cls.__name__} has no "
                           "sparsity rule; its outputs are taken to depend on every element "
-                          "of its inputs", stacklevel=3)
-        seq = outs if isinstance(outs, tuple) else (outs,)
-        for o in seq:
+                          "of its inputs", stacklevel=4)
+        res = []
+        for o in outs:
             if isinstance(o, Tensor) and is_differentiable_dtype(o.dtype):
                 D = _dense_rows(data, o.numel(), lv.info.n)
-                set_data(o, lv, D)
                 if lv.info.hessian is not None:
                     Di = D.astype(np.int8)
                     lv.info.hessian = (lv.info.hessian + (Di.T @ Di).astype(bool)).tocsr()
-        return outs, ctx
+                res.append(D)
+            else:
+                res.append(None)
+        return res
+
+    def zeros(self, D):
+        return _empty(D.shape[0], D.shape[1])
 
 
 _SPARSITY = _SparsityInterpreter()
@@ -738,21 +718,18 @@ def _trace(f, x, args, kind, hessian, who):
     if kind not in _KINDS:
         raise ValueError(f"{who}: kind must be one of {_KINDS}, got {kind!r}")
     n = x.numel()
-    lv = _levels.push(_SPARSITY, _SparsityInfo(n, kind, hessian))
+    lv = _SPARSITY.enter(_SparsityInfo(n, kind, hessian))
     try:
-        with below(lv):  # a view of x carrying the identity
-            xv = apply(_RESHAPE, x, shape=tuple(x.shape))
         eye = _sp().csr_array((np.ones(n, dtype=bool), np.arange(n), np.arange(n + 1)),
                               shape=(n, n))
-        set_data(xv, lv, eye)
+        xv = _SPARSITY.carrier(lv, x, eye)  # a view of x carrying the identity
         y = f(xv, *args)
         if not isinstance(y, Tensor):
             raise TypeError(f"{who}: f must return a Tensor, got {type(y).__name__}")
         D = data_of(y, lv)
         H = lv.info.hessian
     finally:
-        _levels.pop(lv)
-        drop_level_data(lv, lv.info.holders)
+        _SPARSITY.leave(lv)
     m = y.numel()
     D = _empty(m, n) if D is None else D
     return _sp().csr_array(D, dtype=bool), H, y

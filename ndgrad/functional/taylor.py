@@ -38,56 +38,28 @@ the levels outside it: ``vmap`` of a jet, ``grad`` of a Taylor coefficient, jets
 
 from __future__ import annotations
 
-import weakref
 from itertools import product
 from math import comb, factorial
 
-from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import zeros, zeros_like
-from ..core.dispatch import TENSOR_F, VARIADIC, apply
-from ..core.function import apply_function
-from ..core.inplace import apply_inplace
-from ..core.ops import REGISTRY
+from ..core.data_level import DataInfo, DataInterpreter, data_of
+from ..core.dispatch import TENSOR_F, apply
 from ..core.ops.series import masked
-from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
-from ..core.views import link_view
+from ..core.tensor import Tensor
 from ..forward_ad import fit_to
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp
 
 __all__ = ["jet", "derivatives"]
 
-below = _levels.below
-_INDEX_PUT = REGISTRY["index_put"]
-_RESHAPE = REGISTRY["reshape"]
 
-
-class _JetInfo:
-    __slots__ = ("order", "holders", "views", "who")
+class _JetInfo(DataInfo):
+    __slots__ = ("order",)
 
     def __init__(self, order, who="jet"):
+        super().__init__(who)  # (who: jet, derivatives, hessian_diag)
         self.order = order
-        self.who = who  # what the user called, for errors (jet, derivatives, hessian_diag)
-        self.holders = []  # weakrefs to the tensors given a series at this level
-        self.views = LevelViews()  # (Note [Views at the data levels])
-
-
-def _series(a, lv):
-    return data_of(a, lv)
-
-
-def _set_series(t, lv, series):
-    set_data(t, lv, series)
-
-
-def _attach(out, coeffs, lv, who):
-    if coeffs is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
-        return
-    with below(lv):
-        coeffs = [fit_to(c, tuple(out.shape), out, who, "its Taylor rule gave a coefficient")
-                  for c in coeffs]
-    _set_series(out, lv, coeffs)
 
 
 # ------------------------------------------------------------------------------ the rules
@@ -233,202 +205,32 @@ def _coefficients(op, series, out, args, params, K):
 
 
 # ------------------------------------------------------------------------------ interpreter
-class _JetInterpreter(_levels.Interpreter):
-    """Taylor mode's rules at a jet level (Note [Taylor rules])."""
+class _JetInterpreter(DataInterpreter):
+    """Taylor mode's rules at a jet level (Note [Taylor rules]); the skeleton is the data
+    levels' (Note [Data levels] in core/data_level.py)."""
 
     name = "jet"
-    keeps_tensor_data = True  # series live in each tensor's _meta.level_data
 
-    def process(self, lv, op, args, params):
-        K = lv.info.order
-        nin = len(args) if op.nin == VARIADIC else op.nin
-        series = tuple(_series(a, lv) for a in args[:nin])
-        with below(lv):
-            out = apply(op, *args, **params)
-        if op.view:  # (Note [Views at the data levels])
-            link_views(op, args, nin, params, out)
-        if not op.differentiable or all(s is None for s in series):
-            return out
-        with below(lv):
-            coeffs = _coefficients(op, series, out, args, params, K)
-        outs = (out,) if op.nout == 1 else tuple(out)
-        for o, c in zip(outs, coeffs or ()):
-            _attach(o, c, lv, op.qualname)
-        return out
+    def propagate(self, lv, op, series, out, args, params):
+        return _coefficients(op, series, out, args, params, lv.info.order)
 
-    def process_inplace(self, lv, op, target, args, params):
-        return inplace_through_copy(lv, op, target, args, params,
-                                    lambda s: [TENSOR_F.zeros_like(c) for c in s],
-                                    lv.info.who)
+    def function_rule(self, lv, cls, args, kwargs, series, outs):
+        """A custom Function's series by nested forward mode (its ``jvp``)."""
+        derivs = _nested(lambda *xs: cls.apply(*xs, **kwargs), tuple(args), series,
+                         lv.info.order)
+        if len(outs) == 1 and not isinstance(derivs[0], tuple):
+            return [derivs]
+        return [[d[i] for d in derivs] for i in range(len(outs))]
 
-    def process_function(self, lv, cls, args, kwargs, needs):
-        """A custom Function: its forward one level down, and its series by nested forward
-        mode (its ``jvp``)."""
-        series = tuple(_series(a, lv) for a in args)
-        with below(lv):
-            outs, ctx = apply_function(cls, args, kwargs, needs)
-            if all(s is None for s in series):
-                return outs, ctx
-            derivs = _nested(lambda *xs: cls.apply(*xs, **kwargs), tuple(args), series,
-                             lv.info.order)
-        if isinstance(outs, tuple):
-            for i, o in enumerate(outs):
-                _attach(o, [d[i] for d in derivs], lv, cls.__name__)
-        else:
-            _attach(outs, derivs, lv, cls.__name__)
-        return outs, ctx
+    def zeros(self, series):
+        return [TENSOR_F.zeros_like(c) for c in series]
+
+    def fit(self, lv, out, coeffs, who):
+        return [fit_to(c, tuple(out.shape), out, who, "its Taylor rule gave a coefficient")
+                for c in coeffs]
 
 
 _JET = _JetInterpreter()
-
-
-# Note [Views at the data levels]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A jet, the Forward Laplacian and sparsity detection keep their data on each tensor (a
-# series; a gradient batch and a Laplacian; a dependency matrix). A view's data is its view
-# op's rule applied to its parent's data when the view was made. An in-place change of its
-# base, or of another view of the base, changes the memory they share, so the view's data is
-# then stale (a view taken before ``y.sin_()`` kept the old series: silently wrong). As
-# core's views regenerate their histories (Note [In-place on views] in core/views.py):
-#
-# * each level numbers the in-place changes of every base (the root of a chain of views)
-#   made at the level (its epoch), and stamps a view's data with its base's epoch when the
-#   data is set (``set_data``);
-# * where a view's data is read (``data_of``: an op's inputs, the transform's outputs), a
-#   stamp that is not its base's epoch is brought up to date by running its view op again,
-#   at the level, on its parent (brought up to date first); so is a view with no data whose
-#   base got data after the view was made. A view whose parent carries no data keeps its
-#   own (a transform's input is a view of the user's tensor that carries the level's data);
-# * an in-place change at the level (``inplace_through_copy``) runs the op out of place on
-#   a copy of the target, which carries its data, and writes the result into the target
-#   one level down; the target takes the result's data. A view's new data is written up its
-#   chain of views with each view op's declared ``scatter`` rule, ``parent_new =
-#   scatter(parent, child_new)``, run at the level, so that the level's own rules give each
-#   parent's new data, up to the base; a base that carried no data gets data this way
-#   (``y = zeros(3); w = y[:2]; w += 3 * x[:2]``). Then the base's epoch moves on.
-#
-# Forward mode's dual levels keep a view's tangent as a view of its base's tangent and
-# write a new tangent into the old one's memory instead; these levels cannot: a dependency
-# matrix is not an array, and the Forward Laplacian keeps a zero Laplacian as None and a
-# gradient batch as an unmultiplied product. Views of a transform's values that dispatch
-# does not link are linked by their own level (a ``func.grad`` level's; vmap's batched
-# values, Note [Views of batched values] in functional/vmap.py: ``y = zeros_like(x); w =
-# y[:2]`` inside ``vmap(laplacian(f))`` is a view made while neither it nor its base carried
-# the level's data); ``link_views`` links any other at the level. Only views pay: reading a
-# tensor that is not a view costs what it did.
-class LevelViews:
-    """A data level's epochs of bases and stamps of views (Note [Views at the data
-    levels]), keyed by ``id`` with a weak reference that says the tensor is the same (a
-    Tensor compares elementwise, so it cannot be a weak dictionary's key)."""
-
-    __slots__ = ("epochs", "stamps")
-
-    def __init__(self):
-        self.epochs = {}  # id(base) -> (weakref to it, its epoch)
-        self.stamps = {}  # id(view) -> (weakref to it, its base's epoch when its data was set)
-
-    def epoch(self, base):
-        e = self.epochs.get(id(base))
-        return e[1] if e is not None and e[0]() is base else 0
-
-    def current(self, view, base):
-        s = self.stamps.get(id(view))
-        return s is not None and s[0]() is view and s[1] == self.epoch(base)
-
-    def stamp(self, view, base):
-        self.stamps[id(view)] = (weakref.ref(view), self.epoch(base))
-
-    def advance(self, base):
-        self.epochs[id(base)] = (weakref.ref(base), self.epoch(base) + 1)
-
-
-def data_of(a, lv):
-    """``a``'s data at data level ``lv``, or None; a view's brought up to date first (Note
-    [Views at the data levels]). ``lv`` must be visible (not below it)."""
-    if not isinstance(a, Tensor):
-        return None
-    m = a._meta
-    if m is None:
-        return None
-    if m.base is None:
-        d = m.level_data
-        return d.get(lv) if d else None
-    if lv.info.views.current(a, m.base):
-        return m.level_data.get(lv) if m.level_data else None
-    parent, vop, extra, params, k = m.view_of
-    if data_of(parent, lv) is not None:
-        r = apply(vop, parent, *extra, **params)  # at the level: its rule for the view op
-        if k >= 0:
-            r = r[k]
-        d = level_data(r, lv)
-        if d is not None:
-            set_level_data(a, lv, d, lv.info.holders)
-        elif m.level_data:
-            m.level_data.pop(lv, None)
-    lv.info.views.stamp(a, m.base)
-    return m.level_data.get(lv) if m.level_data else None
-
-
-def set_data(t, lv, data):
-    """Give ``t`` its data at data level ``lv``, current now (a view's is stamped)."""
-    set_level_data(t, lv, data, lv.info.holders)
-    base = t._meta.base
-    if base is not None:
-        lv.info.views.stamp(t, base)
-
-
-def link_views(op, args, nin, params, out):
-    """Link the outputs of view op ``op`` at a data level that dispatch did not link (views
-    of vmap's batched values; Note [Views at the data levels])."""
-    outs = (out,) if op.nout == 1 else out
-    for k, o in enumerate(outs):
-        if type(o) is not Tensor and isinstance(o, Tensor) and (
-                o._meta is None or o._meta.base is None):
-            link_view(op, args[:nin], tuple(args[nin:]), params, o, k)
-
-
-def inplace_through_copy(lv, op, target, args, params, zeros, who):
-    """An in-place op at a data level (a jet, the Forward Laplacian, sparsity detection):
-    out of place on a copy carrying the target's data, written into the target one level
-    down; the target takes the result's data (``zeros(old)`` when the result has none), and
-    a view's new data is written up its chain of views (Note [Views at the data levels]).
-    ``who`` names the transform in an error."""
-    old = data_of(target, lv)
-    new = apply(op, TENSOR_F.clone(target), *args, **params)
-    data = level_data(new, lv)
-    m = target._meta
-    base = m.base if m is not None else None
-    chain = []  # (a view's parent, its new value at the level), up to the base
-    if base is not None and (data is not None or old is not None):
-        t, child = target, new
-        while t._meta is not None and t._meta.base is not None:
-            parent, vop, extra, vparams, k = t._meta.view_of
-            if vop.scatter is None:
-                raise RuntimeError(
-                    f"{who}: the in-place operation {op.name} changes a view made by "
-                    f"{vop.name}, which cannot be written back into its base "
-                    f"({vop.notes.get('scatter', 'it declares no scatter rule')}); use the "
-                    "out-of-place operation")
-            if k >= 0:
-                child = vop.scatter(TENSOR_F, k, parent, child, *extra, **vparams)
-            else:
-                child = vop.scatter(TENSOR_F, parent, child, *extra, **vparams)
-            chain.append((parent, child))
-            t = parent
-    with below(lv):
-        apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
-    if data is None:
-        if old is None:
-            return target
-        with below(lv):
-            data = zeros(old)
-    lv.info.views.advance(target if base is None else base)
-    set_data(target, lv, data)
-    for parent, value in chain:
-        d = level_data(value, lv)
-        if d is not None:
-            set_data(parent, lv, d)
-    return target
 
 
 # ------------------------------------------------------------------------------ the API
@@ -498,14 +300,12 @@ def jet(fun, primals, series, *, _who="jet"):
     (tensor(1.), [tensor(1.), tensor(1.), tensor(1.)])
     """
     coeffs, K = _check(primals, series)
-    lv = _levels.push(_JET, _JetInfo(K, _who))
+    lv = _JET.enter(_JetInfo(K, _who))
     try:
         inputs = []
         for p, c in zip(primals, coeffs):
             if K and c is not None and is_differentiable_dtype(p.dtype):
-                with below(lv):  # a view of p (its data, its history) that carries c
-                    x = apply(_RESHAPE, p, shape=tuple(p.shape))
-                _set_series(x, lv, c)
+                x = _JET.carrier(lv, p, c)  # a view of p (its data, its history) carrying c
             else:
                 x = p
             inputs.append(x)
@@ -516,12 +316,11 @@ def jet(fun, primals, series, *, _who="jet"):
             if not isinstance(o, Tensor):
                 raise TypeError(f"jet: fun must return Tensors (or a pytree of them); output "
                                 f"leaf {k} is a {type(o).__name__}")
-            s = _series(o, lv)
+            s = data_of(o, lv)
             primal_out.append(o)
             series_out.append(list(s) if s is not None else [zeros_like(o) for _ in range(K)])
     finally:
-        _levels.pop(lv)
-        drop_level_data(lv, lv.info.holders)
+        _JET.leave(lv)
     return tree_unflatten(spec, primal_out), tree_unflatten(spec, series_out)
 
 

@@ -352,7 +352,7 @@ def test_biharmonic_closed_forms():
 
 
 # ------------------------------------------------------------------------------ views
-# Note [Views at the data levels] in ndgrad/functional/taylor.py: a view taken before an
+# Note [Views at the data levels] in ndgrad/core/data_level.py: a view taken before an
 # in-place change of its base kept its old gradient batch and Laplacian (laplacian of the
 # first function gave 4.0 for 2 cos(2 x0) + 2 cos(2 x1)); a view without data written in
 # place did not update its base; an in-place change of a view carrying data was refused.

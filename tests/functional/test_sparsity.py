@@ -756,7 +756,7 @@ def test_transforms_inside_the_function():
     np.testing.assert_array_equal(jacobian_sparsity(vmap(nd.sin), x).toarray(), np.eye(7) > 0)
 
 
-# Note [Views at the data levels] in ndgrad/functional/taylor.py: a view's pattern follows an
+# Note [Views at the data levels] in ndgrad/core/data_level.py: a view's pattern follows an
 # in-place change of its base or of another view of it (a view written in place without a
 # pattern left its base's rows empty: a sparse Jacobian without those entries; a view with
 # a pattern written in place was refused).
