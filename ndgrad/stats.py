@@ -356,11 +356,6 @@ class rv_frozen:
         return lambda x: fn(x, *self.args, **self.kwds)
 
 
-def _doc(obj, text):
-    type(obj).__doc__ = text
-    return obj
-
-
 def _like(value, like):
     """A host result as a fresh float64 Tensor on ``like``'s device (a custom_jvp's host
     function may make one: Note [Functions under transforms] in core/function.py)."""

@@ -3,8 +3,10 @@
 This module owns everything ndgrad knows about the array libraries underneath it. A
 :class:`Backend` exposes array-API-named functions on raw arrays (``B.exp``, ``B.sum``,
 ``B.matmul``, ...) plus the extras derivative formulas need (``scatter_add``, special
-functions, a random generator). Nothing outside this module imports numpy or cupy for
-computation: everything else receives a Backend.
+functions, a random generator). This module is the only one that imports CuPy. NumPy is
+imported by many modules (for dtypes and host-side values: indices, shapes, SciPy's host
+routines, the NumPy protocols), but an op's forward and rules compute through the Backend
+(``B``) and formula namespace (``F``) they are given, so they run on every backend.
 
 Three backends: :data:`NUMPY` (device ``"cpu"``), :class:`CupyBackend` (``"cuda:N"``),
 made on first use of a CUDA device (Note [The CUDA backend]), and the Dask backend
@@ -1192,11 +1194,6 @@ def dask_backend():
         B = _DASK["backend"] = backend_dask.DaskBackend()
         register_backend(B.array_type, B)
     return B
-
-
-def is_dask_array(data):
-    """Whether ``data`` is a Dask array (without importing Dask)."""
-    return type(data).__module__.startswith("dask.")
 
 
 # ----------------------------------------------------------------------------- default device

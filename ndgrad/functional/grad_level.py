@@ -57,7 +57,7 @@ from ..core import creation
 from ..core import levels as _levels
 from ..core.backend import DIFFERENTIABLE_DTYPES as _DIFF_DTYPES
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import TENSOR_F, VARIADIC, apply
+from ..core.dispatch import VARIADIC, apply
 from ..core.views import check_view_history, link_view
 from ..core.inplace import apply_inplace, inplace
 from ..core.function import apply_function, finish_node, new_ctx, wire
@@ -480,6 +480,3 @@ def lower(x, level):
 
 def lower_tree(tree, level):
     return _lower_value(tree, level)
-
-
-_ = TENSOR_F

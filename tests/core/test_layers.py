@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import subprocess
 import sys
 import tokenize
@@ -282,6 +283,57 @@ def test_the_package_has_no_import_cycle():
 
 def test_every_computed_importlib_name_is_named():
     assert Imports().dynamic.keys() == DYNAMIC_IMPORTS.keys()
+
+
+def test_every_folder_of_the_package_is_a_regular_package():
+    """pyproject.toml's comments rely on it: each folder of ndgrad has an ``__init__.py``."""
+    folders = {p.parent for p in PACKAGE.rglob("*.py")}
+    assert sorted(str(f.relative_to(PACKAGE)) for f in folders
+                  if not (f / "__init__.py").exists()) == []
+
+
+# Where a name defined in ndgrad may be used: a module-level function or class named nowhere
+# else in these folders (as a word: in code, a string, a docs page) is dead code.
+USES = ("ndgrad", "tests", "docs", "examples", "benchmarks")
+
+
+def _dead_code(package, roots):
+    """``file:line name`` of each module-level function or class (undecorated: a decorator
+    registers it) whose name occurs once in ``roots``, and of each keep-alive ``_ = ...``."""
+    counts = {}
+    for root in roots:
+        for path in [root] if root.is_file() else root.rglob("*"):
+            if path.suffix in (".py", ".rst", ".md", ".toml", ".txt") and path.is_file() \
+                    and "__pycache__" not in path.parts:
+                for word in re.findall(r"\w+", path.read_text(errors="ignore")):
+                    counts[word] = counts.get(word, 0) + 1
+    dead = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package.parent)
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.decorator_list \
+                    and counts.get(node.name, 0) <= 1:
+                dead.append(f"{where}:{node.lineno} {node.name}")
+            elif isinstance(node, ast.Assign) and [getattr(t, "id", None)
+                                                   for t in node.targets] == ["_"]:
+                dead.append(f"{where}:{node.lineno} _ = ...")
+    return dead
+
+
+def test_dead_code_check_finds_unused_definitions(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("import os\n\ndef used():\n    return 1\n\n\ndef unused():\n"
+                              "    return used()\n\n\n_ = os\n")
+    (tmp_path / "notes.rst").write_text("``used`` is documented\n")
+    assert _dead_code(pkg, [tmp_path]) == ["pkg/a.py:7 unused", "pkg/a.py:11 _ = ..."]
+
+
+def test_the_package_has_no_dead_code():
+    """No unused module-level function or class and no keep-alive ``_ = name`` line (an import
+    that is not used is removed; ruff's F401 is off only for re-exporting __init__ modules)."""
+    root = PACKAGE.parent
+    assert _dead_code(PACKAGE, [root / name for name in USES] + [root / "pyproject.toml"]) == []
 
 
 def test_core_layers_point_down():

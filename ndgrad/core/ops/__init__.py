@@ -457,6 +457,3 @@ def __getattr__(name):
         return PUBLIC[name]
     except KeyError:
         raise AttributeError(f"module 'ndgrad.core.ops' has no attribute {name!r}") from None
-
-
-_ = (registry, VARIADIC, Namespace)

@@ -160,13 +160,6 @@ def _divides_exactly(F, x, out, taped):
     return True
 
 
-def _has_zero(F, x):
-    """Whether ``x`` has a zero, to pick a formula (Note [Products with zeros]). Inside vmap the
-    values of a batched ``x`` cannot be read (they differ per batch element): the answer is
-    then True, which picks the formula that is exact with and without zeros."""
-    return is_batched(x) or bool(F.any(F.equal(x, 0)))
-
-
 def _slice_along(ndim, axis, s):
     return (slice(None),) * axis + (s,)
 

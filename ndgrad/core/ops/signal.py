@@ -742,10 +742,6 @@ def polyfit(F, x, y, deg, rcond=None, full=False, w=None, cov=False):
     return c / (scale if len(c.shape) == 1 else F.expand_dims(scale, 1))
 
 
-def _sample_coefficients(d):
-    return (d.array((d.integers(1, 4),)),), {}
-
-
 def _coefficients(F, p, who):
     p = _arr(F, p)
     if len(p.shape) != 1:
