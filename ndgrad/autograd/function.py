@@ -32,6 +32,7 @@ class DelayedError(Node):
 
     def __init__(self, msg):
         self.msg = msg
+        self.hooks = None
 
     def name(self):
         return "DelayedError"

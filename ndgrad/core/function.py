@@ -71,13 +71,11 @@ from __future__ import annotations
 import inspect
 import warnings
 
-from . import anomaly
 from .backend import is_differentiable_dtype
 from .inplace import check_inplace, note_where, rebase
 from .grad_mode import PROFILER, STATE
-from .graph import Node, edge_to, fit_gradient, new_seq, save_output, save_value
+from .graph import Node, edge_to, fit_gradient, record_node, save_output, save_value
 from .saved import FREED_MSG, SAVED_TYPES, SavedOutput, raise_inference_save
-from .hooks import NodeHooks
 from .levels import STACK, VISIBLE, HiddenValueError, Interpreter, below, visible_levels
 from .refusing import refuse_hidden, refuse_returned, restore
 from .tensor import Tensor, _new, _wrap_raw, innermost_level, is_live
@@ -470,13 +468,12 @@ def wire(node, args, needs):
 
 
 def finish_node(node, outs):
-    """Number a recorded Function node (after its inputs' nodes) and note its outputs."""
-    node.nout = len(outs)
+    """Record a wired Function node through the graph's recorder (``graph.record_node``:
+    numbered after its inputs' nodes, anomaly mode's trace; Note [One recorder] in
+    core/graph.py) and note its outputs' shapes, dtypes and backends (backward's zeros)."""
+    record_node(node, node.edges, outs, link=False)
     node._fn_outs = tuple(None if not isinstance(t, Tensor) else
                           (tuple(t.shape), t.dtype, t.backend) for t in outs)
-    node.seq = new_seq()
-    if anomaly.ENABLED[0]:
-        node.hooks = NodeHooks(anomaly.forward_trace())
 
 
 def _alias(t):

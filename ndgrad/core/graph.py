@@ -41,8 +41,7 @@ from .saved import (FREED, FREED_MSG, SAVED_TYPES, InputMeta, PackedOutput, Pack
 from .tensor import Tensor, _fresh, _meta
 
 __all__ = ["Node", "OpNode", "AccumulateGrad", "save_value", "save_output", "record",
-           "record_node", "link_outputs", "fit_gradient", "leaf_accumulator", "edge_to",
-           "new_seq"]
+           "record_node", "link_outputs", "fit_gradient", "leaf_accumulator", "edge_to"]
 
 _seq = itertools.count()
 _NDARRAY = NUMPY.array_type
@@ -50,11 +49,6 @@ _NDARRAY = NUMPY.array_type
 _SCALARS = {t: NUMPY for t in (_np.float64, _np.float32, _np.float16, _np.complex128,
                                  _np.complex64)}
 _acc_seq = itertools.count()
-
-
-def new_seq():
-    """The next sequence number: a Node is always numbered after the Nodes of its inputs."""
-    return next(_seq)
 
 
 def save_value(t):
@@ -478,10 +472,8 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     else:
         node.params = _NO_PARAMS
     node.edges = edges
-    node.seq = next(_seq)
-    node.hooks = None
-    if _ANOMALY[0]:
-        node.hooks = NodeHooks(anomaly.forward_trace())
+    node.seq = next(_seq)  # (record_node's stamps, inlined: Note [One recorder])
+    node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
     if op.nout == 1:  # (a single output's node has no out_meta: only _materialize reads it)
         node.nout = 1
         t = outs[0]
@@ -516,14 +508,34 @@ def link_outputs(node, outs):
         t._requires_grad = True
 
 
-def record_node(node, edges, outs):
-    """Record ``node``, a Node that is no op's (once_differentiable's DelayedError), as
-    ``record`` records an op's: its ``edges``, its sequence number after its inputs' nodes,
-    anomaly mode's trace, and its outputs ``outs`` linked (:func:`link_outputs`)."""
+# Note [One recorder]
+# ~~~~~~~~~~~~~~~~~~~
+# Every node of a graph gets the same stamps when it is recorded: its edges, a sequence
+# number drawn after its inputs' nodes got theirs (the engine's order), anomaly mode's trace
+# of the forward call, and its outputs' count. An op's node gets them in `record` (inlined
+# there: the hot path, Note [Small shortcuts on the hot path]); every other node gets them
+# from `record_node`: a custom Function's at the bottom and at a grad level
+# (core/function.py's finish_node), once_differentiable's DelayedError. The saved values'
+# version stamps come from the same `save_value` / `save_output` for all of them. Nothing
+# else numbers a node or asks anomaly mode for a trace (tests/core/test_function.py checks).
+def record_node(node, edges, outs, link=True):
+    """Record ``node``, a Node that is no op's (a custom Function's, once_differentiable's
+    DelayedError), as ``record`` records an op's (Note [One recorder]): its ``edges``, its
+    sequence number after its inputs' nodes, anomaly mode's trace, and its outputs ``outs``
+    linked (:func:`link_outputs`); with ``link`` False only counted (``nout``): a Function
+    links its outputs itself (some are no tensors, non-differentiable or rebased). Hooks
+    the node got before (a Function's ctx in its forward) are kept."""
     node.edges = tuple(edges)
     node.seq = next(_seq)
-    node.hooks = NodeHooks(anomaly.forward_trace()) if _ANOMALY[0] else None
-    link_outputs(node, outs)
+    if _ANOMALY[0]:
+        if node.hooks is None:
+            node.hooks = NodeHooks(anomaly.forward_trace())
+        else:
+            node.hooks.trace = anomaly.forward_trace()
+    if link:
+        link_outputs(node, outs)
+    else:
+        node.nout = len(outs)
 
 
 # ------------------------------------------------------------------ gradients

@@ -1248,3 +1248,90 @@ def test_a_rule_run_per_element_reading_a_transform_value_names_the_function():
             r"pass the tensor to Doubled\.apply as an input, and save it for backward with "
             r"ctx\.save_for_backward")):
         func.vmap(func.grad(g))(nd.tensor(XV.copy()))
+
+
+# ---------------------------------------------------------------------------- one recorder
+# Note [One recorder] in core/graph.py: a Function's node gets its stamps (sequence number,
+# anomaly mode's trace, output count) from graph.record_node, as once_differentiable's does.
+def _stamping_sites():
+    """``file:line`` of every assignment to a node's ``seq`` and every call asking anomaly
+    mode for a trace, in the package."""
+    import ast
+    from pathlib import Path
+    root = Path(nd.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else ()
+            stamps = any(isinstance(t, ast.Attribute) and t.attr == "seq" for t in targets)
+            traces = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "forward_trace"
+            if stamps or traces:
+                found.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_only_the_recorder_numbers_nodes_and_asks_for_traces():
+    sites = _stamping_sites()
+    assert sites and all(s.startswith("core/graph.py:") for s in sites), sites
+
+
+class _HookedExp(Function):
+    """exp whose forward registers a post hook on its own node (its ctx)."""
+
+    calls = []
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.register_hook(lambda gin, gout: _HookedExp.calls.append(val(gin[0]).copy()))
+        y = nd.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+@pytest.mark.parametrize("anomaly", [False, True])
+def test_a_function_node_gets_the_recorders_stamps_and_keeps_its_hooks(anomaly):
+    # the hook registered in forward ran also in anomaly mode, where the recorder's trace was
+    # given to the node (it replaced the node's hooks before, and the hook never ran)
+    _HookedExp.calls.clear()
+    x = nd.tensor(XV, requires_grad=True)
+    with nd.autograd.set_detect_anomaly(anomaly):
+        a = x * 2.0
+        y = _HookedExp.apply(a)
+        z = y.sin()
+    node = y.grad_fn
+    assert a.grad_fn.seq < node.seq < z.grad_fn.seq
+    assert node.nout == 1
+    assert (node.trace is not None) == anomaly
+    assert (z.grad_fn.trace is not None) == anomaly
+    z.sum().backward()
+    g = np.cos(np.exp(2 * XV)) * np.exp(2 * XV)  # the gradient reaching the node's input
+    assert len(_HookedExp.calls) == 1
+    close(_HookedExp.calls[0], g)
+    close(x.grad, 2 * g)
+
+
+@pytest.mark.parametrize("anomaly", [False, True])
+def test_a_function_node_at_a_grad_level_gets_the_recorders_stamps(anomaly):
+    from ndgrad import func
+    seen = {}
+
+    def f(x):
+        a = x * 2.0
+        y = Exp.apply(a)
+        z = y.sin()
+        seen.update(a=a.grad_fn.seq, node=y.grad_fn, z=z.grad_fn.seq)
+        return z.sum()
+
+    with nd.autograd.set_detect_anomaly(anomaly):
+        g = func.grad(f)(nd.tensor(XV))
+    node = seen["node"]
+    assert type(node).__name__ == "ExpBackward" and node.nout == 1
+    assert seen["a"] < node.seq < seen["z"]
+    assert (node.trace is not None) == anomaly
+    close(g, 2 * np.cos(np.exp(2 * XV)) * np.exp(2 * XV))
