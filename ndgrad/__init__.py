@@ -70,6 +70,8 @@ globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a d
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
 _numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 _array_api.install()  # t.__array_namespace__() is this module
+from . import numpy as _numpy_namespace, scipy  # noqa: E402  (import ndgrad.numpy as np)
+_numpy_namespace._install(globals())  # Note [NumPy's names in ndgrad.numpy]
 
 __all__ = sorted(
     ["Tensor", "tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like",

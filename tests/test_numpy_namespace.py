@@ -13,32 +13,14 @@ import numpy as np
 import pytest
 
 import ndgrad
+from ndgrad.numpy import NOT_IN_NDGRAD
 from ndgrad.without_derivative import FUNCTIONS
 from support import host
 
-# Not numerical: these do not compute on array values, so ndgrad has no reason to have them.
-NOT_NUMERICAL = {
-    "printing and formatting (a Tensor prints itself; call them on t.detach().numpy())": {
-        "array2string", "array_repr", "array_str", "base_repr", "binary_repr",
-        "format_float_positional", "format_float_scientific", "get_printoptions",
-        "set_printoptions", "printoptions", "typename"},
-    "file I/O (load with NumPy, then ndgrad.asarray)": {
-        "load", "save", "savez", "savez_compressed", "loadtxt", "savetxt", "genfromtxt",
-        "fromfile", "fromregex"},
-    "datetime and business days (ndgrad has no datetime dtypes)": {
-        "busday_count", "busday_offset", "is_busday", "datetime_as_string", "datetime_data",
-        "isnat"},
-    "NumPy's own state and build (error handling, buffers, configuration, tests)": {
-        "geterr", "seterr", "geterrcall", "seterrcall", "getbufsize", "setbufsize",
-        "show_config", "show_runtime", "test", "get_include", "info"},
-    "memory layout and raw buffers (a Tensor owns its memory; strides are not part of its "
-    "contract)": {
-        "ascontiguousarray", "asfortranarray", "isfortran", "require", "may_share_memory",
-        "shares_memory", "copyto", "nested_iters", "frombuffer", "fromstring"},
-    "NumPy's matrix class (deprecated by NumPy itself)": {"asmatrix", "bmat"},
-    "bit operations on the binary representation": {"packbits", "unpackbits", "bitwise_count"},
-    "ufuncs made from Python functions (use ndgrad.func.vmap)": {"frompyfunc"},
-}
+# Not numerical: these do not compute on array values, so ndgrad has no reason to have them
+# (the groups and reasons ndgrad.numpy's AttributeError gives: Note [NumPy's names in
+# ndgrad.numpy]).
+NOT_NUMERICAL = NOT_IN_NDGRAD
 
 # Numerical functions ndgrad does not have (yet), each with its reason.
 NUMERICAL_GAPS: dict[str, str] = {
