@@ -2,7 +2,9 @@
 
 The public namespace: :class:`Tensor`, creation functions, every op, dtypes, grad modes, and
 the sub-namespaces ``autograd``, ``functional``, ``func``, ``forward_ad``, ``checks``,
-``linalg``, ``fft``, ``special``, ``optimize``, ``integrate`` and ``sparse``.
+``linalg``, ``fft``, ``special``, ``optimize``, ``integrate`` and ``sparse``; and NumPy's and
+SciPy's namespaces to import as theirs, ``import ndgrad.numpy as np`` and ``ndgrad.scipy``
+(``import ndgrad.scipy.stats as st``).
 
 Examples
 --------
