@@ -5,11 +5,16 @@ function transforms on Dask inputs, and the errors."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import multiprocessing
+import re
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import ndgrad  # noqa: E402
 from ndgrad.checks.strategies import op_samples  # noqa: E402
-from ndgrad.core.backend import DaskUnsupported  # noqa: E402
+from ndgrad.core.backend_dask import DaskUnsupported  # noqa: E402
 from ndgrad.core.devices import DeviceMismatchError  # noqa: E402
 from ndgrad.core.ops import COMPOSITES, REGISTRY  # noqa: E402
 from support import HANG_S  # noqa: E402
@@ -490,3 +495,100 @@ def test_gradient_on_worker_processes(client):
     with dask.config.set(scheduler=client):  # .backward() computes w.grad on the cluster
         loss.backward()
     np.testing.assert_allclose(w.grad.numpy(), grad, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ the plug-in
+# (Note [Backend plug-ins] in ndgrad/core/backend.py)
+_DASK_FILES = ("backend_dask.py", "lazy.py")
+
+
+def _names_in_code(path):
+    """(line, identifier) for every name, attribute, definition and imported module in the
+    code of ``path`` (comments and docstrings are not code)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Name):
+            out.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute):
+            out.append((node.lineno, node.attr))
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.append((node.lineno, node.name))
+        elif isinstance(node, ast.ImportFrom):
+            out.extend((node.lineno, n) for n in [node.module or ""] + [a.name for a in node.names])
+        elif isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+    return out
+
+
+def test_the_kernel_and_the_ops_name_no_backend_plugin():
+    """Outside the Dask backend's own files, no code of ndgrad/core names Dask or laziness:
+    what a lazy backend does differently is backend attributes and hooks (66 names before:
+    B.lazy, _DASK, dask_backend, DaskUnsupported, lazy_standins, ...)."""
+    core = Path(ndgrad.__file__).parent / "core"
+    files = [p for p in sorted(core.glob("*.py")) + sorted((core / "ops").glob("*.py"))
+             if p.name not in _DASK_FILES]
+    assert len(files) > 30
+    found = [f"{p.relative_to(core)}:{line} {name}" for p in files
+             for line, name in _names_in_code(p) if re.search("dask|lazy", name, re.I)]
+    assert found == []
+    # the checker sees such a name: lazy.py's own
+    assert any(n == "register_plugin" for _, n in _names_in_code(core / "lazy.py"))
+    assert [n for _, n in _names_in_code(core / "backend_dask.py") if n == "DaskUnsupported"]
+
+
+class _HostArray(np.ndarray):
+    """An array type no backend owns until a plug-in's finder registers one for it."""
+
+
+def test_a_backend_plugs_in_by_array_type_through_its_finder():
+    """A plug-in registers a finder (no import of it by the package); asarray asks the finders
+    once, on the first array of an unregistered type, and the backend it registers then owns
+    the type; the plug-in's device type resolves to it."""
+    from ndgrad.core import backend as bk
+
+    class Toy(bk.NumpyBackend):
+        name = "toy"
+
+        def to_numpy(self, array):
+            return np.asarray(array) * 1.0  # (a copy, on the host)
+
+    toy, asked = Toy(), []
+
+    def find(array_type):
+        asked.append(array_type)
+        if array_type in (None, _HostArray):
+            bk.register_backend(_HostArray, toy)
+            return toy
+        return None
+
+    bk.register_plugin("toy", find)
+    try:
+        a = np.random.default_rng(3).standard_normal(4).view(_HostArray)
+        x = ndgrad.asarray(a, requires_grad=True)
+        assert asked.count(_HostArray) == 1 and bk.backend_of(a) is toy
+        (2.0 * ndgrad.asarray(a) ** 2).sum()  # the second array: the registry, no finder
+        assert asked.count(_HostArray) == 1
+        (x ** 3).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 3 * np.asarray(a) ** 2, rtol=1e-15)
+        assert ndgrad.device("toy") == "toy" and bk.backend_for_device("toy") is toy
+        assert toy.F is not None  # (the ops layer gave it its formula namespace)
+    finally:
+        bk._BACKEND_BY_TYPE.pop(_HostArray, None)
+        bk._FINDERS.remove(find)
+        bk._DEVICE_TYPES.pop("toy")
+    with pytest.raises(ValueError, match="unknown device type 'toy'; expected one of"):
+        ndgrad.device("toy")
+
+
+def test_importing_ndgrad_imports_no_dask_and_a_dask_array_then_works():
+    """The Dask backend is found on the first Dask array (Dask is imported by then), never
+    loaded by ``import ndgrad``; device='dask' loads it too."""
+    code = ("import sys, ndgrad; loaded = 'dask' in sys.modules; "
+            "import dask.array as da; "
+            "x = ndgrad.asarray(da.arange(4.0, chunks=2), requires_grad=True); "
+            "(x * x).sum().backward(); "
+            "print(loaded, x.device, x.grad.compute().numpy().tolist(), "
+            "ndgrad.zeros(2, device='dask').device)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=HANG_S).stdout.split()
+    assert out == ["False", "dask", "[0.0,", "2.0,", "4.0,", "6.0]", "dask"]

@@ -3,8 +3,9 @@
 The engine hands every gradient of a leaf that requires grad to :func:`accumulate_into`:
 the first one becomes ``.grad`` with the parameter's memory layout (without a copy when
 the engine owns the array: Note [Keeping fresh gradients]), later ones are added in place,
-or out of place when the pass records (``create_graph``: ``.grad`` keeps its graph); a lazy
-(Dask) gradient is computed once the pass ends (Note [Lazy gradients]). The node itself,
+or out of place when the pass records (``create_graph``: ``.grad`` keeps its graph); a
+gradient of a backend with ``deferred_gradients`` is computed once the pass ends (Note
+[Deferred gradients]). The node itself,
 ``graph.AccumulateGrad``, and its hooks are the engine's.
 """
 
@@ -66,9 +67,10 @@ def accumulate_into(t, g, create_graph, owned=False):
         return
     B = t.backend
     gdata = g._data if isinstance(g, Tensor) else g
-    if type(gdata) is not type(t._data) and _BACKEND_BY_TYPE.get(type(gdata), B).lazy and \
+    if type(gdata) is not type(t._data) and \
+            _BACKEND_BY_TYPE.get(type(gdata), B).deferred_gradients and \
             not (create_graph and isinstance(g, Tensor) and g._requires_grad):
-        gdata = _lazy_gradient(t, gdata)  # Note [Lazy gradients]
+        gdata = _deferred_gradient(t, gdata)  # Note [Deferred gradients]
         if gdata is None:
             return
     if isinstance(g, Tensor) and g._requires_grad and create_graph:
@@ -82,7 +84,8 @@ def accumulate_into(t, g, create_graph, owned=False):
     if cur is None:
         d = t._data
         if owned and type(gdata) is type(d) and gdata.dtype == d.dtype and \
-                gdata.strides == d.strides:
+                getattr(gdata, "strides", None) == getattr(d, "strides", None):
+            # (an array library without strides: the gradient as it comes)
             t._grad = _new(gdata, False)  # Note [Keeping fresh gradients]
             return
         new = B.empty_like(d)  # same memory layout as the parameter
@@ -94,36 +97,29 @@ def accumulate_into(t, g, create_graph, owned=False):
         cur._data += gdata  # in place: .grad keeps its identity
 
 
-# Note [Lazy gradients]
-# ~~~~~~~~~~~~~~~~~~~~~
-# A NumPy-backed leaf (a model parameter) used with Dask-backed data gets a Dask array as its
-# gradient (Note [The Dask backend] in core/backend_dask.py). `.backward()` keeps such
-# gradients aside and, when the pass ends (an engine callback, as `queue_callback`), computes
-# all of them in one `dask.compute`, so they share their intermediates and `.grad` is
-# NumPy-backed. Outside a pass (or with create_graph, which keeps the gradient's graph)
-# nothing is deferred.
-# A reduction's cotangent is broadcast back to its input's shape; on a Dask input that would
-# be one chunk as large as the input, which the next elementwise rule (a `-g`) fills in
-# memory whole. So a node whose rules read only metadata keeps, for a Dask input, a stand-in
-# whose shape carries the input's chunks (`graph.ChunkedShape`, saved only once the Dask
-# backend exists), and `reductions.expand_reduced` broadcasts the cotangent chunk by chunk,
-# aligned with the data: the backward pass then holds a few chunks at a time, as the forward
-# does.
-def _lazy_gradient(t, gdata):
-    """Defer lazy gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
+# Note [Deferred gradients]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf of another backend (a NumPy-backed model parameter) whose gradient comes as an array
+# of a backend with `deferred_gradients` (a graph: Note [Backend plug-ins] in core/backend.py)
+# does not keep that graph as `.grad`: `.backward()` keeps such gradients aside and, when the
+# pass ends (an engine callback, as `queue_callback`), finishes all of them in one
+# `B.compute`, so they share their intermediates and `.grad` is of the leaf's backend.
+# Outside a pass (or with create_graph, which keeps the gradient's graph) nothing is deferred.
+def _deferred_gradient(t, gdata):
+    """Defer gradient ``gdata`` of leaf ``t`` to the end of the running pass (returns
     None), or, with no pass running, compute it now (returns the computed array)."""
     p = current_pass()
     if p is None:
         return _BACKEND_BY_TYPE[type(gdata)].to_numpy(gdata)
-    if p.lazy_grads is None:
-        p.lazy_grads = []
-        p.callbacks.append(lambda: _compute_lazy_grads(p))
-    p.lazy_grads.append((t, gdata))
+    if p.deferred is None:
+        p.deferred = []
+        p.callbacks.append(lambda: _finish_deferred(p))
+    p.deferred.append((t, gdata))
     return None
 
 
-def _compute_lazy_grads(p):
-    pending, p.lazy_grads = p.lazy_grads, None
+def _finish_deferred(p):
+    pending, p.deferred = p.deferred, None
     B = _BACKEND_BY_TYPE[type(pending[0][1])]
     values = B.compute(*[g for _, g in pending])
     for (t, _), v in zip(pending, values):

@@ -8,10 +8,10 @@ imported by many modules (for dtypes and host-side values: indices, shapes, SciP
 routines, the NumPy protocols), but an op's forward and rules compute through the Backend
 (``B``) and formula namespace (``F``) they are given, so they run on every backend.
 
-Three backends: :data:`NUMPY` (device ``"cpu"``), :class:`CupyBackend` (``"cuda:N"``),
-made on first use of a CUDA device (Note [The CUDA backend]), and the Dask backend
-(``"dask"``, ndgrad/core/backend_dask.py), made on first use of a Dask array.
-:func:`backend_for_device` resolves a device, :func:`backend_of` an array; the default
+Two backends live here: :data:`NUMPY` (device ``"cpu"``) and :class:`CupyBackend`
+(``"cuda:N"``), made on first use of a CUDA device (Note [The CUDA backend]). Others are
+plug-ins that register themselves (Note [Backend plug-ins]). :func:`backend_for_device`
+resolves a device, :func:`backend_of` an array; the default
 device (:func:`set_default_device`) is where creation functions put tensors when no device
 is given.
 """
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import threading
-
 import importlib
+import threading
 
 import numpy as np
 
 __all__ = [
-    "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY", "DaskUnsupported",
-    "backend_of", "backend_for_device", "register_backend", "install_cuda_backend",
+    "Backend", "NumpyBackend", "CupyBackend", "Device", "device", "NUMPY", "Unsupported",
+    "backend_of", "backend_for_device", "register_backend", "register_plugin",
+    "find_backend", "install_cuda_backend",
     "get_default_device", "set_default_device",
     "float16", "float32", "float64", "complex64", "complex128",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_",
@@ -187,8 +187,8 @@ def is_differentiable_dtype(dtype) -> bool:
 
 # ----------------------------------------------------------------------------- devices
 class Device:
-    """A device: ``"cpu"``, ``"cuda:N"`` or ``"dask"`` (lazy Dask arrays, wherever Dask
-    runs them). Compares equal to its string form.
+    """A device: ``"cpu"``, ``"cuda:N"`` or one a plug-in backend registers (``"dask"``:
+    Note [Backend plug-ins]). Compares equal to its string form.
 
     Examples
     --------
@@ -208,8 +208,9 @@ class Device:
                 raise ValueError(
                     f"invalid device string {type}:{idx!r}; expected 'cpu' or 'cuda:N'")
             index = int(idx)
-        if type not in ("cpu", "cuda", "dask"):
-            raise ValueError(f"unknown device type {type!r}; expected 'cpu', 'cuda' or 'dask'")
+        if type not in _DEVICE_TYPES:
+            known = ", ".join(repr(t) for t in _DEVICE_TYPES)
+            raise ValueError(f"unknown device type {type!r}; expected one of {known}")
         if type == "cuda" and index is None:
             index = 0
         self.type = type
@@ -236,6 +237,7 @@ class Device:
 
 
 device = Device
+_DEVICE_TYPES = {"cpu": None, "cuda": None}  # device type -> plug-in making its backend
 _CPU = Device("cpu")
 
 
@@ -251,8 +253,14 @@ class Backend:
 
     name = "abstract"
     array_type = None
-    lazy = False  # arrays are graphs computed later (Dask: Note [The Dask backend])
-    host_indices = False  # index arrays stay NumPy arrays (Dask: core/ops/indexing.on_device)
+    # What a backend whose arrays are graphs computed later differs in (Note [Backend
+    # plug-ins]); the kernel and the ops ask these, never which backend it is.
+    reads_values = True  # an op may read values on the host (False: it must not compute)
+    adds_in_place = True  # `out[index] += values` for a basic index (else B.scatter_add)
+    takes_host_arrays = False  # NumPy arrays mix in as constants (Note [Mixing devices])
+    deferred_gradients = False  # a leaf's gradient of this backend is finished by B.compute
+    stand_ins = False  # B.stand_in: what a metadata-only node saves for an input
+    host_indices = False  # index arrays stay NumPy arrays (core/ops/indexing.on_device)
     F = None  # set by ndgrad.core.ops once the registry is built
 
     def device_of(self, array) -> Device:  # pragma: no cover - interface
@@ -281,6 +289,24 @@ class Backend:
 
     def set_readonly(self, array):
         """Make writes to ``array`` raise, where the array library can (a cached constant)."""
+
+    def compute(self, *arrays, **kwargs):
+        """NumPy arrays of ``arrays`` (a backend with ``deferred_gradients``: in one pass)."""
+        return tuple(self.to_numpy(a) for a in arrays)
+
+    def stand_in(self, array):
+        """What a node whose rules read only metadata saves for input ``array`` (a backend
+        with ``stand_ins``; an ``InputMeta``-like object), or None for nothing."""
+        return None
+
+    def summary(self, array):
+        """A tensor's repr body where values are not read (``reads_values`` False)."""
+        return f"<shape={tuple(array.shape)}>"
+
+    def unsupported(self, label, hint="", *, why=None):
+        """The error for function ``label`` this backend cannot run (Note [Backend
+        plug-ins]); ``dispatch.apply`` names the ndgrad function."""
+        return Unsupported(self.name, label, hint, why=why)
 
     def rng_state(self):
         """A snapshot of this thread's random generator (``set_rng_state`` brings it back),
@@ -353,7 +379,7 @@ class NumpyBackend(Backend):
         # instance-dict lookup, as fast as `np.tanh`.
         for name, value in vars(np).items():
             # the class's own methods (asarray, ...) win over NumPy's same-named functions;
-            # (vars, not getattr: reading NumPy's lazy submodules would import f2py, testing, ...)
+            # (vars, not getattr: reading NumPy's on-demand submodules imports f2py, testing, ...)
             if not name.startswith("_") and not hasattr(type(self), name):
                 setattr(self, name, value)
         self.special = SCIPY_SPECIAL
@@ -402,11 +428,88 @@ _BACKEND_BY_TYPE = {np.ndarray: NUMPY}
 _ON_REGISTER = []
 
 
+# Note [Backend plug-ins]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# This module owns the registry of backends, keyed by array type (`_BACKEND_BY_TYPE`), and
+# names no backend but NumPy and CuPy, which it defines. Another backend is a plug-in: its
+# module defines a Backend subclass and calls `register_backend(array_type, B)` when it is
+# imported. A plug-in that must not be imported with ndgrad (it imports its array library)
+# registers a finder instead, from a light module the package does import:
+# `register_plugin(device_type, find)`; `find(array_type)` makes and returns the backend
+# (importing the plug-in) for an array type it owns, else None, and `find(None)` makes it for
+# its device type. `find_backend` asks the finders only on a registry miss (an array of an
+# unknown type reaching `asarray`), so importing ndgrad imports no array library and a
+# registered type costs one dict lookup. The Dask backend is one (core/lazy.py registers its
+# finder, which imports core/backend_dask.py only for an array whose module is Dask's: Dask
+# is then imported already; or for device='dask').
+# What such a backend does differently is backend attributes and hooks that the kernel and the
+# ops read without naming it: `reads_values` (False: an op must not read values on the host;
+# it raises `B.unsupported(...)`, an `Unsupported` that `dispatch.apply` completes with the
+# ndgrad function's name), `adds_in_place`, `takes_host_arrays` (NumPy arrays mix in as
+# constants), `deferred_gradients` (a leaf's gradient finished by `B.compute` when the
+# backward pass ends: Note [Deferred gradients] in core/accumulate.py), `stand_ins` with
+# `B.stand_in` (what a metadata-only node saves), `summary` (a repr that reads no values).
+_FINDERS = []  # find(array_type or None) -> Backend or None, in registration order
+
+
 def register_backend(array_type, backend):
-    """Make arrays of ``array_type`` compute with ``backend`` (used by the CuPy backend)."""
+    """Make arrays of ``array_type`` compute with ``backend`` (Note [Backend plug-ins])."""
     _BACKEND_BY_TYPE[array_type] = backend
+    if backend.stand_ins:
+        _STAND_INS["on"] = True
     for hook in _ON_REGISTER:
         hook(backend)
+
+
+def register_plugin(device_type, find):
+    """Register a backend plug-in's finder for ``device_type`` (Note [Backend plug-ins]):
+    ``find(array_type)`` gives the backend for arrays of an unregistered type it owns (made
+    and registered then), else None; ``find(None)`` the backend of its device type."""
+    _DEVICE_TYPES[device_type] = find
+    _FINDERS.append(find)
+
+
+def find_backend(array_type):
+    """The backend of arrays of ``array_type``, asking the plug-ins' finders on a registry
+    miss (None: no backend owns it)."""
+    B = _BACKEND_BY_TYPE.get(array_type)
+    if B is None:
+        for find in _FINDERS:
+            B = find(array_type)
+            if B is not None:
+                break
+    return B
+
+
+# Set once a backend with stand-ins is registered: `graph.record` asks only then.
+_STAND_INS = {"on": False}
+
+
+class Unsupported(NotImplementedError):
+    """A function a backend cannot run (Note [Backend plug-ins]). ``apply`` names the ndgrad
+    function that needed it (:meth:`for_op`), and a composite the one the user called (the
+    primitive inside stays named, ``via``). ``why``: the reason, when it is not a function the
+    array library lacks (a result whose shape depends on the values)."""
+
+    def __init__(self, backend, label, hint="", op=None, *, why=None, via=None):
+        self.backend, self.label, self.hint, self.op, self.why, self.via = \
+            backend, label, hint, op, why, via
+        super().__init__(self.message())
+
+    def message(self):
+        needed = f"ndgrad.{self.op}" if self.op is not None else "this operation"
+        if self.via is not None:
+            needed += f" (through ndgrad.{self.via})"
+        reason = self.why if self.why is not None else f"{self.backend} has no {self.label}"
+        return (f"{needed} cannot run on {self.backend} arrays: {reason}"
+                f"{' (' + self.hint + ')' if self.hint else ''}. Compute the tensor first")
+
+    def for_op(self, qualname):
+        """The same error naming the ndgrad function ``qualname`` (the one named before, if
+        another, as the function it went through)."""
+        via = self.via if self.via is not None else (
+            self.op if self.op not in (None, qualname) else None)
+        return type(self)(self.backend, self.label, self.hint, qualname, why=self.why, via=via)
 
 
 def backend_of(array):
@@ -1099,6 +1202,16 @@ def _cuda_backend():
     return B
 
 
+def _find_cuda(array_type):
+    """The CUDA backend for a CuPy array before any CUDA use (Note [Backend plug-ins])."""
+    if array_type is not None and array_type.__module__.partition(".")[0] == "cupy":
+        return _cuda_backend()
+    return None
+
+
+_FINDERS.append(_find_cuda)
+
+
 def _device_count(cupy):
     try:
         return int(cupy.cuda.runtime.getDeviceCount())
@@ -1136,8 +1249,9 @@ def backend_for_device(dev) -> Backend:
     dev = Device(dev)
     if dev.type == "cpu":
         return NUMPY
-    if dev.type == "dask":
-        return dask_backend()
+    find = _DEVICE_TYPES[dev.type]
+    if find is not None:
+        return find(None)
     B = _cuda_backend()
     if B is None:
         raise _unavailable(dev, "ndgrad's CUDA backend needs CuPy and a GPU")
@@ -1145,54 +1259,6 @@ def backend_for_device(dev) -> Backend:
     if dev.index >= n:
         raise RuntimeError(f"device {str(dev)!r} is not available: CuPy sees {n} GPU(s) "
                            f"(cuda:0 to cuda:{n - 1})")
-    return B
-
-
-# ----------------------------------------------------------------------------- Dask
-# Note [The Dask backend] is in ndgrad/core/backend_dask.py, the one module that imports Dask.
-_DASK = {"backend": None}
-
-
-class DaskUnsupported(NotImplementedError):
-    """A function the Dask backend cannot run lazily (Note [The Dask backend]). ``apply``
-    names the ndgrad function that needed it (:meth:`for_op`), and a composite the one the
-    user called (the primitive inside stays named, ``via``). ``why``: the reason, when it is
-    not a function dask.array lacks (a result whose shape depends on the values)."""
-
-    def __init__(self, label, hint="", op=None, *, why=None, via=None):
-        self.label, self.hint, self.op, self.why, self.via = label, hint, op, why, via
-        needed = f"ndgrad.{op}" if op is not None else "this operation"
-        if via is not None:
-            needed += f" (through ndgrad.{via})"
-        reason = why if why is not None else f"dask.array has no {label}"
-        advice = "Compute the tensor first (t.compute(), a NumPy-backed tensor)"
-        if why is None:
-            advice += (" or, for a chunk-local operation, rechunk so that the axes it works "
-                       "along are one chunk and use dask.array.map_blocks")
-        super().__init__(f"{needed} cannot run on Dask arrays: {reason}"
-                         f"{' (' + hint + ')' if hint else ''}. {advice}")
-
-    def for_op(self, qualname):
-        """The same error naming the ndgrad function ``qualname`` (the one named before, if
-        another, as the function it went through)."""
-        via = self.via if self.via is not None else (
-            self.op if self.op not in (None, qualname) else None)
-        return DaskUnsupported(self.label, self.hint, qualname, why=self.why, via=via)
-
-
-def dask_backend():
-    """The Dask backend, made (and Dask imported) on first use; a RuntimeError saying how to
-    install Dask when it is missing."""
-    B = _DASK["backend"]
-    if B is None:
-        try:
-            # (by name: the Dask module is a layer above this one, loaded on first use)
-            backend_dask = importlib.import_module("ndgrad.core.backend_dask")
-        except ImportError as exc:
-            raise RuntimeError(f"device 'dask' needs Dask ({exc}): "
-                               '`pip install "ndgrad[dask]"`') from None
-        B = _DASK["backend"] = backend_dask.DaskBackend()
-        register_backend(B.array_type, B)
     return B
 
 

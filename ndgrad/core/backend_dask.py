@@ -1,8 +1,9 @@
 """The Dask backend: ndgrad's operations on ``dask.array`` arrays, lazily (device ``"dask"``).
 
-This is the only module that imports Dask, and ``ndgrad.core.backend`` imports it only when
-a Dask array is first used (``ndgrad.asarray(dask_array)``, ``device="dask"``): importing
-ndgrad never loads Dask (Note [The Dask backend]).
+This is the only module that imports Dask. It registers its backend when imported, and
+core/lazy.py's finder imports it only when a Dask array is first used
+(``ndgrad.asarray(dask_array)``, ``device="dask"``): importing ndgrad never loads Dask (Note
+[The Dask backend], Note [Backend plug-ins] in core/backend.py).
 
 Note [The Dask backend]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -24,8 +25,16 @@ backward pass builds Dask graphs too; Dask schedules them (threads, processes or
   the op runs with this backend and Dask wraps the NumPy arrays as one-chunk constants of
   the graph (Note [Mixing devices] in core/devices.py). A NumPy leaf's gradient is then a
   Dask array: ``.backward()`` keeps it aside and computes all of them in one
-  ``dask.compute`` when the pass ends (``accumulate.accumulate_into``), so ``param.grad`` is
-  NumPy-backed. Dask with a GPU tensor is an error naming both devices.
+  ``dask.compute`` when the pass ends (``deferred_gradients``: Note [Deferred gradients] in
+  core/accumulate.py), so ``param.grad`` is NumPy-backed. Dask with a GPU tensor is an error
+  naming both devices.
+* Stand-ins: a reduction's cotangent is broadcast back to its input's shape; on a Dask input
+  that would be one chunk as large as the input, which the next elementwise rule (a ``-g``)
+  fills in memory whole. So a node whose rules read only metadata keeps, for a Dask input,
+  the stand-in ``B.stand_in`` gives (``stand_ins``), a :class:`ChunkedShape` carrying the
+  input's chunks, and ``reductions.expand_reduced`` lets it broadcast the cotangent chunk by
+  chunk, aligned with the data: the backward pass holds a few chunks at a time, as the
+  forward does.
 * Views: Dask arrays share no memory (``may_share_memory`` is False); an in-place operation
   on a Dask-backed tensor replaces its graph (Dask's ``__setitem__``) and no view sees it.
 * Indices stay NumPy arrays (Dask indexes with them: results of known shape; on_device in
@@ -49,10 +58,10 @@ import numpy as np
 import dask
 import dask.array as da
 
-from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, DaskUnsupported, Device,
-                      SubNamespace, _seed_state, vector_norm_of)
+from .backend import (SCIPY_LINALG, SCIPY_SPECIAL, Backend, Device, SubNamespace,
+                      Unsupported, _seed_state, register_backend, vector_norm_of)
 
-__all__ = ["DaskBackend", "compute", "persist"]
+__all__ = ["DaskBackend", "DaskUnsupported", "ChunkedShape", "compute", "persist"]
 
 DASK_DEVICE = Device("dask")
 _NOVALUE = object()
@@ -65,6 +74,45 @@ _NUMPY_META = frozenset({
     "normalize_axis_index", "printoptions", "get_printoptions", "set_printoptions",
     "index_exp", "s_", "ndindex", "prod_shape",
 })
+
+
+class DaskUnsupported(Unsupported):
+    """A function the Dask backend cannot run lazily (Note [The Dask backend]): the
+    ``Unsupported`` of this backend, with Dask's advice."""
+
+    def __init__(self, label, hint="", op=None, *, why=None, via=None):
+        super().__init__("dask", label, hint, op, why=why, via=via)
+
+    def message(self):
+        needed = f"ndgrad.{self.op}" if self.op is not None else "this operation"
+        if self.via is not None:
+            needed += f" (through ndgrad.{self.via})"
+        reason = self.why if self.why is not None else f"dask.array has no {self.label}"
+        advice = "Compute the tensor first (t.compute(), a NumPy-backed tensor)"
+        if self.why is None:
+            advice += (" or, for a chunk-local operation, rechunk so that the axes it works "
+                       "along are one chunk and use dask.array.map_blocks")
+        return (f"{needed} cannot run on Dask arrays: {reason}"
+                f"{' (' + self.hint + ')' if self.hint else ''}. {advice}")
+
+    def for_op(self, qualname):
+        via = self.via if self.via is not None else (
+            self.op if self.op not in (None, qualname) else None)
+        return DaskUnsupported(self.label, self.hint, qualname, why=self.why, via=via)
+
+
+class ChunkedShape(tuple):
+    """A Dask input's shape with its ``chunks`` (the stand-in a metadata-only node saves,
+    :meth:`DaskBackend.stand_in`): a rule that broadcasts a cotangent back to the shape
+    (``reductions.expand_reduced``) gives it the input's chunks, so the cotangent is built
+    chunk by chunk, aligned with the data, never as one chunk (Note [The Dask backend])."""
+
+    def broadcast(self, g):
+        """Raw cotangent ``g`` broadcast to this shape, chunked as the input (a Dask ``g``;
+        another: None)."""
+        if type(g) is da.Array:
+            return da.broadcast_to(g, tuple(self), chunks=self.chunks)
+        return None
 
 
 def _unsupported(label, hint=""):
@@ -106,7 +154,13 @@ class DaskBackend(Backend):
     """The backend over ``dask.array`` (device ``"dask"``; Note [The Dask backend])."""
 
     name = "dask"
-    lazy = True  # results are graphs: computed by dask.compute, never implicitly
+    # results are graphs, computed by dask.compute, never implicitly (Note [Backend
+    # plug-ins] in core/backend.py names what each attribute changes)
+    reads_values = False
+    adds_in_place = False  # (B.scatter_add: blockwise for a basic index)
+    takes_host_arrays = True  # (NumPy arrays: one-chunk constants of the graph)
+    deferred_gradients = True
+    stand_ins = True
     host_indices = True  # index arrays stay NumPy arrays (core/ops/indexing.on_device)
 
     def __init__(self):
@@ -352,6 +406,18 @@ class DaskBackend(Backend):
     def to_numpy(self, array):
         """Compute ``array`` (one ``dask.compute``)."""
         return np.asarray(array.compute())
+
+    def stand_in(self, array):
+        """The shape with chunks a metadata-only node saves (Note [The Dask backend])."""
+        shape = ChunkedShape(array.shape)
+        shape.chunks = array.chunks
+        return shape
+
+    def summary(self, array):
+        return f"<lazy shape={array.shape} chunks={array.chunksize}>"
+
+    def unsupported(self, label, hint="", *, why=None):
+        return DaskUnsupported(label, hint, why=why)
 
     def host_index(self, index, select=True):
         """``index`` as Dask indexes with it (NumPy index arrays stay NumPy arrays: their
@@ -698,3 +764,7 @@ def persist(*arrays, **kwargs):
     for k, v in zip(lazy, values):
         out[k] = v
     return tuple(out)
+
+
+DASK = DaskBackend()
+register_backend(da.Array, DASK)

@@ -83,7 +83,7 @@ def make_grads(outputs, grad_outputs, is_grads_batched=False):
             g = out.backend.asarray(g)
         gshape = tuple(g.shape)[1:] if is_grads_batched else tuple(g.shape)
         gdev = g.device if isinstance(g, Tensor) else backend_of(g).device_of(g)
-        if gdev != out.device and gdev == "cpu" and out.backend.lazy:
+        if gdev != out.device and gdev == "cpu" and out.backend.takes_host_arrays:
             g = out.backend.asarray(g._data if isinstance(g, Tensor) else g)  # (a constant)
         elif gdev != out.device:
             raise RuntimeError(

@@ -25,11 +25,11 @@ _NDARRAY = NUMPY.array_type
 # numbers give inside formulas) to the device of the others, through the differentiable
 # `to_device` op, so their gradient goes back to the CPU. Python scalars never count. A
 # transform level computes and saves its op's inputs itself, so `apply` moves such scalars
-# before handing the op to the level (`scalars_to_device`). A lazy backend (Dask, whose
-# arrays are graphs) takes NumPy inputs as they are: `dispatch._mixed` runs the op on it,
-# and Dask makes the NumPy arrays constants of its graph; their gradients come back as Dask
-# arrays, which the engine computes at the end of the pass (Note [The Dask backend] in
-# core/backend_dask.py). A lazy backend with a GPU tensor is an error. The error names the
+# before handing the op to the level (`scalars_to_device`). A backend that
+# `takes_host_arrays` takes NumPy inputs as they are: `dispatch._mixed` runs the op on it,
+# which makes the NumPy arrays constants of its graph; their gradients come back as its
+# arrays, which the engine computes at the end of the pass (Note [Deferred gradients] in
+# core/accumulate.py). Such a backend with a GPU tensor is an error. The error names the
 # function the user called: the op's qualified name, and a composite (ops/__init__.py)
 # re-raises it under its own.
 class DeviceMismatchError(RuntimeError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import levels as _levels
 from .backend import (_BACKEND_BY_TYPE, DIFFERENTIABLE_DTYPES, NUMPY, WEAK_FLOAT_DTYPES,
-                      DaskUnsupported)
+                      Unsupported)
 from .grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from .grad_mode import INFERENCE_BLOCKS, PROFILER, RUN_HERE, STATE
 from .devices import DeviceMismatchError, same_device, scalars_to_device
@@ -138,7 +138,7 @@ def apply(op, *args, **params):
         if op.signature is None:
             raise
         return _call_error(op, args, params, exc)
-    except DaskUnsupported as exc:  # (Note [The Dask backend]: name the ndgrad function)
+    except Unsupported as exc:  # (Note [Backend plug-ins]: name the ndgrad function)
         if exc.op is not None:
             raise
         raise exc.for_op(op.qualname) from None
@@ -244,26 +244,27 @@ def _alive_values(args):
 
 
 def _mixed(op, args, extra, params):
-    """Run ``op`` on inputs of two devices (Note [Mixing devices]): with a lazy backend's
-    arrays (Dask) among NumPy ones, on the lazy backend; otherwise after ``same_device``."""
-    lazy = None
+    """Run ``op`` on inputs of two devices (Note [Mixing devices]): with arrays of a backend
+    that ``takes_host_arrays`` among NumPy ones, on that backend; otherwise after
+    ``same_device``."""
+    taker = None
     for a in args:
         B = _BACKEND_BY_TYPE.get(type(a._data if type(a) is Tensor else a))
-        if B is not None and B.lazy:
-            lazy = B
+        if B is not None and B.takes_host_arrays:
+            taker = B
             break
-    if lazy is not None:
+    if taker is not None:
         datas = []
         requires_grad = False
         for a in args:
             d = a._data if type(a) is Tensor else a
             if type(d) in _BACKEND_BY_TYPE and type(d) is not _NDARRAY and \
-                    type(d) is not lazy.array_type:
-                raise DeviceMismatchError(op.qualname, lazy.device_of(None),
+                    type(d) is not taker.array_type:
+                raise DeviceMismatchError(op.qualname, taker.device_of(None),
                                           _BACKEND_BY_TYPE[type(d)].device_of(d))
             if type(a) is Tensor and a._requires_grad:
                 requires_grad = True
             datas.append(d)
-        return _result(op, args, extra, params, op.forward(lazy, *datas, *extra, **params),
+        return _result(op, args, extra, params, op.forward(taker, *datas, *extra, **params),
                        requires_grad)
     return apply(op, *same_device(op, args), *extra, **params)

@@ -57,7 +57,7 @@ class BackwardPass:
     saved values (Note [Formulas on arrays or on Tensors])."""
 
     __slots__ = ("grad_on", "strip", "retain_graph", "accumulate", "inputs", "capture",
-                 "results", "needed", "owned", "callbacks", "lazy_grads")
+                 "results", "needed", "owned", "callbacks", "deferred")
 
     def __init__(self, retain_graph, create_graph, level, inputs, accumulate):
         self.grad_on = bool(create_graph)
@@ -73,8 +73,8 @@ class BackwardPass:
         self.needed = None
         self.owned = {}  # AccumulateGrad node -> its gradient array is the engine's alone
         self.callbacks = []  # run when the pass ends (queue_callback)
-        self.lazy_grads = None  # (leaf, lazy gradient) pairs (Note [Lazy gradients] in
-        #                         core/accumulate.py)
+        self.deferred = None  # (leaf, gradient) pairs finished when the pass ends (Note
+        #                       [Deferred gradients] in core/accumulate.py)
 
     def read(self, node, grads):
         """``(F, inputs, out, grads)`` for the rules of ``node`` when a value they read must

@@ -32,11 +32,11 @@ import numpy as _np
 
 from . import anomaly
 from . import levels
-from .backend import _BACKEND_BY_TYPE, _DASK, NUMPY, is_differentiable_dtype
+from .backend import _BACKEND_BY_TYPE, _STAND_INS, NUMPY, is_differentiable_dtype
 from .grad_mode import SAVED_HOOK_THREADS
 from .hooks import NodeHooks, add_hook
 from .saved import (FREED, FREED_MSG, SAVED_TYPES, InputMeta, PackedOutput, PackedValue,
-                    SavedOutput, SavedValue, hookable, hooks_now, lazy_standins, plain_output,
+                    SavedOutput, SavedValue, hookable, hooks_now, plain_output, stand_ins,
                     raise_inference_save)
 from .tensor import Tensor, _fresh, _meta
 
@@ -446,8 +446,8 @@ def record(op, args, outs, extra=(), params=_NO_PARAMS, needs=None):
     save_out, keep = plan
     node = _OpNode_new(OpNode)
     if keep is None:
-        node.saved = lazy_standins(args) if _DASK["backend"] is not None and \
-            op._meta_standins else None  # (a Dask input: Note [Lazy gradients] in accumulate.py)
+        node.saved = stand_ins(args) if _STAND_INS["on"] and op._meta_standins else None
+        # (an input of a backend with stand-ins: Note [Backend plug-ins] in core/backend.py)
     else:
         saved = []
         for a, kept in zip(args, keep):

@@ -7,11 +7,18 @@ A Dask-backed tensor holds a graph; nothing runs until it is computed. ``t.compu
 so a loss and its gradient share their intermediates), differentiable: the gradient of a
 computed tensor goes back, lazily, to the Dask-backed one. ``persist`` keeps a tensor's
 chunks computed in memory (the cluster's, under ``dask.distributed``).
+
+This module is the Dask backend's light face: the package imports it, and it imports no
+Dask. It registers the backend's finder (Note [Backend plug-ins] in core/backend.py), which
+imports core/backend_dask.py, and with it Dask, only for an array whose type Dask's modules
+define (Dask is imported already) or for ``device="dask"``.
 """
 
 from __future__ import annotations
 
-from .backend import _BACKEND_BY_TYPE, NUMPY
+import importlib
+
+from .backend import _BACKEND_BY_TYPE, NUMPY, register_plugin
 from .dispatch import TENSOR_F
 from .function import Function
 from .tensor import Tensor, _new
@@ -19,11 +26,28 @@ from .tensor import Tensor, _new
 __all__ = ["compute", "persist", "is_lazy"]
 
 
+def _find_dask(array_type):
+    """The Dask backend for a Dask array type (None for another type), or for the device
+    (``array_type`` None: a RuntimeError saying how to install Dask when it is missing)."""
+    if array_type is not None and array_type.__module__.partition(".")[0] != "dask":
+        return None
+    try:
+        # (by name: Dask is imported only here, on first use; the module registers itself)
+        module = importlib.import_module("ndgrad.core.backend_dask")
+    except ImportError as exc:
+        raise RuntimeError(f"device 'dask' needs Dask ({exc}): "
+                           '`pip install "ndgrad[dask]"`') from None
+    return module.DASK
+
+
+register_plugin("dask", _find_dask)
+
+
 def is_lazy(t):
     """Whether tensor (or array) ``t`` is a lazy graph (Dask-backed)."""
     d = t._data if isinstance(t, Tensor) else t
     B = _BACKEND_BY_TYPE.get(type(d))
-    return B is not None and B.lazy
+    return B is not None and not B.reads_values
 
 
 class _Computed(Function):

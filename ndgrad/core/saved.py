@@ -30,7 +30,7 @@ from .grad_mode import STATE
 from .tensor import Tensor, VersionCounter, _meta, _new
 
 __all__ = ["SavedValue", "SavedOutput", "PackedValue", "PackedOutput", "InputMeta",
-           "ChunkedShape", "FREED", "FREED_MSG", "SAVED_TYPES", "lazy_standins",
+           "FREED", "FREED_MSG", "SAVED_TYPES", "stand_ins",
            "plain_output", "hooks_now", "hookable", "raise_inference_save"]
 
 
@@ -58,25 +58,17 @@ class InputMeta:
         return f"InputMeta(shape={self.shape}, dtype={self.dtype})"
 
 
-class ChunkedShape(tuple):
-    """A lazy (Dask) input's shape with its ``chunks``: a rule that broadcasts a cotangent
-    back to the shape (``reductions.expand_reduced``) gives it the input's chunks, so the
-    cotangent is built chunk by chunk, aligned with the data, never as one chunk (Note [Lazy
-    gradients] in core/accumulate.py)."""
-
-
-def lazy_standins(args):
-    """The stand-ins a node of an op whose rules read only metadata saves for its lazy
-    inputs (their shapes with chunks), or None when no input is lazy."""
+def stand_ins(args):
+    """The stand-ins a node of an op whose rules read only metadata saves for the inputs of
+    a backend with ``stand_ins`` (``InputMeta`` of the shape ``B.stand_in`` gives: Note
+    [Backend plug-ins] in core/backend.py), or None when no input has one."""
     saved = None
     for k, a in enumerate(args):
         d = a._data if isinstance(a, Tensor) else None
-        if d is not None and _BACKEND_BY_TYPE.get(type(d), NUMPY).lazy:
+        if d is not None and _BACKEND_BY_TYPE.get(type(d), NUMPY).stand_ins:
             if saved is None:
                 saved = [None] * len(args)
-            shape = ChunkedShape(d.shape)
-            shape.chunks = d.chunks
-            saved[k] = InputMeta(shape, d.dtype)
+            saved[k] = InputMeta(_BACKEND_BY_TYPE[type(d)].stand_in(d), d.dtype)
     return saved
 
 

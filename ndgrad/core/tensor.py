@@ -21,8 +21,8 @@ import weakref
 
 import numpy as _np
 
-from .backend import (_BACKEND_BY_TYPE, NUMPY, _cuda_backend, _placed, as_dtype, backend_of,
-                      dask_backend, default_complex_dtype, get_default_dtype,
+from .backend import (_BACKEND_BY_TYPE, NUMPY, _placed, as_dtype, backend_of,
+                      default_complex_dtype, find_backend, get_default_dtype,
                       is_differentiable_dtype, is_floating)
 from . import levels
 from .grad_mode import INFERENCE_BLOCKS, STATE
@@ -255,11 +255,7 @@ def as_data(data, dtype, device, copy):
     elif isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat(data)):
         data = _nested_to_lists(data)
     if type(data) not in _BACKEND_BY_TYPE:
-        top = type(data).__module__.partition(".")[0]
-        if top == "cupy":
-            _cuda_backend()  # a CuPy array before any CUDA use: set the CUDA backend up now
-        elif top == "dask":
-            dask_backend()  # a Dask array: the Dask backend, made on first use
+        find_backend(type(data))  # a plug-in's array: its backend (Note [Backend plug-ins])
     if device is None and type(data) in _BACKEND_BY_TYPE and type(data) is not _NDARRAY:
         B = _BACKEND_BY_TYPE[type(data)]  # a device array (CuPy) stays on its device
     else:
@@ -682,7 +678,7 @@ class Tensor:
                                "to Scalar; item() needs exactly one element")
         d = self._data
         if type(d) is not _NDARRAY:
-            d = _BACKEND_BY_TYPE[type(d)].to_numpy(d)  # (a lazy tensor: computed here)
+            d = _BACKEND_BY_TYPE[type(d)].to_numpy(d)  # (a graph's value: computed here)
         return d.item()
 
     def tolist(self):
@@ -722,8 +718,8 @@ class Tensor:
 
     def __repr__(self):
         B = _BACKEND_BY_TYPE[type(self._data)]
-        if B.lazy:  # a graph: never computed by a repr
-            body = f"<lazy shape={self._data.shape} chunks={self._data.chunksize}>"
+        if not B.reads_values:  # (a graph: never computed by a repr)
+            body = B.summary(self._data)
         else:
             body = NUMPY.array2string(B.to_numpy(self._data), separator=", ",
                                       prefix="tensor(")

@@ -18,7 +18,7 @@ import sys
 
 from .. import backend as _backend_mod
 from .. import creation as _creation
-from ..backend import _BACKEND_BY_TYPE, NUMPY, Backend, DaskUnsupported
+from ..backend import _BACKEND_BY_TYPE, NUMPY, Backend, Unsupported
 from ..devices import DeviceMismatchError
 from ..dispatch import TENSOR_F, VARIADIC, Namespace, apply
 from ..namespace import PY_SCALARS, holds_tensor, stack_nested
@@ -156,7 +156,7 @@ def _make_composite_public(c, F):
             return fn_(F, *args, **kw)
         except DeviceMismatchError as exc:  # raised by an op inside: name this function
             raise DeviceMismatchError(name, *exc.devices) from None
-        except DaskUnsupported as exc:  # (the same; the op inside named as the one it needs)
+        except Unsupported as exc:  # (the same; the op inside named as the one it needs)
             if exc.op == name:
                 raise
             raise exc.for_op(name) from None
@@ -359,10 +359,10 @@ class _RawNamespace(Namespace):
     def __init__(self, name, B):
         super().__init__(name)
         self._backend = B
-        self._lazy = {}  # name -> op (each set as an attribute on first look-up)
+        self._unbound = {}  # name -> op (each set as an attribute on first look-up)
 
     def __getattr__(self, name):  # (only for names not yet set)
-        op = self.__dict__.get("_lazy", {}).get(name)
+        op = self.__dict__.get("_unbound", {}).get(name)
         if op is None:
             raise AttributeError(f"{self!r} has no function {name!r}")
         f = op.bound[self._backend]
@@ -381,7 +381,7 @@ def raw_namespace(B: Backend):
         if op.pack:
             setattr(home, op.name, _make_public(op, call))
         else:  # bound on first use (Note [Forwards that hand their arguments on])
-            home._lazy[op.name] = op
+            home._unbound[op.name] = op
     for c in COMPOSITES.values():
         f = _make_composite_public(c, ns) if c.pack else functools.partial(c.fn, ns)
         setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name, f)

@@ -315,8 +315,8 @@ _SOLVE_RANGE = (2.0 ** -500, 2.0 ** 500)
 
 def _within(B, x, axes):
     """Whether ``max |x|`` over ``axes`` lies within 2^+-500 for every slice (not looked at
-    on a lazy backend, which must not compute: False)."""
-    if B.lazy:
+    where the backend does not read values: False)."""
+    if not B.reads_values:
         return False
     lo, hi = _SOLVE_RANGE
     if x.ndim <= 2:  # one matrix or vector: Python numbers (real: no |x| made)
@@ -328,15 +328,14 @@ def _within(B, x, axes):
 
 
 def _solve_in_range(B, a, b):
-    """NumPy's solve; where ``max |a|`` of a matrix or ``max |b|`` lies beyond 2^+-500, of
-    ``a / c`` and ``b / d`` for powers of two ``c``, ``d`` near them, the solution scaled by
-    ``d / c`` (always on a lazy backend). LAPACK's LU (getrf/getrs) is exact under scaling
-    by powers of two but for under- and overflow: at ``|a|`` of 2^-1021 its solution was
-    wrong in the first digit (complex; real: 64 of 300 random 3 x 3 systems), at 2^1021 inf,
-    and a right-hand side near 2^1021 overflowed in the substitutions (the gradient in b of
-    a system at 2^-1021). Note [Linear algebra at extreme scales]. The look at ``max |a|``
-    and ``max |b|`` costs 15 us of a 100 x 100 solve's 100 (b 100 x 3; forward and backward,
-    three solves, 390 -> 430 us)."""
+    """NumPy's solve; where ``max |a|`` of a matrix or ``max |b|`` lies beyond 2^+-500, of ``a / c``
+    and ``b / d`` for powers of two ``c``, ``d`` near them, the solution scaled by ``d / c`` (always
+    where the backend does not read values). LAPACK's LU (getrf/getrs) is exact under scaling by
+    powers of two but for under- and overflow: at ``|a|`` of 2^-1021 its solution was wrong in the
+    first digit (complex; real: 64 of 300 random 3 x 3 systems), at 2^1021 inf, and a right-hand
+    side near 2^1021 overflowed in the substitutions (the gradient in b of a system at 2^-1021).
+    Note [Linear algebra at extreme scales]. The look at ``max |a|`` and ``max |b|`` costs 15 us of
+    a 100 x 100 solve's 100 (b 100 x 3; forward and backward, three solves, 390 -> 430 us)."""
     if not a.size or not b.size or _within(B, a, (-2, -1)) and \
             _within(B, b, -1 if b.ndim == 1 else (-2, -1)):
         return B.linalg.solve(a, b)
@@ -1459,7 +1458,7 @@ def vector_norm(B, x, *, ord=2, axis=None, keepdims=False):
         return B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
     with B.errstate(over="ignore", divide="ignore"):  # (|x|^p out of range: caught below)
         n = B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
-    if not B.lazy:
+    if B.reads_values:
         # where n^p is within 2^+-900, no |x_i|^p overflowed (each is at most the sum) and
         # those that underflowed are below 2^-120 of the sum: NumPy's result is exact enough
         lg = B.abs(B.log2(B.where(n > 0, n, 1.0))) * abs(ord)

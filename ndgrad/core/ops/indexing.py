@@ -51,7 +51,7 @@ def normalize_index(index):
 def on_device(B, index, select=True):
     """``index`` with its host index arrays (NumPy arrays, from lists or CPU tensors) on
     backend ``B``'s device, as CuPy needs them; the index itself on the CPU. A backend with
-    ``host_indices`` (Dask) indexes with host arrays and checks the index
+    ``host_indices`` indexes with host arrays and checks the index
     (``B.host_index``); ``select``: it picks elements out (not an assignment's target)."""
     if B.array_type is _HOST_ARRAY:
         return index
@@ -377,9 +377,9 @@ def index_add(B, x, values, index):
             [0. , 1.5]])
     """
     out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    if is_basic(index) and not B.lazy:
+    if is_basic(index) and B.adds_in_place:
         out[index] += values
-    else:  # (Dask: the backend's scatter, also for a basic index, Note [The Dask backend])
+    else:  # (the backend's scatter, also for a basic index where it adds otherwise)
         B.scatter_add(out, on_device(B, index, False), values)
     return out
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import builtins
 import operator
 
-from ..backend import _BACKEND_BY_TYPE
 from ..tensor import Tensor
 from .batching import flatten, is_batched, shift_axis
 from .registry import REDUCTION, SCAN, Domain, defop, linear, sample_numpy
@@ -88,13 +87,14 @@ def unreduce(F, g, x_shape, axis, keepdims):
 
 
 def expand_reduced(F, g, x_shape, axis, keepdims):
-    """Broadcast a reduced cotangent ``g`` back to ``x_shape``; the shape of a lazy (Dask)
-    input carries its chunks, which the cotangent takes (Note [Lazy gradients])."""
+    """Broadcast a reduced cotangent ``g`` back to ``x_shape``; a backend's stand-in shape
+    broadcasts its backend's raw cotangent itself (Dask: with the input's chunks; Note
+    [Backend plug-ins] in core/backend.py)."""
     g = unreduce(F, g, x_shape, axis, keepdims)
-    if type(x_shape) is not tuple:  # (a raw Dask cotangent: its backend broadcasts it)
-        B = _BACKEND_BY_TYPE.get(type(g))
-        if B is not None and B.lazy:
-            return B.broadcast_to(g, tuple(x_shape), chunks=x_shape.chunks)
+    if type(x_shape) is not tuple and hasattr(x_shape, "broadcast"):
+        out = x_shape.broadcast(g)  # (None: not its backend's raw cotangent)
+        if out is not None:
+            return out
     return F.broadcast_to(g, x_shape)
 
 

@@ -38,7 +38,7 @@ import math
 import operator
 import warnings
 
-from ..backend import NUMPY, DaskUnsupported, backend_of, float64, int64
+from ..backend import NUMPY, backend_of, float64, int64
 from ..creation import asarray, constant_data
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
@@ -64,11 +64,12 @@ def _atleast_1d(F, x):
 
 
 def _tolist(x):
-    """The values of ``x`` (not batched) as Python numbers. Lazy (Dask) values are not
-    read: a DaskUnsupported (the ndgrad function is named by its public wrapper)."""
+    """The values of ``x`` (not batched) as Python numbers. A backend that reads no values
+    raises its ``unsupported`` (the ndgrad function is named by its public wrapper)."""
     x = _stop(x)
-    if isinstance(x, Tensor) and x.backend.lazy or not hasattr(x, "tolist"):
-        raise DaskUnsupported("", why="its result's shape or dtype depends on the values of "
+    B = x.backend if isinstance(x, Tensor) else backend_of(x)
+    if not B.reads_values or not hasattr(x, "tolist"):
+        raise B.unsupported("", why="its result's shape or dtype depends on the values of "
                                       "its input, which are not computed (Note [Values that "
                                       "decide a shape] in ndgrad/core/ops/signal.py)")
     return x.tolist()
@@ -1327,12 +1328,13 @@ def bincount(F, x, /, weights=None, minlength=0):
     if x.dtype != int64:
         x = F.astype(x, int64)
     n = x.shape[0]
-    lazy = x.backend.lazy if isinstance(x, Tensor) else backend_of(x).lazy
-    if lazy and minlength == 0:  # (max(x) would be computed, silently)
-        raise DaskUnsupported("", why="the length of the result is max(x) + 1, a value not "
+    B = x.backend if isinstance(x, Tensor) else backend_of(x)
+    unread = not B.reads_values
+    if unread and minlength == 0:  # (max(x) would be computed, silently)
+        raise B.unsupported("", why="the length of the result is max(x) + 1, a value not "
                                       "computed yet: pass minlength (more than every value "
                                       "of x); the result then has that length")
-    if is_batched(x) or lazy:
+    if is_batched(x) or unread:
         if minlength == 0:
             raise ValueError("bincount: inside vmap, where x differs per batch element, the "
                              "length of the result cannot be max(x) + 1: pass minlength (more "
@@ -1354,8 +1356,8 @@ def bincount(F, x, /, weights=None, minlength=0):
         if w.dtype.kind == "c":
             raise TypeError("bincount: weights must be real (NumPy sums them in float64)")
         w = w if w.dtype == float64 else F.astype(w, float64)
-    # (on Dask the counts are a Dask array too: the index x is one)
-    return F.index_add(F.zeros((length,), dtype=w.dtype, like=x if lazy else w), w, x)
+    # (where values are not read the counts are of x's backend: the index x is one)
+    return F.index_add(F.zeros((length,), dtype=w.dtype, like=x if unread else w), w, x)
 
 
 # ------------------------------------------------------------------------ numpy.linalg

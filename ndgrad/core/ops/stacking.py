@@ -31,7 +31,7 @@ import itertools
 import math
 import operator
 
-from ..backend import NUMPY, DaskUnsupported
+from ..backend import NUMPY
 from ..creation import asarray
 from ..dispatch import TENSOR_F
 from ..tensor import Tensor
@@ -1079,8 +1079,8 @@ def trim_zeros(B, filt, trim="fb", axis=None):
     trim, axes = _trim_axes(trim, axis, filt.ndim)
     if not axes:
         return B.array(filt, copy=True)
-    if B.lazy:
-        raise DaskUnsupported("trim_zeros", why="the result's shape depends on the values "
+    if not B.reads_values:
+        raise B.unsupported("trim_zeros", why="the result's shape depends on the values "
                                                 "(where the zeros are)")
     nonzero = filt != 0
     index = [slice(None)] * filt.ndim
@@ -1432,8 +1432,8 @@ def piecewise(F, x, condlist, funclist, *args, **kw):
         raise ValueError(f"piecewise: with {n} condition(s), either {n} or {n + 1} functions "
                          "are expected")
     y = F.index_put(x, 0, index=...)  # zeros, on x's graph (with a zero gradient)
-    if isinstance(x, Tensor) and x.backend.lazy:
-        # (Dask: x[cond] has a shape that depends on the values; where() keeps x's shape)
+    if isinstance(x, Tensor) and not x.backend.reads_values:
+        # (x[cond] has a shape that depends on the values; where() keeps x's shape)
         for cond, func in zip(conds, funclist):
             y = F.where(cond, func(x, *args, **kw) if callable(func) else func, y)
         return y if y.dtype == x.dtype else F.astype(y, x.dtype)

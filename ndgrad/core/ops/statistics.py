@@ -625,7 +625,7 @@ _NO_DOF = "cov: degrees of freedom <= 0 (N - ddof, or with weights their sum les
 def _weights(F, w, n, name, who, like):
     """``cov``'s ``fweights`` or ``aweights``: 1-D, one per observation, not negative
     (``fweights`` integers), NumPy's checks and errors; values are read only where they
-    can be (not inside ``vmap``, not on a lazy backend)."""
+    can be (not inside ``vmap``, not where the backend reads no values)."""
     w = _arr(F, w, like=like)
     if len(w.shape) > 1:
         raise RuntimeError(f"{who}: cannot handle multidimensional {name} (shape "
@@ -633,7 +633,7 @@ def _weights(F, w, n, name, who, like):
     if len(w.shape) == 0 or w.shape[0] != n:
         raise RuntimeError(f"{who}: incompatible numbers of samples and {name}: {n} "
                            f"observations, {name} of shape {tuple(w.shape)}")
-    readable = not is_batched(w) and not (isinstance(w, Tensor) and w.backend.lazy)
+    readable = not is_batched(w) and not (isinstance(w, Tensor) and not w.backend.reads_values)
     if readable and name == "fweights" and w.dtype.kind not in "biu" and \
             not bool(F.all(w == F.round(w))):
         raise TypeError(f"{who}: fweights must be integer (frequencies: how many times each "
@@ -707,7 +707,8 @@ def cov(F, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweight
         fact = v1 if ddof == 0 else v1 - ddof if a is None else \
             v1 - ddof * (F.sum(w * a) / v1)
         positive = fact > 0
-        if not is_batched(positive) and not (isinstance(fact, Tensor) and fact.backend.lazy) \
+        if not is_batched(positive) and \
+                not (isinstance(fact, Tensor) and not fact.backend.reads_values) \
                 and not bool(positive):
             warnings.warn(_NO_DOF, RuntimeWarning, stacklevel=3)
         # (NumPy's c * (1 / 0) where not positive: inf or nan, also in the imaginary parts)
