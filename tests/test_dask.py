@@ -592,3 +592,14 @@ def test_importing_ndgrad_imports_no_dask_and_a_dask_array_then_works():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=HANG_S).stdout.split()
     assert out == ["False", "dask", "[0.0,", "2.0,", "4.0,", "6.0]", "dask"]
+
+
+def test_the_dask_finder_claims_only_dask_arrays():
+    """The finder gives the Dask backend for dask.array.Array and for device='dask', and
+    nothing for Dask's other collections (a bag is not an array)."""
+    from ndgrad.core.backend import backend_for_device, find_backend
+    db = pytest.importorskip("dask.bag", reason=_NO_DASK)
+    B = find_backend(da.Array)
+    assert B is backend_for_device("dask") and B.array_type is da.Array
+    assert find_backend(type(db.from_sequence([1.0, 2.0]))) is None
+    np.testing.assert_array_equal(B.to_numpy(B.asarray(np.arange(3.0)) * 2), [0.0, 2.0, 4.0])

@@ -27,9 +27,11 @@ __all__ = ["compute", "persist", "is_lazy"]
 
 
 def _find_dask(array_type):
-    """The Dask backend for a Dask array type (None for another type), or for the device
-    (``array_type`` None: a RuntimeError saying how to install Dask when it is missing)."""
-    if array_type is not None and array_type.__module__.partition(".")[0] != "dask":
+    """The Dask backend for ``dask.array.Array`` (None for another type: a type of another
+    library, or Dask's dataframes), or for the device (``array_type`` None: a RuntimeError
+    saying how to install Dask when it is missing)."""
+    if array_type is not None and (array_type.__module__.partition(".")[0] != "dask" or
+                                   array_type.__name__ != "Array"):
         return None
     try:
         # (by name: Dask is imported only here, on first use; the module registers itself)
@@ -37,7 +39,8 @@ def _find_dask(array_type):
     except ImportError as exc:
         raise RuntimeError(f"device 'dask' needs Dask ({exc}): "
                            '`pip install "ndgrad[dask]"`') from None
-    return module.DASK
+    B = module.DASK
+    return B if array_type is None or array_type is B.array_type else None
 
 
 register_plugin("dask", _find_dask)
