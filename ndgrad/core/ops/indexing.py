@@ -10,6 +10,7 @@ accumulate in every backward (``index_add`` scatters with addition).
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
@@ -546,12 +547,7 @@ def setitem(x, index, value):
 def _sample_take(d):
     shape = d.shape(min_dims=1, max_dims=3)
     axis = d.axis(len(shape))
-    n = 1
-    if axis is None:
-        for s in shape:
-            n *= s
-    else:
-        n = shape[axis]
+    n = math.prod(shape) if axis is None else shape[axis]
     ishape = d.shape(max_dims=2, max_side=3)
     return (d.array(shape), d.int_array(ishape, -n, n - 1)), {"axis": axis}
 

@@ -14,6 +14,7 @@ Semantics follow NumPy where NumPy and PyTorch disagree (``transpose``, ``split`
 
 from __future__ import annotations
 
+import math
 import operator
 
 from ..backend import Device, as_dtype, backend_for_device, backend_of, get_default_device
@@ -949,12 +950,7 @@ tile.defbatch(_tile_batch)
 def _sample_repeat(d):
     shape = d.shape(max_dims=3)
     axis = d.axis(len(shape)) if shape else None
-    n = 1
-    if axis is None:
-        for s in shape:
-            n *= s
-    else:
-        n = shape[axis]
+    n = math.prod(shape) if axis is None else shape[axis]
     if d.boolean():
         return (d.array(shape),), {"repeats": d.integers(1, 3), "axis": axis}
     repeats = [d.integers(0, 3) for _ in range(n)]  # some zeros: elements dropped
