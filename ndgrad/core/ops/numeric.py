@@ -38,7 +38,7 @@ from .reductions import _sample_prod
 from .registry import (ELEMENTWISE, LINALG, REDUCTION, SHAPE, Domain, defalias, defcomposite,
                        sample_numpy)
 from .stacking import _no_out
-from .statistics import _non_nan, _qs, _sample_percentile, _sample_quantile, _to_last
+from .statistics import _non_nan, _qs, _quantile_input, _sample_percentile, _sample_quantile
 
 _ANY = Domain((-2.0, 2.0))
 _ANYC = Domain((-2.0, 2.0), complex=True)
@@ -506,14 +506,7 @@ def _nan_quantiles(F, a, qs, scalar, axis, keepdims, method, who):
     """Linear-interpolation quantiles of the non-NaN elements over ``axis``, as PyTorch's
     ``nanquantile``: NaNs sort last, and each slice interpolates among its own count of
     values (NaN for a slice of NaNs only, with zero gradients)."""
-    if method != "linear":
-        raise ValueError(f"{who}: only method='linear' (NumPy's default) is supported, got "
-                         f"{method!r}")
-    if a.dtype.kind not in "fc":  # (NumPy's quantiles of integers and bools are float64)
-        a = F.astype(a, "float64")
-    a2, keep = _to_last(F, a, axis)
-    if a2.shape[-1] == 0:
-        raise ValueError(f"{who}: cannot take a quantile of an empty tensor")
+    a2, keep = _quantile_input(F, a, axis, method, who)
     s = F.sort(a2, axis=-1)  # (stable: tied elements keep their index order)
     _, _, count = _non_nan(F, a2, -1, True)
     last = F.maximum(count - 1.0, 0.0)

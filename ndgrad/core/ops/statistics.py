@@ -61,16 +61,23 @@ def _qs(q, who):
     return [float(v) for v in flat], scalar
 
 
-def _quantiles(F, a, qs, scalar, axis, keepdims, method, who):
+def _quantile_input(F, a, axis, method, who):
+    """``_to_last`` of ``a`` in a floating dtype, after the checks every quantile function
+    makes (the linear method only, no empty tensor)."""
     if method != "linear":
         raise ValueError(f"{who}: only method='linear' (NumPy's default) is supported, got "
                          f"{method!r}")
     if a.dtype.kind not in "fc":  # (NumPy's quantiles of integers and bools are float64)
         a = F.astype(a, "float64")
     a2, keep = _to_last(F, a, axis)
-    n = a2.shape[-1]
-    if n == 0:
+    if a2.shape[-1] == 0:
         raise ValueError(f"{who}: cannot take a quantile of an empty tensor")
+    return a2, keep
+
+
+def _quantiles(F, a, qs, scalar, axis, keepdims, method, who):
+    a2, keep = _quantile_input(F, a, axis, method, who)
+    n = a2.shape[-1]
     s = F.sort(a2, axis=-1)
     out = []
     for q in qs:
