@@ -109,14 +109,19 @@ def _large_x(F, x, exact, coefficients, odd):
     return F.where(big, -F.sign(x) * series if odd else series, exact(F.where(big, 1.0, x)))
 
 
-def _not_differentiable(name, arg, other, detail):
+def _raising_rule(message):
+    """A derivative rule that raises NotImplementedError(message) when it is reached."""
     def rule(F, *args, **params):
-        raise NotImplementedError(
-            f"special.{name}: the derivative with respect to {arg} is not implemented "
-            f"({detail}); detach {arg} ({arg}.detach()) or pass it as a constant (a number "
-            f"or a tensor that does not require grad). The derivative with respect to "
-            f"{other} is available.")
+        raise NotImplementedError(message)
     return rule
+
+
+def _not_differentiable(name, arg, other, detail):
+    return _raising_rule(
+        f"special.{name}: the derivative with respect to {arg} is not implemented "
+        f"({detail}); detach {arg} ({arg}.detach()) or pass it as a constant (a number "
+        f"or a tensor that does not require grad). The derivative with respect to "
+        f"{other} is available.")
 
 
 # ------------------------------------------------------------------------- samplers

@@ -77,7 +77,7 @@ from __future__ import annotations
 
 from ..backend import NUMPY
 from .registry import ELEMENTWISE, Domain, defop
-from .special import _gammainc_dx, _real_only
+from .special import _gammainc_dx, _raising_rule, _real_only
 from .special_more import _beta_density
 
 _TOL = 1e-17     # series: terms below this fraction of the sums
@@ -267,13 +267,11 @@ def _on_host(B, kernel, dtype, *arrays, **params):
 
 # ------------------------------------------------------------------------- error rules
 def _second_order(name, arg):
-    def rule(F, *args, **params):
-        raise NotImplementedError(
-            f"special.{name}: the second derivative with respect to {arg} is not implemented "
-            f"(the first derivative in {arg} is a numerically summed series, Note [Shape "
-            f"derivatives of the incomplete gamma and beta functions]); derivatives of first "
-            f"order in {arg}, and of any order in the other arguments, are available.")
-    return rule
+    return _raising_rule(
+        f"special.{name}: the second derivative with respect to {arg} is not implemented "
+        f"(the first derivative in {arg} is a numerically summed series, Note [Shape "
+        f"derivatives of the incomplete gamma and beta functions]); derivatives of first "
+        f"order in {arg}, and of any order in the other arguments, are available.")
 
 
 def _not_an_order(name, arg):
