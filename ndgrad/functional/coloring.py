@@ -325,30 +325,11 @@ def _incidence_degree(indptr, indices, degree):
     n = indptr.size - 1
     if n == 0:
         return np.arange(0)
-    ptr, nbrs = indptr.tolist(), indices.tolist()
-    incidence = [0] * n
     buckets = [{} for _ in range(int(degree.max()) + 1)]
-    # (dicts as insertion-ordered sets; popitem takes the last inserted: the larger degree)
+    # (popitem takes the last inserted: the larger degree)
     for v in np.lexsort((-np.arange(n), degree)).tolist():
         buckets[0][v] = None
-    ordered = [False] * n
-    order = []
-    top = 0
-    for _ in range(n):
-        while not buckets[top]:
-            top -= 1
-        v, _ = buckets[top].popitem()
-        ordered[v] = True
-        order.append(v)
-        for u in nbrs[ptr[v]:ptr[v + 1]]:
-            if not ordered[u]:
-                k = incidence[u]
-                del buckets[k][u]
-                incidence[u] = k + 1
-                buckets[k + 1][u] = None
-                if k + 1 > top:
-                    top = k + 1
-    return np.array(order, dtype=np.int64)
+    return np.array(_bucket_sweep(indptr, indices, [0] * n, buckets, 1), dtype=np.int64)
 
 
 def _smallest_last(indptr, indices, degree):
@@ -358,28 +339,39 @@ def _smallest_last(indptr, indices, degree):
     if n == 0:
         return np.arange(0)
     degree = degree.tolist()
-    ptr, nbrs = indptr.tolist(), indices.tolist()
-    # dicts as insertion-ordered sets: deterministic ties
     buckets = [{} for _ in range(max(degree) + 1)]
     for v, d in enumerate(degree):
         buckets[d][v] = None
-    removed = [False] * n
-    removal = []
-    least = 0
-    for _ in range(n):
-        while not buckets[least]:
-            least += 1
-        v, _ = buckets[least].popitem()
-        removed[v] = True
-        removal.append(v)
-        for u in nbrs[ptr[v]:ptr[v + 1]]:
-            if not removed[u]:
-                d = degree[u]
-                del buckets[d][u]
-                degree[u] = d - 1
-                buckets[d - 1][u] = None
-        least = max(least - 1, 0)
+    removal = _bucket_sweep(indptr, indices, degree, buckets, -1)
     return np.array(removal[::-1], dtype=np.int64)
+
+
+def _bucket_sweep(indptr, indices, key, buckets, step):
+    """Take every vertex in turn from a bucket queue, O(vertices + edges): vertex ``v`` is in
+    ``buckets[key[v]]`` (dicts as insertion-ordered sets: deterministic ties, the last
+    inserted first); the next taken is in the highest non-empty bucket (``step`` 1) or the
+    lowest (``step`` -1), and each neighbour not yet taken moves by ``step``. Returns the
+    vertices in the order taken."""
+    ptr, nbrs = indptr.tolist(), indices.tolist()
+    taken = [False] * len(key)
+    order = []
+    # the next bucket to look in: at or beyond the extreme non-empty one
+    at = len(buckets) - 1 if step > 0 else 0
+    for _ in range(len(key)):
+        while not buckets[at]:
+            at -= step
+        v, _ = buckets[at].popitem()
+        taken[v] = True
+        order.append(v)
+        for u in nbrs[ptr[v]:ptr[v + 1]]:
+            if not taken[u]:
+                k = key[u]
+                del buckets[k][u]
+                key[u] = k = k + step
+                buckets[k][u] = None
+                if k * step > at * step:
+                    at = k
+    return order
 
 
 # --------------------------------------------------------------------- greedy colorings
