@@ -63,6 +63,13 @@ def _atleast_1d(F, x):
     return F.reshape(x, (1,)) if len(x.shape) == 0 else x
 
 
+def _check_1d(who, what, a, b):
+    """Raise ``who``'s ValueError unless ``a`` and ``b`` (``what``) are both 1-D."""
+    if len(a.shape) != 1 or len(b.shape) != 1:
+        raise ValueError(f"{who}: {what} must be 1-D, got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+
+
 def _tolist(x):
     """The values of ``x`` (not batched) as Python numbers. A backend that reads no values
     raises its ``unsupported`` (the ndgrad function is named by its public wrapper)."""
@@ -442,9 +449,7 @@ def correlate(F, a, v, mode="valid"):
     tensor([0.5, 2. , 3.5, 3. , 0. ])
     """
     a, v = _arr(F, a), _arr(F, v)
-    if len(a.shape) != 1 or len(v.shape) != 1:
-        raise ValueError(f"correlate: both inputs must be 1-D, got shapes {tuple(a.shape)} "
-                         f"and {tuple(v.shape)}")
+    _check_1d("correlate", "both inputs", a, v)
     if a.shape[0] == 0 or v.shape[0] == 0:
         raise ValueError(f"correlate: {'a' if a.shape[0] == 0 else 'v'} cannot be empty")
     if mode not in ("full", "same", "valid"):
@@ -819,9 +824,7 @@ def _sample_two_polys(d):
 
 def _padded(F, a1, a2, who):
     a1, a2 = _atleast_1d(F, a1), _atleast_1d(F, a2)
-    if len(a1.shape) != 1 or len(a2.shape) != 1:
-        raise ValueError(f"{who}: the coefficients must be 1-D, got shapes "
-                         f"{tuple(a1.shape)} and {tuple(a2.shape)}")
+    _check_1d(who, "the coefficients", a1, a2)
     diff = a2.shape[0] - a1.shape[0]
     if diff > 0:
         a1 = F.concat([F.zeros((diff,), dtype=a1.dtype, like=a1), a1], axis=0)
@@ -882,9 +885,7 @@ def polymul(F, a1, a2):
     tensor([ 9., 23., 38., 17.,  3.])
     """
     a1, a2 = _atleast_1d(F, a1), _atleast_1d(F, a2)
-    if len(a1.shape) != 1 or len(a2.shape) != 1:
-        raise ValueError(f"polymul: the coefficients must be 1-D, got shapes "
-                         f"{tuple(a1.shape)} and {tuple(a2.shape)}")
+    _check_1d("polymul", "the coefficients", a1, a2)
     if a1.shape[0] == 0 or a2.shape[0] == 0:
         raise ValueError("polymul: empty coefficient arrays")
     return F.convolve(_trim_leading(F, a1), _trim_leading(F, a2))
@@ -919,9 +920,7 @@ def polydiv(F, u, v):
     tensor([0.25])
     """
     u, v = _floating(F, _atleast_1d(F, u)), _floating(F, _atleast_1d(F, v))
-    if len(u.shape) != 1 or len(v.shape) != 1:
-        raise ValueError(f"polydiv: the coefficients must be 1-D, got shapes "
-                         f"{tuple(u.shape)} and {tuple(v.shape)}")
+    _check_1d("polydiv", "the coefficients", u, v)
     m, n = u.shape[0] - 1, v.shape[0] - 1
     if v.dtype.kind == "c" and u.dtype.kind != "c":
         u = F.astype(u, v.dtype)
