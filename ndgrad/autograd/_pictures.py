@@ -21,6 +21,7 @@ runs ``dot`` when it is on the ``PATH`` and otherwise says how to install it.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import shutil
@@ -375,10 +376,9 @@ class DotGraph:
 
         Raises
         ------
-        ValueError
-            For a format not among ``"svg"``, ``"png"``, ``"pdf"``.
-        RuntimeError
-            When ``dot`` is not installed (the message says how to install it), or failed.
+        ValueError, RuntimeError
+            As :meth:`pipe`, which draws the picture: for a format not among its three, or
+            without a working ``dot``; nothing is written then.
         """
         _check_format(format)
         path = os.fspath(path)
@@ -587,7 +587,7 @@ def render(roots, path, format="svg", **to_dot_kwargs):
     Returns
     -------
     str
-        The path written.
+        The path written: ``path``, with ``.<format>`` appended where it lacked it.
 
     Raises
     ------
@@ -619,6 +619,7 @@ def render(roots, path, format="svg", **to_dot_kwargs):
 
 
 # ------------------------------------------------------------------ memory_report
+@dataclasses.dataclass(slots=True, repr=False, eq=False)
 class MemoryReport:
     """What a backward graph keeps for backward, in bytes: made by :func:`memory_report`.
 
@@ -654,18 +655,13 @@ class MemoryReport:
     (8000, (1, 8000))
     """
 
-    __slots__ = ("total_bytes", "array_count", "node_count", "freed_count", "by_type",
-                 "nodes", "top")
-
-    def __init__(self, total_bytes, array_count, node_count, freed_count, by_type, nodes,
-                 top):
-        self.total_bytes = total_bytes
-        self.array_count = array_count
-        self.node_count = node_count
-        self.freed_count = freed_count
-        self.by_type = by_type
-        self.nodes = nodes
-        self.top = top
+    total_bytes: int
+    array_count: int
+    node_count: int
+    freed_count: int
+    by_type: dict
+    nodes: list
+    top: int | None
 
     def __repr__(self):
         return (f"<MemoryReport: {self.total_bytes} bytes saved for backward in "
