@@ -617,6 +617,8 @@ check_batched_grad, fast_mode, complex_step
     Returns
     -------
     bool
+        True when every check passes; as :func:`gradcheck`, a failed check raises
+        ``GradcheckError``, or gives False with ``raise_exception=False``.
 
     Examples
     --------
@@ -722,10 +724,12 @@ def adjointcheck(func, inputs, *, atol=1e-10, rtol=1e-7, n_probes=2, seed=0,
     seed : int
         Seed of the random probes.
     raise_exception : bool
+        Raise ``GradcheckError`` on a mismatch (else return False).
 
     Returns
     -------
     bool
+        True when the two inner products agree for every probe.
 
     Examples
     --------
