@@ -70,6 +70,18 @@ def _check_1d(who, what, a, b):
                          f"{tuple(b.shape)}")
 
 
+def _real_weights(F, weights, n, of, who):
+    """``weights`` in float64 (NumPy sums weights in float64) after ``who``'s checks: real,
+    one value per element of ``of`` (``n`` of them)."""
+    w = _arr(F, weights)
+    if tuple(w.shape) != (n,):
+        raise ValueError(f"{who}: the weights and {of} don't have the same length "
+                         f"({tuple(w.shape)} and {n})")
+    if w.dtype.kind == "c":
+        raise TypeError(f"{who}: weights must be real (NumPy sums them in float64)")
+    return w if w.dtype == float64 else F.astype(w, float64)
+
+
 def _tolist(x):
     """The values of ``x`` (not batched) as Python numbers. A backend that reads no values
     raises its ``unsupported`` (the ndgrad function is named by its public wrapper)."""
@@ -1229,14 +1241,7 @@ def _histogramdd(F, sample, bins, rng, density, weights, who):
     if weights is None:
         w = F.ones((count,), dtype=float64, like=sample[0])
     else:
-        w = _arr(F, weights)
-        if tuple(w.shape) != (count,):
-            raise ValueError(f"{who}: weights must have one value per sample ({count}), got "
-                             f"shape {tuple(w.shape)}")
-        if w.dtype.kind == "c":
-            raise TypeError(f"{who}: weights must be real (NumPy sums them with bincount, "
-                            "in float64)")
-        w = w if w.dtype == float64 else F.astype(w, float64)
+        w = _real_weights(F, weights, count, "the samples", who)
     hist = F.reshape(_binned_sum(F, total, flat, w), tuple(nbs))
     if density:
         s = F.sum(hist)
@@ -1348,13 +1353,7 @@ def bincount(F, x, /, weights=None, minlength=0):
     if weights is None:
         w = F.ones((n,), dtype=int64, like=x)
     else:
-        w = _arr(F, weights)
-        if tuple(w.shape) != (n,):
-            raise ValueError(f"bincount: the weights and x don't have the same length "
-                             f"({tuple(w.shape)} and {n})")
-        if w.dtype.kind == "c":
-            raise TypeError("bincount: weights must be real (NumPy sums them in float64)")
-        w = w if w.dtype == float64 else F.astype(w, float64)
+        w = _real_weights(F, weights, n, "x", "bincount")
     # (where values are not read the counts are of x's backend: the index x is one)
     return F.index_add(F.zeros((length,), dtype=w.dtype, like=x if unread else w), w, x)
 
