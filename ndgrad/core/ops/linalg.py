@@ -698,6 +698,27 @@ def _sample_diag(d):
     return (d.array(shape),), kw
 
 
+_DIAGONAL_PARAMETERS = """Parameters
+    ----------
+    a : Tensor
+        At least 2-D.
+    offset : int
+        Diagonal offset: positive above the main diagonal, negative below.
+    axis1, axis2 : int
+        The axes of the 2-D sub-arrays whose diagonals are {done}."""
+
+
+def _diagonal_doc(done):
+    """Put the Parameters section trace and diagonal share into the docstring of ``forward``
+    (at its ``{parameters}``) before defop reads it; ``done``: what is done to the
+    diagonals."""
+    def fill(forward):
+        forward.__doc__ = forward.__doc__.replace("{parameters}",
+                                                  _DIAGONAL_PARAMETERS.format(done=done))
+        return forward
+    return fill
+
+
 def _trace_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
     xs, rest, l1, l2, a1, a2 = _diag_subscripts(x.ndim, axis1, axis2, "trace")
     eye = _eye(F, x.shape[a1], x.shape[a2], offset, g)
@@ -705,18 +726,12 @@ def _trace_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_diag)
+@_diagonal_doc("summed (the others remain)")
 def trace(B, a, offset=0, axis1=0, axis2=1):
     """Sum along a diagonal (NumPy's ``trace``): ``sum_i a[..., i, ..., i + offset, ...]``
     over the axes ``axis1`` and ``axis2``.
 
-    Parameters
-    ----------
-    a : Tensor
-        At least 2-D.
-    offset : int
-        Diagonal offset: positive above the main diagonal, negative below.
-    axis1, axis2 : int
-        The axes of the 2-D sub-arrays whose diagonals are summed (the others remain).
+    {parameters}
 
     Examples
     --------
@@ -758,18 +773,12 @@ def _diagonal_vjp(F, g, out, x, offset=0, axis1=0, axis2=1):
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_diag)
+@_diagonal_doc("taken")
 def diagonal(B, a, offset=0, axis1=0, axis2=1):
     """A diagonal (NumPy's ``diagonal``): the axes ``axis1`` and ``axis2`` are removed and
     the diagonal ``a[..., i, ..., i + offset, ...]`` becomes the last axis.
 
-    Parameters
-    ----------
-    a : Tensor
-        At least 2-D.
-    offset : int
-        Diagonal offset: positive above the main diagonal, negative below.
-    axis1, axis2 : int
-        The axes of the 2-D sub-arrays whose diagonals are taken.
+    {parameters}
 
     Examples
     --------
