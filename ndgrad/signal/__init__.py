@@ -193,6 +193,8 @@ def convolve(in1, in2, mode="full", method="auto"):
     Returns
     -------
     Tensor
+        The convolution: along each axis ``n1 + n2 - 1`` long (``"full"``),
+        ``max(n1, n2) - min(n1, n2) + 1`` (``"valid"``), or as ``in1`` (``"same"``).
 
     Examples
     --------
@@ -250,6 +252,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     Returns
     -------
     Tensor
+        The cross-correlation, shaped as :func:`convolve`'s result.
 
     Examples
     --------
@@ -303,6 +306,8 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     Returns
     -------
     Tensor
+        The convolution, shaped along ``axes`` as :func:`convolve`'s result (the other
+        axes broadcast).
 
     Examples
     --------
@@ -410,6 +415,7 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     Returns
     -------
     Tensor
+        The 2-D convolution, shaped as :func:`convolve`'s result.
 
     Examples
     --------
@@ -954,6 +960,7 @@ def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=N
     Returns
     -------
     Tensor
+        The filtered signal, shaped as ``x``.
 
     Examples
     --------
@@ -1229,9 +1236,15 @@ def stft(x, fs=1.0, window="hann_periodic", nperseg=256, noverlap=None, nfft=Non
     Parameters
     ----------
     x : Tensor or array_like
+        The signal, sampled along ``axis``.
     fs : float
+        Its sampling frequency.
     window : str, tuple or array_like
+        A window SciPy's ``get_window`` names (of length ``nperseg``), or its values (a
+        constant, not differentiated; their length is ``nperseg``).
     nperseg, noverlap, nfft : int
+        Samples per segment, shared by consecutive segments (default ``nperseg // 2``),
+        and of each segment's FFT (default ``nperseg``).
     detrend : False, "constant" or "linear"
         Detrend each segment first (a callable is not supported).
     return_onesided : bool
