@@ -345,6 +345,10 @@ def test_histogram2d_matches_numpy():
         close_all(ndgrad.histogram2d(T(x), T(y), **kw_t), np.histogram2d(x, y, **kw))
     with pytest.raises(TypeError, match="histogram2d: weights must be real"):
         ndgrad.histogram2d(T(x), T(y), weights=T(w + 1j))
+    # the length error words it as bincount's (one helper checks both)
+    with pytest.raises(ValueError, match=r"histogram2d: the weights and the samples don't "
+                                         r"have the same length \(\(14,\) and 15\)"):
+        ndgrad.histogram2d(T(x), T(y), weights=T(w[:-1]))
 
 
 @pytest.mark.parametrize("bins", [3, (2, 3, 4)])
