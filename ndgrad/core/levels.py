@@ -16,8 +16,9 @@ rules for one operation:
 
 A value belongs to a level either by being one of its Tensor subclasses (vmap's batched
 tensors, ``func.grad``'s tracked tensors: each wraps the value one level down as ``_value``
-and names its level as ``_level``) or by carrying per-tensor data for it (a dual level's
-tangent, in ``_meta.level_data``). ``dispatch.apply`` hands an operation to the interpreter of
+and names its level as ``_level``, a ``WrapperTensor``: Note [Wrapper levels] in
+core/wrapper_level.py) or by carrying per-tensor data for it (a dual level's tangent, a jet's
+series, in ``_meta.level_data``: Note [Data levels] in core/data_level.py). ``dispatch.apply`` hands an operation to the interpreter of
 the deepest *visible* level among its inputs (autodidax's ``find_top_trace``, functorch's
 interpreter stack). The interpreter does its work one level down: it calls ``apply`` again on
 the values as the levels below see them (unwrapped), inside :class:`below`, which hides its

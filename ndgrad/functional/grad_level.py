@@ -67,6 +67,7 @@ from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, _new
+from ..core.wrapper_level import WrapperTensor
 from .pytree import tree_flatten
 
 __all__ = ["GradTensor", "enter", "leave", "settle", "track", "lower", "lower_tree"]
@@ -112,37 +113,21 @@ class _Outside:
         return False
 
 
-class GradTensor(Tensor):
+class GradTensor(WrapperTensor):
     """A value of a ``func.grad``/``vjp`` level: the value one level down (``_value``) with
     the level's own autograd state (Note [Grad levels]). Users meet them inside the
-    transformed function; they behave as the value they wrap."""
+    transformed function; they behave as the value they wrap. Metadata and what the graph
+    asks of a value are the wrapper levels' (Note [Wrapper levels] in core/wrapper_level.py).
+    """
 
-    __slots__ = ("_value", "_level")
+    __slots__ = ()
 
-    # -- the value
-    @property
-    def shape(self):
-        return self._value.shape
-
-    @property
-    def dtype(self):
-        return self._value.dtype
-
-    @property
-    def device(self):
-        return self._value.device
-
-    @property
-    def ndim(self):
-        return self._value.ndim
-
-    @property
-    def size(self):
-        return self._value.size
-
-    @property
-    def backend(self):
-        return self._value.backend
+    @staticmethod
+    def _wrap(value, level):
+        t = _new(None, False, GradTensor)
+        t._value = value
+        t._level = level
+        return t
 
     @property
     def _batched(self):
@@ -194,17 +179,7 @@ class GradTensor(Tensor):
                                            requires_grad=requires_grad)
         return t if requires_grad else _levels.lift_created(_wrap(t, level), level)
 
-    # -- what the graph and the engine call (core/tensor.py)
-    def _counter(self):
-        return self._value._counter()  # in-place changes happen one level down
-
-    def _saved_content(self):
-        return self._value
-
-    @classmethod
-    def _from_saved(cls, content, level):
-        return _wrap(content, level)
-
+    # -- what the graph and the engine call (core/tensor.py), beyond the wrappers' own
     def _lower_for(self, level):
         return self._value if self._level is level else self
 
@@ -214,28 +189,13 @@ class GradTensor(Tensor):
     def _alive(self):
         return self if self._level.alive else self._value._alive()
 
-    def _shares_memory(self, other):
-        return type(other) is GradTensor and other._level is self._level and \
-            self._value._shares_memory(other._value)
-
-    def _stand_in(self, copy):
+    def _copy_value(self):
         level = self._level
-        value = self._value
-        if copy:
-            with below(level), _Outside(level):
-                value = apply(_CLONE, value)
-        s = _wrap(value, level)
-        s._requires_grad = self._requires_grad
-        s._grad_fn = self._grad_fn
-        s._output_nr = self._output_nr
-        return s
+        with below(level), _Outside(level):
+            return apply(_CLONE, self._value)
 
 
-def _wrap(value, level):
-    t = _new(None, False, GradTensor)
-    t._value = value
-    t._level = level
-    return t
+_wrap = GradTensor._wrap
 
 
 def _own(a, level):

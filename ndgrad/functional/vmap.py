@@ -44,7 +44,7 @@ import warnings
 from ..core import creation
 from ..core import backward as _engine
 from ..core import levels as _levels
-from ..core.backend import backend_for_device, is_differentiable_dtype, is_floating
+from ..core.backend import backend_for_device, is_differentiable_dtype
 from ..core.creation import asarray as _asarray
 from ..core.creation import sample as _sample
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
@@ -57,6 +57,7 @@ from ..core.graph import record
 from ..core.ops import PUBLIC, REGISTRY
 from ..core.ops.batching import default_rule
 from ..core.tensor import Tensor, _new, finish
+from ..core.wrapper_level import WrapperTensor
 from .pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap", "BatchedTensor", "fallback_ops", "batched_grad", "autograd_grad"]
@@ -110,15 +111,25 @@ def _no_value(what):
         "ndgrad.where for data-dependent choices, or return the tensor from the function.")
 
 
-class BatchedTensor(Tensor):
+class BatchedTensor(WrapperTensor):
     """A Tensor inside :func:`vmap`: one batch element's view of a batched value.
 
     Users do not make these; vmap wraps the inputs it maps over (Note [Batched tensors]).
-    ``shape``, ``dtype`` and every op are those of one batch element.
+    ``shape``, ``dtype`` and every op are those of one batch element; the rest of the
+    metadata is the wrapper levels' (Note [Wrapper levels] in core/wrapper_level.py).
     """
 
-    __slots__ = ("_phys", "_level", "_diag")
+    __slots__ = ("_phys", "_diag")
     _batched = True  # (one value per batch element: formulas cannot read them)
+
+    @staticmethod
+    def _wrap(value, level):
+        """The batched tensor at ``level`` of ``value`` (a Tensor, batch dimension first)."""
+        t = _new(_NO_DATA, False, BatchedTensor)
+        t._phys = value
+        t._level = level
+        t._diag = None
+        return t
 
     @property
     def _value(self):
@@ -132,55 +143,14 @@ class BatchedTensor(Tensor):
 
     # -- the logical view
     @property
+    def _carrier(self):
+        return self._phys if self._phys is not None else self._diag
+
+    @property
     def shape(self):
         if self._phys is None:
             return tuple(self._diag.shape)
         return tuple(self._phys.shape[1:])
-
-    @property
-    def dtype(self):
-        return (self._phys if self._phys is not None else self._diag).dtype
-
-    @property
-    def device(self):
-        return (self._phys if self._phys is not None else self._diag).device
-
-    @property
-    def backend(self):
-        return (self._phys if self._phys is not None else self._diag).backend
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return self.numel()
-
-    def dim(self):
-        return self.ndim
-
-    def numel(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def __len__(self):
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
-
-    def __iter__(self):
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
-
-    def is_complex(self):
-        return self.dtype.kind == "c"
-
-    def is_floating_point(self):
-        return is_floating(self.dtype)
 
     def requires_grad_(self, requires_grad=True):
         requires_grad = bool(requires_grad)
@@ -256,37 +226,21 @@ class BatchedTensor(Tensor):
     def __reduce_ex__(self, protocol):
         _no_value("pickling")
 
-    # -- what the graph and the engine call (core/tensor.py)
-    def _counter(self):
-        # the physical value's: in-place changes of the batch bump it (views share it)
-        return self._value._counter()
-
-    def _saved_content(self):
-        return self._value
-
-    @classmethod
-    def _from_saved(cls, content, level):
-        return _wrap(content, level)
-
+    # -- what the graph and the engine call (core/tensor.py), beyond the wrappers' own
     def _alive(self):
         if not self._level.alive:
             _escaped()
         return self
 
-    def _shares_memory(self, other):
+    def _memory(self):
         # batched values share memory when their physical values do: a view op's output is
         # linked to its input then (Note [Views of batched values]), and so is a view of a
-        # grad level's value that wraps batched ones (vmap(func.grad(f)))
-        return type(other) is BatchedTensor and other._level is self._level and \
-            self._phys is not None and other._phys is not None and \
-            self._phys._shares_memory(other._phys)
+        # grad level's value that wraps batched ones (vmap(func.grad(f))); a scaled identity
+        # batch not yet made has no memory
+        return self._phys
 
-    def _stand_in(self, copy):
-        s = _wrap(apply(_CLONE, self._value) if copy else self._value, self._level)
-        s._grad_fn = self._grad_fn
-        s._output_nr = self._output_nr
-        s._requires_grad = self._requires_grad
-        return s
+    def _copy_value(self):
+        return apply(_CLONE, self._value)
 
     def _gradient_for_plain_tensor_message(self, t):
         return ("backward() inside vmap computed a batched gradient for a tensor that is not "
@@ -294,14 +248,7 @@ class BatchedTensor(Tensor):
                 "element. Use ndgrad.func.grad or ndgrad.autograd.grad inside vmap instead.")
 
 
-
-def _wrap(value, level):
-    """The batched tensor at ``level`` of ``value`` (a Tensor, batch dimension first)."""
-    t = _new(_NO_DATA, False, BatchedTensor)
-    t._phys = value
-    t._level = level
-    t._diag = None
-    return t
+_wrap = BatchedTensor._wrap
 
 
 # ------------------------------------------------------------------------ the handler
