@@ -15,16 +15,17 @@ rules for one operation:
 * ``random(kind, shape, dtype, device, requires_grad)``: a random draw (vmap's randomness).
 
 A value belongs to a level either by being one of its Tensor subclasses (vmap's batched
-tensors, ``func.grad``'s tracked tensors: each wraps the value one level down as ``_value``
-and names its level as ``_level``, a ``WrapperTensor``: Note [Wrapper levels] in
+tensors, ``func.grad``'s tracked tensors: each wraps the value one level down as ``_value`` and
+names its level as ``_level``, a ``WrapperTensor``: Note [Wrapper levels] in
 core/wrapper_level.py) or by carrying per-tensor data for it (a dual level's tangent, a jet's
-series, in ``_meta.level_data``: Note [Data levels] in core/data_level.py).
-``dispatch.apply`` hands an operation to the interpreter of the deepest *visible* level
-among its inputs (autodidax's ``find_top_trace``, functorch's interpreter stack). The interpreter does its work one level down: it calls ``apply`` again on
-the values as the levels below see them (unwrapped), inside :class:`below`, which hides its
-own level and the deeper ones, so the inner call finds the next level down, and so on. So
-transforms compose in the order they were entered, ``jvp(vmap(f))`` as well as
-``vmap(jvp(f))``, and no level's values or data are confused with another's.
+series, in ``_meta.level_data``: Note [Data levels] in core/data_level.py). ``dispatch.apply``
+hands an operation to the interpreter of the deepest *visible* level among its inputs
+(autodidax's ``find_top_trace``, functorch's interpreter stack). The interpreter does its work
+one level down: it calls ``apply`` again on the values as the levels below see them
+(unwrapped), inside :class:`below`, which hides its own level and the deeper ones, so the inner
+call finds the next level down, and so on. So transforms compose in the order they were
+entered, ``jvp(vmap(f))`` as well as ``vmap(jvp(f))``, and no level's values or data are
+confused with another's.
 
 Nothing here names a transform: the transforms (``ndgrad.functional``,
 ``ndgrad.forward_ad``) bring their interpreters; core calls them through this interface. With
