@@ -9,6 +9,7 @@ neither SciPy nor CuPy."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import subprocess
@@ -144,10 +145,16 @@ class Imports:
                 for m, deps in self.edges.items()}
 
 
+@functools.cache
+def package_walk():
+    """The imports of every module of ndgrad (one walk per process: each test reads it)."""
+    return Imports()
+
+
 def core_imports():
     """{module: set of ndgrad.core modules it imports at module level}, and the function-local
     imports of ndgrad modules (file, line)."""
-    walk = Imports()
+    walk = package_walk()
     core = {m for m in walk.edges if m.startswith("ndgrad.core")}
     modules = {m: {t for t in deps if t in core} for m, deps in walk.graph(("module",)).items()
                if m in core}
@@ -216,7 +223,7 @@ def test_cycle_check_finds_a_cycle():
 def test_the_walk_covers_every_module_of_the_package():
     """Every .py file of ndgrad is a node (backend_dask and lazy too), and the walk sees the
     import that lazy.py's finder of the Dask backend makes by importlib."""
-    walk = Imports()
+    walk = package_walk()
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(walk.paths) == len(files) and set(walk.paths.values()) == set(files)
     for m in ("ndgrad", "ndgrad.core.backend_dask", "ndgrad.core.lazy", "ndgrad.signal.windows",
@@ -262,11 +269,11 @@ def test_the_walk_sees_every_kind_of_import(tmp_path):
 def test_no_module_imports_the_package_face():
     """``import ndgrad`` inside the package makes every module that does it part of one cycle
     with the package face (it imports them all): import the module that defines the name."""
-    assert Imports().face == []
+    assert package_walk().face == []
 
 
 def test_the_package_has_no_import_cycle():
-    walk = Imports()
+    walk = package_walk()
     cycles = _cycles(walk.graph(allowed=ALLOWED_CYCLES))
     assert cycles == [], _report(walk, cycles)
     for edge, why in ALLOWED_CYCLES.items():
@@ -277,7 +284,7 @@ def test_the_package_has_no_import_cycle():
 
 
 def test_every_computed_importlib_name_is_named():
-    assert Imports().dynamic.keys() == DYNAMIC_IMPORTS.keys()
+    assert package_walk().dynamic.keys() == DYNAMIC_IMPORTS.keys()
 
 
 def test_every_folder_of_the_package_is_a_regular_package():
