@@ -161,3 +161,28 @@ def test_an_op_has_only_declared_fields():
     assert not hasattr(op, "__dict__")
     with pytest.raises(AttributeError):
         op.undeclared = 1
+
+
+def test_a_rule_without_readable_source_saves_everything_and_says_so():
+    """A vjp rule whose source ndgrad cannot read (made by eval, typed at a prompt): its nodes
+    save every input, which is right, and the op warns once, naming itself and asking for
+    ``saves=`` (it saved everything silently before); declaring ``saves=`` silences it."""
+    import warnings
+
+    import ndgrad
+    from ndgrad.core.dispatch import apply
+    from registry_harness import sin_with_rules
+    unread = eval("lambda F, g, out, x: g * F.conj(F.cos(x))")  # noqa: S307
+    op = sin_with_rules(vjp=unread)
+    x = ndgrad.tensor([0.3, -1.1, 0.7], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"the vjp rules of wrong_sin have no source ndgrad "
+                                         r"can read .* wrong_sin\.defvjp\(\.\.\., saves="):
+        apply(op, x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos([0.3, -1.1, 0.7]), rtol=1e-15)
+    declared = sin_with_rules()
+    declared.defvjp(unread, saves=["x"])
+    y = ndgrad.tensor([0.5], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        apply(declared, y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.cos([0.5]), rtol=1e-15)

@@ -70,6 +70,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import warnings
 
 from ..dispatch import VARIADIC, apply
 
@@ -253,7 +254,9 @@ class Domain:
 # several lambdas on one line, the column of its first instruction). A parameter read only
 # as ``x.shape`` / ``x.ndim`` / ``x.dtype`` / ``x.size`` is metadata-only (the node gives the
 # rule a stand-in, Note [What a node saves]); a name an inner function reads counts as read.
-# A rule whose source cannot be found reads everything (always correct, never lean). An op
+# A rule whose source cannot be found reads everything (always correct, never lean), and the
+# op says so once, with a warning asking it to declare ``saves=``: nothing is saved in excess
+# silently (tests/core/test_saves.py checks that every registered op's rules are read). An op
 # may instead declare ``saves=`` (the parameter names its rules read); a test checks the
 # declarations against the analysis, and every op's save plan against its rules run with
 # what is not saved made poisonous. The analysis runs once per op, when a node first asks.
@@ -404,10 +407,11 @@ class _RuleUse:
     """Which saved values one vjp rule reads: ``out``, and masks over the inputs of those it
     reads as values and those it reads only for their metadata."""
 
-    __slots__ = ("out", "inputs", "meta_inputs", "all_inputs")
+    __slots__ = ("out", "inputs", "meta_inputs", "all_inputs", "unread")
 
     def __init__(self, fn, nin, first, saves=None):
         """``first``: the index of the rule's first input parameter (after F, g or i, out)."""
+        self.unread = False  # (no source to read, no declaration: Note [What a rule reads])
         params = list(inspect.signature(fn).parameters.values())
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                            p.POSITIONAL_OR_KEYWORD)]
@@ -419,6 +423,7 @@ class _RuleUse:
             r = _reads(fn)
             if r is None:  # no source: read everything (Note [What a rule reads])
                 used, meta = set(positional) | set(var), set()
+                self.unread = True
             else:
                 used, meta = r
         self.out = len(positional) > first - 1 and positional[first - 1] in used
@@ -641,6 +646,14 @@ class Op:
                 u is not None and u.meta_inputs is not None and any(u.meta_inputs)
                 for u in uses)
             self._uses = uses
+            if any(u is not None and u.unread for u in
+                   (uses if isinstance(uses, tuple) else (uses,))):
+                warnings.warn(
+                    f"ndgrad: the vjp rules of {self.qualname} have no source ndgrad can read "
+                    "(defined interactively, or not a def or lambda), so its nodes save every "
+                    "input: correct, but not lean. Declare what the rules read: "
+                    f"{self.name}.defvjp(..., saves=[...]) (Note [What a rule reads])",
+                    UserWarning, stacklevel=2)
         return uses
 
     @property
