@@ -189,6 +189,8 @@ def test_the_ufunc_table_covers_ndgrads_elementwise_ops():
     assert len(names) >= 60
 
 
+@pytest.mark.cpu_only("the protocol's device path runs in this module's other tests on every "
+                      "device, and each op's in the registry matrix's device family")
 @pytest.mark.parametrize("ufunc, op", UFUNC_CASES)
 @given(data=st.data())
 def test_each_ufunc_runs_ndgrads_op(ufunc, op, data):
@@ -253,6 +255,8 @@ def test_the_alias_walk_finds_the_names_under_other_names():
         assert expected in names
 
 
+@pytest.mark.cpu_only("the protocol's device path runs in this module's other tests on every "
+                      "device, and each op's in the registry matrix's device family")
 @pytest.mark.parametrize("library, name, op", ALIAS_CASES)
 @given(data=st.data())
 def test_every_name_of_a_ufunc_ndgrad_has_runs_on_tensors(library, name, op, data):

@@ -75,6 +75,8 @@ def test_minimize_logistic_regression_derivative_in_the_l2_weight():
     close(jvp(w_star, (lam,), (nd.tensor(1.0),))[1], fd, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.cpu_only("the solvers' device path (SciPy on host arrays, the results moved "
+                      "back) runs in this module's other tests on every device")
 def test_minimize_gradcheck():
     X, y = _logistic_data()
     Xt = nd.tensor(X)
@@ -241,6 +243,8 @@ def test_root_flagged_but_exact_is_differentiated_with_a_warning():
     close(a.grad, np.linalg.solve(J.T, np.ones(2)), rtol=1e-10)
 
 
+@pytest.mark.cpu_only("the solvers' device path (SciPy on host arrays, the results moved "
+                      "back) runs in this module's other tests on every device")
 @pytest.mark.parametrize("nfev, accepted", [(6, False), (7, True)])
 def test_least_squares_flagged_solution_judged_by_its_gradient(nfev, accepted):
     # max_nfev stops SciPy (status 0, a failure) before its tolerances are met; at 7
@@ -363,6 +367,8 @@ def _refit(y, loss):
     return host(p)
 
 
+@pytest.mark.cpu_only("the solvers' device path (SciPy on host arrays, the results moved "
+                      "back) runs in this module's other tests on every device")
 @pytest.mark.parametrize("loss", ["linear", "soft_l1"])
 def test_least_squares_curve_fit_derivative_in_the_data(loss):
     y = nd.tensor(_Y)
