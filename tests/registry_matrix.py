@@ -55,7 +55,8 @@ the FD Hessian of s, the loop over a batch ...), and every family reads them. Fi
 derivatives are compared with finite differences once per sample (the vjp and jvp
 families, every sample); the compositions compare with the same references. The costliest
 families (second-order and batched compositions, Taylor mode) check the first ``COMPOSED``
-(3) small samples, as many examples as those suites drew before the matrix.
+(3) small samples, and the first-order compositions and the pullback four (two small, two
+wide): as many examples as those suites drew before the matrix.
 
 Every case of one (op, dtype) carries ``xdist_group`` (op-dtype), so pytest-xdist
 (``--dist loadgroup``) runs them in one process, and tests/conftest.py orders them one after
