@@ -86,7 +86,7 @@ from support import Linearization, fd_directional, host, random_like
 SIZES = {"max_side": 4, "max_dims": 3}   # the wide samples
 SMALL = {"max_side": 3, "max_dims": 2}   # the small ones (full Hessians, batches)
 # samples per (op, dtype) in the ci profile (its max_examples is 25); the profile scales them
-WIDE = {"primitive": 10, "composite": 5}
+WIDE = {"primitive": 8, "composite": 5}
 SMALL_N = {"primitive": 4, "composite": 3}
 KEEP = 3  # banks kept per process (an (op, dtype)'s cases run one after another)
 # the small samples the costliest families check (second-order and batched compositions,

@@ -31,7 +31,7 @@ HOST = pytest.mark.cpu_only("sparsity patterns are host-side index sets; the ops
                             "paths are the registry suites' (test_on_the_default_device below "
                             "runs on every device)")
 
-FEW = settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate],
+FEW = settings(max_examples=2, deadline=None, phases=[Phase.explicit, Phase.generate],
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 SIZES = {"max_side": 4, "max_dims": 3}
 EXACT_KINDS = ("elementwise", "shape", "indexing")
