@@ -94,12 +94,29 @@ def points_in_domain(f, cols):
             return [c[keep] for c in cols]
 
 
+def paired(outs, w):
+    """``sum re(w * out)`` over the outputs whose weight is not None (Tensors): a real
+    scalar of the outputs."""
+    total = None
+    for o, wi in zip(outs, w):
+        if wi is not None:
+            term = ndgrad.sum(ndgrad.real(o * wi))
+            total = term if total is None else total + term
+    return total
+
+
+def checked_for(op, *without):
+    """Whether derivative checks apply to ``op``: it is differentiable and declares none of
+    the exceptions ``without`` (``"vjp"``, ``"jvp"``, ``"gradgrad"``, ``"fd"``)."""
+    return bool(op.differentiable) and \
+        not set(getattr(op, "notes", None) or {}) & set(without)
+
+
 def differentiable(names=ENTRIES, *without):
-    """The ops of ``names`` that are differentiable and declare none of the exceptions
-    ``without`` (``"vjp"``, ``"jvp"``, ``"gradgrad"``, ``"fd"``): a derivative sweep's
-    parametrization, decided at collection (Note [The registry matrix])."""
-    return [n for n in names if entry(n).differentiable and
-            not set(getattr(entry(n), "notes", None) or {}) & set(without)]
+    """The ops of ``names`` that derivative checks apply to (:func:`checked_for`): a
+    derivative sweep's parametrization, decided at collection (Note [The registry
+    matrix])."""
+    return [n for n in names if checked_for(entry(n), *without)]
 
 
 def require(op, *notes):

@@ -40,7 +40,7 @@ import ndgrad as nd
 from ndgrad.core.ops.registry import ELEMENTWISE, LINALG, REDUCTION, SCAN
 from ndgrad.func import jvp
 from registry_harness import (ENTRIES, FLOAT, cases, draw, elementwise_function, entry,
-                              points_in_domain)
+                              paired, points_in_domain)
 
 # (the points are where values and derivatives over- and underflow by design: NumPy's
 # floating-point warnings there are the subject, and each result is checked)
@@ -576,14 +576,6 @@ def test_removable_singularities_of_ellipk_ellipe_spence_and_others():
 
 
 # ------------------------------------------------------------------ the other ops
-def _paired(outs, w):
-    """``sum re(w * out)`` over the floating outputs: a real scalar of the outputs."""
-    total = None
-    for o, wi in zip(outs, w):
-        if wi is not None:
-            term = nd.sum(nd.real(o * wi))
-            total = term if total is None else total + term
-    return total
 
 
 def _along(f, xs, vs, w, ts):
@@ -593,7 +585,7 @@ def _along(f, xs, vs, w, ts):
     vjp1 = np.nan
     for j, t in enumerate(ts):
         leaves = [nd.tensor(x + t * v).requires_grad_() for x, v in zip(xs, vs)]
-        cur = _paired(f(*leaves), w)
+        cur = paired(f(*leaves), w)
         out[0, j] = float(cur)
         if t == 0:
             gs = nd.autograd.grad(cur, leaves, retain_graph=True, allow_unused=True)
@@ -615,7 +607,7 @@ def _along(f, xs, vs, w, ts):
 def _forward_along(f, xs, vs, w):
     """``[D1, ..., D_ORDER]`` of ``phi`` at ``t = 0`` by nested forward mode."""
     def phi(t):
-        return _paired(f(*(nd.tensor(x) + t * nd.tensor(v) for x, v in zip(xs, vs))), w)
+        return paired(f(*(nd.tensor(x) + t * nd.tensor(v) for x, v in zip(xs, vs))), w)
 
     def d(g):
         return lambda t: jvp(g, (t,), (nd.ones_like(t),))[1]

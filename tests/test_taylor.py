@@ -22,8 +22,8 @@ from ndgrad.core.ops import series as series_rules
 from ndgrad.func import derivatives, jet
 from ndgrad.functional.taylor import _nested
 from registry_harness import (FLOAT, Sample, assert_close, cases, draw, elementwise_function,
-                              outs, points_in_domain, public_call, random_like, require,
-                              view_outputs)
+                              outs, paired, points_in_domain, public_call, random_like,
+                              require, view_outputs)
 from registry_matrix import differentiable_without, each, family, is_primitive
 from support import close, host
 
@@ -664,14 +664,6 @@ def test_taylor_mode_of_the_incomplete_gamma_and_beta_at_tiny_x(x):
         close(ds[1], x ** (a - 1) * (third / ((a - 1) * (a - 2) * x ** (a - 3))), rtol=1e-12)
 
 
-def _paired(outs, w):
-    """``sum re(w * out)`` over the floating outputs: a real scalar of the outputs."""
-    total = None
-    for o, wi in zip(outs, w):
-        if wi is not None:
-            term = nd.sum(nd.real(o * wi))
-            total = term if total is None else total + term
-    return total
 
 
 @family("taylor_zero_inputs", lambda name, op, dtype: op.kind != ELEMENTWISE and
@@ -704,7 +696,7 @@ def test_taylor_zero_inputs(bank):
 
     def nested():
         leaves = [x.detach().requires_grad_() for x in xs]
-        cur = _paired(f(*leaves), w)
+        cur = paired(f(*leaves), w)
         res = []
         for _ in range(K):
             total = None
@@ -726,7 +718,7 @@ def test_taylor_zero_inputs(bank):
                 nested()
             return
         R = nested()
-    T = [float(_paired([s[k] for s in ser], w)) for k in range(K)]
+    T = [float(paired([s[k] for s in ser], w)) for k in range(K)]
     for k, (t, r) in enumerate(zip(T, R), 1):
         if np.isnan(r):
             continue  # (a degenerate input, such as interp's coinciding abscissae)
