@@ -427,7 +427,7 @@ def _run(cls, args, kwargs, needs=None):
     STATE.grad_enabled = False
     where = "forward"
     # (Note [Data levels below a Function] in core/refusing.py)
-    shown = refuse_hidden(args, kwargs, apply_function) if STACK else None
+    shown = refuse_hidden(args, kwargs) if STACK else None
     try:
         if setup:
             output = cls.forward(*args, **kwargs)

@@ -22,7 +22,8 @@ from .saved import FREED
 from .tensor import Tensor, owning_level
 from .views import base_now_requires_grad, check_view_history, regenerate
 
-__all__ = ["apply_inplace", "inplace", "check_inplace", "rebase", "BEFORE_WRITE", "note_where"]
+__all__ = ["apply_inplace", "inplace", "check_inplace", "check_inplace_result", "rebase",
+           "BEFORE_WRITE", "note_where", "ReadOnlyTargetError"]
 
 
 def _write_back(view, new):
@@ -273,7 +274,7 @@ def inplace(op, target, args, params, write=_write_data):
 
 def _finish(op, target, result, write, record_it):
     """Write ``result``, the new value of ``target``, and continue its history."""
-    _check_inplace_result(op, target, result)
+    check_inplace_result(op, target, result)
     try:
         write(target, result)
     except ReadOnlyTargetError as exc:  # (a level's write ends in a plain one's: the
@@ -286,7 +287,10 @@ def _finish(op, target, result, write, record_it):
     return target
 
 
-def _check_inplace_result(op, target, result):
+def check_inplace_result(op, target, result):
+    """Refuse ``result`` as the new value of in-place target ``target`` when its shape
+    differs or its dtype cannot be cast to the target's (NumPy's same_kind rule); every
+    level's in-place protocol checks with this."""
     if tuple(result.shape) != tuple(target.shape):
         raise RuntimeError(
             f"{op.name}: output with shape {list(target.shape)} doesn't match the broadcast "

@@ -14,6 +14,10 @@ rules for one operation:
 * ``process_function(level, cls, args, kwargs, needs)``: a custom ``autograd.Function``;
 * ``random(kind, shape, dtype, device, requires_grad)``: a random draw (vmap's randomness).
 
+The first three are written once per level pattern (the two Notes named below), in
+``WrapperInterpreter`` and ``DataInterpreter``; a transform's interpreter subclasses one of
+them and supplies its rules.
+
 A value belongs to a level either by being one of its Tensor subclasses (vmap's batched
 tensors, ``func.grad``'s tracked tensors: each wraps the value one level down as ``_value`` and
 names its level as ``_level``, a ``WrapperTensor``: Note [Wrapper levels] in
@@ -71,20 +75,13 @@ __all__ = ["Interpreter", "Level", "STACK", "VISIBLE", "push", "pop", "below",
 
 
 class Interpreter:
-    """A transform's rules for one operation at one of its levels (Note [Levels])."""
+    """A transform's rules for one operation at one of its levels (Note [Levels]).
+
+    The three ``process`` methods of the interface are written once per level pattern, not
+    here: ``WrapperInterpreter`` (core/wrapper_level.py) and ``DataInterpreter``
+    (core/data_level.py) each own them, and a transform subclasses one of the two."""
 
     name = "transform"
-
-    def process(self, level, op, args, params):  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def process_inplace(self, level, op, target, args, params):  # pragma: no cover
-        raise NotImplementedError
-
-    def process_function(self, level, cls, args, kwargs, needs):  # pragma: no cover
-        """Run custom Function ``cls``: returns ``(outputs, ctx)``; ``needs`` says which
-        inputs the levels above need a gradient for."""
-        raise NotImplementedError
 
     # A transform that keeps its data on plain tensors (``_meta.level_data``: forward mode's
     # tangents) sets this; a node then keeps its saved outputs' metadata objects, so data
@@ -103,10 +100,10 @@ class Interpreter:
 
 class Level:
     """One active transform level: its ``interpreter``, ``depth`` in :data:`STACK`, whether
-    it is still ``alive`` and ``hidden`` (inside :class:`below`), and the transform's own
-    ``info``."""
+    it is still ``alive`` and ``hidden`` (inside :class:`below`), the transform's own
+    ``info``, and what it ``received`` while it refuses (core/refusing.py)."""
 
-    __slots__ = ("interpreter", "depth", "alive", "hidden", "info")
+    __slots__ = ("interpreter", "depth", "alive", "hidden", "info", "received")
 
     def __init__(self, interpreter, depth, info):
         self.interpreter = interpreter
@@ -114,6 +111,10 @@ class Level:
         self.alive = True
         self.hidden = 0
         self.info = info
+        # while a custom Function's forward runs below this (data) level: the tensors each
+        # such Function received, and the level refuses the others (Note [Data levels below
+        # a Function] in core/refusing.py); None otherwise
+        self.received = None
 
     def __repr__(self):
         return f"<{self.interpreter.name} level {self.depth}>"

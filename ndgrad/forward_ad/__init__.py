@@ -67,9 +67,10 @@ from collections import namedtuple
 
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
-from ..core.dispatch import TENSOR_F, VARIADIC, apply
-from ..core.inplace import ReadOnlyTargetError, apply_inplace
-from ..core.function import Function, apply_function
+from ..core.data_level import DataInfo, DataInterpreter, fit_to
+from ..core.dispatch import TENSOR_F, apply
+from ..core.inplace import apply_inplace
+from ..core.function import Function
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, drop_level_data, level_data, set_level_data
 
@@ -100,14 +101,14 @@ def _duals():
     return duals
 
 
-class _DualInfo:
+class _DualInfo(DataInfo):
     """What a dual level keeps: the tensors given a tangent (weakly: exiting the level drops
     their tangents) and how current its views' tangents are (Note [Tangents of views])."""
 
-    __slots__ = ("holders", "epoch", "stamps")
+    __slots__ = ("epoch", "stamps")
 
     def __init__(self):
-        self.holders = []
+        super().__init__("forward_ad")
         self.epoch = 0    # how many times a tangent shared by views was replaced
         self.stamps = {}  # id(view) -> (weakref to it, the epoch of its tangent, or _OWN/_LENT)
 
@@ -294,157 +295,72 @@ def _view_tangent(t, lv):
     return tangent
 
 
-def fit_to(value, shape, out, who, what, copy=False):
-    """A transform rule's ``value`` as a Tensor of ``shape`` and ``out``'s dtype: broadcast
-    (then a copy with its own memory when ``copy``), the real part for a real output, cast.
-    The forward-mode, Taylor-mode and Forward Laplacian levels fit their rules' results
-    with it; ``what`` names the result in the error (``"the forward-mode rule returned a
-    tangent"``)."""
-    F = TENSOR_F
-    if not isinstance(value, Tensor):
-        value = Tensor._from_saved(out.backend.asarray(value), None)
-    if tuple(value.shape) != tuple(shape):
-        try:
-            value = F.broadcast_to(value, shape)
-        except ValueError:
-            raise RuntimeError(
-                f"{who}: {what} of shape {list(value.shape)} for an output of shape "
-                f"{list(shape)}; they must match (or broadcast)") from None
-        if copy:
-            value = F.clone(value)
-    if value.dtype != out.dtype:
-        if value.dtype.kind == "c" and out.dtype.kind != "c":
-            value = F.real(value)
-        value = F.astype(value, out.dtype)
-    return value
-
-
 def _fit(tangent, out, who):
     """The rule's tangent as a Tensor of ``out``'s shape and dtype, with its own memory."""
     return fit_to(tangent, tuple(out.shape), out, who,
                   "the forward-mode rule returned a tangent", copy=True)
 
 
-def _attach(out, tangent, lv, who):
-    if tangent is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
-        return
-    with below(lv):
-        tangent = _fit(tangent, out, who)
-    _set_tangent(out, lv, tangent)
-
-
 # ------------------------------------------------------------------------------ interpreter
-class _DualInterpreter(_levels.Interpreter):
-    """Forward mode's rules at a dual level (Note [Forward mode] in the module docstring)."""
+class _DualInterpreter(DataInterpreter):
+    """Forward mode's rules at a dual level (Note [Forward mode] in the module docstring);
+    the skeleton is the data levels' (Note [Data levels] in core/data_level.py), with the
+    tangents of views sharing memory (Note [Tangents of views])."""
 
     name = "dual"
-    keeps_tensor_data = True  # tangents live in each tensor's _meta.level_data
+    read = staticmethod(_input_tangent)
+    store = staticmethod(_set_tangent)
 
-    def process(self, lv, op, args, params):
-        nin = len(args) if op.nin == VARIADIC else op.nin
-        tangents = []  # (a loop: a generator here would make `lv` a cell, made every call)
-        for a in args[:nin]:
-            tangents.append(_input_tangent(a, lv))
-        tangents = tuple(tangents)
-        with below(lv):
-            out = apply(op, *args, **params)
-            if not op.differentiable or all(t is None for t in tangents):
-                return out
-            if op.jvp is None:
-                raise NotImplementedError(
-                    f"{op.qualname} has no forward-mode rule, so an input carrying a tangent "
-                    f"cannot go through it: {op.notes.get('jvp', 'no jvp rule is declared')}")
-            tangent = op.jvp(TENSOR_F, tangents, out, *args, **params)
-        if op.nout == 1:
-            _attach(out, tangent, lv, op.name)
-        elif tangent is not None:
-            for o, t in zip(out, tangent):
-                _attach(o, t, lv, op.name)
-        return out
+    def propagate(self, lv, op, tangents, out, args, params):
+        if op.jvp is None:
+            raise NotImplementedError(
+                f"{op.qualname} has no forward-mode rule, so an input carrying a tangent "
+                f"cannot go through it: {op.notes.get('jvp', 'no jvp rule is declared')}")
+        tangent = op.jvp(TENSOR_F, tangents, out, *args, **params)
+        return (tangent,) if op.nout == 1 else tangent
 
-    def process_inplace(self, lv, op, target, args, params):
-        """The target's tangent is updated in place.
-
-        An op other than a whole write (``x[...] = v``) runs out of place on a copy of the
-        target that carries its tangents, and the result is then written in: so what the
-        op's reverse-mode node saves (the old value) keeps its tangents, for a later backward
-        pass inside the level (forward over reverse), and the op runs once."""
-        if not (op is _INDEX_PUT and params.get("index") is Ellipsis):
-            old = TENSOR_F.clone(target)  # the old value, with its tangents
-            out = apply(op, old, *args, **params)
-            if tuple(out.shape) != tuple(target.shape):
-                raise RuntimeError(
-                    f"{op.name}: output with shape {list(target.shape)} doesn't match the "
-                    f"broadcast shape {list(out.shape)} of the in-place operation; an in-place "
-                    "op cannot change its target's shape")
-            if out.dtype != target.dtype and not target.backend.can_cast(
-                    out.dtype, target.dtype, "same_kind"):
-                raise RuntimeError(
-                    f"{op.name}: result type {out.dtype} can't be cast to the desired output "
-                    f"type {target.dtype} of the in-place target; use the out-of-place op or "
-                    "convert the target with .astype() first")
-            try:
-                return self.process_inplace(lv, _INDEX_PUT, target, (out,), {"index": Ellipsis})
-            except ReadOnlyTargetError as exc:
-                exc.op = op.name  # (the write is ours: name what the user called)
-                raise
-        allargs = (target,) + tuple(args)
-        tangents = tuple(_input_tangent(a, lv) for a in allargs[:op.nin])
-        with below(lv):
-            tangent = None
-            if op.differentiable and op.jvp is not None:
-                old = TENSOR_F.clone(target)  # the value before: the rule reads it
-                out = apply(op, old, *args, **params)
-                tangent = op.jvp(TENSOR_F, tangents, out, old, *args, **params)
-            apply_inplace(op, target, *args, **params)
-        if not is_differentiable_dtype(target.dtype):
-            return target
-        old_tangent = tangents[0]
-        if tangent is None:
-            if old_tangent is None:
-                return target
-            with below(lv):
-                tangent = TENSOR_F.zeros_like(old_tangent)
-        with below(lv):
-            tangent = _fit(tangent, target, op.name)
-        m = target._meta
-        if old_tangent is None and m is not None and m.base is not None:
-            old_tangent = _view_tangent(target, lv)  # a view: its base gets a tangent too
-        if old_tangent is None:
-            _set_tangent(target, lv, tangent)
-            return target
-        root = _root(target, lv)
-        if not _holds(old_tangent, tangent) or lv.info.stamp(root) == _LENT:
-            old_tangent = _promote(target, root, lv, tangent)  # (Note [Tangents of views])
-        with below(lv):
-            apply_inplace(_INDEX_PUT, old_tangent, tangent, index=Ellipsis)
-        return target
-
-    def process_function(self, lv, cls, args, kwargs, needs):
-        """Run Function ``cls`` one level down, then its ``jvp`` for this level's tangents."""
-        tangents = tuple(_input_tangent(a, lv) for a in args)
-        if all(t is None for t in tangents):
-            with below(lv):
-                return apply_function(cls, args, kwargs, needs)
+    def function_rule(self, lv, cls, ctx, args, kwargs, tangents, outs):
+        """Function ``cls``'s ``jvp`` for this level's tangents."""
         if cls.jvp is Function.jvp:
             raise NotImplementedError(
                 f"{cls.__name__}: an input carries a forward-mode tangent (a dual level is "
                 "active), so you must override the jvp static method of this custom "
                 "ndgrad.autograd.Function: @staticmethod jvp(ctx, *tangents) returning the "
                 "output tangents (save what it needs with ctx.save_for_forward).")
-        with below(lv):
-            out, ctx = apply_function(cls, args, kwargs, needs)
-            # (the ctx's own class: vmap's per-element ctx runs the jvp per element)
-            tangent = _jvp_of(ctx._forward_cls, ctx, tangents)
-        outs = out if isinstance(out, tuple) else (out,)
+        # (the ctx's own class: vmap's per-element ctx runs the jvp per element)
+        tangent = _jvp_of(ctx._forward_cls, ctx, tangents)
         tans = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
         if len(tans) != len(outs):
             raise RuntimeError(
                 f"{cls.__name__}.jvp returned {len(tans)} tangent(s), but forward returned "
                 f"{len(outs)} output(s); return one tangent (or None) per output")
-        for o, t in zip(outs, tans):
-            _attach(o, t, lv, f"{cls.__name__}.jvp")
-        return out, ctx
+        return tans
+
+    def zeros(self, tangent):
+        return TENSOR_F.zeros_like(tangent)
+
+    def fit(self, lv, out, tangent, who):
+        return _fit(tangent, out, who)
+
+    def write_inplace(self, lv, op, target, new, old, tangent):
+        """The new tangent is written into the target's old tangent (Note [Tangents of
+        views]): its views' tangents, which share its memory, follow."""
+        with below(lv):
+            apply_inplace(_INDEX_PUT, target, new, index=Ellipsis)
+        if tangent is None:
+            return target
+        m = target._meta
+        if old is None and m is not None and m.base is not None:
+            old = _view_tangent(target, lv)  # a view: its base gets a tangent too
+        if old is None:
+            _set_tangent(target, lv, tangent)
+            return target
+        root = _root(target, lv)
+        if not _holds(old, tangent) or lv.info.stamp(root) == _LENT:
+            old = _promote(target, root, lv, tangent)
+        with below(lv):
+            apply_inplace(_INDEX_PUT, old, tangent, index=Ellipsis)
+        return target
 
 
 _DUAL = _DualInterpreter()

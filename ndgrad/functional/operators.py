@@ -79,12 +79,11 @@ import numpy as np
 from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import asarray, rand, zeros_like
-from ..core.data_level import DataInfo, DataInterpreter, data_of
+from ..core.data_level import DataInfo, DataInterpreter, data_of, fit_to
 from ..core.dispatch import TENSOR_F
 from ..core.ops.registry import ELEMENTWISE
 from ..core.ops.series import masked
 from ..core.tensor import Tensor
-from ..forward_ad import fit_to
 from .taylor import _coefficients, _nested, jet
 from .transforms import grad, hessian, jvp
 from .vmap import _identity, vmap
@@ -389,7 +388,7 @@ class _ForwardLaplacianInterpreter(DataInterpreter):
         return [None if r is None or r[0] is None else r
                 for r in _propagate(op, data, out, args, params, lv.info.d)]
 
-    def function_rule(self, lv, cls, args, kwargs, data, outs):
+    def function_rule(self, lv, cls, ctx, args, kwargs, data, outs):
         """A custom Function's contribution from order-2 jets by nested forward mode (its
         ``jvp``), one direction at a time (a Python loop, as vmap's own for a Function
         without a batching rule)."""

@@ -681,7 +681,7 @@ class _SparsityInterpreter(DataInterpreter):
             _pairs(lv, op, name, rule, data, out, res, args, params)
         return res
 
-    def function_rule(self, lv, cls, args, kwargs, data, outs):
+    def function_rule(self, lv, cls, ctx, args, kwargs, data, outs):
         """A custom Function: its outputs depend on every element of its inputs."""
         if cls.__name__ not in lv.info.warned:
             lv.info.warned.add(cls.__name__)

@@ -43,11 +43,10 @@ from math import comb, factorial
 
 from ..core.backend import is_differentiable_dtype
 from ..core.creation import zeros, zeros_like
-from ..core.data_level import DataInfo, DataInterpreter, data_of
+from ..core.data_level import DataInfo, DataInterpreter, data_of, fit_to
 from ..core.dispatch import TENSOR_F, apply
 from ..core.ops.series import masked
 from ..core.tensor import Tensor
-from ..forward_ad import fit_to
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp
 
@@ -214,7 +213,7 @@ class _JetInterpreter(DataInterpreter):
     def propagate(self, lv, op, series, out, args, params):
         return _coefficients(op, series, out, args, params, lv.info.order)
 
-    def function_rule(self, lv, cls, args, kwargs, series, outs):
+    def function_rule(self, lv, cls, ctx, args, kwargs, series, outs):
         """A custom Function's series by nested forward mode (its ``jvp``)."""
         derivs = _nested(lambda *xs: cls.apply(*xs, **kwargs), tuple(args), series,
                          lv.info.order)

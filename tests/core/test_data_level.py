@@ -35,7 +35,7 @@ class _Tangents(DataInterpreter):
         t = op.jvp(TENSOR_F, data, out, *args, **params)
         return [t] if op.nout == 1 else list(t)
 
-    def function_rule(self, lv, cls, args, kwargs, data, outs):
+    def function_rule(self, lv, cls, ctx, args, kwargs, data, outs):
         primals = tuple(args)
         tangents = tuple(TENSOR_F.zeros_like(a) if d is None else d
                          for a, d in zip(args, data))
