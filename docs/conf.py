@@ -7,6 +7,7 @@ docs/_build/doctest``. Nothing here reaches the network.
 
 from __future__ import annotations
 
+import importlib.util
 import runpy
 import shutil
 import sys
@@ -247,3 +248,22 @@ def write_graph_example() -> None:
 write_ops_page()
 remove_stale_stubs()
 write_graph_example()
+
+
+# -- The pictures of how_it_works.rst: the package's layers and the two level patterns -------
+# Drawn with matplotlib by docs/_ext/design_pictures.py into _generated/ (gitignored) when the
+# builder starts: the layers are computed from the package's imports on every build.
+GENERATED = HERE / "_generated"
+
+
+def write_design_pictures(app) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "ndgrad_docs_design_pictures", HERE / "_ext" / "design_pictures.py")
+    pictures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pictures)
+    pictures.write_pictures(GENERATED, Path(ndgrad.__file__).resolve().parent)
+
+
+def setup(app):
+    app.connect("builder-inited", write_design_pictures)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
