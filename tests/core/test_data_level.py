@@ -10,9 +10,8 @@ import pytest
 import ndgrad as nd
 import ndgrad.func  # noqa: F401  (loads the transforms' interpreters)
 from ndgrad.core import levels
-from ndgrad.core.data_level import DataInfo, DataInterpreter, data_of
+from ndgrad.core.data_level import DataInfo, DataInterpreter, data_of, fit_to
 from ndgrad.core.dispatch import TENSOR_F
-from ndgrad.forward_ad import fit_to
 from support import close, cube_function, fd_derivative, host
 
 RNG = np.random.default_rng(26)
@@ -114,20 +113,54 @@ def _interpreters(cls):
 
 
 def test_every_data_level_is_written_on_the_base():
-    """Every interpreter that keeps its data on tensors (the transforms' data levels) is a
-    DataInterpreter and writes no skeleton of its own: none defines ``process``,
-    ``process_function`` or ``process_inplace``. Forward mode's dual level is the one
-    exception (Note [Data levels]: its in-place protocol writes tangents into shared
-    memory); the refusing wrapper is core's, not a level's rules."""
+    """Every interpreter that keeps its data on tensors (the transforms' data levels: forward
+    mode's dual levels, jets, the Forward Laplacian, sparsity detection) is a DataInterpreter
+    and writes no skeleton of its own: none defines ``process``, ``process_function`` or
+    ``process_inplace`` (forward mode supplies only how its tangents are read, kept and
+    written in place: Note [Data levels])."""
     found = []
     for cls in _interpreters(levels.Interpreter):
         if not cls.keeps_tensor_data or cls is DataInterpreter or \
                 cls.__module__.startswith("tests") or cls.__module__ == __name__:
             continue
-        if cls.__module__ in ("ndgrad.forward_ad", "ndgrad.core.refusing"):
-            continue
-        found.append(cls.__name__)
+        found.append(cls.__module__)
         assert issubclass(cls, DataInterpreter), cls
         for name in ("process", "process_function", "process_inplace", "attach"):
             assert name not in vars(cls), f"{cls.__name__} defines its own {name}"
-    assert len(found) >= 3, found  # the jet, the Forward Laplacian, sparsity detection
+    assert "ndgrad.forward_ad" in found and len(found) >= 4, found
+
+
+def _int_target(x):
+    t = nd.zeros(3, dtype=nd.int64)
+    t.add_(x * 0.5)              # float into an int tensor: refused, as NumPy's same_kind
+    return x * t
+
+
+def _widened_target(x):
+    t = nd.zeros(3)
+    t.add_(nd.stack([x, x]))     # the result is (2, 3): it cannot be written into (3,)
+    return t
+
+
+_AT_EVERY_DATA_LEVEL = {
+    "jvp": lambda f, x: nd.func.jvp(f, (x,), (nd.ones(3),)),
+    "jet": lambda f, x: nd.func.jet(f, (x,), ([nd.ones(3)],)),
+    "laplacian": lambda f, x: nd.func.laplacian(lambda x: f(x).sum())(x),
+    "jacobian_sparsity": lambda f, x: nd.func.jacobian_sparsity(f, x),
+}
+
+
+@pytest.mark.parametrize("level", sorted(_AT_EVERY_DATA_LEVEL))
+@pytest.mark.parametrize("f, match", [
+    (_int_target, "add: result type float64 can't be cast to the desired output type int64"),
+    (_widened_target, r"add: output with shape \[3\] doesn't match the broadcast shape "
+                      r"\[2, 3\]")])
+def test_an_inplace_op_at_a_data_level_is_checked_as_eagerly(level, f, match):
+    """The data levels' one in-place protocol checks the op's result as core's does: the
+    same error as eager ndgrad, naming the op the user called (a jet named its own write,
+    ``index_put``, or let NumPy's broadcasting error through)."""
+    x = nd.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match=match):
+        f(x)
+    with pytest.raises(RuntimeError, match=match):
+        _AT_EVERY_DATA_LEVEL[level](f, x)
