@@ -23,6 +23,19 @@ every wrapper shares lives here, once:
   this one's history, and two values may share memory when they are of one class and level
   and their wrapped values (``_memory``) do.
 
+A wrapper level's interpreter subclasses :class:`WrapperInterpreter`, which owns the one
+skeleton a custom Function follows at a wrapper level (``process_function``): a Function the
+level runs at the level itself (``runs_at_level``: vmap's with ``generate_vmap_rule``, as
+its forward's operations) runs there; any other runs one level down, once per lowering of
+its inputs (``function_inputs``: func.grad's unwrapped values, or vmap's one slice per batch
+element, each with the needs the levels below must meet), under the level's
+``function_mode`` (func.grad's: the grad modes of the levels outside); its outputs are
+gathered into values of the level (``function_outputs``: wrapped, or stacked), and the level
+makes the ctx the levels outside see (``function_ctx``: func.grad's records a node of the
+Function's class at the level; vmap's runs its rules per element). ``process`` and
+``process_inplace`` are each level's own (an op's batching rule, an op recorded at the
+level).
+
 A wrapper level's class supplies ``_wrap(value, level)`` (a fresh value of the level) and
 what differs: vmap's logical ``shape`` (one batch element's) and its ``_carrier`` (a scaled
 identity batch has no physical value until it is read, Note [Identity batches] in
@@ -32,9 +45,52 @@ converts to NumPy as its value does; a batched one cannot, it holds one value pe
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
+from .function import _run as run_at_level, apply_function
+from .levels import Interpreter, below
 from .tensor import Tensor
 
-__all__ = ["WrapperTensor"]
+__all__ = ["WrapperTensor", "WrapperInterpreter"]
+
+
+class WrapperInterpreter(Interpreter):
+    """The skeleton a wrapper level's custom Functions follow (Note [Wrapper levels]); a
+    subclass supplies ``process``, ``process_inplace``, ``function_inputs``,
+    ``function_outputs`` and ``function_ctx`` (and ``runs_at_level``, ``function_mode``)."""
+
+    def runs_at_level(self, level, cls, args, kwargs):
+        """Whether Function ``cls`` runs at ``level`` itself, as its forward's operations."""
+        return False
+
+    def function_mode(self, level):
+        """A context for the Function's runs one level down (by default none)."""
+        return nullcontext()
+
+    def function_inputs(self, level, cls, args, kwargs, needs):  # pragma: no cover
+        """The runs one level down: a list of ``(args, kwargs, needs)``."""
+        raise NotImplementedError
+
+    def function_outputs(self, level, outs):  # pragma: no cover - interface
+        """The runs' outputs (a list, one per run) as the level's values."""
+        raise NotImplementedError
+
+    def function_ctx(self, level, cls, args, result, ctxs, needs):  # pragma: no cover
+        """The ctx the levels outside see, from the runs' ``ctxs``."""
+        raise NotImplementedError
+
+    def process_function(self, level, cls, args, kwargs, needs):
+        if self.runs_at_level(level, cls, args, kwargs):
+            return run_at_level(cls, args, kwargs, needs)
+        runs = self.function_inputs(level, cls, args, kwargs, needs)
+        outs, ctxs = [], []
+        with below(level), self.function_mode(level):
+            for args_below, kwargs_below, needs_below in runs:
+                out, ctx = apply_function(cls, args_below, kwargs_below, needs_below)
+                outs.append(out)
+                ctxs.append(ctx)
+        result = self.function_outputs(level, outs)
+        return result, self.function_ctx(level, cls, args, result, ctxs, needs)
 
 
 class WrapperTensor(Tensor):

@@ -60,14 +60,14 @@ from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import VARIADIC, apply
 from ..core.views import check_view_history, link_view
 from ..core.inplace import apply_inplace, inplace
-from ..core.function import apply_function, finish_node, new_ctx, wire
+from ..core.function import finish_node, new_ctx, wire
 from ..core.grad_mode import GRAD_DISABLED_THREADS as _GRAD_OFF
 from ..core.grad_mode import INFERENCE_BLOCKS as _INFERENCE
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import REGISTRY
 from ..core.tensor import Tensor, _new
-from ..core.wrapper_level import WrapperTensor
+from ..core.wrapper_level import WrapperInterpreter, WrapperTensor
 from .pytree import tree_flatten
 
 __all__ = ["GradTensor", "enter", "leave", "settle", "track", "lower", "lower_tree"]
@@ -238,7 +238,7 @@ def _captured(op, target, level):
         "an out-of-place operation and return the result.")
 
 
-class _GradInterpreter(_levels.Interpreter):
+class _GradInterpreter(WrapperInterpreter):
     """The rules of a grad level (Note [Grad levels])."""
 
     name = "grad"
@@ -306,18 +306,29 @@ class _GradInterpreter(_levels.Interpreter):
         constant of it), so the function may write the level's values into it."""
         return _wrap(t, level)
 
-    def process_function(self, level, cls, args, kwargs, needs):
+    # a custom Function at a grad level: the skeleton is the wrapper levels' (Note [Wrapper
+    # levels] in core/wrapper_level.py); one run below, the level records the Function
+    def function_mode(self, level):
+        return _Outside(level)
+
+    def function_inputs(self, level, cls, args, kwargs, needs):
         own = tuple(_own(a, level) and a._requires_grad for a in args)
         combined = own if needs is None else tuple(a or b for a, b in zip(own, needs))
-        inner = [_lower_value(a, level) for a in args]
-        with below(level), _Outside(level):
-            out, ctx = apply_function(cls, inner, _lower_value(kwargs, level), combined)
-        outs = out if isinstance(out, tuple) else (out,)
-        wrapped = tuple(_wrap(o, level) if isinstance(o, Tensor) else o for o in outs)
-        result = wrapped if isinstance(out, tuple) else wrapped[0]
+        return [([_lower_value(a, level) for a in args], _lower_value(kwargs, level),
+                 combined)]
+
+    def function_outputs(self, level, outs):
+        out = outs[0]
+        if not isinstance(out, tuple):
+            return _wrap(out, level) if isinstance(out, Tensor) else out
+        return tuple(_wrap(o, level) if isinstance(o, Tensor) else o for o in out)
+
+    def function_ctx(self, level, cls, args, result, ctxs, needs):
+        own = tuple(_own(a, level) and a._requires_grad for a in args)
         if not (STATE.grad_enabled and True in own):
-            return result, ctx
-        return result, _function_node(ctx, level, args, wrapped, own)
+            return ctxs[0]
+        wrapped = result if isinstance(result, tuple) else (result,)
+        return _function_node(ctxs[0], level, args, wrapped, own)
 
 
 _GRAD = _GradInterpreter()

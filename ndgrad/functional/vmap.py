@@ -50,14 +50,14 @@ from ..core.creation import sample as _sample
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.tensor import innermost_level
 from ..core.views import link_view
-from ..core.function import Function, _run as _run_function, apply_function, new_ctx
+from ..core.function import Function, new_ctx
 from ..core.inplace import apply_inplace, inplace
 from ..core.grad_mode import STATE
 from ..core.graph import record
 from ..core.ops import PUBLIC, REGISTRY
 from ..core.ops.batching import default_rule
 from ..core.tensor import Tensor, _new, finish
-from ..core.wrapper_level import WrapperTensor
+from ..core.wrapper_level import WrapperInterpreter, WrapperTensor
 from .pytree import tree_flatten, tree_unflatten
 
 __all__ = ["vmap", "BatchedTensor", "fallback_ops", "batched_grad", "autograd_grad"]
@@ -462,26 +462,20 @@ def _apply_inplace_batched(level, op, target, args, params):
 # Running per element warns once, naming the Function and why: a Function class can name
 # what the user called (ndgrad's SciPy-backed functions are built on custom_vjp, custom_root
 # and private Functions) with a static ``vmap_loop(*args) -> (name, why)`` (``_loop_of``).
-def _apply_function_batched(level, cls, args, kwargs, needs):
-    if cls.generate_vmap_rule and not _level_below(level, args, kwargs):
-        return _run_function(cls, args, kwargs, needs)
+def _per_element_inputs(level, cls, args, kwargs, needs):
     name, why = _loop_of(cls, args)
     _warn_fallback(name, "has no batching rule", why)
-    size = level.info.size
-    outs, ctxs = [], []
-    with below(level):
-        for b in range(size):
-            args_b = [_slice_param(a, level, b) for a in args]
-            kwargs_b = _slice_param(kwargs, level, b)
-            out_b, ctx_b = apply_function(cls, args_b, kwargs_b, needs)
-            outs.append(out_b)
-            ctxs.append(ctx_b)
-        out = _stack_results(outs, level)
+    return [([_slice_param(a, level, b) for a in args], _slice_param(kwargs, level, b), needs)
+            for b in range(level.info.size)]
+
+
+def _per_element_ctx(cls, level, ctxs, needs, args):
     ctx = new_ctx(_PerElement._backward_cls)
     ctx.needs_input_grad = ctxs[0].needs_input_grad if ctxs else needs
     ctx.per_element = (cls, level, ctxs)
+    name = _loop_of(cls, args)[0]
     ctx.loop_name = name if name.startswith("ndgrad.") else None  # (one of ndgrad's own)
-    return out, ctx
+    return ctx
 
 
 def _loop_of(cls, args):
@@ -639,7 +633,7 @@ def _is_identity(t):
     return any(t is ident for ident in _IDENTITIES.values())
 
 
-class _VmapInterpreter(_levels.Interpreter):
+class _VmapInterpreter(WrapperInterpreter):
     """vmap's rules at its levels (Note [Levels] in core/levels.py)."""
 
     name = "vmap"
@@ -651,8 +645,19 @@ class _VmapInterpreter(_levels.Interpreter):
     def process_inplace(self, level, op, target, args, params):
         return _apply_inplace_batched(level, op, target, args, params)
 
-    def process_function(self, level, cls, args, kwargs, needs):
-        return _apply_function_batched(level, cls, args, kwargs, needs)
+    # a custom Function at a vmap level: the skeleton is the wrapper levels' (Note [Wrapper
+    # levels] in core/wrapper_level.py; Note [Functions under vmap])
+    def runs_at_level(self, level, cls, args, kwargs):
+        return cls.generate_vmap_rule and not _level_below(level, args, kwargs)
+
+    def function_inputs(self, level, cls, args, kwargs, needs):
+        return _per_element_inputs(level, cls, args, kwargs, needs)
+
+    def function_outputs(self, level, outs):
+        return _stack_results(outs, level)
+
+    def function_ctx(self, level, cls, args, result, ctxs, needs):
+        return _per_element_ctx(cls, level, ctxs, needs, args)
 
     def random(self, kind, shape, dtype, device, requires_grad):
         """``randn``/``rand`` inside vmap: one draw per batch element of every level whose

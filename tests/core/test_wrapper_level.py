@@ -15,7 +15,8 @@ import ndgrad.func  # noqa: F401
 from ndgrad import func
 from ndgrad.core import levels
 from ndgrad.core.tensor import Tensor
-from ndgrad.core.wrapper_level import WrapperTensor
+from ndgrad.core.data_level import DataInterpreter
+from ndgrad.core.wrapper_level import WrapperInterpreter, WrapperTensor
 from support import close
 
 RNG = np.random.default_rng(34)
@@ -52,6 +53,57 @@ def test_every_transform_value_class_is_a_wrapper_tensor_that_forwards_nothing_a
         again = [name for name in FORWARDED if name in c.__dict__]
         assert again == [], f"{c.__qualname__} defines {again} again"
         assert "_wrap" in c.__dict__, c  # each supplies how a value of its level is made
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_every_interpreter_is_one_of_the_two_level_patterns():
+    """Every transform's interpreter in ndgrad subclasses exactly one of the two level
+    patterns' bases, and the skeleton a custom Function follows is written in those two
+    only (Note [Levels]): no interpreter defines ``process_function``; a wrapper level's
+    keeps its values as WrapperTensors, a data level's its data on plain tensors."""
+    bases = (WrapperInterpreter, DataInterpreter)
+    found = [c for c in _subclasses(levels.Interpreter)
+             if c.__module__.startswith("ndgrad.") and c not in bases]
+    assert {c.__name__ for c in found} >= {"_GradInterpreter", "_VmapInterpreter",
+                                          "_DualInterpreter", "_JetInterpreter"}, found
+    for c in found:
+        assert issubclass(c, WrapperInterpreter) != issubclass(c, DataInterpreter), c
+        assert "process_function" not in vars(c), f"{c.__qualname__} writes its own skeleton"
+        assert c.keeps_tensor_data == issubclass(c, DataInterpreter), c
+    defined = [c for c in _subclasses(levels.Interpreter) if "process_function" in vars(c)]
+    assert sorted(c.__name__ for c in defined if c.__module__.startswith("ndgrad.")) == [
+        "DataInterpreter", "WrapperInterpreter"]
+
+
+@pytest.mark.filterwarnings("ignore:vmap. the custom Function .* runs once per batch element")
+def test_a_function_follows_the_wrapper_skeleton_under_grad_and_vmap():
+    """A custom Function under func.grad (recorded at the level) and under vmap, both with
+    and without a batching rule (per element, or at the level), composed: the gradient of
+    sum(x**3) per row equals the closed form 3 x**2."""
+    class Cube(nd.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    class BatchedCube(Cube):
+        generate_vmap_rule = True
+
+    for cls in (Cube, BatchedCube):
+        per_row = func.vmap(func.grad(lambda r: cls.apply(r).sum()))
+        close(per_row(nd.tensor(X0)), 3 * X0 ** 2)
+        outer = func.grad(lambda x: func.vmap(lambda r: cls.apply(r).sum())(x).sum())
+        close(outer(nd.tensor(X0)), 3 * X0 ** 2)
 
 
 def _metadata(t):
