@@ -33,7 +33,8 @@ from .core.ops.registry import COMPOSITES, REGISTRY
 # inputs (its first ``nin`` parameters; a packed op's one sequence) are ``ArrayLike | Tensor``
 # and a primitive with one output returns ``Tensor``, as does a Tensor method of that op;
 # every other parameter and return is ``Any``, apart from the few Tensor attributes whose
-# type is part of the autograd contract (TENSOR_TYPES). So a stub never rejects a call that
+# type is part of the autograd contract (TENSOR_TYPES) and the functions whose source
+# annotates their return as ``Tensor`` (the creation functions, the Tensor's operators). So a stub never rejects a call that
 # runs, and still rejects a name that does not exist or a keyword a function does not take.
 # Stubs name typing's helpers and builtins by private or qualified names (``_Any``,
 # ``builtins.bool``): ndgrad's namespace defines ``bool``, ``abs``, ``sum``, ... itself.
@@ -164,6 +165,8 @@ def _function(name, fn, decls, indent="", method=False, returns=None):
         if returns is None and getattr(decl, "nout", None) == 1:
             returns = "Tensor"
     sig = _signature(fn)
+    if returns is None and sig is not None and sig.return_annotation == "Tensor":
+        returns = "Tensor"  # (annotated in the source: the creation functions, operators)
     params = (_params(sig, arrays, packed, drop_first=method) if sig is not None
               else ("self, " if method else "") + "*args: _Any, **kwargs: _Any")
     line = f"{indent}def {name}({params}) -> {returns or '_Any'}: ..."

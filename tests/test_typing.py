@@ -193,12 +193,15 @@ reveal_type(s)
 reveal_type(x.grad)
 reveal_type(ndgrad.Tensor.backward)
 reveal_type(np.linalg.solve)
+reveal_type((2 * x - ndgrad.zeros(2)) @ a / 3)
+reveal_type(-x[0] ** 2)
 '''
 
 
 def test_mypy_checks_a_user_script_against_the_stubs(tmp_path):
     """mypy passes the script and infers the stubs' types: an op's Tensor, Tensor | None for
-    ``.grad``, backward's signature, ndgrad.numpy.linalg's solve."""
+    ``.grad``, backward's signature, ndgrad.numpy.linalg's solve, and the Tensor that the
+    creation functions and the Tensor's operators return."""
     status, out = _mypy(tmp_path, USER_SCRIPT)
     assert status == 0, out
     revealed = [line.split("Revealed type is ")[1] for line in out.splitlines()
@@ -209,6 +212,7 @@ def test_mypy_checks_a_user_script_against_the_stubs(tmp_path):
                            'create_graph: Any =, inputs: Any =)"')
     assert array.endswith("| ndgrad.Tensor") and "numpy" in array  # ArrayLike | Tensor
     assert revealed[5].endswith(') -> ndgrad.Tensor"')
+    assert revealed[6:] == ['"ndgrad.Tensor"'] * 2  # creation functions and operators
 
 
 WRONG = [
@@ -219,6 +223,7 @@ WRONG = [
     ("ndgrad.tanh(x).backward(nonsense=1)",
      'Unexpected keyword argument "nonsense" for "backward" of "Tensor"'),
     ("ndgrad.tanh(x).backwards()", '"Tensor" has no attribute "backwards"'),
+    ("(ndgrad.ones(2) * x + 1)[0].backwards()", '"Tensor" has no attribute "backwards"'),
     ("ndgrad.func.grad(f, argnum=0)", 'Unexpected keyword argument "argnum" for "grad"'),
 ]
 

@@ -22,7 +22,7 @@ __all__ = ["tensor", "asarray", "zeros", "ones", "empty", "full", "zeros_like", 
            "asarray_chkfinite", "fromiter", "constant_data"]
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Make a tensor holding a copy of ``data``.
 
     Parameters
@@ -89,7 +89,7 @@ def _values_of(data):
     return out
 
 
-def asarray(a, dtype=None, *, device=None, copy=None, requires_grad=False):
+def asarray(a, dtype=None, *, device=None, copy=None, requires_grad=False) -> Tensor:
     """Convert ``a`` to a tensor, sharing memory with NumPy arrays where possible.
 
     A Tensor is returned as is when no conversion is needed; a conversion of a Tensor (its
@@ -153,7 +153,7 @@ def from_tensor(t, dtype, device, copy, requires_grad, who, ndmin=0):
     return out
 
 
-def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None) -> Tensor:
     """NumPy's ``asanyarray``: :func:`asarray` (a Tensor has no subclasses to pass through).
 
     Examples
@@ -166,7 +166,7 @@ def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     return asarray(a, dtype=dtype, device=device, copy=copy)
 
 
-def asarray_chkfinite(a, dtype=None, order=None):
+def asarray_chkfinite(a, dtype=None, order=None) -> Tensor:
     """:func:`asarray`, refusing NaN and infinite values with a ValueError (NumPy's
     ``asarray_chkfinite``).
 
@@ -185,7 +185,7 @@ def asarray_chkfinite(a, dtype=None, order=None):
     return t
 
 
-def fromiter(iter, dtype, count=-1, *, like=None, device=None):  # noqa: A002  (NumPy's name)
+def fromiter(iter, dtype, count=-1, *, like=None, device=None) -> Tensor:  # noqa: A002  (NumPy's name)
     """A 1-D tensor from the values of an iterable (NumPy's ``fromiter``; ``dtype`` is
     required, ``count=-1`` reads to the end).
 
@@ -263,7 +263,7 @@ _SIZE_SIGNATURE = (
     "asks for dtype= by keyword, never read as a size")
 
 
-def zeros(*size, shape=None, dtype=None, device=None, requires_grad=False):
+def zeros(*size, shape=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of zeros; ``zeros(2, 3)``, ``zeros((2, 3))`` and ``zeros(shape=(2, 3))``
     (the array API's form) all work.
 
@@ -281,7 +281,7 @@ def zeros(*size, shape=None, dtype=None, device=None, requires_grad=False):
                       requires_grad)
 
 
-def ones(*size, shape=None, dtype=None, device=None, requires_grad=False):
+def ones(*size, shape=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ones; the shape as :func:`zeros` takes it.
 
     Examples
@@ -296,7 +296,7 @@ def ones(*size, shape=None, dtype=None, device=None, requires_grad=False):
                       requires_grad)
 
 
-def empty(*size, shape=None, dtype=None, device=None, requires_grad=False):
+def empty(*size, shape=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An uninitialised tensor; the shape as :func:`zeros` takes it.
 
     Examples
@@ -311,7 +311,7 @@ def empty(*size, shape=None, dtype=None, device=None, requires_grad=False):
                       requires_grad)
 
 
-def full(shape, fill_value, dtype=None, *, device=None, requires_grad=False):
+def full(shape, fill_value, dtype=None, *, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with ``fill_value`` (its dtype follows the value, floats the default).
 
     ``fill_value`` may be an array of values that broadcasts to ``shape``, as in NumPy. A
@@ -375,7 +375,7 @@ def _like(fn_name, x, dtype, device, requires_grad, *extra):
     return finish(out, requires_grad)
 
 
-def zeros_like(a, dtype=None, *, device=None, requires_grad=False):
+def zeros_like(a, dtype=None, *, device=None, requires_grad=False) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``a``.
 
     Examples
@@ -387,7 +387,7 @@ def zeros_like(a, dtype=None, *, device=None, requires_grad=False):
     return _like("zeros_like", a, dtype, device, requires_grad)
 
 
-def ones_like(a, dtype=None, *, device=None, requires_grad=False):
+def ones_like(a, dtype=None, *, device=None, requires_grad=False) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``a``.
 
     Examples
@@ -399,7 +399,7 @@ def ones_like(a, dtype=None, *, device=None, requires_grad=False):
     return _like("ones_like", a, dtype, device, requires_grad)
 
 
-def empty_like(a, dtype=None, *, device=None, requires_grad=False):
+def empty_like(a, dtype=None, *, device=None, requires_grad=False) -> Tensor:
     """An uninitialised tensor shaped like ``a``.
 
     Examples
@@ -411,7 +411,7 @@ def empty_like(a, dtype=None, *, device=None, requires_grad=False):
     return _like("empty_like", a, dtype, device, requires_grad)
 
 
-def full_like(a, fill_value, dtype=None, *, device=None, requires_grad=False):
+def full_like(a, fill_value, dtype=None, *, device=None, requires_grad=False) -> Tensor:
     """``fill_value`` with the shape (and by default dtype and device) of ``a``.
 
     A Tensor ``fill_value`` (or a list holding tensors) is differentiable, as in :func:`full`:
@@ -438,7 +438,7 @@ def full_like(a, fill_value, dtype=None, *, device=None, requires_grad=False):
     return _like("full_like", a, dtype, device, requires_grad, fill_value)
 
 
-def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Evenly spaced values in ``[start, stop)``.
 
     Examples
@@ -460,7 +460,7 @@ def arange(start, stop=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 
 def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
-             requires_grad=False):
+             requires_grad=False) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop``.
 
     Examples
@@ -475,7 +475,7 @@ def linspace(start, stop, num=50, *, endpoint=True, dtype=None, device=None,
                                   dtype=_dtype_or_default(dtype)), requires_grad)
 
 
-def eye(N, M=None, k=0, *, dtype=None, device=None, requires_grad=False):
+def eye(N, M=None, k=0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """The ``N x M`` identity (ones on diagonal ``k``).
 
     Examples
@@ -508,7 +508,7 @@ def manual_seed(seed):
     return seed
 
 
-def randn(*shape, dtype=None, device=None, requires_grad=False):
+def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples.
 
     Examples
@@ -520,7 +520,7 @@ def randn(*shape, dtype=None, device=None, requires_grad=False):
     return _random("randn", _shape(shape, who="randn"), dtype, device, requires_grad)
 
 
-def rand(*shape, dtype=None, device=None, requires_grad=False):
+def rand(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1).
 
     Examples
@@ -532,7 +532,7 @@ def rand(*shape, dtype=None, device=None, requires_grad=False):
     return _random("rand", _shape(shape, who="rand"), dtype, device, requires_grad)
 
 
-def randn_like(x, dtype=None, device=None, requires_grad=False):
+def randn_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples with the shape (and by default dtype and device) of ``x``.
 
     Examples
@@ -544,7 +544,7 @@ def randn_like(x, dtype=None, device=None, requires_grad=False):
     return _random_like("randn", x, dtype, device, requires_grad)
 
 
-def rand_like(x, dtype=None, device=None, requires_grad=False):
+def rand_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1) with the shape (and by default dtype and device) of ``x``.
 
     Examples

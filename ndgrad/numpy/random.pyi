@@ -3,19 +3,21 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from ndgrad import Tensor
+
 
 def rand(
     *shape: _Any,
     dtype: _Any = ...,
     device: _Any = ...,
     requires_grad: _Any = ...,
-) -> _Any: ...
+) -> Tensor: ...
 def randn(
     *shape: _Any,
     dtype: _Any = ...,
     device: _Any = ...,
     requires_grad: _Any = ...,
-) -> _Any: ...
+) -> Tensor: ...
 def seed(seed: _Any) -> _Any: ...
 
 __all__ = [

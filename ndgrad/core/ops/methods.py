@@ -330,98 +330,98 @@ class TensorMethods:
         return self.astype("float32")
 
     # ------------------------------------------------------------------ operators
-    def __add__(self, other):
+    def __add__(self, other) -> Tensor:
         return apply(OP["add"], self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other) -> Tensor:
         return apply(OP["add"], other, self)
 
-    def __sub__(self, other):
+    def __sub__(self, other) -> Tensor:
         return apply(OP["subtract"], self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other) -> Tensor:
         return apply(OP["subtract"], other, self)
 
-    def __mul__(self, other):
+    def __mul__(self, other) -> Tensor:
         return apply(OP["multiply"], self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other) -> Tensor:
         return apply(OP["multiply"], other, self)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other) -> Tensor:
         return apply(OP["divide"], self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other) -> Tensor:
         return apply(OP["divide"], other, self)
 
-    def __floordiv__(self, other):
+    def __floordiv__(self, other) -> Tensor:
         return apply(OP["floor_divide"], self, other)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other) -> Tensor:
         return apply(OP["floor_divide"], other, self)
 
-    def __mod__(self, other):
+    def __mod__(self, other) -> Tensor:
         return apply(OP["remainder"], self, other)
 
-    def __rmod__(self, other):
+    def __rmod__(self, other) -> Tensor:
         return apply(OP["remainder"], other, self)
 
-    def __pow__(self, other):
+    def __pow__(self, other) -> Tensor:
         return apply(OP["pow"], self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other) -> Tensor:
         return apply(OP["pow"], other, self)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other) -> Tensor:
         return apply(OP["matmul"], self, other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other) -> Tensor:
         return apply(OP["matmul"], other, self)
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return apply(OP["negative"], self)
 
-    def __pos__(self):
+    def __pos__(self) -> Tensor:
         return apply(OP["positive"], self)
 
-    def __abs__(self):
+    def __abs__(self) -> Tensor:
         return apply(OP["abs"], self)
 
-    def __invert__(self):
+    def __invert__(self) -> Tensor:
         if self.dtype.kind not in "biu":
             raise TypeError(f"~ is defined for integer and bool tensors (bitwise not); this "
                             f"tensor has dtype {self.dtype}. Use ndgrad.logical_not or `-x`.")
         return apply(OP["bitwise_invert"], self)
 
     # bitwise on integers, logical on bools (NumPy's and the standard's meaning)
-    def __and__(self, other):
+    def __and__(self, other) -> Tensor:
         return apply(OP["bitwise_and"], self, other)
 
-    def __rand__(self, other):
+    def __rand__(self, other) -> Tensor:
         return apply(OP["bitwise_and"], other, self)
 
-    def __or__(self, other):
+    def __or__(self, other) -> Tensor:
         return apply(OP["bitwise_or"], self, other)
 
-    def __ror__(self, other):
+    def __ror__(self, other) -> Tensor:
         return apply(OP["bitwise_or"], other, self)
 
-    def __xor__(self, other):
+    def __xor__(self, other) -> Tensor:
         return apply(OP["bitwise_xor"], self, other)
 
-    def __rxor__(self, other):
+    def __rxor__(self, other) -> Tensor:
         return apply(OP["bitwise_xor"], other, self)
 
-    def __lshift__(self, other):
+    def __lshift__(self, other) -> Tensor:
         return apply(OP["bitwise_left_shift"], self, other)
 
-    def __rlshift__(self, other):
+    def __rlshift__(self, other) -> Tensor:
         return apply(OP["bitwise_left_shift"], other, self)
 
-    def __rshift__(self, other):
+    def __rshift__(self, other) -> Tensor:
         return apply(OP["bitwise_right_shift"], self, other)
 
-    def __rrshift__(self, other):
+    def __rrshift__(self, other) -> Tensor:
         return apply(OP["bitwise_right_shift"], other, self)
 
     def __eq__(self, other):
@@ -430,41 +430,41 @@ class TensorMethods:
     def __ne__(self, other):
         return apply(OP["not_equal"], self, other)
 
-    def __lt__(self, other):
+    def __lt__(self, other) -> Tensor:
         return apply(OP["less"], self, other)
 
-    def __le__(self, other):
+    def __le__(self, other) -> Tensor:
         return apply(OP["less_equal"], self, other)
 
-    def __gt__(self, other):
+    def __gt__(self, other) -> Tensor:
         return apply(OP["greater"], self, other)
 
-    def __ge__(self, other):
+    def __ge__(self, other) -> Tensor:
         return apply(OP["greater_equal"], self, other)
 
     # augmented assignment: in place, like NumPy (Note: rebases history, see dispatch)
-    def __iadd__(self, other):
+    def __iadd__(self, other) -> Tensor:
         return apply_inplace(OP["add"], self, other)
 
-    def __isub__(self, other):
+    def __isub__(self, other) -> Tensor:
         return apply_inplace(OP["subtract"], self, other)
 
-    def __imul__(self, other):
+    def __imul__(self, other) -> Tensor:
         return apply_inplace(OP["multiply"], self, other)
 
-    def __itruediv__(self, other):
+    def __itruediv__(self, other) -> Tensor:
         return apply_inplace(OP["divide"], self, other)
 
-    def __ifloordiv__(self, other):
+    def __ifloordiv__(self, other) -> Tensor:
         return apply_inplace(OP["floor_divide"], self, other)
 
-    def __imod__(self, other):
+    def __imod__(self, other) -> Tensor:
         return apply_inplace(OP["remainder"], self, other)
 
-    def __ipow__(self, other):
+    def __ipow__(self, other) -> Tensor:
         return apply_inplace(OP["pow"], self, other)
 
-    def __imatmul__(self, other):
+    def __imatmul__(self, other) -> Tensor:
         return apply_inplace(OP["matmul"], self, other)
 
     # in-place writes of whole values: x[...] = value, recorded as index_put
@@ -507,7 +507,7 @@ class TensorMethods:
             return self
         return apply_inplace(OP["index_put"], self, src, index=Ellipsis)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index) -> Tensor:
         return getitem_public(self, index)
 
     def __setitem__(self, index, value):
