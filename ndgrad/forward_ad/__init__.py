@@ -17,7 +17,9 @@ tensor([1.        , 2.71828183, 7.3890561 ])
 How it works (Note [Forward mode])
 ----------------------------------
 A dual level is a transform level (Note [Levels] in ``ndgrad/core/levels.py``) whose
-interpreter is :class:`_DualInterpreter`. As in PyTorch, a tangent belongs to a tensor: it is
+interpreter is :class:`_DualInterpreter`, a data level: its skeleton is the data levels' one
+(Note [Data levels] in ``ndgrad/core/data_level.py``), and it supplies the jvp rules and how
+tangents are read, kept and written in place. As in PyTorch, a tangent belongs to a tensor: it is
 kept in the tensor's per-level data (``_meta.level_data[level]``), so any tensor can carry
 one, also one made before the level or one that gets a tangent by an in-place operation.
 When the innermost visible level among an op's inputs is a dual level ``L`` (the recursive
