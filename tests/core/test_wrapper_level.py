@@ -17,7 +17,7 @@ from ndgrad.core import levels
 from ndgrad.core.tensor import Tensor
 from ndgrad.core.data_level import DataInterpreter
 from ndgrad.core.wrapper_level import WrapperInterpreter, WrapperTensor
-from support import close
+from support import Cube, close
 
 RNG = np.random.default_rng(34)
 X0 = RNG.normal(size=(3, 2))
@@ -85,17 +85,6 @@ def test_a_function_follows_the_wrapper_skeleton_under_grad_and_vmap():
     """A custom Function under func.grad (recorded at the level) and under vmap, both with
     and without a batching rule (per element, or at the level), composed: the gradient of
     sum(x**3) per row equals the closed form 3 x**2."""
-    class Cube(nd.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x ** 2 * g
-
     class BatchedCube(Cube):
         generate_vmap_rule = True
 
