@@ -34,8 +34,9 @@ from .core.ops.registry import COMPOSITES, REGISTRY
 # and a primitive with one output returns ``Tensor``, as does a Tensor method of that op;
 # every other parameter and return is ``Any``, apart from the few Tensor attributes whose
 # type is part of the autograd contract (TENSOR_TYPES) and the functions whose source
-# annotates their return as ``Tensor`` (the creation functions, the Tensor's operators). So a stub never rejects a call that
-# runs, and still rejects a name that does not exist or a keyword a function does not take.
+# annotates their return as ``Tensor`` (the creation functions, the Tensor's operators). So
+# a stub never rejects a call that runs, and still rejects a name that does not exist or a
+# keyword a function does not take.
 # Stubs name typing's helpers and builtins by private or qualified names (``_Any``,
 # ``builtins.bool``): ndgrad's namespace defines ``bool``, ``abs``, ``sum``, ... itself.
 

@@ -89,9 +89,9 @@ def test_a_function_follows_the_wrapper_skeleton_under_grad_and_vmap():
         generate_vmap_rule = True
 
     for cls in (Cube, BatchedCube):
-        per_row = func.vmap(func.grad(lambda r: cls.apply(r).sum()))
+        per_row = func.vmap(func.grad(lambda r, cls=cls: cls.apply(r).sum()))
         close(per_row(nd.tensor(X0)), 3 * X0 ** 2)
-        outer = func.grad(lambda x: func.vmap(lambda r: cls.apply(r).sum())(x).sum())
+        outer = func.grad(lambda x, cls=cls: func.vmap(lambda r: cls.apply(r).sum())(x).sum())
         close(outer(nd.tensor(X0)), 3 * X0 ** 2)
 
 
