@@ -32,6 +32,7 @@ from .core.tensor import Tensor
 from .core.lazy import compute, persist
 from .core import ops as _ops
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
+from .func import compile  # noqa: E402,A004  (ndgrad.compile is ndgrad.func.compile)
 from . import cuda, fft, linalg, special, utils  # noqa: E402
 from . import integrate, optimize  # noqa: E402  (import SciPy on first use only)
 from . import stats  # noqa: E402  (imports SciPy on first use only)
@@ -89,7 +90,7 @@ __all__ = sorted(
      "no_grad", "enable_grad", "set_grad_enabled",
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda", "utils",
-     "optimize", "integrate", "sparse", "compute", "persist"]
+     "optimize", "integrate", "sparse", "compute", "persist", "compile"]
     + list(_ops.PUBLIC) + list(_ops.numeric.CREATION) + list(_ops.stacking.INPLACE)
     + list(_ops.signal.PLAIN) + list(_without_derivative.FUNCTIONS)
 )

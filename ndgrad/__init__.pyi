@@ -572,6 +572,14 @@ def clip(
 def clone(x: _ArrayLike | Tensor) -> Tensor: ...
 def column_stack(tup: _Sequence[_ArrayLike | Tensor]) -> _Any: ...
 def common_type(*arrays: _Any) -> _Any: ...
+def compile(
+    fun: _Any = ...,
+    *,
+    static_argnums: _Any = ...,
+    static_argnames: _Any = ...,
+    assume_finite: _Any = ...,
+    cache_size: _Any = ...,
+) -> _Any: ...
 complex128: _Any
 complex64: _Any
 def compress(
@@ -1467,6 +1475,7 @@ __all__ = [
     'clone',
     'column_stack',
     'common_type',
+    'compile',
     'complex128',
     'complex64',
     'compress',

@@ -21,6 +21,7 @@ tensor([[2., 4.],
 
 from __future__ import annotations
 
+from .functional.compiler import compile  # noqa: A004  (ndgrad.func.compile, as jax.jit)
 from .functional.custom import custom_fixed_point, custom_jvp, custom_root, custom_vjp
 from .functional.pytree import tree_flatten, tree_map, tree_unflatten
 from .functional.transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp,
@@ -39,7 +40,7 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
            "hessian_diag", "hessian_trace_estimate", "biharmonic", "tree_flatten",
            "tree_unflatten", "tree_map", "custom_vjp", "custom_jvp", "custom_root",
            "custom_fixed_point", "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian",
-           "sparse_jacfwd", "sparse_jacrev", "sparse_hessian", "coloring"]
+           "sparse_jacfwd", "sparse_jacrev", "sparse_hessian", "coloring", "compile"]
 
 
 def checkpoint(fun, *, preserve_rng_state=True, determinism_check="default"):

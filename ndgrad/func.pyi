@@ -13,6 +13,14 @@ def checkpoint(
     determinism_check: _Any = ...,
 ) -> _Any: ...
 def coloring(pattern: _Any, kind: _Any = ..., order: _Any = ...) -> _Any: ...
+def compile(
+    fun: _Any = ...,
+    *,
+    static_argnums: _Any = ...,
+    static_argnames: _Any = ...,
+    assume_finite: _Any = ...,
+    cache_size: _Any = ...,
+) -> _Any: ...
 def custom_fixed_point(
     fixed_point_fun: _Any,
     has_aux: _Any = ...,
@@ -135,6 +143,7 @@ __all__ = [
     'biharmonic',
     'checkpoint',
     'coloring',
+    'compile',
     'custom_fixed_point',
     'custom_jvp',
     'custom_root',

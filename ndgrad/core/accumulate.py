@@ -12,6 +12,7 @@ gradient of a backend with ``deferred_gradients`` is computed once the pass ends
 from __future__ import annotations
 
 from .backend import _BACKEND_BY_TYPE
+from .dispatch import TENSOR_F
 from .grad_mode import current_pass
 from .graph import OpNode
 from .saved import FREED, SavedOutput, SavedValue
@@ -64,6 +65,15 @@ def accumulate_into(t, g, create_graph, owned=False):
             raise RuntimeError(g._gradient_for_plain_tensor_message(t))
         g = _as_tensor(g)  # (a transform's tensor keeps a gradient of its own kind)
         t._grad = g if t._grad is None else t._grad + g
+        return
+    if isinstance(g, Tensor) and g._meta is not None and g._meta.level_data:
+        # a gradient carrying a data level's data (a dual level's tangent, a compile trace's
+        # value): ``.grad`` is made with ops, which the level follows (a copy of the
+        # parameter's layout would drop the data)
+        if t._grad is None:
+            t._grad = TENSOR_F.clone(g)
+        else:
+            t._grad.add_(g)
         return
     B = t.backend
     gdata = g._data if isinstance(g, Tensor) else g

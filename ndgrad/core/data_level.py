@@ -65,7 +65,7 @@ import weakref
 from . import levels as _levels
 from .backend import is_differentiable_dtype
 from .dispatch import TENSOR_F, VARIADIC, apply
-from .function import apply_function
+from .function import _run as run_at_level, apply_function
 from .inplace import ReadOnlyTargetError, apply_inplace, check_inplace_result
 from .refusing import check_received
 from .ops import REGISTRY
@@ -102,6 +102,9 @@ class DataInterpreter(_levels.Interpreter):
 
     keeps_tensor_data = True  # the level's data lives in each tensor's _meta.level_data
     rules_below = True  # the rules run one level down (sparsity's read host arrays only)
+    # a level that follows every op and every dtype, not only the differentiable ones, and
+    # runs a custom Function at the level as its forward's operations (compile's tracer)
+    follows_every_op = False
 
     # ---------------------------------------------------------------- a subclass supplies
     def propagate(self, lv, op, data, out, args, params):  # pragma: no cover - interface
@@ -148,11 +151,11 @@ class DataInterpreter(_levels.Interpreter):
             out = apply(op, *args, **params)
             if op.view:  # (Note [Views at the data levels])
                 link_views(op, args, nin, params, out)
-            if moving and op.differentiable and self.rules_below:
+            if moving and (op.differentiable or self.follows_every_op) and self.rules_below:
                 results = self.propagate(lv, op, tuple(data), out, args, params)
         finally:
             _levels.unhide(hid)
-        if moving and op.differentiable and not self.rules_below:
+        if moving and (op.differentiable or self.follows_every_op) and not self.rules_below:
             results = self.propagate(lv, op, tuple(data), out, args, params)
         if results is None:
             return out
@@ -171,6 +174,8 @@ class DataInterpreter(_levels.Interpreter):
             check_received(lv, kwargs)
             with below(lv):
                 return apply_function(cls, args, kwargs, needs)
+        if self.follows_every_op:  # (its forward's operations are the level's)
+            return run_at_level(cls, args, kwargs, needs)
         read = self.read
         data = tuple(read(a, lv) for a in args)
         with below(lv):
@@ -201,7 +206,7 @@ class DataInterpreter(_levels.Interpreter):
         if data is None and old is not None:
             with below(lv):
                 data = self.zeros(old)
-        if data is not None and is_differentiable_dtype(target.dtype):
+        if data is not None and (self.follows_every_op or is_differentiable_dtype(target.dtype)):
             with below(lv):
                 data = self.fit(lv, target, data, op.qualname)
         else:
@@ -250,7 +255,8 @@ class DataInterpreter(_levels.Interpreter):
     def attach(self, lv, out, data, who):
         """Give ``out`` the ``data`` a rule gave it (fitted by ``fit``), if it is a tensor of
         a differentiable dtype."""
-        if data is None or not isinstance(out, Tensor) or not is_differentiable_dtype(out.dtype):
+        if data is None or not isinstance(out, Tensor) or not (
+                self.follows_every_op or is_differentiable_dtype(out.dtype)):
             return
         with below(lv):
             data = self.fit(lv, out, data, who)

@@ -92,6 +92,11 @@ class Interpreter:
     # ``random(kind, shape, dtype, device, requires_grad)``.
     transforms_random = False
 
+    def refuse_conversion(self, level, t, what):
+        """Called before ``t``, which carries data of ``level``, is read as a Python or NumPy
+        value (``what``: ``"item()"``, ``"numpy()"``, ...); a level whose values have no
+        value of their own yet (compile's tracer) raises. By default reading is fine."""
+
     def lift(self, level, t):
         """A tensor made (by a creation function) while ``level`` is visible, as a value of
         ``level`` (autodidax's ``pure``); by default it stays a constant, as it is."""

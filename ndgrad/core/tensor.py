@@ -612,6 +612,8 @@ class Tensor:
         >>> ndgrad.tensor([1.0, 2.0]).numpy()
         array([1., 2.])
         """
+        if self._meta is not None and self._meta.level_data:
+            _converting(self, "numpy()")
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -622,6 +624,8 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._meta is not None and self._meta.level_data:
+            _converting(self, "np.asarray()")
         if self._requires_grad:
             raise RuntimeError(
                 "Can't convert a Tensor that requires grad to a NumPy array. Use "
@@ -673,6 +677,8 @@ class Tensor:
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
+        if self._meta is not None and self._meta.level_data:
+            _converting(self, "a Python scalar (item(), float(), int(), bool(), an index)")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar; item() needs exactly one element")
@@ -683,6 +689,8 @@ class Tensor:
 
     def tolist(self):
         """The data as (nested) Python lists."""
+        if self._meta is not None and self._meta.level_data:
+            _converting(self, "tolist()")
         return self._data.tolist()
 
     def __float__(self):
@@ -756,3 +764,10 @@ class Tensor:
 
 _INT64 = NUMPY.dtype("int64")
 _BOOL = NUMPY.dtype("bool")
+
+
+def _converting(t, what):
+    """Before ``t``'s value is read as a Python or NumPy value: each level whose data ``t``
+    carries may refuse it (``Interpreter.refuse_conversion``: compile's tracer does)."""
+    for lv in list(t._meta.level_data):
+        lv.interpreter.refuse_conversion(lv, t, what)

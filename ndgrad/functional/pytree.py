@@ -37,6 +37,9 @@ class TreeSpec:
             self.type == other.type and self.keys == other.keys and \
             self.children == other.children
 
+    def __hash__(self):  # (a compiled function's signature holds its arguments' structure)
+        return hash((self.kind, self.type, self.keys, self.children))
+
     def __repr__(self):
         if self.kind == "leaf":
             return "*"

@@ -1,0 +1,505 @@
+"""``ndgrad.func.compile``: a function traced once per signature into a straight-line program
+of backend calls, then run as that program (Note [Compiled programs]).
+
+Note [Compiled programs]
+~~~~~~~~~~~~~~~~~~~~~~~~
+The tracer is one more data level (Note [Data levels] in core/data_level.py): while the
+function runs on its first call with a given signature, every tensor computed from the
+arguments carries, as its data at the level, the :class:`Value` of the program that holds
+it. The level follows every op and every dtype (``follows_every_op``), not only the
+differentiable ones, and its rule (``propagate``) appends one :class:`Step` per op: the op,
+its arguments (program values, or constants: Python values and the arrays of tensors that
+carry no data) and its parameters. Derivatives are traced as any op: a transform inside the
+function (``grad``, ``vjp``, ``jvp``, ``vmap``, ``jet``, ``.backward()``) runs its rules
+through ``apply`` on tensors that carry the level's data (the engine keeps a rule on Tensors
+when a value it reads carries a level's data: Note [Formulas on arrays or on Tensors] in
+core/engine.py), so the rules' own operations become steps; a custom Function runs at the
+level as its forward's operations, and its backward and jvp are traced where a transform
+runs them. An op none of whose inputs carries data computes a constant, once, while
+tracing (constant folding); a random draw becomes a step that draws again on each call
+(``Interpreter.random``), from the generator eager code draws from. An in-place op is the
+data levels' one protocol (Note [In-place at the data levels]): an out-of-place op whose
+result becomes the target's value, a view's new value written up its chain of views.
+
+Reading a traced tensor as a Python or NumPy value (``bool``, ``float``, ``item``, ``tolist``,
+``numpy``, an index) raises: the value would be baked into the program, right only for the
+values traced with. Writing in place into an argument, or into a tensor the function
+captures, raises too: the program computes values, and the caller's tensor would not change.
+
+The program is made into Python source with one line per step, each a call of the backend
+function the op's forward hands its arguments to (``tanh(v3)``: Note [Forwards that hand
+their arguments on] in core/ops/registry.py) or of the op's forward with the backend
+(``sum(B, v3, axis=(0,))``), after dead steps are dropped and repeated steps merged
+(:func:`optimize`). Running it costs one Python call per step and no Tensor: the
+bookkeeping of eager ndgrad (a Tensor per value, a node per differentiable op, the checks
+of dispatch) is paid once, at the trace.
+
+The signature a program is kept under: the structure of the arguments, each tensor's shape,
+dtype, device, and whether it requires grad, every other argument's value (a Python number
+is static), grad mode, the default dtype, and the identity and version of each tensor the
+function captures (in its closure or the globals it names); a tensor a step read as a
+constant is checked again on each call (its version), so a captured tensor changed in
+place means a new trace. A call whose argument requires grad (while grad mode is on) or
+that is made inside a transform (``grad(compile(f))``, ``vmap(compile(f))``) runs the
+function as it is, so its result is differentiable and transformable as eager code's.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from itertools import count
+
+from ..core import levels as _levels
+from ..core.backend import WEAK_FLOAT_DTYPES, _BACKEND_BY_TYPE, backend_of, get_default_dtype
+from ..core.creation import asarray as _asarray
+from ..core.creation import sample as _sample
+from ..core.data_level import DataInfo, DataInterpreter, data_of
+from ..core.dispatch import VARIADIC
+from ..core.grad_mode import STATE
+from ..core.tensor import Tensor, _wrap_raw, finish
+from .program import LITERALS, Const, Program, Step, Value, build, optimize
+from .pytree import tree_flatten, tree_unflatten
+
+__all__ = ["compile", "Compiled", "CompileError"]
+
+_PACKAGE = __file__.rsplit("/functional/", 1)[0] + "/"
+
+
+class CompileError(RuntimeError):
+    """What ``compile`` cannot trace: a traced value read as a Python value, an in-place
+    write into an argument or a captured tensor, ..."""
+
+
+def _user_line():
+    """``file:line`` of the innermost frame outside the ndgrad package (the user's code)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if not f.f_code.co_filename.startswith(_PACKAGE):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+# ------------------------------------------------------------------------------ the tracer
+class _TraceInfo(DataInfo):
+    """A trace in progress: its steps, constants, the tensors made inside the function,
+    and the constant tensors its steps read (checked again on each call)."""
+
+    __slots__ = ("steps", "consts", "const_ids", "made", "guards", "values", "backend",
+                 "inputs")
+
+    def __init__(self):
+        super().__init__("compile")
+        self.steps = []
+        self.consts = []
+        self.const_ids = {}
+        self.made = {}  # id -> weakref: the tensors made inside the function (lifted)
+        self.guards = {}  # id -> (weakref to a constant tensor a step read, its version)
+        self.values = count()
+        self.backend = None
+        self.inputs = set()  # ids of the arguments' carriers' bases (the caller's tensors)
+
+    def was_made(self, t):
+        r = self.made.get(id(t))
+        return r is not None and r() is t
+
+    def note_made(self, t):
+        self.made[id(t)] = weakref.ref(t)
+
+    def value(self, t):
+        return Value(next(self.values), tuple(t.shape), t.dtype)
+
+    def const(self, value):
+        c = self.const_ids.get(id(value))
+        if c is not None and c.value is value:
+            return c
+        c = Const(len(self.consts), value)
+        self.consts.append(value)
+        self.const_ids[id(value)] = c
+        return c
+
+
+class _Tracer(DataInterpreter):
+    """The compile level's rules (Note [Compiled programs])."""
+
+    name = "compile"
+    follows_every_op = True
+    transforms_random = True
+
+    def propagate(self, lv, op, data, out, args, params):
+        info = lv.info
+        outs = (out,) if op.nout == 1 else tuple(out)
+        nin = len(args) if op.nin == VARIADIC else op.nin
+        weak = None
+        refs = []
+        for k, a in enumerate(args):
+            d = data[k] if k < nin else None
+            if d is not None:
+                refs.append(d)
+            elif isinstance(a, Tensor):
+                refs.append(self._constant(info, a, op))
+            elif type(a) is float and k < nin:
+                if weak is None:
+                    weak = _weak_float_dtype(args[:nin])
+                refs.append(info.const(weak.type(a)) if weak else a)
+            else:
+                refs.append(a if type(a) in LITERALS else info.const(a))
+        B = self._backend(info, outs)
+        bound = op.bound[B] if not params and len(args) == nin else None
+        if bound is not None and not isinstance(bound, functools.partial):
+            fn, name, with_backend = bound, getattr(bound, "__name__", op.name), False
+        else:
+            fn, name, with_backend = op.forward, op.name, True
+        values = tuple(info.value(o) for o in outs)
+        p = {k: (self._constant(info, v, op) if isinstance(v, Tensor) else v)
+             for k, v in params.items()}
+        info.steps.append(Step("op", op, fn, _identifier(name), with_backend, refs, p, values))
+        return list(values)
+
+    def _backend(self, info, outs):
+        B = backend_of(outs[0]) if outs and isinstance(outs[0], Tensor) else None
+        if info.backend is None:
+            info.backend = B
+        elif B is not None and B is not info.backend:
+            raise CompileError(
+                "ndgrad.func.compile: the function computes on two devices "
+                f"({info.backend.name} and {B.name}); a compiled program runs on one. Move "
+                "the tensors to one device (to_device) or do not compile this function")
+        return info.backend
+
+    def _constant(self, info, t, op):
+        """A tensor without the level's data read by a step: its array, a constant; one made
+        outside the function is checked again on each call (its version)."""
+        if type(t) is not Tensor:
+            raise CompileError(
+                f"ndgrad.func.compile: {op.qualname} met a value of a transform entered "
+                "outside the compiled function; call the compiled function inside the "
+                "transform with its values as arguments instead")
+        if not info.was_made(t) and id(t) not in info.guards:
+            info.guards[id(t)] = (weakref.ref(t), t._counter().value)
+        return info.const(t._data)
+
+    def function_rule(self, lv, cls, ctx, args, kwargs, data, outs):  # pragma: no cover
+        raise AssertionError("a Function runs at the compile level (follows_every_op)")
+
+    def zeros(self, value):
+        raise AssertionError("every op is followed: an in-place result carries a value")
+
+    def fit(self, lv, out, value, who):
+        """An in-place result of another dtype than its target: cast, as the write casts."""
+        if value.dtype == out.dtype:
+            return value
+        info = lv.info
+        cast = info.value(out)
+        info.steps.append(Step("cast", None, _astype, "astype", False,
+                               [value, info.const(out.dtype)], {}, (cast,)))
+        return cast
+
+    def write_inplace(self, lv, op, target, new, old, data):
+        root = target
+        while root._meta is not None and root._meta.base is not None:
+            root = root._meta.base
+        if data_of(root, lv) is None and not lv.info.was_made(root):
+            raise CompileError(
+                f"ndgrad.func.compile: the in-place operation {op.name} at {_user_line()} "
+                "writes into " + ("an argument of the compiled function" if
+                                  id(root) in lv.info.inputs else
+                                  "a tensor the compiled function captures") +
+                "; a compiled function computes values and cannot change its caller's "
+                "tensors. Return the new value instead (or clone() the tensor first)")
+        return super().write_inplace(lv, op, target, new, old, data)
+
+    def lift(self, lv, t):
+        lv.info.note_made(t)
+        return t
+
+    def random(self, kind, shape, dtype, device, requires_grad):
+        lv = next(lv for lv in reversed(_levels.visible_levels()) if lv.interpreter is self)
+        t = finish(_sample(kind, shape, dtype, device), requires_grad)
+        info = lv.info
+        v = info.value(t)
+        info.steps.append(Step("random", None, _sample, "sample", False,
+                               [kind, tuple(shape), info.const(t.dtype), info.const(device)],
+                               {}, (v,)))
+        self.store(t, lv, v)
+        info.note_made(t)
+        return t
+
+    def refuse_conversion(self, lv, t, what):
+        raise CompileError(
+            f"ndgrad.func.compile: a traced tensor (shape {list(t.shape)}) is read as "
+            f"{what} at {_user_line()}; its value is not known while the function is "
+            "traced, and the program would keep the value of this first call. Pass the "
+            "value as a static argument (static_argnums/static_argnames), compute with "
+            "tensors (ndgrad.where instead of `if`), or run this function without compile")
+
+
+def _astype(x, dtype):
+    return x.astype(dtype)
+
+
+def _identifier(name):
+    n = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return n if n and not n[0].isdigit() else f"op_{n}"
+
+
+def _weak_float_dtype(arrays):
+    """The dtype a Python float takes among ``arrays`` (dispatch's rule: a bfloat16
+    tensor's), or False."""
+    for a in arrays:
+        if type(a) is Tensor and WEAK_FLOAT_DTYPES and a._data.dtype in WEAK_FLOAT_DTYPES:
+            return a._data.dtype
+    return False
+
+
+_TRACER = _Tracer()
+
+
+# ------------------------------------------------------------------------------ the API
+class _Entry:
+    __slots__ = ("program", "guards")
+
+    def __init__(self, program, guards):
+        self.program = program
+        self.guards = guards
+
+    def current(self):
+        for ref, version in self.guards:
+            t = ref()
+            if t is not None and t._counter().value != version:
+                return False
+        return True
+
+
+def _captured(fun):
+    """The tensors ``fun`` captures: in its closure, and in the globals its code names
+    (one level into lists, tuples and dicts)."""
+    found = []
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return found
+    cells = fun.__closure__ or ()
+    values = [c.cell_contents for c in cells if _filled(c)]
+    g = fun.__globals__
+    values += [g[n] for n in code.co_names if n in g]
+    for v in values:
+        if type(v) is Tensor:
+            found.append(v)
+        elif type(v) in (list, tuple):
+            found += [x for x in v if type(x) is Tensor]
+        elif type(v) is dict:
+            found += [x for x in v.values() if type(x) is Tensor]
+    return found
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+class Compiled:
+    """A compiled function (:func:`compile`): call it as the function; ``source(*args)``,
+    ``program(*args)`` and ``clear_cache()``."""
+
+    def __init__(self, fun, static_argnums, static_argnames, assume_finite, cache_size):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.assume_finite = assume_finite
+        self.cache_size = cache_size
+        self._cache = OrderedDict()
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fun)
+
+    def clear_cache(self):
+        """Forget every program made so far (the next calls trace again)."""
+        with self._lock:
+            self._cache.clear()
+
+    def _split(self, args, kwargs):
+        """``(key, dynamic tensors, rebuild)`` for a call: the signature, the tensors the
+        program takes, and a function putting traced values in their places."""
+        static = []
+        dyn_args = []
+        for k, a in enumerate(args):
+            if k in self.static_argnums or k - len(args) in self.static_argnums:
+                static.append((k, a))
+                dyn_args.append(None)
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for name, v in kwargs.items():
+            if name in self.static_argnames:
+                static.append((name, v))
+            else:
+                dyn_kwargs[name] = v
+        leaves, spec = tree_flatten((dyn_args, dyn_kwargs))
+        sig = []
+        tensors = []
+        for x in leaves:
+            if isinstance(x, Tensor):
+                sig.append((x.shape, x.dtype, str(x.device), x._requires_grad))
+                tensors.append(x)
+            elif type(x) in _BACKEND_BY_TYPE:
+                t = _asarray(x)
+                sig.append((t.shape, t.dtype, str(t.device), False))
+                tensors.append(t)
+            else:
+                sig.append(("static", type(x), x))
+        captured = tuple((id(t), t._counter().value) for t in _captured(self.fun))
+        key = (spec, tuple(sig), tuple(static), STATE.grad_enabled, get_default_dtype(),
+               captured)
+        try:
+            hash(key)
+        except TypeError:
+            raise TypeError(
+                f"ndgrad.func.compile({getattr(self.fun, '__name__', 'fun')}): an argument "
+                "that is not a tensor must be hashable (it is part of the signature a "
+                "program is kept under); pass arrays as tensors and mark other arguments "
+                "static with static_argnums/static_argnames") from None
+        return key, leaves, spec, tensors
+
+    def _eager(self, args, kwargs):
+        if _levels.VISIBLE[0]:
+            return True  # (inside a transform: its values are the function's to process)
+        if STATE.grad_enabled:
+            for x in tree_flatten((list(args), kwargs))[0]:
+                if isinstance(x, Tensor) and x._requires_grad:
+                    return True
+        return False
+
+    def __call__(self, *args, **kwargs):
+        if self._eager(args, kwargs):
+            return self.fun(*args, **kwargs)
+        key, leaves, spec, tensors = self._split(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None or not entry.current():
+            # (the trace's own results: it ran the function once, random draws included)
+            return self._trace(key, args, kwargs, leaves, spec, tensors)[1]
+        try:
+            self._cache.move_to_end(key)
+        except KeyError:  # (another thread dropped it meanwhile)
+            pass
+        p = entry.program
+        outs = p.run(*[t._data for t in tensors])
+        return tree_unflatten(p.out_spec, [_wrap_raw(o) if isinstance(o, _ARRAYS) else o
+                                           for o in outs])
+
+    def _trace(self, key, args, kwargs, leaves, spec, tensors):
+        start = time.perf_counter()
+        info = _TraceInfo()
+        lv = _TRACER.enter(info)
+        try:
+            inputs = []
+            traced = []
+            for x in leaves:
+                if isinstance(x, Tensor) or type(x) in _BACKEND_BY_TYPE:
+                    t = x if isinstance(x, Tensor) else _asarray(x)
+                    v = info.value(t)
+                    inputs.append(v)
+                    info.inputs.add(id(t))
+                    traced.append(_TRACER.carrier(lv, t, v))
+                else:
+                    traced.append(x)
+            dyn_args, dyn_kwargs = tree_unflatten(spec, traced)
+            call_args = [a if d is None and k in range(len(args)) and (
+                k in self.static_argnums or k - len(args) in self.static_argnums) else d
+                for k, (a, d) in enumerate(zip(args, dyn_args))]
+            call_kwargs = dict(dyn_kwargs)
+            call_kwargs.update({n: kwargs[n] for n in kwargs if n in self.static_argnames})
+            result = self.fun(*call_args, **call_kwargs)
+            out_leaves, out_spec = tree_flatten(result)
+            outputs = []
+            for o in out_leaves:
+                if isinstance(o, Tensor):
+                    if type(o) is not Tensor:
+                        raise CompileError(
+                            "ndgrad.func.compile: the function returned a value of a "
+                            "transform entered inside it; return plain tensors")
+                    d = data_of(o, lv)
+                    outputs.append(d if d is not None else info.const(o._data))
+                else:
+                    outputs.append(info.const(o))
+        finally:
+            _TRACER.leave(lv)
+        B = info.backend or (backend_of(tensors[0]) if tensors else _BACKEND_BY_TYPE[
+            type(_asarray(0.0)._data)])
+        program = Program(B, inputs, outputs, out_spec, info.steps, info.consts)
+        program.trace_time = time.perf_counter() - start
+        build(optimize(program))
+        guards = tuple(g for g in info.guards.values() if g[0]() is not None)
+        entry = _Entry(program, guards)
+        with self._lock:
+            self._cache[key] = entry
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return entry, result
+
+    def program(self, *args, **kwargs):
+        """The :class:`Program` for these arguments' signature (traced if need be)."""
+        key, leaves, spec, tensors = self._split(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None or not entry.current():
+            entry = self._trace(key, args, kwargs, leaves, spec, tensors)[0]
+        return entry.program
+
+    def source(self, *args, **kwargs):
+        """The generated Python source of the program for these arguments' signature."""
+        return self.program(*args, **kwargs).source
+
+
+_ARRAYS = tuple(_BACKEND_BY_TYPE)
+
+
+def compile(fun=None, *, static_argnums=(), static_argnames=(), assume_finite=False,  # noqa: A001
+            cache_size=64):
+    """Compile ``fun``: trace it once per signature into a program of backend calls.
+
+    Parameters
+    ----------
+    fun : callable
+        Takes tensors (and pytrees of them, and static values) and returns tensors.
+    static_argnums, static_argnames : int or tuple, str or tuple
+        The arguments whose values (not only types) are part of the signature.
+    assume_finite : bool
+        Allow rewrites exact only for finite values (reserved; no such rewrite yet).
+    cache_size : int
+        How many programs to keep (least recently used dropped first).
+
+    Returns
+    -------
+    Compiled
+        Call it as ``fun``; ``.source(*args)`` gives the program's Python source.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> from ndgrad.func import compile, grad
+    >>> g = compile(grad(lambda x: (ndgrad.tanh(x) ** 2).sum()))
+    >>> x = ndgrad.tensor([0.5, 1.0])
+    >>> bool(ndgrad.allclose(g(x), grad(lambda x: (ndgrad.tanh(x) ** 2).sum())(x)))
+    True
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    if not isinstance(cache_size, int) or cache_size < 1:
+        raise ValueError(f"compile: cache_size must be a positive int, got {cache_size!r}")
+
+    def make(f):
+        if not callable(f):
+            raise TypeError(f"compile: expected a function, got {type(f).__name__}")
+        if isinstance(f, Compiled):
+            return f
+        return Compiled(f, tuple(static_argnums), tuple(static_argnames), bool(assume_finite),
+                        cache_size)
+    return make if fun is None else make(fun)

@@ -1,0 +1,244 @@
+"""``ndgrad.func.compile`` (Note [Compiled programs] in ndgrad/functional/compiler.py): a
+function traced once per signature into a program of backend calls gives eager ndgrad's
+values, composes with the transforms both ways, and refuses what it cannot trace."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import ndgrad as nd
+from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, jvp, vmap
+from ndgrad.functional.compiler import CompileError
+from support import close
+
+pytestmark = pytest.mark.cpu_only("the programs run the backend of their inputs; the device "
+                                  "family of the op matrix covers the backends")
+
+RNG = np.random.default_rng(36)
+X0 = RNG.normal(size=5)
+XB = RNG.normal(size=(3, 5))
+
+
+def _chain(x):
+    y = x
+    for _ in range(3):
+        y = nd.tanh(y) * 1.01 + nd.sin(x)
+    return (y ** 2).sum()
+
+
+def _chain_grad_closed_form(x):
+    """d/dx of _chain by hand (NumPy, forward then reverse)."""
+    ys, zs = [x], []
+    y = x
+    for _ in range(3):
+        z = np.tanh(y)
+        zs.append(z)
+        y = z * 1.01 + np.sin(x)
+        ys.append(y)
+    g = 2 * y
+    total = np.zeros_like(x)
+    for k in reversed(range(3)):
+        total += g * np.cos(x)
+        g = g * 1.01 * (1 - zs[k] ** 2)
+    return total + g
+
+
+def test_compiled_function_and_gradient_equal_eager_and_the_closed_form():
+    x = nd.tensor(X0)
+    cf = compile(_chain)
+    cg = compile(grad(_chain))
+    close(cf(x), _chain(x), atol=0, rtol=1e-15)
+    close(cg(x), _chain_grad_closed_form(X0), atol=1e-13)
+    close(cg(x), grad(_chain)(x), atol=0, rtol=4 * np.finfo(float).eps)
+    # a second call runs the program: the same values, one trace
+    close(cg(nd.tensor(2 * X0)), _chain_grad_closed_form(2 * X0), atol=1e-13)
+    assert len(cg._cache) == 1
+
+
+def test_a_derivative_rule_is_traced_not_frozen():
+    """The gradient of sum(x * (x > 0)) is the mask at each call's x, not the traced one's."""
+    relu_grad = compile(grad(lambda x: (x * (x > 0)).sum()))
+    x = nd.tensor(X0)
+    close(relu_grad(x), (X0 > 0).astype(float), atol=0)
+    close(relu_grad(-x), (X0 < 0).astype(float), atol=0)
+
+
+@pytest.mark.parametrize("transform", ["hessian", "jacfwd", "jacrev", "jvp", "vmap_grad"])
+def test_compile_over_the_transforms(transform):
+    x = nd.tensor(X0)
+    v = nd.tensor(RNG.normal(size=5))
+    funs = {
+        "hessian": (hessian(_chain), (x,)),
+        "jacfwd": (jacfwd(lambda x: nd.tanh(x) * x[::-1]), (x,)),
+        "jacrev": (jacrev(lambda x: nd.exp(x).cumsum(0)), (x,)),
+        "jvp": (lambda x, v: jvp(_chain, (x,), (v,)), (x, v)),
+        "vmap_grad": (vmap(grad(_chain)), (nd.tensor(XB),)),
+    }
+    fun, args = funs[transform]
+    eager = fun(*args)
+    compiled = compile(fun)(*args)
+    for a, b in zip(eager if isinstance(eager, tuple) else (eager,),
+                    compiled if isinstance(compiled, tuple) else (compiled,)):
+        close(b, a, atol=1e-13, rtol=1e-12)
+
+
+def test_transforms_over_a_compiled_function_run_it_as_eager_code():
+    """grad, vmap and hessian of a compiled function differentiate it (it runs as it is
+    under a transform and when an argument requires grad)."""
+    cf = compile(_chain)
+    x = nd.tensor(X0)
+    close(grad(cf)(x), _chain_grad_closed_form(X0), atol=1e-13)
+    close(vmap(cf)(nd.tensor(XB)), [_chain(nd.tensor(r)).item() for r in XB], atol=1e-14)
+    close(hessian(cf)(x), hessian(_chain)(x), atol=1e-13)
+    w = nd.tensor(X0, requires_grad=True)
+    cf(w).backward()
+    close(w.grad, _chain_grad_closed_form(X0), atol=1e-13)
+
+
+def test_imperative_step_with_backward_inside():
+    """A step function that makes a tensor requiring grad, calls backward and returns the
+    gradient compiles to the gradient's program."""
+    def step(x):
+        w = nd.ones(5, requires_grad=True)
+        loss = (nd.tanh(w * x) ** 2).sum()
+        loss.backward()
+        return w.grad
+
+    cstep = compile(step)
+    for x in (X0, 3 * X0):
+        t = np.tanh(x)
+        close(cstep(nd.tensor(x)), 2 * t * (1 - t ** 2) * x, atol=1e-14)
+
+
+@pytest.mark.parametrize("read", [
+    lambda y: bool(y.sum() > 0), lambda y: float(y.sum()), lambda y: y.sum().item(),
+    lambda y: y.tolist(), lambda y: y.numpy(), lambda y: np.asarray(y), lambda y: [0, 1][y[0]]])
+def test_reading_a_traced_value_raises_naming_the_line(read):
+    def f(x):
+        y = nd.tanh(x)
+        read(y.astype(nd.int64) if read.__code__.co_consts[-1:] == (1,) else y)
+        return y
+
+    with pytest.raises(CompileError, match=r"read as .*test_compile\.py:\d+.*static_argnums"):
+        compile(f)(nd.tensor(X0))
+
+
+def test_static_arguments_are_part_of_the_signature():
+    def f(x, n, scale=1.0):
+        for _ in range(n):
+            x = nd.sin(x) * scale
+        return x
+
+    cf = compile(f, static_argnums=1, static_argnames="scale")
+    x = nd.tensor(X0)
+    close(cf(x, 2, scale=0.5), np.sin(np.sin(X0) * 0.5) * 0.5, atol=1e-15)
+    close(cf(x, 1, scale=0.5), np.sin(X0) * 0.5, atol=1e-15)
+    assert len(cf._cache) == 2
+    with pytest.raises(TypeError, match="must be hashable"):
+        cf(x, [1], scale=0.5)
+
+
+def test_a_captured_tensor_changed_in_place_means_a_new_trace():
+    w = nd.tensor(X0)
+    cf = compile(lambda x: x * w)
+    x = nd.ones(5)
+    close(cf(x), X0, atol=0)
+    with nd.no_grad():
+        w.mul_(2)
+    close(cf(x), 2 * X0, atol=0)   # (never the stale constant)
+
+
+def test_a_captured_tensor_rebound_means_a_new_trace():
+    global _W
+    _W = nd.tensor(X0)
+    cf = compile(lambda x: x * _W)
+    close(cf(nd.ones(5)), X0, atol=0)
+    _W = nd.tensor(3 * X0)
+    close(cf(nd.ones(5)), 3 * X0, atol=0)
+
+
+def test_in_place_and_views_inside_give_eager_values():
+    def f(x):
+        y = x * 2
+        w = y[1:4]              # a view, changed in place: y follows
+        w.mul_(nd.cos(x[:3]))
+        z = nd.zeros(5)
+        z[::2] = nd.exp(x[::2])  # a tensor made inside, written in place
+        y += z
+        return y, w
+
+    x = nd.tensor(X0)
+    for a, b in zip(compile(f)(x), f(x)):
+        close(a, b, atol=0)
+    cg = compile(grad(lambda x: f(x)[0].sum()))
+    close(cg(x), grad(lambda x: f(x)[0].sum())(x), atol=0)
+
+
+@pytest.mark.parametrize("what, f", [
+    ("an argument", lambda x: x.mul_(2)),
+    ("a tensor the compiled function captures", lambda x: _CAPTURED.add_(x))])
+def test_writing_into_an_argument_or_a_capture_raises(what, f):
+    with pytest.raises(CompileError, match=f"writes into {what}"):
+        compile(f)(nd.tensor(X0))
+
+
+_CAPTURED = nd.zeros(5)
+
+
+def test_random_draws_are_eagers_draws_and_fresh_on_each_call():
+    def f(x):
+        return x + nd.randn(5)
+
+    cf = compile(f)
+    x = nd.zeros(5)
+    nd.manual_seed(7)
+    eager = [f(x).numpy().copy() for _ in range(3)]
+    nd.manual_seed(7)
+    compiled = [cf(x).numpy().copy() for _ in range(3)]   # (the first traces: one draw)
+    for a, b in zip(compiled, eager):
+        close(a, b, atol=0)
+    assert not np.allclose(compiled[1], compiled[2])
+
+
+def test_the_cache_is_bounded_and_can_be_cleared():
+    cf = compile(lambda x: nd.exp(x), cache_size=2)
+    for n in (2, 3, 4):
+        close(cf(nd.ones(n)), np.full(n, np.e), atol=0)
+    assert len(cf._cache) == 2
+    cf.clear_cache()
+    assert len(cf._cache) == 0
+    with pytest.raises(ValueError, match="cache_size must be a positive int"):
+        compile(lambda x: x, cache_size=0)
+
+
+def test_two_threads_call_one_compiled_function():
+    cg = compile(grad(_chain))
+    cg(nd.tensor(X0))
+    inputs = [RNG.normal(size=5) for _ in range(16)]
+    results = [None] * len(inputs)
+
+    def work(k):
+        results[k] = cg(nd.tensor(inputs[k])).numpy()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, r in zip(inputs, results):
+        close(r, _chain_grad_closed_form(x), atol=1e-13)
+
+
+def test_the_source_is_one_backend_call_per_line():
+    cg = compile(grad(lambda x: nd.tanh(x).sum()))
+    src = cg.source(nd.tensor(X0))
+    assert src.startswith("def program(v0):\n")
+    assert "tanh(v0)" in src and "return (" in src
+    program = cg.program(nd.tensor(X0))
+    assert len(program.steps) <= len(program.traced) and program.trace_time > 0
+    # the source runs: the program's own function gives the gradient
+    out = program.run(X0)[0]
+    close(out, 1 - np.tanh(X0) ** 2, atol=1e-15)
