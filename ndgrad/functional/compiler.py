@@ -434,7 +434,7 @@ class Compiled:
             type(_asarray(0.0)._data)])
         program = Program(B, inputs, outputs, out_spec, info.steps, info.consts)
         program.trace_time = time.perf_counter() - start
-        build(optimize(program))
+        build(optimize(program, self.assume_finite))
         guards = tuple(g for g in info.guards.values() if g[0]() is not None)
         entry = _Entry(program, guards)
         with self._lock:

@@ -8,7 +8,11 @@ from __future__ import annotations
 import builtins
 import time
 
+import numpy as np
+
+from ..core.backend import NUMPY
 from ..core.creation import sample as _sample
+from ..core.ops.registry import Algebra
 
 __all__ = ["Value", "Const", "Step", "Program", "optimize", "build", "LITERALS"]
 
@@ -61,16 +65,25 @@ class Step:
         if self.kind == "random":
             return None
         try:
-            parts = tuple(("v", a.index) if type(a) is Value else
-                          ("k", id(a.value)) if type(a) is Const else ("p", a)
-                          for a in self.args)
-            params = tuple(sorted((k, ("k", id(v.value)) if type(v) is Const else v)
-                                  for k, v in self.params.items()))
+            parts = tuple(_token(a) for a in self.args)
+            params = tuple(sorted((k, _token(v)) for k, v in self.params.items()))
             key = (self.kind, self.fn, self.with_backend, parts, params, len(self.outs))
             hash(key)
         except TypeError:
             return None
         return key
+
+
+def _token(a):
+    """What identifies an argument in a step's key: a value by index, a constant by
+    identity, a Python value by type and repr (``1``, ``1.0`` and ``True`` are equal in
+    Python, ``0.0`` and ``-0.0`` too, and give different results)."""
+    if type(a) is Value:
+        return ("v", a.index)
+    if type(a) is Const:
+        return ("k", id(a.value))
+    hash(a)
+    return ("p", type(a), repr(a))
 
 
 class Program:
@@ -97,12 +110,15 @@ class Program:
                 f"{self.build_time * 1e3:.1f} ms>")
 
 
-def optimize(program):
-    """Drop the steps no output needs and merge steps that compute the same thing from the
-    same values (dead-code and common-subexpression elimination); both keep every value
-    bit for bit."""
+def optimize(program, assume_finite=False):
+    """Simplify the program (Note [Program rewrites]): merge steps that compute the same
+    thing from the same values (common subexpressions), drop steps that give back one of
+    their arguments (:func:`_same_as`), and drop the steps no output needs (dead code).
+    Every rewrite keeps every value bit for bit (``assume_finite``: also those exact for
+    finite values only)."""
     same = {}
     rename = {}
+    made_by = {}
     steps = []
     for s in program.steps:
         if rename:
@@ -114,7 +130,14 @@ def optimize(program):
                 for a, b in zip(s.outs, first.outs):
                     rename[a.index] = b
                 continue
+        given = _same_as(s, made_by, assume_finite)
+        if given is not None:
+            rename[s.outs[0].index] = given
+            continue
+        if k is not None:
             same[k] = s
+        for o in s.outs:
+            made_by[o.index] = s
         steps.append(s)
     program.outputs = [rename.get(o.index, o) if type(o) is Value else o
                        for o in program.outputs]
@@ -129,6 +152,122 @@ def optimize(program):
     kept.reverse()
     program.steps = kept
     return program
+
+
+# Note [Program rewrites]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A step is dropped for one of its arguments when it gives that argument back, bit for bit.
+# Which ops can is derived from their declaration (Note [Op structure] in
+# core/ops/registry.py), never from their names, and confirmed by running the op's forward
+# once on probe values of the step's dtype (a negative number, both zeros, both infinities,
+# NaN: ``_PROBES``), whose results must be the probe bit for bit (the sign of zero included):
+#
+# * an elementwise multilinear op of two inputs with a constant of ones (``x * 1``);
+# * an elementwise signed sum (linear with coefficients) with a constant of zeros (``x - 0``,
+#   ``x + (-0.0)``: ``x + 0.0`` turns -0.0 into 0.0, so the probe refuses it);
+# * an elementwise linear op of one input applied to its own result (``-(-x)``, conj of
+#   conj), where the probe shows it is an involution;
+# * a view or shape op that keeps the shape and dtype and gives back random probe values
+#   unchanged (a reshape to the same shape, ``x[:]``, an astype to the same dtype).
+#
+# The output must have the argument's shape and dtype (``x * ones`` that broadcasts makes a
+# new shape). A complex ``x * 1`` gives NaN where x has an infinite part (``inf * 0`` in
+# the product), so it is dropped only with ``assume_finite``.
+_PROBES = (2.5, -1.75, 0.0, -0.0, float("inf"), float("-inf"), float("nan"))
+_PROBED = {}  # (op, dtype, what, constant) -> whether the step gives its argument back
+
+
+def _value_of(a):
+    return a.value if type(a) is Const else a
+
+
+def _bitwise_equal(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+def _probe_values(dtype):
+    if dtype.kind == "c":
+        base = [complex(a, b) for a in _PROBES for b in (1.5, -0.0)]
+    elif dtype.kind == "f":
+        base = list(_PROBES)
+    else:
+        return None
+    return np.asarray(base, dtype=dtype)
+
+
+def _same_as(s, made_by, assume_finite):
+    """The argument step ``s`` gives back unchanged, or None (Note [Program rewrites])."""
+    op = s.op
+    if s.kind != "op" or op is None or op.nout != 1 or len(s.outs) != 1:
+        return None
+    out = s.outs[0]
+    st = op.structure
+    algebra = st.algebra
+    nin = len(s.args) if op.nin < 0 else op.nin
+    arrays = s.args[:nin]
+    values = [a for a in arrays if type(a) is Value]
+    if not values or s.params and op.kind == "elementwise":
+        return None
+    x = values[0]
+    if x.shape != out.shape or x.dtype != out.dtype:
+        return None
+    try:
+        if op.kind == "elementwise" and nin == 2 and len(values) == 1 and \
+                algebra in (Algebra.MULTILINEAR, Algebra.LINEAR):
+            other = arrays[1] if arrays[0] is x else arrays[0]
+            c = _value_of(other)
+            cv = np.asarray(c)
+            if cv.size == 0 or cv.dtype.kind not in "biufc":
+                return None
+            flat = np.unique(cv.ravel())
+            if flat.size != 1:
+                return None
+            unit = flat[0]
+            if algebra is Algebra.MULTILINEAR:
+                if unit != 1 or (out.dtype.kind == "c" and not assume_finite):
+                    return None
+            elif st.coefficients is None or unit != 0:
+                return None
+            key = (op, out.dtype, "binary", arrays[0] is x, unit.item(),
+                   bool(np.signbit(np.real(unit))), cv.dtype)
+            ok = _PROBED.get(key)
+            if ok is None:
+                probe = _probe_values(out.dtype)
+                args = (probe, cv.ravel()[:1].reshape(())) if arrays[0] is x else \
+                    (cv.ravel()[:1].reshape(()), probe)
+                ok = _PROBED[key] = probe is not None and _bitwise_equal(
+                    op.forward(NUMPY, *args), probe)
+            return x if ok else None
+        if op.kind == "elementwise" and nin == 1 and algebra is Algebra.LINEAR and not s.params:
+            inner = made_by.get(x.index)
+            if inner is None or inner.op is not op or inner.params or \
+                    type(inner.args[0]) is not Value:
+                return None
+            w = inner.args[0]
+            if w.shape != out.shape or w.dtype != out.dtype:
+                return None
+            key = (op, out.dtype, "involution")
+            ok = _PROBED.get(key)
+            if ok is None:
+                probe = _probe_values(out.dtype)
+                ok = _PROBED[key] = probe is not None and _bitwise_equal(
+                    op.forward(NUMPY, op.forward(NUMPY, probe)), probe)
+            return w if ok else None
+        if (op.view or op.kind == "shape") and algebra is Algebra.LINEAR and len(values) == 1 and \
+                arrays[0] is x:
+            if x.dtype.kind not in "biufc":
+                return None
+            n = 1
+            for d in x.shape:
+                n *= d
+            probe = (np.arange(1, n + 1) * 1.25).astype(x.dtype).reshape(x.shape)
+            got = op.forward(NUMPY, probe, *[_value_of(a) for a in s.args[nin:]],
+                             **{k: _value_of(v) for k, v in s.params.items()})
+            return x if _bitwise_equal(got, probe) else None
+    except Exception:  # (a probe the forward refuses: no rewrite)
+        return None
+    return None
 
 
 LITERALS = (bool, int, float, complex, str, type(None))
@@ -179,9 +318,10 @@ def build(program):
         lit = _literal(a)
         return lit if lit is not None else _param(a, program)
 
+    buffers = _buffers(program)
     ins = ", ".join(f"v{v.index}" for v in program.inputs)
     lines.append(f"def program({ins}):")
-    for s in program.steps:
+    for i, s in enumerate(program.steps):
         outs = ", ".join(f"v{o.index}" for o in s.outs) + ("," if len(s.outs) == 1 and
                                                           s.op is not None and s.op.nout != 1
                                                           else "")
@@ -194,8 +334,10 @@ def build(program):
                 args.insert(0, "B")
             args += [f"{k}={ref(v) if type(v) is Const else _param(v, program)}"
                      for k, v in s.params.items()]
+            if i in buffers:
+                args.append(f"out=v{buffers[i]}")
             call = f"{fn}({', '.join(args)})"
-        if s.scalar and len(s.outs) == 1:
+        if s.scalar and len(s.outs) == 1 and i not in buffers:
             call = f"asarray({call})"
         lines.append(f"    {outs} = {call}")
         if s.scalar and len(s.outs) > 1:
@@ -212,6 +354,90 @@ def build(program):
     program.run = namespace["program"]
     program.build_time = time.perf_counter() - start
     return program
+
+
+# Note [Buffers of a program]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A step that calls a ufunc (a forward handed on to the backend's ufunc, with no
+# parameters: Note [Forwards that hand their arguments on] in core/ops/registry.py) writes
+# its result into the memory of a value no later step reads (``out=``), when one has its
+# shape and dtype: first an argument read for the last time by this very step (a ufunc may
+# write over an input of the output's shape: it reads each element before it writes it),
+# else one freed earlier. Only memory the program made itself is reused: a ufunc's result
+# or a random draw; never an input (the caller's), a constant, or memory a returned value
+# may share (the caller keeps what it receives). Any other step's result may be a view of
+# its arguments (a reshape, basic indexing, a forward that returns its input), so it keeps
+# the memory of the values it was computed from alive for as long as it is read. Each call
+# allocates its own buffers, so a compiled function is reentrant.
+def _is_ufunc(fn):
+    return hasattr(fn, "nout") and hasattr(fn, "reduce") and hasattr(fn, "types")
+
+
+def _buffers(program):
+    """``{step index: value index}``: the steps that write into a dead value's memory
+    (Note [Buffers of a program])."""
+    steps = program.steps
+    values = {}
+    owned = {}  # value index -> the program-made memories it may share (value indices)
+    fresh = set()
+    for s in steps:
+        for o in s.outs:
+            values[o.index] = o
+        if s.kind == "random" or (s.kind == "op" and not s.with_backend and _is_ufunc(s.fn)
+                                  and len(s.outs) == 1):
+            o = s.outs[0]
+            owned[o.index] = {o.index}
+            fresh.add(o.index)
+        else:
+            shared = set()
+            for a in s.args:
+                if type(a) is Value:
+                    shared |= owned.get(a.index, set())
+            for o in s.outs:
+                owned[o.index] = shared
+    dies = {}  # memory (value index) -> the last step reading a value that shares it
+    for i, s in enumerate(steps):
+        for a in s.args:
+            if type(a) is Value:
+                for m in owned.get(a.index, ()):
+                    dies[m] = i
+    for o in program.outputs:
+        if type(o) is Value:
+            for m in owned.get(o.index, ()):
+                fresh.discard(m)  # (the caller receives it)
+    released = sorted((d, m) for m, d in dies.items() if m in fresh)
+    taken = set()
+    free = {}  # (shape, dtype) -> memories no later step reads
+    chosen = {}
+    r = 0
+    for i, s in enumerate(steps):
+        while r < len(released) and released[r][0] < i:
+            m = released[r][1]
+            r += 1
+            if m not in taken:
+                free.setdefault((values[m].shape, values[m].dtype), []).append(m)
+        if not (s.kind == "op" and not s.with_backend and not s.params and
+                _is_ufunc(s.fn) and len(s.outs) == 1):
+            continue
+        o = s.outs[0]
+        if o.index not in fresh:
+            continue  # (returned to the caller: its own memory)
+        pick = None
+        for a in s.args:
+            if type(a) is Value and a.index in fresh and dies.get(a.index) == i and \
+                    a.index not in taken and a.shape == o.shape and a.dtype == o.dtype and \
+                    not any(type(b) is Value and b is not a and a.index in
+                            owned.get(b.index, ()) for b in s.args):
+                pick = a.index
+                break
+        if pick is None:
+            pool = free.get((o.shape, o.dtype))
+            if pool:
+                pick = pool.pop()
+        if pick is not None:
+            taken.add(pick)
+            chosen[i] = pick
+    return chosen
 
 
 def _param(v, program):
