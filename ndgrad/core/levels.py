@@ -88,6 +88,11 @@ class Interpreter:
     # attached after the node was recorded is found when an output is rebuilt.
     keeps_tensor_data = False
 
+    # A level whose data is a value's own, not a derivative (compile's tracer: the program
+    # value a tensor holds), sets this: ``detach()`` keeps it (it cuts the graph, not the
+    # computation); a tangent or a series is dropped by detach, as PyTorch drops a tangent.
+    keeps_data_detached = False
+
     # A transform that changes random draws (vmap's ``randomness``) sets this and defines
     # ``random(kind, shape, dtype, device, requires_grad)``.
     transforms_random = False

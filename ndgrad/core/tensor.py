@@ -530,6 +530,11 @@ class Tensor:
         """
         t = _new(self._data, False)
         t._vcounter = self._counter()
+        m = self._meta
+        if m is not None and m.level_data:  # (a level may keep its data: compile's tracer)
+            for lv, d in list(m.level_data.items()):
+                if lv.interpreter.keeps_data_detached:
+                    set_level_data(t, lv, d, lv.info.holders)
         return t
 
     def detach_(self):

@@ -132,6 +132,7 @@ class _Tracer(DataInterpreter):
     name = "compile"
     follows_every_op = True
     transforms_random = True
+    keeps_data_detached = True
 
     def propagate(self, lv, op, data, out, args, params):
         info = lv.info

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from itertools import count as itertools_count
 
 import numpy as np
 
@@ -141,6 +142,8 @@ def optimize(program, assume_finite=False):
         steps.append(s)
     program.outputs = [rename.get(o.index, o) if type(o) is Value else o
                        for o in program.outputs]
+    if program.backend is NUMPY:
+        steps = _fold_identities(steps, program, assume_finite)
     live = {o.index for o in program.outputs if type(o) is Value}
     kept = []
     for s in reversed(steps):
@@ -356,6 +359,167 @@ def build(program):
     return program
 
 
+# Note [Identity folding]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Jacobians and Hessians are computed against an identity basis (vmap of a vjp or a jvp
+# over the rows of ``eye(n)``), so their programs multiply the identity by a vector, ``I *
+# v`` (n^2 products for n values), and add such products and constant matrices. Such a
+# value is kept as a constant matrix ``C`` (off the diagonal) and a vector ``d`` (the
+# diagonal), made at run time by n-element steps only:
+#
+# * ``I * v`` (an elementwise multilinear step of two inputs whose constant is ``eye(n)``,
+#   ``v`` a vector, column or row of n values of the output's dtype): C = 0, d = v;
+# * a sum with coefficients (1, 1) of such a value and a constant matrix K: C + K, computed
+#   once, when the program is built, and d + diag(K), a step;
+# * a sum of two such values: C1 + C2 (built) and d1 + d2 (a step);
+# * a sum of such a value and a dense value Y of the program: Y + C then its diagonal set
+#   to diag(Y) + d (one pass over Y: ``add_structured``);
+# * any other use (and an output) makes the matrix: C with its diagonal set to d
+#   (``materialize``), where it is first needed.
+#
+# Each element is computed as eager ndgrad computes it, in the same order: the diagonal by
+# the same n-element additions, and off the diagonal ``0 * v_j + K_ij``, which is K_ij
+# whatever the sign of that zero, unless K_ij is -0.0: such a fold is made only where the
+# sign cannot show (C already made, or K without -0.0) and is refused otherwise (the
+# original steps stay). ``0 * v_j`` is NaN where v_j is infinite or NaN: the steps that make
+# a matrix set the row or column of such an element to NaN off the diagonal (a check of n
+# values per call, and a write only when one is not finite). So the program's values are
+# eager's; ``assume_finite`` also folds where the sign of a zero could differ, and skips
+# the checks. NumPy programs only.
+def _materialize(c, d, dtype, *bad):
+    n = d.size
+    out = np.array(c, dtype=dtype) if c is not None else np.zeros((n, n), dtype)
+    _poison(out, bad)
+    out.flat[::n + 1] = d.ravel()
+    return out
+
+
+def _add_structured(y, c, d, *bad, out=None):
+    diagonal = y.flat[::y.shape[0] + 1] + d.ravel()  # (eager's order: y_ii + d_i)
+    if c is None:
+        out = y.copy() if out is None else _into(out, y)
+    else:
+        out = np.add(y, c, out=out)
+    _poison(out, bad)
+    out.flat[::out.shape[0] + 1] = diagonal
+    return out
+
+
+def _poison(out, bad):
+    """NaN in the rows or columns of ``out`` whose ``0 * v`` factor is not finite
+    (``bad``: pairs of a vector and the axis it runs along)."""
+    for k in range(0, len(bad), 2):
+        v, axis = bad[k], bad[k + 1]
+        finite = np.isfinite(v.ravel())
+        if not finite.all():
+            if axis == 1:
+                out[:, ~finite] = np.nan
+            else:
+                out[~finite, :] = np.nan
+
+
+def _into(out, y):
+    out[...] = y
+    return out
+
+
+_add_structured.takes_out = True
+
+
+def _is_identity(c, n):
+    c = np.asarray(c)
+    return c.shape == (n, n) and c.dtype.kind in "biuf" and np.array_equal(c, np.eye(n))
+
+
+def _has_negative_zero(k):
+    return k.dtype.kind in "fc" and bool(np.any((k == 0) & np.signbit(np.real(k))))
+
+
+def _fold_identities(steps, program, assume_finite):
+    """Identity folding (Note [Identity folding])."""
+    consts = program.consts
+
+    def const(v):
+        consts.append(v)
+        return Const(len(consts) - 1, v)
+
+    struct = {}  # value index -> (C or None, d: a Value of n elements, bad, its step)
+    out_steps = []
+    made = set()
+    fresh = itertools_count(1 + max([o.index for st in steps for o in st.outs] +
+                                    [v.index for v in program.inputs] + [0]))
+
+    def materialize(x):
+        if x.index in made:
+            return
+        made.add(x.index)
+        c, d, bad, step = struct[x.index]
+        if c is None and not assume_finite:
+            out_steps.append(step)  # (I * v itself: its zeros' signs are eager's)
+            return
+        out_steps.append(Step("op", None, _materialize, "materialize", False,
+                              [const(c), d, const(x.dtype), *bad], {}, (x,)))
+
+    for s in steps:
+        op = s.op
+        if s.kind == "op" and op is not None and op.kind == "elementwise" and not s.params \
+                and len(s.args) == 2 and len(s.outs) == 1 and len(s.outs[0].shape) == 2 and \
+                s.outs[0].shape[0] == s.outs[0].shape[1]:
+            o = s.outs[0]
+            n = o.shape[0]
+            a, b = s.args
+            algebra = op.structure.algebra
+            if algebra is Algebra.MULTILINEAR:
+                c, v = (a, b) if type(b) is Value else (b, a)
+                if type(v) is Value and type(c) is not Value and v.dtype == o.dtype and \
+                        v.shape in ((n,), (n, 1), (1, n)) and _is_identity(_value_of(c), n):
+                    bad = () if assume_finite else (v, 0 if v.shape == (n, 1) else 1)
+                    struct[o.index] = (None, v, bad, s)
+                    continue
+            elif algebra is Algebra.LINEAR and op.structure.coefficients == (1, 1):
+                sa = type(a) is Value and a.index in struct and a.index not in made
+                sb = type(b) is Value and b.index in struct and b.index not in made
+                if sa or sb:
+                    x, y = (a, b) if sa else (b, a)
+                    cx, dx, badx, _ = struct[x.index]
+                    if sa and sb:
+                        cy, dy, bady, _ = struct[y.index]
+                        if assume_finite or cx is not None or cy is not None and \
+                                not _has_negative_zero(cy):
+                            c = cx if cy is None else cy if cx is None else cx + cy
+                            d = Value(next(fresh), (n,), o.dtype)
+                            out_steps.append(Step("op", None, np.add, "add", False,
+                                                  [dx, dy], {}, (d,)))
+                            struct[o.index] = (c, d, badx + bady, None)
+                            continue
+                    elif type(y) is not Value and isinstance(_value_of(y), np.ndarray) and \
+                            _value_of(y).shape == o.shape and _value_of(y).dtype == o.dtype:
+                        k = _value_of(y)
+                        if assume_finite or cx is not None or not _has_negative_zero(k):
+                            c = k.copy() if cx is None else cx + k
+                            d = Value(next(fresh), (n,), o.dtype)
+                            out_steps.append(Step(
+                                "op", None, np.add, "add", False,
+                                [dx, const(np.ascontiguousarray(k.diagonal()))], {}, (d,)))
+                            struct[o.index] = (c, d, badx, None)
+                            continue
+                    elif type(y) is Value and y.shape == o.shape and y.dtype == o.dtype and \
+                            (assume_finite or cx is not None):
+                        if y.index in struct:
+                            materialize(y)
+                        out_steps.append(Step("op", None, _add_structured, "add_structured",
+                                              False, [y, const(cx), dx, *badx], {}, (o,)))
+                        continue
+        for arg in s.args:
+            if type(arg) is Value and arg.index in struct:
+                materialize(arg)
+        out_steps.append(s)
+    for o in program.outputs:
+        if type(o) is Value and o.index in struct:
+            materialize(o)
+    return out_steps
+
+
 # Note [Buffers of a program]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A step that calls a ufunc (a forward handed on to the backend's ufunc, with no
@@ -370,7 +534,9 @@ def build(program):
 # the memory of the values it was computed from alive for as long as it is read. Each call
 # allocates its own buffers, so a compiled function is reentrant.
 def _is_ufunc(fn):
-    return hasattr(fn, "nout") and hasattr(fn, "reduce") and hasattr(fn, "types")
+    """A ufunc, or one of the program's own functions that takes ``out=`` as one does."""
+    return getattr(fn, "takes_out", False) or (
+        hasattr(fn, "nout") and hasattr(fn, "reduce") and hasattr(fn, "types"))
 
 
 def _buffers(program):
@@ -420,8 +586,6 @@ def _buffers(program):
                 _is_ufunc(s.fn) and len(s.outs) == 1):
             continue
         o = s.outs[0]
-        if o.index not in fresh:
-            continue  # (returned to the caller: its own memory)
         pick = None
         for a in s.args:
             if type(a) is Value and a.index in fresh and dies.get(a.index) == i and \

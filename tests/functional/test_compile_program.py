@@ -1,0 +1,152 @@
+"""The compiled program's optimiser (ndgrad/functional/program.py): its rewrites (Note
+[Program rewrites]), identity folding (Note [Identity folding]) and buffers (Note [Buffers
+of a program]) keep eager ndgrad's values bit for bit, inf, NaN and the sign of zero
+included; ``assume_finite`` folds more."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndgrad as nd
+from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, vmap
+from ndgrad.functional import program as P
+from support import close
+
+pytestmark = pytest.mark.cpu_only("identity folding and buffers are NumPy programs'")
+
+RNG = np.random.default_rng(361)
+N = 6
+A0 = RNG.normal(size=(N, N))
+A0 = (A0 + A0.T) / 2
+X0 = RNG.normal(size=N)
+
+
+def _bits_equal(a, b):
+    """Equal values, NaN where NaN, and the same sign of every zero."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_array_equal(a, b)
+    assert (np.signbit(a) == np.signbit(b))[~np.isnan(a)].all()
+
+
+def _quartic(A):
+    A = nd.tensor(A)
+
+    def f(v):
+        return (v ** 4).sum() / 4 + 0.5 * (v @ A @ v) + nd.sin(v).sum()
+    return f
+
+
+def _run_twice(compiled, *args):
+    compiled(*args)               # (the trace's own values)
+    return compiled(*args)        # the program's
+
+
+@pytest.mark.parametrize("x", [X0, np.where(np.arange(N) == 2, np.inf, X0),
+                               np.where(np.arange(N) == 4, np.nan, X0), -np.abs(X0)],
+                         ids=["finite", "inf", "nan", "negative"])
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_folded_hessian_is_eagers_bit_for_bit(x):
+    """Identity folding keeps every value: a column poisoned by an infinite or NaN element
+    (0 * inf) is NaN off the diagonal, as eager's."""
+    f = _quartic(A0)
+    h = compile(hessian(f))
+    program = h.program(nd.tensor(x))
+    assert any(s.name == "materialize" for s in program.steps)  # (it folded)
+    assert not any(s.op is not None and s.op.name == "multiply" and
+                   len(s.outs[0].shape) == 2 for s in program.steps)  # (no n^2 product)
+    _bits_equal(_run_twice(h, nd.tensor(x)), hessian(f)(nd.tensor(x)))
+    if np.isfinite(x).all():  # (and the closed form, to rounding)
+        close(h(nd.tensor(x)), A0 + np.diag(3 * x ** 2 - np.sin(x)), atol=1e-14)
+
+
+def test_a_fold_whose_zero_signs_could_show_is_refused():
+    """A constant with -0.0 entries: ``0 * v + (-0.0)`` keeps the sign of the product, so the
+    fold is refused by default (same bits as eager) and made with assume_finite (same values,
+    up to the sign of those zeros)."""
+    A = A0.copy()
+    A[0, 1] = A[1, 0] = -0.0
+    f = _quartic(A)
+    x = nd.tensor(-np.abs(X0))
+    exact = compile(hessian(f))
+    _bits_equal(_run_twice(exact, x), hessian(f)(x))
+    finite = compile(hessian(f), assume_finite=True)
+    close(_run_twice(finite, x), hessian(f)(x), atol=0, rtol=0)
+    assert any(s.name == "materialize" for s in finite.program(x).steps)
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: jacfwd(grad(f)), lambda f: jacrev(grad(f)), lambda f: vmap(hessian(f))],
+    ids=["jacfwd(grad)", "jacrev(grad)", "vmap(hessian)"])
+def test_folding_under_other_jacobians(make):
+    f = _quartic(A0)
+    x = nd.tensor(np.stack([X0, -X0]) if "vmap" in repr(make.__code__.co_names) else X0)
+    g = make(f)
+    for finite in (False, True):
+        _bits_equal(_run_twice(compile(g, assume_finite=finite), x), g(x)) if not finite \
+            else close(_run_twice(compile(g, assume_finite=True), x), g(x), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("c, dropped", [
+    (1.0, True), (0.0, False), (-0.0, True)], ids=["times-one", "plus-zero", "plus-minus-zero"])
+def test_identities_are_dropped_only_where_exact(c, dropped):
+    """x * 1 and x + (-0.0) give x back bit for bit, and are dropped; x + 0.0 turns -0.0
+    into 0.0, and is kept (the probe of Note [Program rewrites])."""
+    one = nd.tensor(np.full(N, c))
+    fun = (lambda x: x * one) if c == 1.0 else (lambda x: x + one)
+    cf = compile(fun)
+    x = nd.tensor(np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, -1.5]))
+    program = cf.program(x)
+    assert (len(program.steps) == 0) == dropped, program.source
+    _bits_equal(_run_twice(cf, x), fun(x))
+
+
+def test_double_negation_is_dropped():
+    cf = compile(lambda x: -(-nd.tanh(x)))
+    x = nd.tensor(X0)
+    assert [s.name for s in cf.program(x).steps] == ["tanh"]
+    _bits_equal(_run_twice(cf, x), np.tanh(X0))
+
+
+def test_buffers_never_reuse_what_the_caller_receives_or_passes():
+    """The program writes only into memory it made: the caller's argument is unchanged and
+    two results of one call do not share memory."""
+    def f(x):
+        a = nd.exp(x)
+        b = nd.sin(a)
+        c = nd.cos(b) * 2
+        return a, c
+
+    cf = compile(f)
+    x = nd.tensor(X0.copy())
+    a1, c1 = _run_twice(cf, x)
+    assert "out=" in cf.source(x)
+    _bits_equal(x, X0)
+    assert not np.shares_memory(a1.numpy(), c1.numpy())
+    a2, c2 = cf(x)
+    assert not np.shares_memory(a1.numpy(), a2.numpy())  # (each call its own)
+    _bits_equal(a1, np.exp(X0))
+    _bits_equal(c1, np.cos(np.sin(np.exp(X0))) * 2)
+
+
+def test_a_wrong_rewrite_is_caught(monkeypatch):
+    """Mutation: a rewrite that drops a negation (treats every one-input linear elementwise
+    op as the identity) changes the compiled gradient, and the comparison with eager fails."""
+    real = P._same_as
+
+    def wrong(s, made_by, assume_finite):
+        op = s.op
+        if op is not None and op.kind == "elementwise" and op.nin == 1 and \
+                op.structure.algebra is P.Algebra.LINEAR and type(s.args[0]) is P.Value:
+            return s.args[0]
+        return real(s, made_by, assume_finite)
+
+    monkeypatch.setattr(P, "_same_as", wrong)
+    g = compile(grad(lambda x: (nd.exp(-x) * x).sum()))
+    expected = np.exp(-X0) * (1 - X0)
+    with pytest.raises(AssertionError):
+        close(_run_twice(g, nd.tensor(X0)), expected, atol=1e-12)
+    monkeypatch.setattr(P, "_same_as", real)  # (and the right rewrites pass)
+    close(_run_twice(compile(grad(lambda x: (nd.exp(-x) * x).sum())), nd.tensor(X0)),
+          expected, atol=1e-12)
