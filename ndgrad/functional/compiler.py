@@ -39,9 +39,11 @@ dtype, device, and whether it requires grad, every other argument's value (a Pyt
 is static), grad mode, the default dtype, and the identity and version of each tensor the
 function captures (in its closure or the globals it names); a tensor a step read as a
 constant is checked again on each call (its version), so a captured tensor changed in
-place means a new trace. A call whose argument requires grad (while grad mode is on) or
-that is made inside a transform (``grad(compile(f))``, ``vmap(compile(f))``) runs the
-function as it is, so its result is differentiable and transformable as eager code's.
+place means a new trace. A call whose argument requires grad (while grad mode is on)
+records one node whose forward and backward are compiled programs (Note [Differentiating
+a compiled function] in functional/compiled_function.py); a call made inside a transform
+(``grad(compile(f))``, ``vmap(compile(f))``) runs the function as it is, so its result is
+differentiable and transformable as eager code's.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.tensor import Tensor, _wrap_raw, finish
+from .compiled_function import call_differentiably
 from .program import LITERALS, Const, Program, Step, Value, build, optimize
 from .pytree import tree_flatten, tree_unflatten
 
@@ -468,6 +471,10 @@ class Compiled:
                 if entry is not None and entry.current():
                     return entry.wrap(entry.program.run(*datas))
         if self._eager(args, kwargs):
+            if not kwargs and not _levels.VISIBLE[0]:  # (arguments that require grad)
+                out = call_differentiably(self, args)
+                if out is not None:
+                    return out
             return self.fun(*args, **kwargs)
         key, leaves, spec, tensors = self._split(args, kwargs)
         entry = self._cache.get(key)

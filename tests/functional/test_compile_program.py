@@ -150,3 +150,26 @@ def test_a_wrong_rewrite_is_caught(monkeypatch):
     monkeypatch.setattr(P, "_same_as", real)  # (and the right rewrites pass)
     close(_run_twice(compile(grad(lambda x: (nd.exp(-x) * x).sum())), nd.tensor(X0)),
           expected, atol=1e-12)
+
+
+def test_backward_through_a_compiled_function_runs_compiled_programs():
+    """compile(f)(w).backward() records one node whose backward is the compiled pullback;
+    the gradient and, with create_graph, the second derivative equal eager's."""
+    def f(x):
+        return (nd.tanh(x) ** 2).sum() * x.sum()
+
+    cf = compile(f)
+    w = nd.tensor(X0, requires_grad=True)
+    y = cf(w)
+    assert type(y.grad_fn).__name__ == "_CompiledCallBackward"
+    y.backward()
+    w_eager = nd.tensor(X0, requires_grad=True)
+    f(w_eager).backward()
+    close(w.grad, w_eager.grad, atol=0, rtol=1e-15)
+    assert list(cf.__dict__["_pullbacks"][1]._cache)  # (the pullback's program was made)
+    for x in (w, w_eager):
+        x.grad = None
+    g, = nd.autograd.grad(cf(w), w, create_graph=True)
+    h, = nd.autograd.grad(g.sum(), w)
+    g_eager, = nd.autograd.grad(f(w_eager), w_eager, create_graph=True)
+    close(h, nd.autograd.grad(g_eager.sum(), w_eager)[0], atol=1e-13)
