@@ -29,6 +29,7 @@ taylor_zero_inputs
 device (test_op_matrix)    forward, vjp and jvp on the CUDA     the CPU's, to rounding
                            backend (emulated without a GPU)
 python_inputs (python_...) lists of tensors, Python numbers     the stacked tensor, NumPy
+compile (test_op_compile)  compile(f), of grad(s), of jvp(F)    eager ndgrad, to rounding
 =========================  ===================================  ==============================
 
 (``s(x) = sum_k re <w_k, F_k(x)>`` with fixed random weights ``w``; FD: central

@@ -90,6 +90,34 @@ def _user_line():
     return "?"
 
 
+_OPS_INIT = _PACKAGE + "core/ops/__init__.py"
+_NOT_READERS = (_PACKAGE + "core/tensor.py", _PACKAGE + "functional/compiler.py",
+                _PACKAGE + "functional/grad_level.py")
+
+
+def _reader():
+    """`` by ndgrad.<op> (file:line)``: the ndgrad op or composite whose forward or rule
+    reads a traced value (the innermost one running), with the line that reads it; ``""``
+    when the user's code reads it."""
+    f = sys._getframe(2)
+    line = None
+    while f is not None:
+        file = f.f_code.co_filename
+        if not file.startswith(_PACKAGE):
+            return ""
+        if line is None and not file.startswith(_NOT_READERS):
+            line = f"{file[len(_PACKAGE) - len('ndgrad/'):]}:{f.f_lineno}"
+        loc = f.f_locals
+        op = loc.get("op")
+        name = getattr(op, "qualname", None) if op is not None else None
+        if name is None and file == _OPS_INIT and f.f_code.co_name == "run":
+            name = loc.get("name") if isinstance(loc.get("name"), str) else None
+        if isinstance(name, str):
+            return f" by ndgrad.{name} ({line})"
+        f = f.f_back
+    return ""
+
+
 # ------------------------------------------------------------------------------ the tracer
 class _TraceInfo(DataInfo):
     """A trace in progress: its steps, constants, the tensors made inside the function,
@@ -237,12 +265,17 @@ class _Tracer(DataInterpreter):
         return t
 
     def refuse_conversion(self, lv, t, what):
+        where = _reader()
         raise CompileError(
             f"ndgrad.func.compile: a traced tensor (shape {list(t.shape)}) is read as "
-            f"{what} at {_user_line()}; its value is not known while the function is "
-            "traced, and the program would keep the value of this first call. Pass the "
-            "value as a static argument (static_argnums/static_argnames), compute with "
-            "tensors (ndgrad.where instead of `if`), or run this function without compile")
+            f"{what}{where} at {_user_line()}; its value is not known while the function is "
+            "traced, and the program would keep the value of this first call. " + (
+                "This ndgrad function reads its input's values (its result's shape or the "
+                "formula it takes depends on them), so it cannot be compiled on traced "
+                "values: call it outside the compiled function" if where else
+                "Pass the value as a static argument (static_argnums/static_argnames), "
+                "compute with tensors (ndgrad.where instead of `if`), or run this function "
+                "without compile"))
 
 
 def _astype(x, dtype):
@@ -354,6 +387,22 @@ def _captured(sources):
     return tuple(found)
 
 
+def _frozen(x):
+    """A static value as it enters the signature: equal only for values a program may be
+    shared by. A float or complex by its repr (``0.0`` and ``-0.0`` are equal in Python, and
+    a program made with one gives the other's sign of zero wrong; NaN equals itself); a
+    slice by its parts (unhashable before Python 3.12); a tuple's items with their types
+    (``(1,)``, ``(1.0,)`` and ``(True,)`` are equal in Python)."""
+    t = type(x)
+    if t is float or t is complex:
+        return (t, repr(x))
+    if t is slice:
+        return (slice, _frozen(x.start), _frozen(x.stop), _frozen(x.step))
+    if t is tuple:
+        return tuple((type(v), _frozen(v)) for v in x)
+    return x
+
+
 def _filled(cell):
     try:
         cell.cell_contents  # noqa: B018
@@ -410,14 +459,14 @@ class Compiled:
         dyn_args = []
         for k, a in enumerate(args):
             if k in self.static_argnums or k - len(args) in self.static_argnums:
-                static.append((k, a))
+                static.append((k, _frozen(a)))
                 dyn_args.append(None)
             else:
                 dyn_args.append(a)
         dyn_kwargs = {}
         for name, v in kwargs.items():
             if name in self.static_argnames:
-                static.append((name, v))
+                static.append((name, _frozen(v)))
             else:
                 dyn_kwargs[name] = v
         leaves, spec = tree_flatten((dyn_args, dyn_kwargs))
@@ -432,7 +481,7 @@ class Compiled:
                 sig.append((t.shape, t.dtype, str(t.device), False))
                 tensors.append(t)
             else:
-                sig.append(("static", type(x), x))
+                sig.append(("static", type(x), _frozen(x)))
         captured = _captured(self._sources)
         key = (spec, tuple(sig), tuple(static), STATE.grad_enabled, get_default_dtype(),
                captured)

@@ -242,3 +242,150 @@ def test_the_source_is_one_backend_call_per_line():
     # the source runs: the program's own function gives the gradient
     out = program.run(X0)[0]
     close(out, 1 - np.tanh(X0) ** 2, atol=1e-15)
+
+
+# ------------------------------------------------------------- signatures, refusals, values
+def test_static_values_equal_in_python_get_programs_of_their_own():
+    """0.0 and -0.0 (equal in Python) are two signatures: the program made with one would
+    give the other's sign of zero wrong; a slice (unhashable before Python 3.12) is a static
+    value like any other."""
+    x = nd.tensor([-1.0, 2.0])
+    scale = compile(lambda x, c: x * c)
+    for c in (0.0, -0.0, 0.0):
+        got, expected = scale(x, c).numpy(), (x * c).numpy()
+        assert np.array_equal(np.signbit(got), np.signbit(expected)), (c, got, expected)
+    first = compile(lambda x, c: x * c[0])
+    assert first(x, (1,)).dtype == (x * 1).dtype
+    close(first(x, (-0.0,)), x * -0.0, atol=0)
+    assert np.array_equal(np.signbit(first(x, (-0.0,)).numpy()), np.signbit((x * -0.0).numpy()))
+    take = compile(lambda x, s: nd.insert(x, s, 7.0))
+    for s in (slice(0, 1), slice(0, 1), slice(1, 2)):
+        close(take(x, s), nd.insert(x, s, 7.0), atol=0)
+    assert len(take._cache) == 2
+
+
+def test_an_op_that_reads_its_traced_values_is_named():
+    """A rule that branches on its input's values (prod's, on zeros) refuses the trace
+    naming the op and the line of ndgrad that reads; the user's own read says what to do."""
+    x = nd.tensor(X0)
+    with pytest.raises(CompileError, match=r"by ndgrad\.prod \(ndgrad/core/ops/[a-z_]+\.py:"
+                                           r"\d+\) at .*test_compile\.py:\d+.*cannot be "
+                                           r"compiled on traced values"):
+        compile(lambda x, v: jvp(nd.prod, (x,), (v,)))(x, x)
+    with pytest.raises(CompileError, match=r"read as .*\) at .*test_compile\.py:\d+.*"
+                                           r"static_argnums") as info:
+        compile(lambda x: float(x.sum()))(x)
+    assert "by ndgrad." not in str(info.value)
+
+
+def test_a_detached_traced_value_is_not_a_constant():
+    """detach cuts the graph, not the computation: polymul trims leading zeros through a
+    detached copy of its input (a value read: refused), and ``x.detach() * 2`` is a step."""
+    with pytest.raises(CompileError, match=r"by ndgrad\.polymul"):
+        compile(lambda a: nd.polymul(a, a))(nd.tensor([1.0, 2.0, 3.0]))
+    f = compile(lambda x: x.detach() * 2)
+    for x in (X0, 3 * X0):
+        close(f(nd.tensor(x)), 2 * x, atol=0)
+
+
+# ------------------------------------------------------------- compositions (issue 36)
+def _poly(x):
+    return (nd.sin(x) * x ** 3 + nd.exp(-x * x)).sum()
+
+
+def _vec(x):
+    return nd.tanh(x) * x.cumsum(0) + nd.cos(x[::-1])
+
+
+def _fd_grad(f, x, h=1e-6):
+    e = np.eye(x.size)
+    return np.array([(f(nd.tensor(x + h * e[i])).item() - f(nd.tensor(x - h * e[i])).item())
+                     / (2 * h) for i in range(x.size)])
+
+
+# (name, the composition, a reference built from eager transforms, an FD reference or None)
+COMPOSED = {
+    "compile(grad)": (lambda: compile(grad(_poly)), lambda: grad(_poly),
+                      lambda x: _fd_grad(_poly, x)),
+    "grad(compile)": (lambda: grad(compile(_poly)), lambda: grad(_poly),
+                      lambda x: _fd_grad(_poly, x)),
+    "compile(jacrev)": (lambda: compile(jacrev(_vec)), lambda: jacrev(_vec), None),
+    "jacrev(compile)": (lambda: jacrev(compile(_vec)), lambda: jacrev(_vec), None),
+    "compile(jacfwd)": (lambda: compile(jacfwd(_vec)), lambda: jacfwd(_vec), None),
+    "jacfwd(compile)": (lambda: jacfwd(compile(_vec)), lambda: jacfwd(_vec), None),
+    "compile(hessian)": (lambda: compile(hessian(_poly)), lambda: hessian(_poly),
+                         lambda x: np.array([_fd_grad(lambda y, i=i: grad(_poly)(y)[i], x)
+                                             for i in range(x.size)])),
+    "hessian(compile)": (lambda: hessian(compile(_poly)), lambda: hessian(_poly), None),
+    "compile(vmap(grad))": (lambda: compile(vmap(grad(_poly))), lambda: vmap(grad(_poly)),
+                            None),
+    "vmap(compile(grad))": (lambda: vmap(compile(grad(_poly))), lambda: vmap(grad(_poly)),
+                            None),
+    "compile(jvp)": (lambda: compile(lambda x: jvp(_vec, (x,), (nd.ones_like(x),))[1]),
+                     lambda: (lambda x: jvp(_vec, (x,), (nd.ones_like(x),))[1]),
+                     lambda x: _fd_jvp(x)),
+    "jvp(compile)": (lambda: (lambda x: jvp(compile(_vec), (x,), (nd.ones_like(x),))[1]),
+                     lambda: (lambda x: jvp(_vec, (x,), (nd.ones_like(x),))[1]),
+                     lambda x: _fd_jvp(x)),
+    # two deep
+    "compile(grad(grad))": (lambda: compile(grad(lambda x: grad(_poly)(x).sum())),
+                            lambda: grad(lambda x: grad(_poly)(x).sum()), None),
+    "grad(compile(grad))": (lambda: grad(lambda x: compile(grad(_poly))(x).sum()),
+                            lambda: grad(lambda x: grad(_poly)(x).sum()), None),
+    "compile(jacfwd(jacrev))": (lambda: compile(jacfwd(jacrev(_poly))),
+                                lambda: jacfwd(jacrev(_poly)), None),
+    "compile(compile(grad))": (lambda: compile(lambda x: compile(grad(_poly))(x) * 2),
+                               lambda: (lambda x: grad(_poly)(x) * 2),
+                               lambda x: 2 * _fd_grad(_poly, x)),
+    "compile(vmap(jvp(grad)))": (
+        lambda: compile(vmap(lambda x: jvp(grad(_poly), (x,), (nd.ones_like(x),))[1])),
+        lambda: vmap(lambda x: jvp(grad(_poly), (x,), (nd.ones_like(x),))[1]), None),
+}
+
+
+def _fd_jvp(x, h=1e-6):
+    return (_vec(nd.tensor(x + h)).numpy() - _vec(nd.tensor(x - h)).numpy()) / (2 * h)
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_compile_composed_with_the_transforms(name):
+    """compile under and over grad, jacrev, jacfwd, hessian, vmap and jvp, and two deep:
+    the values of the eager composition (to rounding) on the traced arguments, again (the
+    program), at other values of the same shape and at another shape (a new trace), and
+    finite differences where given."""
+    make, reference, fd = COMPOSED[name]
+    fun, ref = make(), reference()
+    batched = "vmap" in name
+    for x in (XB if batched else X0, 1.3 * (XB if batched else X0), XB.T if batched else
+              XB[0, :3], XB if batched else X0):
+        got, expected = fun(nd.tensor(x)), ref(nd.tensor(x))
+        close(got, expected, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(expected.numpy()).max()))
+        if fd is not None:
+            close(got, fd(x), rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------ a wrong rewrite is caught
+def test_a_program_with_a_dropped_negation_fails_the_comparison(monkeypatch):
+    """The registry family's comparison (tests/test_op_compile.py) fails on a program whose
+    optimiser drops a negation (rewrites ``negative(x)`` to ``x``), and passes without it."""
+    import ndgrad.functional.compiler as compiler
+    from registry_harness import Sample, entry
+    from test_op_compile import _moved, _stacked, compiled_equals_eager
+
+    # (the family's gradient check: grad of <w, cos(x)> in x, the weights w arguments too,
+    # so the rule's -w sin(x) is a negation step of the program)
+    w = RNG.normal(size=5)
+    sample = Sample(entry("multiply"), (X0, w), {})
+    fn = grad(lambda x, w: (w * nd.cos(x)).sum())
+    args = ([nd.tensor(X0), nd.tensor(w)], _moved(sample), _stacked(sample))
+    compiled_equals_eager(fn, *args, "cos'")  # (right: passes)
+    optimize = compiler.optimize
+
+    def dropping_negations(program, *args):
+        for s in program.steps:
+            if s.op is not None and s.op.name == "negative":
+                s.fn, s.name, s.with_backend = (lambda x: x), "dropped", False
+        return optimize(program, *args)
+    monkeypatch.setattr(compiler, "optimize", dropping_negations)
+    with pytest.raises(AssertionError, match="cos', the program"):
+        compiled_equals_eager(fn, *args, "cos'")
