@@ -32,6 +32,12 @@ class _CompiledCall(Function):
     function])."""
 
     @staticmethod
+    def vmap_loop(compiled, *xs):  # (how vmap's loop warning would name it)
+        name = getattr(compiled, "__name__", "a function")
+        return (f"the compiled function {name}",
+                "a compiled function's node is recorded per element below a vmap")
+
+    @staticmethod
     def forward(ctx, compiled, *xs):
         ctx.compiled = compiled
         ctx.save_for_backward(*xs)

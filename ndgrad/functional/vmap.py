@@ -46,7 +46,6 @@ from ..core import backward as _engine
 from ..core import levels as _levels
 from ..core.backend import backend_for_device, is_differentiable_dtype
 from ..core.creation import asarray as _asarray
-from ..core.creation import sample as _sample
 from ..core.dispatch import TENSOR_F, VARIADIC, apply
 from ..core.tensor import innermost_level
 from ..core.views import link_view
@@ -673,7 +672,11 @@ class _VmapInterpreter(WrapperInterpreter):
                     "for the whole batch) to vmap.")
         different = [lv for lv in vlevels if lv.info.randomness == "different"]
         lead = tuple(lv.info.size for lv in different)
-        t = _new(_sample(kind, lead + tuple(shape), dtype, device), False)
+        # the draw as the levels outside the vmaps make it (a compile trace records it:
+        # each call draws again), one for every batch element of the "different" levels
+        with below(vlevels[0]):
+            draw = creation.randn if kind == "randn" else creation.rand
+            t = draw(*(lead + tuple(shape)), dtype=dtype, device=device)
         for lv in different:
             t = _wrap(t, lv)  # outermost first: the innermost wrapper is the outermost object
         if requires_grad:

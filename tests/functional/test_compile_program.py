@@ -173,3 +173,19 @@ def test_backward_through_a_compiled_function_runs_compiled_programs():
     h, = nd.autograd.grad(g.sum(), w)
     g_eager, = nd.autograd.grad(f(w_eager), w_eager, create_graph=True)
     close(h, nd.autograd.grad(g_eager.sum(), w_eager)[0], atol=1e-13)
+
+
+def test_random_draws_under_vmap_are_steps_of_the_program():
+    """vmap's per-element draws are made by the levels outside it, so a compiled vmap draws
+    afresh on each call, eager's numbers from the same generator state (they were baked
+    into the program as constants)."""
+    f = vmap(lambda x: x + nd.randn(3), randomness="different")
+    cf = compile(f)
+    X = nd.zeros((2, 3))
+    nd.manual_seed(3)
+    eager = [f(X).numpy().copy() for _ in range(3)]
+    nd.manual_seed(3)
+    compiled = [cf(X).numpy().copy() for _ in range(3)]
+    for a, b in zip(compiled, eager):
+        _bits_equal(a, b)
+    assert any(s.kind == "random" for s in cf.program(X).steps)
