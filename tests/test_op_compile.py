@@ -145,7 +145,10 @@ def _other_shape(a):
 
 
 def _other_values(a):
-    return np.asarray(a * STACK, dtype=a.dtype) if a.dtype.kind in "fc" else a
+    if a.dtype.kind not in "fc":
+        return a
+    with np.errstate(all="ignore"):  # (inf and NaN samples stay what they are)
+        return np.asarray(a * STACK, dtype=a.dtype)
 
 
 def _tensors(arrays):
