@@ -196,7 +196,7 @@ class _Tracer(DataInterpreter):
         return list(values)
 
     def _backend(self, info, outs):
-        B = backend_of(outs[0]) if outs and isinstance(outs[0], Tensor) else None
+        B = backend_of(outs[0]._data) if outs and isinstance(outs[0], Tensor) else None
         if info.backend is None:
             info.backend = B
         elif B is not None and B is not info.backend:
@@ -573,7 +573,7 @@ class Compiled:
                     outputs.append(info.const(o))
         finally:
             _TRACER.leave(lv)
-        B = info.backend or (backend_of(tensors[0]) if tensors else _BACKEND_BY_TYPE[
+        B = info.backend or (backend_of(tensors[0]._data) if tensors else _BACKEND_BY_TYPE[
             type(_asarray(0.0)._data)])
         program = Program(B, inputs, outputs, out_spec, info.steps, info.consts)
         program.trace_time = time.perf_counter() - start

@@ -321,7 +321,8 @@ def build(program):
         lit = _literal(a)
         return lit if lit is not None else _param(a, program)
 
-    buffers = _buffers(program)
+    # (a lazy backend's arrays are graphs, not memory: Note [Buffers of a program])
+    buffers = {} if getattr(B, "deferred_gradients", False) else _buffers(program)
     ins = ", ".join(f"v{v.index}" for v in program.inputs)
     lines.append(f"def program({ins}):")
     for i, s in enumerate(program.steps):
@@ -532,7 +533,8 @@ def _fold_identities(steps, program, assume_finite):
 # may share (the caller keeps what it receives). Any other step's result may be a view of
 # its arguments (a reshape, basic indexing, a forward that returns its input), so it keeps
 # the memory of the values it was computed from alive for as long as it is read. Each call
-# allocates its own buffers, so a compiled function is reentrant.
+# allocates its own buffers, so a compiled function is reentrant. A lazy backend's arrays
+# (Dask's: a backend with ``deferred_gradients``) are graphs, not memory: none is reused.
 def _is_ufunc(fn):
     """A ufunc, or one of the program's own functions that takes ``out=`` as one does."""
     return getattr(fn, "takes_out", False) or (
