@@ -189,3 +189,14 @@ def test_random_draws_under_vmap_are_steps_of_the_program():
     for a, b in zip(compiled, eager):
         _bits_equal(a, b)
     assert any(s.kind == "random" for s in cf.program(X).steps)
+
+
+def test_a_negation_moves_onto_its_constant():
+    """-(c * x) is (-c) * x bit for bit (but for NaN's sign): one step fewer, the constant
+    negated once when the program is built."""
+    c = nd.tensor(np.array([3.0, -2.0, 0.0, 1.5, -0.0, 2.0]))
+    fun = lambda x: -(c * nd.tanh(x))  # noqa: E731
+    cf = compile(fun)
+    x = nd.tensor(np.array([0.5, -1.0, np.inf, -0.0, np.nan, 2.0]))
+    assert [s.name for s in cf.program(x).steps] == ["tanh", "multiply"]
+    _bits_equal(_run_twice(cf, x), fun(x))
