@@ -197,6 +197,11 @@ _PROBED = {}  # (op, dtype, what, constant) -> whether the step gives its argume
 
 
 def _onto_constant(s, made_by, uses, program):
+    with np.errstate(all="ignore"):  # (the probes hold inf and NaN)
+        return _moved_onto_constant(s, made_by, uses, program)
+
+
+def _moved_onto_constant(s, made_by, uses, program):
     """``g(c * x)`` as ``g(c) * x`` (g computed once, when the program is built), where g is
     a one-input elementwise linear op, the product an elementwise multilinear step with a
     constant ``c`` read by g alone, and the probe shows the two equal bit for bit (a
@@ -268,6 +273,11 @@ def _probe_values(dtype):
 
 def _same_as(s, made_by, assume_finite):
     """The argument step ``s`` gives back unchanged, or None (Note [Program rewrites])."""
+    with np.errstate(all="ignore"):  # (the probes hold inf and NaN)
+        return _same_as_probed(s, made_by, assume_finite)
+
+
+def _same_as_probed(s, made_by, assume_finite):
     op = s.op
     if s.kind != "op" or op is None or op.nout != 1 or len(s.outs) != 1:
         return None
