@@ -418,10 +418,11 @@ def build(program):
             if i in buffers:
                 args.append(f"out=v{buffers[i]}")
             call = f"{fn}({', '.join(args)})"
-        if s.scalar and len(s.outs) == 1 and i not in buffers:
+        single = s.op is None or s.op.nout == 1  # (else the call returns a tuple)
+        if s.scalar and single and i not in buffers:
             call = f"asarray({call})"
         lines.append(f"    {outs} = {call}")
-        if s.scalar and len(s.outs) > 1:
+        if s.scalar and not single:
             lines += [f"    v{o.index} = asarray(v{o.index})" for o in s.outs]
     # (a constant array returned is copied: the caller may change it, the program keeps it)
     rets = [f"K[{o.index}].copy()" if type(o) is Const and _literal(o.value) is None and
