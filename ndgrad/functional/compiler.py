@@ -67,7 +67,8 @@ from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.tensor import Tensor, _wrap_raw, finish
 from .compiled_function import call_differentiably
-from .program import LITERALS, Const, Program, Step, Value, build, optimize
+from .program import (LITERALS, Const, Program, Step, Value, build, optimize,
+                      standalone_source)
 from .pytree import tree_flatten, tree_unflatten
 
 __all__ = ["compile", "Compiled", "CompileError"]
@@ -603,9 +604,13 @@ class Compiled:
             entry = self._trace(key, args, kwargs, leaves, spec, tensors)[0]
         return entry.program
 
-    def source(self, *args, **kwargs):
-        """The generated Python source of the program for these arguments' signature."""
-        return self.program(*args, **kwargs).source
+    def source(self, *args, standalone=False, **kwargs):
+        """The generated Python source of the program for these arguments' signature; with
+        ``standalone=True``, a module that needs NumPy only (Note [Standalone programs] in
+        functional/program.py)."""
+        p = self.program(*args, **kwargs)
+        return standalone_source(p, getattr(self.fun, "__name__", "program")
+                                 .replace("<lambda>", "program")) if standalone else p.source
 
 
 _ARRAYS = tuple(_BACKEND_BY_TYPE)

@@ -200,3 +200,36 @@ def test_a_negation_moves_onto_its_constant():
     x = nd.tensor(np.array([0.5, -1.0, np.inf, -0.0, np.nan, 2.0]))
     assert [s.name for s in cf.program(x).steps] == ["tanh", "multiply"]
     _bits_equal(_run_twice(cf, x), fun(x))
+
+
+def test_a_standalone_program_runs_without_ndgrad(tmp_path):
+    """source(standalone=True) is a module that imports NumPy only (run in a fresh
+    interpreter that cannot import ndgrad) and gives the compiled gradient's values."""
+    import subprocess
+    import sys
+
+    def loss(x):
+        y = x
+        for _ in range(3):
+            y = nd.tanh(y * 1.0001 + 0.5)
+        return (y ** 2).sum() + (x @ nd.tensor(A0) @ x) / 2
+
+    g = compile(grad(loss))
+    x = nd.tensor(X0)
+    src = g.source(x, standalone=True)
+    assert "ndgrad" not in src.split('"""')[0] + src.split('"""')[-1]
+    (tmp_path / "prog.py").write_text(src + "\nimport sys\nassert 'ndgrad' not in sys.modules\n"
+                                      "numpy.save(sys.argv[2], loss(numpy.load(sys.argv[1])))\n")
+    np.save(tmp_path / "x.npy", X0)
+    subprocess.run([sys.executable, "-I", str(tmp_path / "prog.py"), str(tmp_path / "x.npy"),
+                    str(tmp_path / "g.npy")], check=True, cwd=tmp_path, timeout=60)
+    close(np.load(tmp_path / "g.npy")[0], grad(loss)(x), atol=0, rtol=0)
+
+
+def test_a_program_that_cannot_stand_alone_says_which_step():
+    g = compile(grad(lambda x: (x[1:] * x[:-1]).sum()))
+    with pytest.raises(ValueError, match="standalone=True: the forward of getitem uses"):
+        g.source(nd.tensor(X0), standalone=True)
+    r = compile(lambda x: x + nd.randn(N))
+    with pytest.raises(ValueError, match="draws random numbers"):
+        r.source(nd.tensor(X0), standalone=True)
