@@ -2,10 +2,11 @@
 in ndgrad/functional/compiler.py): a compiled program gives eager ndgrad's values.
 
 One family of the registry matrix (Note [The registry matrix] in tests/registry_matrix.py),
-``compile``, on the first samples of each (op, dtype)'s bank (two small, two wide: as the
-first-order compositions), each check on its own function of the sample's array inputs (all
-of them arguments of the compiled function: floating and integer tensors alike; Python numbers
-and the op's other parameters static):
+``compile``, on the first samples of each (op, dtype)'s bank (the values on two small and
+two wide ones, as the first-order compositions; the derivatives on the first small one and
+the first wide one checked: :data:`FULL`), each check on its own function of the sample's
+array inputs (all of them arguments of the compiled function: floating and integer tensors
+alike; Python numbers and the op's other parameters static):
 
 ``values``
     ``compile(f)`` with ``f(*arrays) = op(*arrays, *params)``: every output (integer, bool and
@@ -14,19 +15,25 @@ and the op's other parameters static):
     ``compile(grad(s))`` with ``s(*arrays, *w) = sum_k re <w_k, F_k>`` (``F`` the floating
     outputs, the weights ``w`` arguments too) equals eager ``grad(s)``;
 ``tangent`` (differentiable ops without ``notes["jvp"]``)
-    ``compile(f)`` with ``f(arrays, v) = jvp(F, floats, v)`` equals eager ``jvp``.
+    ``compile(f)`` with ``f(arrays, v) = jvp(F, floats, v)`` equals eager ``jvp``;
+``python_forms`` (the :data:`FULL` samples)
+    the forms dispatch converts before a forward runs, next to traced tensors: the 0-d
+    floating inputs as Python scalars and as NumPy scalars (static arguments), and an input
+    of one dimension or more as the list of its rows, made inside the compiled function
+    from the traced tensor (Note [Sequences of tensors]): ``compile(f)`` equals eager ``f``
+    on the same form.
 
 Each compiled function is called twice on the sample (the first call returns the trace's own
 values; the second runs the program, the call that matters), then at other values of the
 same shapes (the floating arrays times 1.03: the same program, which must not have kept a
 value of the trace), then on the sample's arrays stacked twice (``[a, 1.03 a]``: another
 shape, so a new trace, not the first program run on arrays it was not made for; two
-programs in the cache), each compared with eager on the same arguments; where eager raises,
-the compiled function raises the same error. The comparison is to rounding (:data:`ROUNDING`):
-the program calls the backend functions eager ndgrad calls, in the same order, and its
-optimiser keeps every value bit for bit, so only an op whose values depend on the memory
-layout of its inputs (a reduction's pairwise summation on a view) may differ in the last
-bits.
+programs in the cache; the :data:`FULL` samples), each compared with eager on the same
+arguments; where eager raises, the compiled function raises the same error. The comparison
+is to rounding (:data:`ROUNDING`): the program calls the backend functions eager ndgrad
+calls, in the same order, and its optimiser keeps every value bit for bit, so only an op
+whose values depend on the memory layout of its inputs (a reduction's pairwise summation on
+a view) may differ in the last bits.
 
 A trace that an op refuses because its forward or a rule reads its traced input's values
 (its result's shape depends on them, or a rule picks its formula by them: prod's rules on
@@ -45,14 +52,18 @@ import pytest
 
 import ndgrad
 from ndgrad import func
-from registry_harness import checked_for, tensor
+from registry_harness import Sample, checked_for, tensor
 from ndgrad.functional.compiler import CompileError
 from registry_matrix import each, family, on_cpu
 from support import host, random_like
+from test_op_python_inputs import _rows, _usable
 
 SAMPLES = (2, 2)  # the small and wide samples checked per (op, dtype) (after the simplest wide)
 ROUNDING = 1e-12  # rtol; atol is ROUNDING times the largest finite magnitude of the reference
 STACK = 1.03      # the second copy of a floating input in the stacked (other shape) sample
+# the samples the derivative checks run on and every check calls on another shape too (the
+# first small one, the first wide one checked); the values are checked on all four
+FULL = {("small", 0), ("wide", 1)}
 
 
 # ---------------------------------------------------------------------------- comparisons
@@ -105,6 +116,8 @@ def compiled_equals_eager(fn, args, moved, other, what, compile=func.compile):
     runs = (("", args, ("the trace", "the program")), (" at other values", moved,
             ("the program",)), (" on another shape", other, ("a new trace",)))
     for label, a, calls in runs:
+        if a is None:
+            continue
         expected, error = _run(fn, a)
         for call in calls:
             call = f"{what}{label}, {call}"
@@ -118,7 +131,7 @@ def compiled_equals_eager(fn, args, moved, other, what, compile=func.compile):
                 return cf  # (the clear error of an op that reads values: Note above)
             assert raised is None, f"{call}: raised {type(raised).__name__}: {raised}"
             same(got, expected, call)
-    if error is None:  # (another shape eager takes: a second program)
+    if other is not None and error is None:  # (another shape eager takes: a 2nd program)
         assert len(cf._cache) == 2, \
             f"{what}: {len(cf._cache)} programs made, 2 expected (one per shape)"
     return cf
@@ -155,10 +168,15 @@ def _tensors(arrays):
     return [tensor(a) if isinstance(a, np.ndarray) else a for a in arrays]
 
 
-def _stacked(sample):
-    """The sample's array inputs (as :meth:`Sample.inputs` gives them) changed to another
-    shape (:func:`_other_shape`): a new trace."""
-    return _tensors([_changed(a, _other_shape) for a in sample.arrays])
+def _stacked(e):
+    """The array inputs of the entry's sample (as :meth:`Sample.inputs` gives them) changed
+    to another shape (:func:`_other_shape`): a new trace; None (no such call) but on the
+    first small and the first checked wide sample (:data:`FULL`)."""
+    if not isinstance(e, Sample):
+        if (e.kind, e.index) not in FULL:
+            return None
+        e = e.sample
+    return _tensors([_changed(a, _other_shape) for a in e.arrays])
 
 
 def _moved(sample):
@@ -192,7 +210,7 @@ def _eager_floating_outputs(sample, arrays):
 def values(e):
     s = e.sample
     compiled_equals_eager(lambda *arrays: s.call(list(arrays)), s.inputs(), _moved(s),
-                          _stacked(s), f"compile(f) of {s!r}")
+                          _stacked(e), f"compile(f) of {s!r}")
 
 
 def gradient(e):
@@ -208,7 +226,8 @@ def gradient(e):
         outs = _eager_floating_outputs(s, arrays)
         ws = [tensor(random_like(rng, o)) for o in outs] if outs is not None else []
         return list(arrays) + ws
-    compiled_equals_eager(g, args(s.inputs()), args(_moved(s)), args(_stacked(s)),
+    other = _stacked(e)
+    compiled_equals_eager(g, args(s.inputs()), args(_moved(s)), other and args(other),
                           f"compile(grad(s)) of {s!r}")
 
 
@@ -226,8 +245,31 @@ def tangent(e):
 
     def args(arrays):
         return [list(arrays), [tensor(random_like(rng, host(arrays[p]))) for p in s.pos]]
-    compiled_equals_eager(f, args(s.inputs()), args(_moved(s)), args(_stacked(s)),
+    other = _stacked(e)
+    compiled_equals_eager(f, args(s.inputs()), args(_moved(s)), other and args(other),
                           f"compile(jvp(F)) of {s!r}")
+
+
+def python_forms(e):
+    s = e.sample
+    if (e.kind, e.index) not in FULL:
+        return
+    arrays = [k for k, a in enumerate(s.arrays) if isinstance(a, np.ndarray)]
+    zero_d = [k for k in arrays if s.arrays[k].ndim == 0 and s.arrays[k].dtype.kind in "fc"]
+    if zero_d and len(zero_d) < len(arrays):  # (a traced tensor beside the scalars)
+        for form, make in (("Python", lambda a: a.item()), ("NumPy", lambda a: a[()])):
+            def inputs(how, make=make):
+                return _tensors([make(how(a)) if k in zero_d else _changed(a, how)
+                                 for k, a in enumerate(s.arrays)])
+            compiled_equals_eager(lambda *a: s.call(list(a)), inputs(lambda a: a),
+                                  inputs(_other_values), None,
+                                  f"compile(f) of {s!r} with {form} scalars")
+    rows = _usable(s)
+    if rows:
+        p = rows[0]
+        compiled_equals_eager(
+            lambda *a: s.call([_rows(x) if k == p else x for k, x in enumerate(a)]),
+            s.inputs(), _moved(s), None, f"compile(f) of {s!r} with input {p} as a list")
 
 
 def _entries(bank):
@@ -238,12 +280,7 @@ def _entries(bank):
 # Defects of the program's code generation and optimiser (ndgrad/functional/program.py)
 # the family finds, reported there; strict: the case fails once the defect is fixed, and its
 # line goes. (op, dtype or None for all) -> the defect
-PROGRAM_DEFECTS = {
-    ("broadcast_arrays", None): "build: an op of several outputs returning one 0-d output is "
-    "generated as `v1, = asarray(op(...))`, which makes the tuple an array of shape (1,) and "
-    "unpacks a NumPy scalar (`v1, = op(...)` then `v1 = asarray(v1)`)",
-    ("unstack", None): "the same (unstack of a (1,) array)",
-}
+PROGRAM_DEFECTS = {}
 
 
 @family("compile", devices=["cpu"])
@@ -253,7 +290,7 @@ def test_compile(bank, request):
                                                                             bank.dtype))
     if defect:
         request.applymarker(pytest.mark.xfail(strict=True, reason=defect))
-    checks = [values]
+    checks = [values, python_forms]
     if checked_for(op, "vjp"):
         checks.append(_only_differentiable(gradient))
     if checked_for(op, "jvp"):
@@ -264,7 +301,7 @@ def test_compile(bank, request):
 
 def _only_differentiable(check):
     def run(e):
-        if e.differentiable:
+        if e.differentiable and (e.kind, e.index) in FULL:
             check(e)
     run.__name__ = check.__name__
     return run
