@@ -180,7 +180,7 @@ class _Tracer(DataInterpreter):
                 refs.append(self._constant(info, a, op))
             elif type(a) is float and k < nin:
                 if weak is None:
-                    weak = _weak_float_dtype(args[:nin])
+                    weak = _weak_float_dtype(args) if len(args) == op.nin == 2 else False
                 refs.append(info.const(weak.type(a)) if weak else a)
             else:
                 refs.append(a if type(a) in LITERALS else info.const(a))
@@ -289,8 +289,10 @@ def _identifier(name):
 
 
 def _weak_float_dtype(arrays):
-    """The dtype a Python float takes among ``arrays`` (dispatch's rule: a bfloat16
-    tensor's), or False."""
+    """The dtype a Python float takes beside the other of two inputs ``arrays``, or False:
+    dispatch's rule, a bfloat16 tensor's; only on its path for an op of two inputs and no
+    other positional argument (``apply``'s fast path: an op of three inputs, ``clip`` or
+    ``where``, hands the float on as it is, and NumPy promotes it)."""
     for a in arrays:
         if type(a) is Tensor and WEAK_FLOAT_DTYPES and a._data.dtype in WEAK_FLOAT_DTYPES:
             return a._data.dtype

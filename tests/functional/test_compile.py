@@ -389,3 +389,22 @@ def test_a_program_with_a_dropped_negation_fails_the_comparison(monkeypatch):
     monkeypatch.setattr(compiler, "optimize", dropping_negations)
     with pytest.raises(AssertionError, match="cos', the program"):
         compiled_equals_eager(fn, *args, "cos'")
+
+
+@pytest.mark.parametrize("f", [lambda x: x * 0.1, lambda x: 0.1 - x,
+                               lambda x: nd.clip(x, 0.1, 1.3),
+                               lambda x: nd.where(x > 0, x, 0.1)],
+                         ids=["times", "minus", "clip", "where"])
+def test_python_floats_beside_bfloat16_as_dispatch_takes_them(f):
+    """A Python float beside a bfloat16 tensor: the program gives eager's dtype and bits.
+    Dispatch makes it a bfloat16 only on its path for two inputs (``x * 0.1``); an op of
+    three inputs hands it on and NumPy promotes (clip to float32, where to float64): the
+    tracer made it a bfloat16 there too."""
+    if getattr(nd, "bfloat16", None) is None:
+        pytest.skip("no bfloat16 (ml_dtypes)")
+    x = nd.tensor([0.3, 1.7, -2.2], dtype=nd.bfloat16)
+    cf = compile(f)
+    for _ in range(2):
+        got, expected = cf(x), f(x)
+        assert got.dtype == expected.dtype
+        assert got.numpy().tobytes() == expected.numpy().tobytes(), (got, expected)
