@@ -2,9 +2,9 @@
 in ndgrad/functional/compiler.py): a compiled program gives eager ndgrad's values.
 
 One family of the registry matrix (Note [The registry matrix] in tests/registry_matrix.py),
-``compile``, on the first samples of each (op, dtype)'s bank (the values on two small and
-two wide ones, as the first-order compositions; the derivatives on the first small one and
-the first wide one checked: :data:`FULL`), each check on its own function of the sample's
+``compile``, on the first samples of each (op, dtype)'s bank (the values on two small ones
+and one wide one, :data:`SAMPLES`; the derivatives on the first small one:
+:data:`DERIVATIVES`), each check on its own function of the sample's
 array inputs (all of them arguments of the compiled function: floating and integer tensors
 alike; Python numbers and the op's other parameters static):
 
@@ -16,6 +16,9 @@ alike; Python numbers and the op's other parameters static):
     outputs, the weights ``w`` arguments too) equals eager ``grad(s)``;
 ``tangent`` (differentiable ops without ``notes["jvp"]``)
     ``compile(f)`` with ``f(arrays, v) = jvp(F, floats, v)`` equals eager ``jvp``;
+``hvp`` (differentiable ops without ``notes["vjp"]``, ``["jvp"]`` or ``["gradgrad"]``)
+    ``compile(jvp(grad(s)))`` (forward over reverse: the rules' own rules traced) equals
+    eager, on the sample and at other values;
 ``python_forms`` (the :data:`FULL` samples)
     the forms dispatch converts before a forward runs, next to traced tensors: the 0-d
     floating inputs as Python scalars and as NumPy scalars (static arguments), and an input
@@ -28,12 +31,12 @@ values; the second runs the program, the call that matters), then at other value
 same shapes (the floating arrays times 1.03: the same program, which must not have kept a
 value of the trace), then on the sample's arrays stacked twice (``[a, 1.03 a]``: another
 shape, so a new trace, not the first program run on arrays it was not made for; two
-programs in the cache; the :data:`FULL` samples), each compared with eager on the same
-arguments; where eager raises, the compiled function raises the same error. The comparison
-is to rounding (:data:`ROUNDING`): the program calls the backend functions eager ndgrad
-calls, in the same order, and its optimiser keeps every value bit for bit, so only an op
-whose values depend on the memory layout of its inputs (a reduction's pairwise summation on
-a view) may differ in the last bits.
+programs in the cache; the :data:`FULL` samples, but for ``tangent`` and ``hvp``), each
+compared with eager on the same arguments; where eager raises, the compiled function raises
+the same error. The comparison is to rounding (:data:`ROUNDING`): the program calls the
+backend functions eager ndgrad calls, in the same order, and its optimiser keeps every
+value bit for bit, so only an op whose values depend on the memory layout of its inputs (a
+reduction's pairwise summation on a view) may differ in the last bits.
 
 A trace that an op refuses because its forward or a rule reads its traced input's values
 (its result's shape depends on them, or a rule picks its formula by them: prod's rules on
@@ -58,12 +61,16 @@ from registry_matrix import each, family, on_cpu
 from support import host, random_like
 from test_op_python_inputs import _rows, _usable
 
-SAMPLES = (2, 2)  # the small and wide samples checked per (op, dtype) (after the simplest wide)
+SAMPLES = (2, 1)  # the small and wide samples checked per (op, dtype) (after the simplest wide)
 ROUNDING = 1e-12  # rtol; atol is ROUNDING times the largest finite magnitude of the reference
 STACK = 1.03      # the second copy of a floating input in the stacked (other shape) sample
-# the samples the derivative checks run on and every check calls on another shape too (the
-# first small one, the first wide one checked); the values are checked on all four
+# the samples every check calls on another shape too, and python_forms checks (the first
+# small one, the first wide one checked); the values are checked on all three
 FULL = {("small", 0), ("wide", 1)}
+# the sample the derivative checks run on (the first small one: its other shape has one
+# dimension more): the family's checks stay near 11 CPU-s (its banks, shared with the other
+# families, 10 more)
+DERIVATIVES = ("small", 0)
 
 
 # ---------------------------------------------------------------------------- comparisons
@@ -245,9 +252,34 @@ def tangent(e):
 
     def args(arrays):
         return [list(arrays), [tensor(random_like(rng, host(arrays[p]))) for p in s.pos]]
-    other = _stacked(e)
-    compiled_equals_eager(f, args(s.inputs()), args(_moved(s)), other and args(other),
+    compiled_equals_eager(f, args(s.inputs()), args(_moved(s)), None,
                           f"compile(jvp(F)) of {s!r}")
+
+
+def hvp(e):
+    """``compile(jvp(grad(s)))``: forward over reverse, a second-order program (its rules'
+    rules traced)."""
+    s = e.sample
+    nin = len(s.arrays)
+    rng = np.random.default_rng(e.index)
+
+    def scalar(*a):
+        return _weighted(a[nin:], _floating(s.call(list(a[:nin]))))
+
+    def f(arrays, ws, tangents):
+        def g(*floats):
+            full = list(arrays)
+            for p, x in zip(s.pos, floats, strict=True):
+                full[p] = x
+            return func.grad(scalar, argnums=tuple(s.pos))(*full, *ws)
+        return func.jvp(g, tuple(arrays[p] for p in s.pos), tuple(tangents))
+
+    def args(arrays):
+        outs = _eager_floating_outputs(s, arrays)
+        ws = [tensor(random_like(rng, o)) for o in outs] if outs is not None else []
+        return [list(arrays), ws, [tensor(random_like(rng, host(arrays[p]))) for p in s.pos]]
+    compiled_equals_eager(f, args(s.inputs()), args(_moved(s)), None,
+                          f"compile(jvp(grad(s))) of {s!r}")
 
 
 def python_forms(e):
@@ -295,13 +327,15 @@ def test_compile(bank, request):
         checks.append(_only_differentiable(gradient))
     if checked_for(op, "jvp"):
         checks.append(_only_differentiable(tangent))
+    if checked_for(op, "vjp", "jvp", "gradgrad"):
+        checks.append(_only_differentiable(hvp))
     with on_cpu():
         each(_entries(bank), checks, f"{bank.name} ({bank.dtype}) compiled")
 
 
 def _only_differentiable(check):
     def run(e):
-        if e.differentiable and (e.kind, e.index) in FULL:
+        if e.differentiable and (e.kind, e.index) == DERIVATIVES:
             check(e)
     run.__name__ = check.__name__
     return run
