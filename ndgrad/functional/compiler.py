@@ -255,7 +255,10 @@ class _Tracer(DataInterpreter):
 
     def random(self, kind, shape, dtype, device, requires_grad):
         lv = next(lv for lv in reversed(_levels.visible_levels()) if lv.interpreter is self)
-        t = finish(_sample(kind, shape, dtype, device), requires_grad)
+        # (the draw carries the program's value, then the levels inside this one lift it:
+        # lifted first, a func.grad level's wrapper would carry the value and the tensor it
+        # computes with would not, so a gradient through the draw kept the traced numbers)
+        t = finish(_sample(kind, shape, dtype, device), requires_grad, lift=False)
         info = lv.info
         v = info.value(t)
         info.steps.append(Step("random", None, _sample, "sample", False,
@@ -263,6 +266,8 @@ class _Tracer(DataInterpreter):
                                {}, (v,)))
         self.store(t, lv, v)
         info.note_made(t)
+        if not requires_grad:  # (as finish lifts)
+            t = _levels.lift_created(t, inside=lv)
         return t
 
     def refuse_conversion(self, lv, t, what):

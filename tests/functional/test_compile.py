@@ -408,3 +408,19 @@ def test_python_floats_beside_bfloat16_as_dispatch_takes_them(f):
         got, expected = cf(x), f(x)
         assert got.dtype == expected.dtype
         assert got.numpy().tobytes() == expected.numpy().tobytes(), (got, expected)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_a_random_draw_inside_a_transform_is_a_step_of_its_derivative(transform):
+    """A draw made inside grad (or jvp) in a compiled function: the derivative reads the
+    program's draw, not the trace's numbers (under grad it did not: the draw's value was put
+    on func.grad's wrapper, and the tensor the rule reads was a constant of the program)."""
+    x = nd.tensor(X0)
+    f = (grad(lambda x: (nd.sin(x) * nd.randn(5)).sum()) if transform == "grad" else
+         (lambda x: jvp(lambda y: nd.sin(y) * nd.rand(5), (x,), (nd.ones_like(x),))[1]))
+    cf = compile(f)
+    for seed in (7, 8, 9):
+        nd.manual_seed(seed)
+        expected = f(x)
+        nd.manual_seed(seed)
+        close(cf(x), expected, atol=0, rtol=0)
