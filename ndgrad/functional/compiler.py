@@ -566,7 +566,15 @@ class Compiled:
                 for k, (a, d) in enumerate(zip(args, dyn_args))]
             call_kwargs = dict(dyn_kwargs)
             call_kwargs.update({n: kwargs[n] for n in kwargs if n in self.static_argnames})
+            generator = NUMPY.generator()
             result = self.fun(*call_args, **call_kwargs)
+            if getattr(NUMPY._rng, "gen", None) is not generator:
+                raise CompileError(
+                    "ndgrad.func.compile: the function seeds ndgrad's random generator "
+                    "(manual_seed) or sets its state while it is traced; a program draws from "
+                    "the generator as it is when called and would not seed it again (its "
+                    "draws, and those after it, would differ from eager code's). Seed before "
+                    "calling the compiled function")
             out_leaves, out_spec = tree_flatten(result)
             outputs = []
             for o in out_leaves:
