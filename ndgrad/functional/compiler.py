@@ -324,9 +324,14 @@ class _Entry:
             self.wrap = functools.partial(_tree, spec)
 
     def current(self):
+        """Whether every tensor the program read as a constant is alive and unchanged: one
+        that died was rebound (``model.w = model.w - lr * g``), and a captured tensor's
+        identity in the signature may now be a new tensor's (CPython reuses the ids of
+        freed objects: a loop rebinding a captured global ran a program of two iterations
+        before, with its constant)."""
         for ref, version in self.guards:
             t = ref()
-            if t is not None and t._counter().value != version:
+            if t is None or t._counter().value != version:
                 return False
         return True
 
@@ -584,7 +589,7 @@ class Compiled:
                             "ndgrad.func.compile: the function returned a value of a "
                             "transform entered inside it; return plain tensors")
                     d = data_of(o, lv)
-                    outputs.append(d if d is not None else info.const(o._data))
+                    outputs.append(d if d is not None else _TRACER._constant(info, o, None))
                 else:
                     outputs.append(info.const(o))
         finally:

@@ -442,3 +442,39 @@ def test_seeding_inside_a_compiled_function_raises():
     close(g(nd.tensor(X0)), expected, atol=0)
     nd.manual_seed(1)
     close(g(nd.tensor(X0)), expected, atol=0)
+
+
+_W = nd.tensor(X0)
+
+
+def test_a_rebound_capture_is_never_a_stale_constant():
+    """A captured tensor rebound (a global in a loop, an object's attribute) or changed in
+    place and returned: each call gives eager's values. (CPython reuses a freed tensor's id,
+    which the signature holds for a captured global: the loop ran the program of two
+    iterations before, with its constant; a rebound attribute kept the first tensor's
+    values; a captured tensor returned as it is was not checked for changes.)"""
+    global _W
+    x = nd.tensor(X0)
+    f = compile(lambda x: x * _W)
+    saved = _W
+    try:
+        for _ in range(12):
+            close(f(x), x * _W, atol=0)
+            _W = _W + 1.0
+    finally:
+        _W = saved
+
+    class Model:
+        pass
+    m = Model()
+    m.w = nd.tensor(X0)
+    g = compile(lambda x: x * m.w)
+    for _ in range(3):
+        close(g(x), x * m.w, atol=0)
+        m.w = m.w * 2.0
+
+    w = nd.tensor(X0)
+    h = compile(lambda x: (x * 2, w))
+    h(x)
+    w.add_(1.0)
+    close(h(x)[1], X0 + 1.0, atol=0)
