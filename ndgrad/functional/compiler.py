@@ -125,7 +125,7 @@ class _TraceInfo(DataInfo):
     and the constant tensors its steps read (checked again on each call)."""
 
     __slots__ = ("steps", "consts", "const_ids", "made", "guards", "values", "backend",
-                 "inputs")
+                 "inputs", "arguments")
 
     def __init__(self):
         super().__init__("compile")
@@ -137,6 +137,7 @@ class _TraceInfo(DataInfo):
         self.values = count()
         self.backend = None
         self.inputs = set()  # ids of the arguments' carriers' bases (the caller's tensors)
+        self.arguments = []  # the caller's tensors
 
     def was_made(self, t):
         r = self.made.get(id(t))
@@ -239,10 +240,13 @@ class _Tracer(DataInterpreter):
         root = target
         while root._meta is not None and root._meta.base is not None:
             root = root._meta.base
-        if data_of(root, lv) is None and not lv.info.was_made(root):
+        shared = any(root._shares_memory(a) for a in lv.info.arguments)
+        if shared or data_of(root, lv) is None and not lv.info.was_made(root):
+            # (a tensor sharing an argument's memory without being its view, through
+            # detach() or .data, is the caller's memory too: eager code changes the argument)
             raise CompileError(
                 f"ndgrad.func.compile: the in-place operation {op.name} at {_user_line()} "
-                "writes into " + ("an argument of the compiled function" if
+                "writes into " + ("an argument of the compiled function" if shared or
                                   id(root) in lv.info.inputs else
                                   "a tensor the compiled function captures") +
                 "; a compiled function computes values and cannot change its caller's "
@@ -562,6 +566,7 @@ class Compiled:
                     v = info.value(t)
                     inputs.append(v)
                     info.inputs.add(id(t))
+                    info.arguments.append(t)
                     traced.append(_TRACER.carrier(lv, t, v))
                 else:
                     traced.append(x)

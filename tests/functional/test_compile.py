@@ -478,3 +478,21 @@ def test_a_rebound_capture_is_never_a_stale_constant():
     h(x)
     w.add_(1.0)
     close(h(x)[1], X0 + 1.0, atol=0)
+
+
+@pytest.mark.parametrize("alias", ["detach", "data"])
+def test_writing_into_an_arguments_memory_through_an_alias_raises(alias):
+    """``x.detach()`` and ``x.data`` share the argument's memory: eager code changes the
+    caller's tensor through them. The program did not (its second call left the argument
+    as it was, and ``x.data.mul_(3); return x + 0`` returned the traced values)."""
+    def f(x):
+        y = x.detach() if alias == "detach" else x.data
+        y.mul_(3.0)
+        return x + 0
+
+    x = nd.tensor(X0)
+    with pytest.raises(CompileError, match="writes into an argument"):
+        compile(f)(x)
+    close(x, X0, atol=0)  # (refused before the write)
+    y = nd.tensor(X0) * 1  # (an alias of a value made inside is the function's to change)
+    close(compile(lambda x: (x * 2).detach().add_(1.0))(y), 2 * X0 + 1, atol=0)
