@@ -32,7 +32,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import array_api as _array_api
+from .numpy import array_api as _array_api
 from .core import backend as _backend
 from .core import creation as _creation
 from .core import grad_mode as _grad_mode

@@ -35,7 +35,7 @@ from .core.creation import arange as _arange, asarray
 from .core.tensor import Tensor
 from .core.ops import PUBLIC as _PUBLIC
 from . import linalg as _linalg
-from .array_api import searchsorted as _searchsorted
+from .numpy.array_api import searchsorted as _searchsorted
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
 

@@ -1,4 +1,4 @@
-"""NumPy's protocols on Tensors (ndgrad/numpy_protocols.py): functions written only with
+"""NumPy's protocols on Tensors (ndgrad/numpy/protocols.py): functions written only with
 ``np.*`` calls, differentiated unmodified under every transform, against closed forms; each
 ufunc that ndgrad implements, drawn from the registry, against ndgrad's own op; the ufunc
 methods, ``out=``, and the errors."""
@@ -14,7 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import ndgrad as nd
-from ndgrad import numpy_protocols
+from ndgrad.numpy import protocols as numpy_protocols
 from ndgrad.core.ops import COMPOSITES, REGISTRY
 from registry_harness import FLOAT, draw
 from support import assert_close, close, random_like, val

@@ -812,8 +812,9 @@ def test_std_at_tiny_and_huge_spreads():
 LINALG_MODULES = ("ndgrad.core.ops.dense_linalg", "ndgrad.core.ops.decompositions",
                   "ndgrad.core.ops.linalg")
 # the ops of those modules, and every op the registry declares of kind LINALG wherever it is
-# written (corrcoef, cov, kron in ops/statistics.py; cond, tensorsolve, the polynomials in
-# ops/signal.py; the FFTs): the sweep measures which are homogeneous
+# written (corrcoef, cov, kron in numpy/statistics.py and products.py; cond, tensorsolve,
+# the polynomials in numpy/linear_algebra.py and polynomials.py; the FFTs): the sweep
+# measures which are homogeneous
 LINALG_OPS = [n for n in ENTRIES if entry(n).differentiable and
               (entry(n).kind == LINALG or
                getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)

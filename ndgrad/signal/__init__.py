@@ -57,7 +57,7 @@ import math
 
 import numpy as np
 
-from .. import array_api as _array_api
+from ..numpy import array_api as _array_api
 from .. import fft as _fft
 from .. import linalg as _linalg
 from ..core import backend as _backend

@@ -34,9 +34,9 @@ from . import registry
 from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
-from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
-from . import dense_linalg, decompositions, fft, special, statistics  # noqa: E402,F401  isort:skip
-from . import stacking, numeric, signal, special_more, special_shape  # noqa: E402,F401  isort:skip
+from . import elementwise, reductions, linalg, shape, indexing  # noqa: E402,F401  isort:skip
+from . import dense_linalg, decompositions, fft, special  # noqa: E402,F401  isort:skip
+from . import special_more, special_shape  # noqa: E402,F401  isort:skip
 from .methods import TensorMethods  # noqa: E402  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .array_api import result_type
-from .core.creation import asarray
-from .core.ops import concatenate
-from .core.tensor import Tensor
+from ..core.creation import asarray
+from ..core.ops import concatenate
+from ..core.tensor import Tensor
 
 __all__ = ["r_", "c_"]
 

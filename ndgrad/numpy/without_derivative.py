@@ -15,7 +15,7 @@ message (``core.creation.constant_data``). The questions about a tensor's metada
 the data, so they work under every transform.
 
 NumPy's own functions on Tensors (``np.argwhere(t)``, through ``__array_function__``) run
-these (:mod:`ndgrad.numpy_protocols`).
+these (:mod:`ndgrad.numpy.protocols`).
 
 Examples
 --------
@@ -35,9 +35,9 @@ import sys
 
 import numpy as np
 
-from .core.backend import _BACKEND_BY_TYPE
-from .core.creation import constant_data
-from .core.tensor import Tensor
+from ..core.backend import _BACKEND_BY_TYPE
+from ..core.creation import constant_data
+from ..core.tensor import Tensor
 
 # name -> (summary, example call, its printed result). The examples are the functions'
 # doctests (``__test__``); tests/test_numpy_namespace.py compares every function with

@@ -27,10 +27,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .core.backend import (_COMPLEX_OF, Device, as_dtype, backend_of, get_default_device,
+from ..core.backend import (_COMPLEX_OF, Device, as_dtype, backend_of, get_default_device,
                            get_default_dtype)
-from .core.creation import asarray, constant_data
-from .core.tensor import Tensor
+from ..core.creation import asarray, constant_data
+from ..core.tensor import Tensor
 
 __all__ = ["__array_api_version__", "__array_namespace_info__", "finfo", "iinfo", "isdtype",
            "result_type", "can_cast", "unique_all", "unique_counts", "unique_inverse",

@@ -45,8 +45,8 @@ import sys
 
 import numpy as np
 
-from .core.inplace import check_inplace
-from .core.tensor import Tensor
+from ..core.inplace import check_inplace
+from ..core.tensor import Tensor
 from .without_derivative import FUNCTIONS as _WITHOUT_DERIVATIVE
 from .without_derivative import backend_of_args, on_data, unwrap, wrap_arrays
 
@@ -713,7 +713,7 @@ _ADAPTERS = {
 # NumPy functions with no derivative: computed on the data, arrays returned as Tensors
 # NumPy functions without a derivative that ndgrad has no function of its own for (printing):
 # run on the data. The others (argwhere, isclose, unique ...) are ndgrad's own
-# (ndgrad/without_derivative.py), reached by name like every other function.
+# (ndgrad/numpy/without_derivative.py), reached by name like every other function.
 _NO_DERIVATIVE = {"array_repr", "array_str", "array2string"}
 
 
