@@ -18,6 +18,8 @@ tensor([0.78644773, 0.41997434])
 
 from __future__ import annotations
 
+import sys as _sys
+
 from .core.backend import (Device, bool_, complex64, complex128, device, float16, float32,
                            float64, get_default_device, get_default_dtype, int8, int16, int32,
                            int64, set_default_device, set_default_dtype, uint8, uint16,
@@ -33,20 +35,22 @@ from .core.lazy import compute, persist
 from .core import ops as _ops
 from . import numpy as _numpy_namespace  # noqa: E402  (NumPy's mirror: import ndgrad.numpy as np)
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
-from . import cuda, fft, linalg, special, utils  # noqa: E402
-from . import integrate, optimize  # noqa: E402  (import SciPy on first use only)
-from . import stats  # noqa: E402  (imports SciPy on first use only)
-from . import sparse  # noqa: E402  (imports SciPy on first use only)
-from . import signal  # noqa: E402  (imports SciPy on first use only)
-from . import interpolate, ndimage  # noqa: E402  (SciPy's interpolators and filters)
+from . import cuda, utils  # noqa: E402
+# SciPy's mirror (each module imports SciPy on first use only), which also assembles linalg
+# and fft; every module of it is entered under its public name too (ndgrad.stats, ...)
+from . import scipy  # noqa: E402
+from .scipy import (fft, integrate, interpolate, linalg, ndimage, optimize, signal,  # noqa: E402
+                    sparse, special, stats)
+# (Note [SciPy's subpackages in ndgrad.scipy])
+_sys.modules.update(scipy.public_names(_sys.modules))
 from .numpy import protocols as _numpy_protocols  # noqa: E402
 from .numpy import array_api as _array_api  # noqa: E402
 from .numpy import without_derivative as _without_derivative  # noqa: E402
 from .numpy.index_tricks import c_, r_  # noqa: E402
-from .numpy.array_api import (__array_api_version__, __array_namespace_info__, can_cast,  # noqa: E402
-                        count_nonzero, e, finfo, from_dlpack, iinfo, inf, isdtype, nan,
-                        newaxis, nonzero, pi, result_type, searchsorted, unique_all,
-                        unique_counts, unique_inverse, unique_values)
+from .numpy.array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402
+                              can_cast, count_nonzero, e, finfo, from_dlpack, iinfo, inf,
+                              isdtype, nan, newaxis, nonzero, pi, result_type, searchsorted,
+                              unique_all, unique_counts, unique_inverse, unique_values)
 
 bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
 
@@ -73,7 +77,6 @@ globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a d
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
 _numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 _array_api.install()  # t.__array_namespace__() is this module
-from . import scipy  # noqa: E402
 _numpy_namespace._install(globals())  # Note [NumPy's names in ndgrad.numpy]
 
 __all__ = sorted(

@@ -1,7 +1,7 @@
 """``numpy.linalg``'s functions written from the linalg primitives, declared in the
 ``linalg`` namespace: ``tensorsolve``, ``tensorinv``, ``cond``. (The public module is
 ``ndgrad.linalg``, which also holds the primitives and scipy.linalg's functions: Note
-[The linalg and fft namespaces] in ndgrad/linalg.py. This file is not named ``linalg.py``:
+[The linalg and fft namespaces] in ndgrad/scipy/linalg.py. This file is not named ``linalg.py``:
 ``ndgrad.numpy.linalg`` is that public module.)
 """
 

@@ -55,7 +55,7 @@ def test_public_names_are_the_scipy_names():
                 "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "logsumexp", "softmax",
                 "log_softmax", "ndtr", "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0",
                 "j1", "y0", "y1", "sinc", "zeta", "zeta_derivative", "gammainc", "gammaincc",
-                # special_more.py and the plain functions of ndgrad/special.py
+                # special_more.py and the plain functions of ndgrad/scipy/special.py
                 "betainc", "betaincinv", "jv", "yv", "ive", "kve", "expn", "lambertw",
                 "ellipk", "ellipe", "hyp1f1", "hyp2f1", "jn", "yn", "iv", "kv", "exp1",
                 "rgamma", "gammasgn", "spence", "owens_t",

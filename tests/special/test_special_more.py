@@ -1,5 +1,5 @@
 """More of ndgrad.special (ndgrad/core/ops/special_more.py and the plain functions of
-ndgrad/special.py): derivatives against SciPy's own derivative functions (``jvp``, ``yvp``,
+ndgrad/scipy/special.py): derivatives against SciPy's own derivative functions (``jvp``, ``yvp``,
 ``ivp``, ``kvp``) and closed forms other than the rules', the plain functions' values, the
 parameters that are not differentiated, and a vmap. The registry suites check the
 registered functions' values, vjp, jvp, second order and batching on every device; the

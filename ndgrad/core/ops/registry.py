@@ -1002,7 +1002,7 @@ def _zero_tangent(F, tangents, out, *inputs, **params):
 # Ops of ndgrad.linalg, ndgrad.fft and ndgrad.special are declared like every other op, with
 # ``namespace=``. Their registry key is the qualified name ("linalg.solve"), so two
 # namespaces may both have a ``norm`` or a ``logsumexp``; the public function lives in its
-# namespace module (ndgrad/linalg.py ...) and in the formula namespaces as ``F.linalg.solve``
+# namespace module (ndgrad/scipy/linalg.py ...) and in the formula namespaces as ``F.linalg.solve``
 # (a sub-namespace of F): generic code applies an op again with ``op.of(F)``, never
 # ``getattr(F, op.name)``.
 NAMESPACES = ("linalg", "fft", "special")

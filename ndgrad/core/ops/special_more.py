@@ -10,7 +10,7 @@ functions of the namespace, so they differentiate again:
 * Bessel functions in ``z`` by the recurrences ``J_v' = (J_(v-1) - J_(v+1)) / 2`` (``Y_v``
   likewise), ``I_v' = (I_(v-1) + I_(v+1)) / 2`` and ``K_v' = -(K_(v-1) + K_(v+1)) / 2``, here
   for the exponentially scaled ``ive = I_v e^-|z|`` and ``kve = K_v e^z`` (``iv`` and ``kv``
-  are those times ``e^|z|`` / ``e^-z``: plain functions in ``ndgrad/special.py``);
+  are those times ``e^|z|`` / ``e^-z``: plain functions in ``ndgrad/scipy/special.py``);
 * ``expn(n, x)' = -expn(n - 1, x)`` (``expn(0, x) = e^-x / x``);
 * ``lambertw' = e^-W / (1 + W)`` (= ``W / (x (1 + W))`` without the 0/0 at ``x = 0``);
 * ``dK/dm = (E - (1 - m) K) / (2 m (1 - m))``, ``dE/dm = (E - K) / (2 m)`` (limits

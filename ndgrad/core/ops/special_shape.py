@@ -9,7 +9,7 @@ Four primitives (``namespace="special"``):
   regularized incomplete beta function, the rules of ``betainc`` / ``betaincinv`` in the
   shapes;
 * ``_gammaincinv(a, y, upper)``: SciPy's ``gammaincinv`` (``upper=False``) and
-  ``gammainccinv`` (``upper=True``), the public functions of ``ndgrad/special.py``;
+  ``gammainccinv`` (``upper=True``), the public functions of ``ndgrad/scipy/special.py``;
 * ``sph_harm_y(n, m, theta, phi)``.
 
 The two leading underscores mark helpers: they are not public names of ``ndgrad.special``.

@@ -11,4 +11,6 @@ from __future__ import annotations
 
 from . import linalg
 
+__name__ = "ndgrad.sparse"  # its public name (Note [Public module names] in scipy/__init__.py)
+
 __all__ = ["linalg"]

@@ -30,12 +30,14 @@ import itertools
 
 import numpy as np
 
-from .core.backend import float64, is_differentiable_dtype
-from .core.creation import arange as _arange, asarray
-from .core.tensor import Tensor
-from .core.ops import PUBLIC as _PUBLIC
+from ..core.backend import float64, is_differentiable_dtype
+from ..core.creation import arange as _arange, asarray
+from ..core.tensor import Tensor
+from ..core.ops import PUBLIC as _PUBLIC
 from . import linalg as _linalg
-from .numpy.array_api import searchsorted as _searchsorted
+from ..numpy.array_api import searchsorted as _searchsorted
+
+__name__ = "ndgrad.interpolate"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
 

@@ -57,16 +57,18 @@ import math
 
 import numpy as np
 
-from ..numpy import array_api as _array_api
+from ...numpy import array_api as _array_api
 from .. import fft as _fft
 from .. import linalg as _linalg
-from ..core import backend as _backend
-from ..core import creation as _creation
-from ..core import ops as _ops
-from ..core.tensor import Tensor, host_array as _host
-from ..functional.custom import custom_vjp
+from ...core import backend as _backend
+from ...core import creation as _creation
+from ...core import ops as _ops
+from ...core.tensor import Tensor, host_array as _host
+from ...functional.custom import custom_vjp
 from . import windows
 from .windows import get_window
+
+__name__ = "ndgrad.signal"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 __all__ = ["convolve", "correlate", "fftconvolve", "oaconvolve", "convolve2d", "correlate2d",
            "lfilter", "lfilter_zi", "filtfilt", "sosfilt", "sosfilt_zi",

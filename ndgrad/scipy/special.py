@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import warnings
 
-from .core import ops as _ops
+from ..core import ops as _ops
+
+__name__ = "ndgrad.special"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 globals().update(_ops.NAMESPACED["special"])
 __test__ = _ops.doctests(_ops.NAMESPACED["special"])  # their examples, for --doctest-modules

@@ -1,6 +1,29 @@
-"""Functions of ``scipy.linalg`` in ``ndgrad.linalg``, written with ndgrad's differentiable
-operations (plain functions, not registered ops): every transform (backward, forward mode,
-``vmap``, higher orders) differentiates them through the operations they call.
+"""``ndgrad.linalg``: NumPy's and SciPy's linear algebra, differentiable.
+
+Note [The linalg and fft namespaces]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``ndgrad.linalg`` is one module, as it always was: ``numpy.linalg``'s functions and
+``scipy.linalg``'s side by side, also reached as ``ndgrad.numpy.linalg`` and
+``ndgrad.scipy.linalg`` (the same object). It is assembled here, at the top of the mirrors, in
+layer order: the primitives declared in ``ndgrad/core/ops/`` with ``namespace="linalg"``
+(Note [Namespaces] in core/ops/registry.py), the composites ``ndgrad/numpy/linear_algebra.py``
+declares in that namespace (both published into ``NAMESPACED["linalg"]``), and scipy.linalg's
+plain functions below. This file is its home; its public name is ``ndgrad.linalg`` (Note
+[Public module names] in ndgrad/scipy/__init__.py). ``ndgrad.fft`` is assembled the same way
+in ndgrad/scipy/fft.py (NumPy's and SciPy's FFTs are the same functions). The NumPy side keeps
+its composites in ``linear_algebra.py`` and ``fourier.py``, not ``linalg.py`` and ``fft.py``:
+``ndgrad.numpy.linalg`` is this module.
+
+The array API's ``linalg`` extension also lists functions whose semantics are those of the
+top-level ones (``matmul``, ``matrix_transpose``, ``outer``, ``tensordot``, ``vecdot``):
+they are the same functions, re-exported here. (``linalg.diagonal`` and ``linalg.trace``
+differ from the top-level ones, which take NumPy's ``axis1=0, axis2=1``: they are
+registered in this namespace of their own.) :class:`LinAlgError` is NumPy's, raised for
+singular or non-positive-definite input.
+
+The functions of ``scipy.linalg`` are written with ndgrad's differentiable operations
+(plain functions, not registered ops): every transform (backward, forward mode, ``vmap``,
+higher orders) differentiates them through the operations they call.
 
 * Matrix equations (``solve_sylvester``, ``solve_continuous_lyapunov``,
   ``solve_discrete_lyapunov``) are solved in Kronecker (vectorised) form with
@@ -32,18 +55,21 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .numpy import array_api as _array_api
-from .core import backend as _backend
-from .core import creation as _creation
-from .core import grad_mode as _grad_mode
-from .core import ops as _ops
-from .core.tensor import Tensor
+from ..core import backend as _backend
+from ..core import creation as _creation
+from ..core import grad_mode as _grad_mode
+from ..core import ops as _ops
+from ..core.ops.decompositions import EighResult, EigResult, QRResult, SVDResult
+from ..core.ops.dense_linalg import LinAlgError, LstsqResult, SlogdetResult
+from ..core.tensor import Tensor
+from ..numpy import array_api as _array_api
 
-# ndgrad.linalg's registered functions, from the registry: ndgrad.linalg is assembled from
-# them and from this module, so this module does not import it.
+__name__ = "ndgrad.linalg"  # its public name (Note [Public module names] in scipy/__init__.py)
+
+# ndgrad.linalg's registered functions (primitives and NumPy's composites), from the registry
 _linalg = SimpleNamespace(**_ops.NAMESPACED["linalg"])
 
-__all__ = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
+_SCIPY = ["solve_sylvester", "solve_continuous_lyapunov", "solve_discrete_lyapunov",
            "solve_banded", "solveh_banded", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
            "sqrtm", "logm", "expm_frechet", "funm", "schur", "polar", "toeplitz", "circulant",
            "block_diag", "eigh_tridiagonal"]
@@ -652,7 +678,7 @@ def funm(A, func, disp=True):
 def _traced(x):
     """Whether ``x`` requires grad or is a transform's value (a grad level's or vmap's
     tensor, or one carrying a forward-mode tangent)."""
-    from .core.tensor import Tensor, innermost_level
+    from ..core.tensor import Tensor, innermost_level
     if not isinstance(x, Tensor):
         return False
     return type(x) is not Tensor or x.requires_grad or innermost_level((x,)) is not None
@@ -838,3 +864,16 @@ def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
         return _linalg.eigvalsh(a)
     w, v = _linalg.eigh(a)
     return w, v
+
+
+# ------------------------------------------------------------------ the assembled namespace
+globals().update(_ops.NAMESPACED["linalg"])
+__test__ = _ops.doctests(_ops.NAMESPACED["linalg"])  # their examples, for --doctest-modules
+
+# array-API linalg names with the top-level semantics: the same functions
+_SHARED = ("matmul", "matrix_transpose", "outer", "tensordot", "vecdot")
+globals().update({_name: _ops.PUBLIC[_name] for _name in _SHARED})
+
+__all__ = sorted(set(_ops.NAMESPACED["linalg"]) | set(_SHARED) | set(_SCIPY)) + [
+    "LinAlgError", "EighResult", "EigResult", "QRResult", "SVDResult", "LstsqResult",
+    "SlogdetResult"]

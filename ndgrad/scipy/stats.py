@@ -37,9 +37,11 @@ import math
 
 import numpy as np
 
-from .core.creation import asarray, eye, zeros, zeros_like
-from .core.tensor import Tensor, host_array as _host
-from .core.ops import PUBLIC as _P, NAMESPACED as _NS
+from ..core.creation import asarray, eye, zeros, zeros_like
+from ..core.tensor import Tensor, host_array as _host
+from ..core.ops import PUBLIC as _P, NAMESPACED as _NS
+
+__name__ = "ndgrad.stats"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 _F = type("F", (), {})()  # attribute access to ndgrad's functions without importing ndgrad
 for _k, _v in _P.items():
@@ -369,7 +371,7 @@ def _vonmises_ppf_value(q, kappa):
 
 def _vonmises_ppf_rule(primals, tangents):
     """Note [The von Mises cdf]: dx = (dq - dF/dkappa dkappa) / pdf(x)."""
-    from .functional.transforms import jvp
+    from ..functional.transforms import jvp
     q, kappa = primals
     dq, dkappa = tangents
     x = _vonmises_ppf(q, kappa)
@@ -406,7 +408,7 @@ def _host_quantile(name, method):
     is zero (forward, reverse, every order); under ``vmap`` it runs once per element."""
     key = (name, method)
     if key not in _HOST_RULES:
-        from .functional.custom import custom_jvp
+        from ..functional.custom import custom_jvp
         fn = custom_jvp(_host_step_value(name, method), vmap_method="sequential", _public=dict(
             name=f"ndgrad.stats.{name}.{method}",
             vmap=f"SciPy's {name}.{method} runs on the host (as documented)"))
@@ -417,7 +419,7 @@ def _host_quantile(name, method):
 
 def _vonmises_ppf(q, kappa):
     if "vonmises" not in _HOST_RULES:
-        from .functional.custom import custom_jvp
+        from ..functional.custom import custom_jvp
         fn = custom_jvp(_vonmises_ppf_value, vmap_method="sequential", _public=dict(
             name="ndgrad.stats.vonmises.ppf/isf",
             vmap="SciPy's vonmises.ppf runs on the host (as documented)"))

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import ops as _ops
-from .core.creation import asarray
-from .core.lazy import compute as _compute
-from .core.tensor import Tensor, host_array as _host
-from .functional.custom import custom_fixed_point, custom_root
-from .functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
+from ..core import ops as _ops
+from ..core.creation import asarray
+from ..core.lazy import compute as _compute
+from ..core.tensor import Tensor, host_array as _host
+from ..functional.custom import custom_fixed_point, custom_root
+from ..functional.transforms import grad, grad_and_value, hessian, jacrev, jvp
+
+__name__ = "ndgrad.optimize"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 __all__ = ["minimize", "root", "root_scalar", "fixed_point", "least_squares"]
 

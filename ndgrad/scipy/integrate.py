@@ -86,17 +86,19 @@ import types
 
 import numpy as np
 
-from .core.backend import is_differentiable_dtype
-from .core.creation import asarray
-from .core.function import Function
-from .core.ops import PUBLIC as _PUBLIC
-from .autograd import grad as autograd_grad
-from .core.grad_mode import enable_grad, no_grad
-from .core.tensor import Tensor, host_array as _host, innermost_level, is_live
-from .functional.custom import custom_vjp
-from .functional.pytree import tree_flatten, tree_unflatten
-from .functional.transforms import jacfwd, vjp
-from .functional.vmap import vmap
+from ..core.backend import is_differentiable_dtype
+from ..core.creation import asarray
+from ..core.function import Function
+from ..core.ops import PUBLIC as _PUBLIC
+from ..autograd import grad as autograd_grad
+from ..core.grad_mode import enable_grad, no_grad
+from ..core.tensor import Tensor, host_array as _host, innermost_level, is_live
+from ..functional.custom import custom_vjp
+from ..functional.pytree import tree_flatten, tree_unflatten
+from ..functional.transforms import jacfwd, vjp
+from ..functional.vmap import vmap
+
+__name__ = "ndgrad.integrate"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 __all__ = ["solve_ivp", "odeint", "quad"]
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import creation as _creation
+from ...core import creation as _creation
+
+__name__ = "ndgrad.signal.windows"  # (Note [Public module names] in ndgrad/scipy/__init__.py)
 
 _NAMES = ("barthann", "bartlett", "blackman", "blackmanharris", "bohman", "boxcar",
           "chebwin", "cosine", "dpss", "exponential", "flattop", "gaussian",

@@ -58,9 +58,11 @@ import numbers
 
 import numpy as np
 
-from .core.ops import PUBLIC as _PUBLIC
-from .core.tensor import Tensor
+from ..core.ops import PUBLIC as _PUBLIC
+from ..core.tensor import Tensor
 from .interpolate import _const, _float
+
+__name__ = "ndgrad.ndimage"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 F = type("F", (), {k: staticmethod(v) for k, v in _PUBLIC.items()})
 

@@ -9,8 +9,10 @@ creation functions (not differentiable), defined beside them in ``ndgrad/core/op
 
 from __future__ import annotations
 
-from .core import ops as _ops
-from .core.ops.fft import fftfreq, rfftfreq  # noqa: F401  (public)
+from ..core import ops as _ops
+from ..core.ops.fft import fftfreq, rfftfreq  # noqa: F401  (public)
+
+__name__ = "ndgrad.fft"  # its public name (Note [Public module names] in scipy/__init__.py)
 
 globals().update(_ops.NAMESPACED["fft"])
 __test__ = _ops.doctests(_ops.NAMESPACED["fft"])  # their examples, for --doctest-modules

@@ -46,12 +46,14 @@ import threading
 
 import numpy as np
 
-from ..core.creation import asarray, zeros
-from ..core.grad_mode import STATE, no_grad
-from ..core.levels import visible_levels
-from ..core.tensor import Tensor, host_array as _host
-from ..core.function import Function
-from ..functional.pytree import tree_flatten, tree_unflatten
+from ...core.creation import asarray, zeros
+from ...core.grad_mode import STATE, no_grad
+from ...core.levels import visible_levels
+from ...core.tensor import Tensor, host_array as _host
+from ...core.function import Function
+from ...functional.pytree import tree_flatten, tree_unflatten
+
+__name__ = "ndgrad.sparse.linalg"  # (Note [Public module names] in ndgrad/scipy/__init__.py)
 
 __all__ = ["cg", "gmres", "minres", "bicgstab"]
 
@@ -102,7 +104,7 @@ class _Problem:
         else:  # matvec
             fn = functools.partial(self.op, params)
             if self.adjoint:
-                from ..functional.transforms import vjp
+                from ...functional.transforms import vjp
                 _, vjp_fn = vjp(fn, zeros(self.n, dtype=v.dtype, device=v.device))
                 y = vjp_fn(v)[0]
             else:
@@ -123,7 +125,7 @@ class _Problem:
         n, dtype, device = self.n, self.dtype, self.device
         fn = functools.partial(self.op, params)
         if self.adjoint:
-            from ..functional.transforms import vjp
+            from ...functional.transforms import vjp
             _, vjp_fn = vjp(fn, zeros(n, dtype=dtype, device=device))
             fn = lambda t: vjp_fn(t)[0]  # noqa: E731
 
@@ -203,7 +205,7 @@ class _LinSolve(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ..functional.transforms import vjp
+        from ...functional.transforms import vjp
         prob = ctx.prob
         prob.check()
         x, *params = ctx.saved_tensors
@@ -216,7 +218,7 @@ class _LinSolve(Function):
 
     @staticmethod
     def jvp(ctx, _prob, db, _dxhat, *dparams):
-        from ..functional.transforms import jvp
+        from ...functional.transforms import jvp
         prob = ctx.prob
         prob.check()
         x, *params = ctx.saved_tensors
