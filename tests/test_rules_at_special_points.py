@@ -810,7 +810,7 @@ def test_std_at_tiny_and_huge_spreads():
 # finite differences). The scales are powers of two (multiplying by one is exact), and each
 # compared quantity is one whose truth is a normal number.
 LINALG_MODULES = ("ndgrad.core.ops.dense_linalg", "ndgrad.core.ops.decompositions",
-                  "ndgrad.core.ops.linalg")
+                  "ndgrad.core.ops.linalg", "ndgrad.numpy.linear_algebra")
 # the ops of those modules, and every op the registry declares of kind LINALG wherever it is
 # written (corrcoef, cov, kron in numpy/statistics.py and products.py; cond, tensorsolve,
 # the polynomials in numpy/linear_algebra.py and polynomials.py; the FFTs): the sweep

@@ -48,8 +48,8 @@ import numpy as _np
 # and each declaration is published as it is made (Note [Publishing a declaration] in
 # core/ops/registry.py). Then what is written with them, and the protocols.
 from . import (_arraylike, applying, calculus, convolution, creation, elementwise,  # noqa: F401
-               joining, linear_algebra, polynomials, products, selecting, shaping, splitting,
-               statistics)
+               fourier, joining, linear_algebra, polynomials, products, selecting, shaping,
+               splitting, statistics)
 from . import array_api, index_tricks, protocols, random, without_derivative  # noqa: F401
 from .protocols import _detach_hint
 

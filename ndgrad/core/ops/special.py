@@ -49,8 +49,7 @@ from __future__ import annotations
 import math
 
 from .elementwise import _off_integers, _signed  # samplers shared with the step functions
-from .reductions import normalize_axis
-from .registry import ELEMENTWISE, Domain, defcomposite, defop, sample_numpy
+from .registry import ELEMENTWISE, Domain, defop, sample_numpy
 
 _SQRT_PI_2 = math.sqrt(math.pi) / 2      # 1 / erf'(0)
 _TWO_SQRT_PI = 2 / math.sqrt(math.pi)     # erf'(0)
@@ -1022,26 +1021,6 @@ zeta.defargs(_zeta_args)
 
 
 # ------------------------------------------------------------------------- logistic
-@defcomposite(namespace="special", kind=ELEMENTWISE, domain=Domain((-3.0, 3.0)))
-def expit(F, x):
-    """Logistic sigmoid ``1 / (1 + exp(-x))``, elementwise: the same function as
-    :func:`ndgrad.sigmoid` (this calls it), under SciPy's name.
-
-    ``d/dx expit(x) = expit(x) (1 - expit(x))``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> x = ndgrad.tensor([0.0, 2.0], requires_grad=True)
-    >>> ndgrad.special.expit(x)
-    tensor([0.5       , 0.88079708], grad_fn=<SigmoidBackward0>)
-    >>> ndgrad.special.expit(x).sum().backward()
-    >>> x.grad
-    tensor([0.25      , 0.10499359])
-    """
-    return F.sigmoid(x)
-
-
 @defop(kind=ELEMENTWISE, namespace="special", domain=Domain((0.05, 0.85)))
 def logit(B, x):
     """Logit ``log(x / (1 - x))``, the inverse of :func:`expit`, on ``(0, 1)``.
@@ -1512,171 +1491,9 @@ sinc.defvjp(lambda F, g, out, x: g * F.conj(_sinc_derivative(F, x)))
 sinc.defjvp_from_vjp()
 
 
-# ------------------------------------------------------------------------- log-sum-exp family
-def _axis_kwargs(d, ndim):
-    return d.choice([None] + ([d.axis(ndim, none=False), d.axes(ndim)] if ndim else []))
-
-
-def _sample_logsumexp(d):
-    np = _np()
-    shape = d.shape()
-    a = d.array(shape, -3.0, 3.0)
-    axis = _axis_kwargs(d, len(shape))
-    kw = {"axis": axis, "keepdims": d.boolean(), "return_sign": d.boolean()}
-    mode = d.choice(["none", "scalar", "positive", "signed"] if kw["return_sign"]
-                    else ["none", "scalar", "positive"])
-    if mode == "none":
-        return (a,), kw
-    if mode == "scalar":
-        kw["b"] = float(d.array((), 0.2, 2.0)) * (-1.0 if kw["return_sign"] and d.boolean()
-                                                  else 1.0)
-        return (a,), kw
-    k = d.integers(0, len(shape))  # b broadcasts against a (a suffix, some axes of size 1)
-    bshape = tuple(1 if d.boolean() else s for s in shape[k:])
-    b = d.array(bshape, 0.2, 2.0)
-    if mode == "signed":
-        b = np.where(d.bool_array(bshape), b, -b)
-        terms = b * np.exp(a)
-        total = np.sum(terms, axis=axis)
-        scale = np.sum(np.abs(terms), axis=axis)
-        if np.any(np.abs(total) < 0.1 * scale):  # keep the sum away from 0 (log|s| blows up)
-            d.reject()
-    kw["b"] = b
-    return (a,), kw
-
-
 def _stop(x):
     """A constant copy of ``x``: no gradient or tangent flows through it (raw arrays are
     constants already)."""
     return x.detach() if hasattr(x, "detach") else x
 
 
-def _exp_limit(dtype):
-    # largest argument whose exp is finite, per floating width (float16/32/64)
-    return {2: 11.0, 4: 88.0}.get(getattr(dtype, "itemsize", 8), 709.0)
-
-
-@defcomposite(namespace="special", sample=_sample_logsumexp, domain=Domain((-3.0, 3.0)))
-def logsumexp(F, a, axis=None, b=None, keepdims=False, return_sign=False):
-    """``log(sum(b * exp(a)))`` over ``axis``, computed stably, with SciPy's signature.
-
-    Parameters
-    ----------
-    a : tensor
-        Real input (differentiable).
-    axis : int or tuple of ints, optional
-        Axes to reduce; None (the default) reduces all.
-    b : tensor or number, optional
-        Weights of the exponentials, broadcasting with ``a``; may be negative (see
-        ``return_sign``); differentiable. Entries where ``b == 0`` are left out of the sum,
-        however large ``a`` is there.
-    keepdims : bool
-        Keep the reduced axes as length-1 dimensions.
-    return_sign : bool
-        Return ``(log|s|, sign(s))`` for the sum ``s`` instead of ``log(s)``, which is NaN
-        where ``s < 0``. The sign is piecewise constant: its gradient is zero.
-
-    Returns
-    -------
-    tensor, or (tensor, tensor) with ``return_sign``
-
-    Notes
-    -----
-    Without ``b`` and ``return_sign`` this is :func:`ndgrad.logsumexp` (it calls it). With
-    them, the largest ``a`` among the entries with ``b != 0`` is subtracted before
-    exponentiating (as a constant); the gradients are ``d/da = sign(s) b exp(a - out)`` and
-    ``d/db = sign(s) exp(a - out)``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> a = ndgrad.tensor([1000.0, 1000.0], requires_grad=True)
-    >>> ndgrad.special.logsumexp(a, b=ndgrad.tensor([1.0, 3.0])).item()  # log(4) + 1000
-    1001.3862943611199
-    >>> out, sign = ndgrad.special.logsumexp(a, b=ndgrad.tensor([1.0, -3.0]), return_sign=True)
-    >>> out.item(), sign.item()  # log|1 - 3| + 1000, sign(1 - 3)
-    (1000.6931471805599, -1.0)
-    >>> out.backward()
-    >>> a.grad
-    tensor([-0.5,  1.5])
-    """
-    if b is None:
-        out = F.logsumexp(a, axis=axis, keepdims=keepdims)
-        if not return_sign:
-            return out
-        # the sum of exponentials is positive, or 0 where out is -inf: sign(exp(min(out, 0)))
-        # is that sign, never overflows, and is recorded like the other case's sign (zero
-        # gradient), so both outputs belong to the graph
-        return out, F.sign(F.exp(F.minimum(out, 0.0)))
-    if _is_complex(a) or _is_complex(b):
-        raise TypeError("special.logsumexp: complex a or b is not supported with b= or "
-                        "return_sign=True; pass real tensors")
-    masked = F.where(b == 0, -_INF, a)  # broadcast shape; b == 0 entries never set the shift
-    nd = len(masked.shape)
-    axes = normalize_axis(axis, nd)
-    m = F.max(_stop(masked), axis=axes, keepdims=True)
-    m = F.where(F.isfinite(m), m, 0.0)
-    # a - m <= 0 where b != 0; the clamp only keeps exp finite where b == 0 (0 * inf)
-    e = F.exp(F.minimum(a - m, _exp_limit(masked.dtype)))
-    s = F.sum(F.multiply(b, e), axis=axes, keepdims=True)  # (b may be a NumPy array)
-    zero = s == 0
-    out = F.where(zero, -_INF, F.log(F.where(zero, 1.0, F.abs(s))) + m)
-    sign = F.sign(s)
-    if not return_sign:
-        out = F.where(s < 0, _NAN, out)  # log of a negative sum (SciPy: NaN)
-    if not keepdims:
-        shape = tuple(n for k, n in enumerate(masked.shape) if k not in axes)
-        out = F.reshape(out, shape)
-        sign = F.reshape(sign, shape)
-    return (out, sign) if return_sign else out
-
-
-def _sample_softmax(d):
-    shape = d.shape()
-    return (d.array(shape, -3.0, 3.0),), {"axis": _axis_kwargs(d, len(shape))}
-
-
-@defcomposite(namespace="special", sample=_sample_softmax, domain=Domain((-3.0, 3.0)))
-def softmax(F, x, axis=None):
-    """Softmax ``exp(x - logsumexp(x, axis))`` over ``axis``, with SciPy's signature.
-
-    Parameters
-    ----------
-    x : tensor
-    axis : int or tuple of ints, optional
-        Axes to normalize over; None (SciPy's default) normalizes over all elements.
-
-    Notes
-    -----
-    Written with :func:`ndgrad.logsumexp`, so it never overflows. Its Jacobian is
-    ``diag(s) - s s^T`` (over the normalized axes): the vjp is ``s * (g - sum(g * s))``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> x = ndgrad.tensor([[1.0, 1.0], [0.0, 1000.0]])
-    >>> ndgrad.special.softmax(x, axis=1)
-    tensor([[0.5, 0.5],
-            [0. , 1. ]])
-    """
-    return F.exp(x - F.logsumexp(x, axis=axis, keepdims=True))
-
-
-@defcomposite(namespace="special", sample=_sample_softmax, domain=Domain((-3.0, 3.0)))
-def log_softmax(F, x, axis=None):
-    """``x - logsumexp(x, axis)``: the logarithm of :func:`softmax`, accurate where the
-    softmax underflows.
-
-    Parameters
-    ----------
-    x : tensor
-    axis : int or tuple of ints, optional
-        Axes to normalize over; None (SciPy's default) normalizes over all elements.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.special.log_softmax(ndgrad.tensor([0.0, 1000.0]))
-    tensor([-1000.,     0.])
-    """
-    return x - F.logsumexp(x, axis=axis, keepdims=True)
