@@ -17,7 +17,7 @@ from ..core.creation import (_numpy_layout, asarray, eye, from_tensor,
                              linspace as _creation_linspace, stacked)
 from ..core.dispatch import TENSOR_F
 from ..core.namespace import holds_tensor
-from ..core.ops.linalg import _eye
+from ..core.ops.contractions import _eye
 from ..core.ops.registry import Domain, LINALG, SHAPE, VARIADIC, defcomposite, sample_numpy
 from ..core.tensor import Tensor, as_data, finish
 from ._arraylike import _ANYC, _arr, _dtype_of, _is_floating, _ones_linked

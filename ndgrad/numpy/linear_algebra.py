@@ -10,15 +10,15 @@ from __future__ import annotations
 import builtins
 import math
 
-from ..core.ops.dense_linalg import LinAlgError
-from ..core.ops.linalg import _eye
+from ..core.ops.solves import LinAlgError
+from ..core.ops.contractions import _eye
 from ..core.ops.reductions import inverse_scale_along
 from ..core.ops.registry import LINALG, defcomposite, sample_numpy
 from ..core.ops.special import _stop
 from ._arraylike import _ANYC, _arr
 from ..core.ops.batching import is_batched
 from ..core.ops.registry import VARIADIC
-from ..core.ops.dense_linalg import (ANY, _INF, LstsqResult, _batch_shape, _bmax, _check_square,
+from ..core.ops.solves import (ANY, _INF, LstsqResult, _batch_shape, _bmax, _check_square,
                                       _check_vector_ord, _identity, _norm_sample_values, _np)
 
 
@@ -133,7 +133,7 @@ def cond(F, x, p=None):
         raise LinAlgError("cond is not defined on empty arrays")
     # cond(c x) = cond(x): computed on x / c, c the power of two near max |x| of each matrix
     # (exact, and a constant for every derivative: Note [Linear algebra at extreme scales] in
-    # dense_linalg.py). norm(x) norm(inv(x)) differentiates through |x|^-3 (inv's second
+    # solves.py). norm(x) norm(inv(x)) differentiates through |x|^-3 (inv's second
     # derivative): with |x| of 2^500 the second derivative of the 'fro' condition number was
     # a third or less of the truth, 1e-301 (nan at 2^-500), at 2^1019 its jvp 1/8 or -6
     # times the truth, 1e-307

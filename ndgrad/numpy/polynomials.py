@@ -22,7 +22,7 @@ import warnings
 
 from ..core.backend import NUMPY, float64
 from ..core.ops.batching import is_batched
-from ..core.ops.linalg import _eye
+from ..core.ops.contractions import _eye
 from ..core.ops.reductions import inverse_scale_along
 from ..core.ops.registry import LINALG, defcomposite, sample_numpy
 from ._arraylike import _ANYC, _EPS, _arr, _atleast_1d, _check_1d, _floating, _tolist
@@ -354,7 +354,7 @@ def polydiv(F, u, v):
         u = F.astype(u, v.dtype)
     # in units of powers of two c near max |v| and d near max |u| (exact, constants for every
     # derivative): u / d = q' (v / c) + r', so q = q' d / c and r = r' d (Note [Linear algebra
-    # at extreme scales] in dense_linalg.py: the quotient's 1 / v[0] differentiates twice
+    # at extreme scales] in solves.py: the quotient's 1 / v[0] differentiates twice
     # through v[0]^-3; with v at 2^500 the second derivatives were 40-75 % of the truth, and
     # with u and v at 2^1000 the remainder's gradient in v was inf)
     inv_u, inv_v = inverse_scale_along(F, u, 0), inverse_scale_along(F, v, 0)

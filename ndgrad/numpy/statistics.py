@@ -499,7 +499,7 @@ def corrcoef(F, x, y=None, rowvar=True, *, dtype=None):
         v = F.concat([v, _variables(F, y, rowvar, dtype, "y", "corrcoef")], axis=0)
     # corrcoef(x) is unchanged when a variable is scaled: each in units of the power of two
     # near its largest modulus (exact, a constant for every derivative: Note [Linear algebra
-    # at extreme scales] in dense_linalg.py). cov's squares overflowed at 2^1020 and
+    # at extreme scales] in solves.py). cov's squares overflowed at 2^1020 and
     # underflowed at 2^-1020 (the value nan), and its second derivatives, through
     # cov^-3/2 of its standard deviations, were nan or wrong at 2^+-500
     c = F.cov(v * inverse_scale_along(F, v, 1))

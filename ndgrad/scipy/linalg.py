@@ -60,7 +60,7 @@ from ..core import creation as _creation
 from ..core import grad_mode as _grad_mode
 from ..core import ops as _ops
 from ..core.ops.decompositions import EighResult, EigResult, QRResult, SVDResult
-from ..core.ops.dense_linalg import LinAlgError, LstsqResult, SlogdetResult
+from ..core.ops.solves import LinAlgError, LstsqResult, SlogdetResult
 from ..core.tensor import Tensor
 from ..numpy import array_api as _array_api
 

@@ -34,8 +34,8 @@ from . import registry
 from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
-from . import elementwise, reductions, linalg, shape, indexing  # noqa: E402,F401  isort:skip
-from . import dense_linalg, decompositions, fft, special  # noqa: E402,F401  isort:skip
+from . import elementwise, reductions, contractions, shape, indexing  # noqa: E402,F401  isort:skip
+from . import solves, decompositions, fft, special  # noqa: E402,F401  isort:skip
 from . import special_more, special_shape  # noqa: E402,F401  isort:skip
 from .methods import TensorMethods  # noqa: E402  isort:skip
 

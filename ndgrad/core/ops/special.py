@@ -10,10 +10,10 @@ with ``F`` only, mostly in terms of other functions of this module (``gammaln' =
 ``digamma' = polygamma(1, .)``, ``i0' = i1``, ``erfinv' = sqrt(pi)/2 exp(erfinv^2)``,
 ``zeta' = zeta_derivative(., n=1)``, ...), so they differentiate again to any order.
 
-Most are elementwise primitives (kind ELEMENTWISE: broadcasting, batching and sampling come
+They are elementwise primitives (kind ELEMENTWISE: broadcasting, batching and sampling come
 from the kind and the domain). ``expit``, ``logsumexp``, ``softmax`` and ``log_softmax`` are
-composites over the core ops ``sigmoid`` and ``logsumexp``, so they agree with them by
-construction.
+composites over the core ops ``sigmoid`` and ``logsumexp`` (ndgrad/scipy/special.py), so they
+agree with them by construction.
 
 Note [Derivatives that are not implemented]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -1,5 +1,9 @@
-"""``ndgrad.linalg``, part A: solves, determinants, factorizations with a closed-form inverse
-(Cholesky), norms and products.
+"""The primitives of ``ndgrad.linalg`` that solve and apply matrix functions: solves
+(``solve``, ``solve_triangular``, ``cholesky_solve``), inverses (``inv``, ``pinv``),
+determinants (``det``, ``slogdet``), the Cholesky factorization (its inverse has a closed
+form), ``matrix_rank``, ``matrix_exp``, and ``cross`` and ``vector_norm`` (the vector
+product and norm of ``numpy.linalg``). The composites written from them (``norm``,
+``matrix_norm``, ``lstsq``, ``multi_dot`` ...) are in ndgrad/numpy/linear_algebra.py.
 
 Every function is batched over leading dimensions with NumPy's broadcasting, differentiable
 in the arguments its docstring names, and declared with ``namespace="linalg"`` (Note
@@ -86,7 +90,7 @@ from collections import namedtuple
 from ..backend import NUMPY
 from ..dispatch import apply
 from .batching import is_batched, logical_ndim, pad_to
-from .linalg import _eye
+from .contractions import _eye
 from .reductions import inverse_scale_along, unreduce
 from . import series
 from .registry import (LINALG, REDUCTION, Domain, defop, multilinear,

@@ -1,4 +1,4 @@
-"""Linear-algebra primitives of the core: matmul, tensordot, vecdot, einsum, outer,
+"""Products and contractions, the primitives: matmul, tensordot, vecdot, einsum, outer,
 matrix_transpose, trace, diagonal.
 
 Matrix ops batch over leading dimensions with NumPy's broadcasting rules; 1-D operands of
