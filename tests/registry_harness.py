@@ -403,7 +403,7 @@ REFERENCES = {
     "linalg.lstsq": _lstsq,
     "special.zeta_derivative": _zeta_derivative,
     "special.sinc": np.sinc,  # SciPy has no special.sinc
-    # ndgrad/core/ops/special_shape.py: shape derivatives (SciPy has none) and the inverses
+    # ndgrad/core/ops/special_gamma.py: shape derivatives (SciPy has none) and the inverses
     "special._gammainc_da": lambda a, x: _shape_derivative(scipy.special.gammainc, a, x),
     "special._betainc_d": _betainc_d,
     "special._gammaincinv": lambda a, y, upper=False: (

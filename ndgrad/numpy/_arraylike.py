@@ -21,7 +21,7 @@ from ..core.creation import asarray
 from ..core.dispatch import TENSOR_F
 from ..core.ops.indexing import _axis
 from ..core.ops.registry import Domain
-from ..core.ops.special import _stop
+from ..core.ops.special_shared import _stop
 from ..core.tensor import Tensor
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..core.ops.indexing import _axis
 from ..core.ops.registry import (Domain, INDEXING, REDUCTION, SCAN, SHAPE, VARIADIC, defcomposite,
                                  sample_numpy)
-from ..core.ops.special import _stop
+from ..core.ops.special_shared import _stop
 from ._arraylike import _ANY, _ANYC, _RANK, _along, _arr, _count_le, _floating, _ndim
 
 

@@ -14,7 +14,7 @@ from ..core.ops.solves import LinAlgError
 from ..core.ops.contractions import _eye
 from ..core.ops.reductions import inverse_scale_along
 from ..core.ops.registry import LINALG, defcomposite, sample_numpy
-from ..core.ops.special import _stop
+from ..core.ops.special_shared import _stop
 from ._arraylike import _ANYC, _arr
 from ..core.ops.batching import is_batched
 from ..core.ops.registry import VARIADIC

@@ -24,7 +24,7 @@ from ..core.dispatch import TENSOR_F
 from ..core.ops.batching import is_batched
 from ..core.ops.reductions import _sample_prod, inverse_scale_along
 from ..core.ops.registry import Domain, INDEXING, LINALG, REDUCTION, defcomposite
-from ..core.ops.special import _stop
+from ..core.ops.special_shared import _stop
 from ..core.tensor import Tensor
 from ._arraylike import _ANY, _ANYC, _arr, _count_le, _ndim, _no_out, _real_weights
 

@@ -13,7 +13,7 @@ import warnings
 from ..core import ops as _ops
 from ..core.ops.reductions import normalize_axis
 from ..core.ops.registry import ELEMENTWISE, Domain, defcomposite
-from ..core.ops.special import _INF, _NAN, _is_complex, _np, _stop
+from ..core.ops.special_shared import _INF, _NAN, _is_complex, _np, _stop
 
 __name__ = "ndgrad.special"  # its public name (Note [Public module names] in scipy/__init__.py)
 

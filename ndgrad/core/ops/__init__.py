@@ -35,8 +35,9 @@ from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
 from . import elementwise, reductions, contractions, shape, indexing  # noqa: E402,F401  isort:skip
-from . import solves, decompositions, fft, special  # noqa: E402,F401  isort:skip
-from . import special_more, special_shape  # noqa: E402,F401  isort:skip
+from . import solves, decompositions, fft  # noqa: E402,F401  isort:skip
+from . import special_shared, special_error, special_gamma, special_bessel  # noqa: E402,F401  isort:skip
+from . import special_entropy, special_hypergeometric  # noqa: E402,F401  isort:skip
 from .methods import TensorMethods  # noqa: E402  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",

@@ -1,8 +1,9 @@
-"""More of ndgrad.special (ndgrad/core/ops/special_more.py and the plain functions of
-ndgrad/scipy/special.py): derivatives against SciPy's own derivative functions (``jvp``, ``yvp``,
-``ivp``, ``kvp``) and closed forms other than the rules', the plain functions' values, the
-parameters that are not differentiated, and a vmap. The registry suites check the
-registered functions' values, vjp, jvp, second order and batching on every device; the
+"""ndgrad.special's Bessel functions of real order, incomplete beta, hypergeometric and other
+functions (ndgrad/core/ops/special_bessel.py, special_gamma.py, special_hypergeometric.py; and
+the plain functions of ndgrad/scipy/special.py): derivatives against SciPy's own derivative
+functions (``jvp``, ``yvp``, ``ivp``, ``kvp``) and closed forms other than the rules', the plain
+functions' values, the parameters that are not differentiated, and a vmap. The registry suites
+check the registered functions' values, vjp, jvp, second order and batching on every device; the
 plain functions are compositions of them, so these tests run on the CPU."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""ndgrad/core/ops/special_shape.py: the derivatives of gammainc, gammaincc, betainc and
-betaincinv in their shapes, gammaincinv / gammainccinv, and sph_harm_y.
+"""ndgrad/core/ops/special_gamma.py (and sph_harm_y of special_hypergeometric.py): the derivatives
+of gammainc, gammaincc, betainc and betaincinv in their shapes, gammaincinv / gammainccinv, and
+sph_harm_y.
 
 References: SciPy's values, and five-point central differences of SciPy's functions in the
 shape (step ``h = 1e-3 a`` for ``a < 1``, ``1e-3 sqrt(a)`` above: truncation about
@@ -18,7 +19,7 @@ import pytest
 import scipy.special as sp
 
 import ndgrad as nd
-import ndgrad.core.ops.special_shape as M
+import ndgrad.core.ops.special_gamma as M
 import ndgrad.forward_ad as fwAD
 from ndgrad import special as S
 from ndgrad.checks import gradcheck, gradgradcheck
