@@ -43,7 +43,7 @@ from .scipy import (fft, integrate, interpolate, linalg, ndimage, optimize, sign
                     sparse, special, stats)
 # (Note [SciPy's subpackages in ndgrad.scipy])
 _sys.modules.update(scipy.public_names(_sys.modules))
-from .numpy import protocols as _numpy_protocols  # noqa: E402
+from .numpy import protocols as _protocols  # noqa: E402
 from .numpy import array_api as _array_api  # noqa: E402
 from .numpy import without_derivative as _without_derivative  # noqa: E402
 from .numpy.index_tricks import c_, r_  # noqa: E402
@@ -75,7 +75,7 @@ globals().update(_numpy_namespace.selecting.INPLACE)  # NumPy's in-place writers
 globals().update(_numpy_namespace.statistics.PLAIN)  # histogramdd
 globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a derivative
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
-_numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
+_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 _array_api.install()  # t.__array_namespace__() is this module
 _numpy_namespace._install(globals())  # Note [NumPy's names in ndgrad.numpy]
 
