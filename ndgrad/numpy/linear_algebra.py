@@ -18,8 +18,9 @@ from ..core.ops.special_shared import _stop
 from ._arraylike import _ANYC, _arr
 from ..core.ops.batching import is_batched
 from ..core.ops.registry import VARIADIC
+from ..core.ops.reductions import _check_vector_ord, _norm_sample_values
 from ..core.ops.solves import (ANY, _INF, LstsqResult, _batch_shape, _bmax, _check_square,
-                                      _check_vector_ord, _identity, _norm_sample_values, _np)
+                               _identity, _np)
 
 
 # ------------------------------------------------------------------------ numpy.linalg

@@ -1,5 +1,5 @@
 """Products and contractions, the primitives: matmul, tensordot, vecdot, einsum, outer,
-matrix_transpose, trace, diagonal.
+matrix_transpose, trace, diagonal, and ``linalg.cross``.
 
 Matrix ops batch over leading dimensions with NumPy's broadcasting rules; 1-D operands of
 matmul are promoted and the promotion undone, as NumPy does. All these ops are linear in each
@@ -797,3 +797,94 @@ diagonal.defvjp(_diagonal_vjp)
 diagonal.defjvp_linear()
 diagonal.defsparsity("moves")
 _diag_batch(diagonal)
+
+
+# ----------------------------------------------------------------------------- helpers of cross
+def _cj(F, x):
+    return F.conj(x) if F.iscomplexobj(x) else x
+
+
+def _batch_pair(F, batched, a, b):
+    """Two matrix operands with the batched ones padded to the same logical rank (so that the
+    batch dimension leads and the rest broadcast from the right, as one level down)."""
+    ba, bb = batched
+    k = _bmax(logical_ndim(a, ba), logical_ndim(b, bb))
+    return (pad_to(F, a, k) if ba else a), (pad_to(F, b, k) if bb else b)
+
+
+# ----------------------------------------------------------------------------- cross
+def _sample_cross(d):
+    s1, s2 = d.shapes(2, max_dims=2, max_side=2)
+    if d.boolean():
+        return (d.array(tuple(s1) + (3,)), d.array(tuple(s2) + (3,))), {}
+    k = d.integers(1, 2)
+    return (d.array(tuple(s1) + (3, k)), d.array((3, k))), {"axis": -2}
+
+
+def _cross_axis(axis, n1, n2):
+    """``axis`` as a negative axis valid for both operands (NumPy lets a non-negative one
+    count from the front of each operand separately: allowed when that is the same axis)."""
+    if not (-n1 <= axis < n1 and -n2 <= axis < n2):
+        raise ValueError(f"cross: axis {axis} is out of bounds for operands of dimension {n1} "
+                         f"and {n2}")
+    if axis >= 0:
+        if axis - n1 != axis - n2:
+            raise ValueError(f"cross: a non-negative axis ({axis}) names different dimensions "
+                             f"of operands of dimension {n1} and {n2}; pass a negative axis "
+                             "(counted from the end, as the array API recommends)")
+        axis -= n1
+    return axis
+
+
+@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_cross, namespace="linalg")
+def cross(B, x1, x2, axis=-1):
+    """Cross product of 3-element vectors along ``axis`` (the array API's
+    ``linalg.cross``); the other dimensions broadcast.
+
+    Parameters
+    ----------
+    x1, x2 : Tensor
+        Both of size 3 along ``axis``.
+    axis : int
+        The dimension holding the vectors (negative: counted from the end, the same for
+        both operands and the result).
+
+    Notes
+    -----
+    Bilinear, differentiable in both operands: ``g1 = cross(conj(x2), g)`` and
+    ``g2 = cross(g, conj(x1))``.
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.linalg.cross(ndgrad.tensor([1.0, 0.0, 0.0]), ndgrad.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
+    axis = _cross_axis(axis, x1.ndim, x2.ndim)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"cross: both operands need 3 elements along axis {axis}, got shapes "
+                         f"{x1.shape} and {x2.shape}")
+    return B.linalg.cross(x1, x2, axis=axis)
+
+
+# <g, dx1 x x2> = <conj(x2) x g, dx1> (for real vectors: the scalar triple product)
+cross.defvjp(lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(_cj(F, x2), g,
+                                                               axis=_cross_axis(axis, x1.ndim,
+                                                                                x2.ndim)),
+             lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(g, _cj(F, x1),
+                                                               axis=_cross_axis(axis, x1.ndim,
+                                                                                x2.ndim)))
+cross.defjvp_each(
+    lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(t, x2, axis=axis),
+    lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(x1, t, axis=axis))
+cross.defstructure(multilinear())
+
+
+def _cross_batch(F, batched, x1, x2, axis=-1):
+    b1, b2 = batched
+    axis = _cross_axis(axis, logical_ndim(x1, b1), logical_ndim(x2, b2))
+    a, b = _batch_pair(F, batched, x1, x2)
+    return F.linalg.cross(a, b, axis=axis)
+
+
+cross.defbatch(_cross_batch)

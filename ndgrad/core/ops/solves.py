@@ -1,8 +1,8 @@
 """The primitives of ``ndgrad.linalg`` that solve and apply matrix functions: solves
 (``solve``, ``solve_triangular``, ``cholesky_solve``), inverses (``inv``, ``pinv``),
 determinants (``det``, ``slogdet``), the Cholesky factorization (its inverse has a closed
-form), ``matrix_rank``, ``matrix_exp``, and ``cross`` and ``vector_norm`` (the vector
-product and norm of ``numpy.linalg``). The composites written from them (``norm``,
+form), ``matrix_rank`` and ``matrix_exp``. (``linalg.cross`` is in contractions.py,
+``linalg.vector_norm`` in reductions.py.) The composites written from them (``norm``,
 ``matrix_norm``, ``lstsq``, ``multi_dot`` ...) are in ndgrad/numpy/linear_algebra.py.
 
 Every function is batched over leading dimensions with NumPy's broadcasting, differentiable
@@ -89,12 +89,11 @@ from collections import namedtuple
 
 from ..backend import NUMPY
 from ..dispatch import apply
-from .batching import is_batched, logical_ndim, pad_to
-from .contractions import _eye
-from .reductions import inverse_scale_along, unreduce
+from .batching import is_batched, logical_ndim
+from .contractions import _batch_pair, _cj, _eye
+from .reductions import inverse_scale_along
 from . import series
-from .registry import (LINALG, REDUCTION, Domain, defop, multilinear,
-                       sample_numpy)
+from .registry import (LINALG, Domain, defop, sample_numpy)
 
 __all__ = ["LinAlgError", "SlogdetResult", "LstsqResult"]
 
@@ -118,10 +117,6 @@ def _mH(F, x):
     """Conjugate transpose of the last two axes."""
     t = F.matrix_transpose(x)
     return F.conj(t) if F.iscomplexobj(t) else t
-
-
-def _cj(F, x):
-    return F.conj(x) if F.iscomplexobj(x) else x
 
 
 def _herm(F, x):
@@ -185,14 +180,6 @@ def _matvec(F, a, v):
 def _outer_last(F, u, v):
     """``u v^T`` for stacks of vectors: (..., n), (..., m) -> (..., n, m)."""
     return F.expand_dims(u, -1) * F.expand_dims(v, -2)
-
-
-def _batch_pair(F, batched, a, b):
-    """Two matrix operands with the batched ones padded to the same logical rank (so that the
-    batch dimension leads and the rest broadcast from the right, as one level down)."""
-    ba, bb = batched
-    k = _bmax(logical_ndim(a, ba), logical_ndim(b, bb))
-    return (pad_to(F, a, k) if ba else a), (pad_to(F, b, k) if bb else b)
 
 
 def _batch_unary(op, min_ndim=2):
@@ -1217,242 +1204,3 @@ def matrix_exp(B, a):
 matrix_exp.defvjp(lambda F, g, out, a: _expm_block(F, _mH(F, a), g))
 matrix_exp.defjvp(lambda F, tangents, out, a: _expm_block(F, a, tangents[0]))
 _batch_unary(matrix_exp)
-
-
-# ----------------------------------------------------------------------------- cross
-def _sample_cross(d):
-    s1, s2 = d.shapes(2, max_dims=2, max_side=2)
-    if d.boolean():
-        return (d.array(tuple(s1) + (3,)), d.array(tuple(s2) + (3,))), {}
-    k = d.integers(1, 2)
-    return (d.array(tuple(s1) + (3, k)), d.array((3, k))), {"axis": -2}
-
-
-def _cross_axis(axis, n1, n2):
-    """``axis`` as a negative axis valid for both operands (NumPy lets a non-negative one
-    count from the front of each operand separately: allowed when that is the same axis)."""
-    if not (-n1 <= axis < n1 and -n2 <= axis < n2):
-        raise ValueError(f"cross: axis {axis} is out of bounds for operands of dimension {n1} "
-                         f"and {n2}")
-    if axis >= 0:
-        if axis - n1 != axis - n2:
-            raise ValueError(f"cross: a non-negative axis ({axis}) names different dimensions "
-                             f"of operands of dimension {n1} and {n2}; pass a negative axis "
-                             "(counted from the end, as the array API recommends)")
-        axis -= n1
-    return axis
-
-
-@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_cross, namespace="linalg")
-def cross(B, x1, x2, axis=-1):
-    """Cross product of 3-element vectors along ``axis`` (the array API's
-    ``linalg.cross``); the other dimensions broadcast.
-
-    Parameters
-    ----------
-    x1, x2 : Tensor
-        Both of size 3 along ``axis``.
-    axis : int
-        The dimension holding the vectors (negative: counted from the end, the same for
-        both operands and the result).
-
-    Notes
-    -----
-    Bilinear, differentiable in both operands: ``g1 = cross(conj(x2), g)`` and
-    ``g2 = cross(g, conj(x1))``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.linalg.cross(ndgrad.tensor([1.0, 0.0, 0.0]), ndgrad.tensor([0.0, 1.0, 0.0]))
-    tensor([0., 0., 1.])
-    """
-    axis = _cross_axis(axis, x1.ndim, x2.ndim)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
-        raise ValueError(f"cross: both operands need 3 elements along axis {axis}, got shapes "
-                         f"{x1.shape} and {x2.shape}")
-    return B.linalg.cross(x1, x2, axis=axis)
-
-
-# <g, dx1 x x2> = <conj(x2) x g, dx1> (for real vectors: the scalar triple product)
-cross.defvjp(lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(_cj(F, x2), g,
-                                                               axis=_cross_axis(axis, x1.ndim,
-                                                                                x2.ndim)),
-             lambda F, g, out, x1, x2, axis=-1: F.linalg.cross(g, _cj(F, x1),
-                                                               axis=_cross_axis(axis, x1.ndim,
-                                                                                x2.ndim)))
-cross.defjvp_each(
-    lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(t, x2, axis=axis),
-    lambda F, t, out, x1, x2, axis=-1: F.linalg.cross(x1, t, axis=axis))
-cross.defstructure(multilinear())
-
-
-def _cross_batch(F, batched, x1, x2, axis=-1):
-    b1, b2 = batched
-    axis = _cross_axis(axis, logical_ndim(x1, b1), logical_ndim(x2, b2))
-    a, b = _batch_pair(F, batched, x1, x2)
-    return F.linalg.cross(a, b, axis=axis)
-
-
-cross.defbatch(_cross_batch)
-
-
-# ----------------------------------------------------------------------------- vector_norm
-def _check_vector_ord(name, ord):
-    """A vector norm's ``ord`` as a float (None: 2); strings and other objects are refused."""
-    if ord is None:
-        return 2
-    if isinstance(ord, (bool, str)) or not hasattr(ord, "__float__"):
-        raise ValueError(f"{name}: ord must be a number (p, 0, inf or -inf), got {ord!r}; "
-                         "'fro' and 'nuc' are matrix norms (ndgrad.linalg.matrix_norm)")
-    ord = float(ord)
-    if math.isnan(ord):
-        raise ValueError(f"{name}: ord must be a number, not NaN")
-    return ord
-
-
-def _norm_weights(F, x, n, ord, axis):
-    """``w`` with ``d ||x||_p = sum Re(conj(w) dx)``: ``x |x|^(p-2) / n^(p-1)`` for finite
-    ``p != 0`` (0 at ``x = 0``, where it is a subgradient for ``p <= 1``), and for ``p = +-inf``
-    the phase of the extreme entries, shared evenly between ties (as PyTorch does); ``n`` is
-    the norm with the reduced axes kept."""
-    ax = F.abs(x)
-    if ord in (_INF, -_INF):
-        hit = F.astype(F.equal(ax, n), ax.dtype)
-        count = F.sum(hit, axis=axis, keepdims=True)
-        return F.sign(x) * (hit / count)
-    zero_n = F.equal(n, 0)
-    n_safe = F.where(zero_n, F.ones_like(n), n)
-    if ord == 2:
-        return x / n_safe
-    if ord == 1:
-        return F.sign(x)
-    zero_x = F.equal(ax, 0)
-    ax_safe = F.where(zero_x, F.ones_like(ax), ax)
-    # (x / n) (|x| / n)^(p-2): ratios of order one (x |x|^(p-2) / n^(p-1) under- or
-    # overflowed at |x| of 1e-150 for p = 3: Note [Linear algebra at extreme scales])
-    w = (x / n_safe) * (ax_safe / n_safe) ** (ord - 2)
-    return F.where(zero_x, F.zeros_like(w), w) if ord < 1 else w
-
-
-def _vector_norm_vjp(F, g, out, x, *, ord=2, axis=None, keepdims=False):
-    ord = _check_vector_ord("vector_norm", ord)
-    if ord == 0:
-        return F.zeros_like(x)  # a count: piecewise constant
-    n = unreduce(F, out, x.shape, axis, keepdims)
-    return unreduce(F, g, x.shape, axis, keepdims) * _norm_weights(F, x, n, ord, _axes(axis, x))
-
-
-def _vector_norm_jvp(F, tangents, out, x, *, ord=2, axis=None, keepdims=False):
-    ord = _check_vector_ord("vector_norm", ord)
-    if ord == 0:
-        return F.zeros_like(out)
-    n = unreduce(F, out, x.shape, axis, keepdims)
-    w = _norm_weights(F, x, n, ord, _axes(axis, x))
-    prod = F.real(F.conj(w) * tangents[0]) if F.iscomplexobj(w) else w * tangents[0]
-    return F.sum(prod, axis=axis, keepdims=keepdims)
-
-
-def _axes(axis, x):
-    return tuple(range(x.ndim)) if axis is None else axis
-
-
-def _norm_sample_values(d, shape):
-    """Entries of distinct moduli in [0.3, 1.8] with random signs (phases for complex): no
-    zeros (kinks of |x|), no ties of the largest or smallest modulus."""
-    np = _np()
-    size = int(np.prod(shape)) if shape else 1
-    perm = np.asarray(d.permutation(size), dtype=np.float64)
-    mag = 0.3 + (perm + d.array((size,), 0.1, 0.9, dtype=np.float64)) * (1.5 / size)
-    if d.dtype.kind == "c":
-        phase = np.exp(1j * d.array((size,), -3.1, 3.1, dtype=np.float64))
-        return (mag * phase).reshape(shape).astype(d.dtype)
-    sign = np.where(d.bool_array((size,)), 1.0, -1.0)
-    return (mag * sign).reshape(shape).astype(d.dtype)
-
-
-def _sample_vector_norm(d):
-    shape = d.shape(max_dims=3, max_side=3)
-    x = _norm_sample_values(d, shape)
-    ndim = len(shape)
-    kw = {"ord": d.choice([2, 1, _INF, -_INF, 0, 3, 0.5, -1.5])}
-    if ndim and d.boolean():
-        kw["axis"] = d.choice([d.axis(ndim, none=False), d.axes(ndim)])
-    if d.boolean():
-        kw["keepdims"] = True
-    return (x,), kw
-
-
-@defop(kind=REDUCTION, domain=ANY, sample=_sample_vector_norm, namespace="linalg")
-def vector_norm(B, x, *, ord=2, axis=None, keepdims=False):
-    """Vector norm over ``axis`` (all axes, i.e. the flattened array, by default): the array
-    API's ``linalg.vector_norm`` (``ord``, ``axis`` and ``keepdims`` are keyword-only, as
-    there; PyTorch's ``dim`` / ``keepdim`` are accepted too).
-
-    ``ord``: ``p`` (any real number but 0) gives ``(sum |x|^p)^(1/p)``; ``inf`` and ``-inf``
-    the largest and smallest modulus; ``0`` the number of non-zero entries.
-
-    Parameters
-    ----------
-    x : Tensor
-    ord : float
-        Default 2 (Euclidean).
-    axis : int, tuple of int or None
-        The axes reduced; a tuple treats them together as one vector.
-    keepdims : bool
-        Keep the reduced axes as length-1 dimensions.
-
-    Notes
-    -----
-    Differentiable wherever the norm is (``ord=0`` has zero gradient). At ``x = 0`` the
-    gradient of the 2-norm is 0 (a subgradient, as PyTorch's), as are the ``|x_i|``-kinks of
-    ``p <= 1``; ties of the ``inf``/``-inf`` norms share the gradient evenly.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> x = ndgrad.tensor([3.0, -4.0], requires_grad=True)
-    >>> n = ndgrad.linalg.vector_norm(x)
-    >>> n
-    tensor(5., grad_fn=<LinalgVectorNormBackward0>)
-    >>> n.backward()
-    >>> x.grad
-    tensor([ 0.6, -0.8])
-    >>> ndgrad.linalg.vector_norm(x.detach(), ord=float("inf"))
-    tensor(4.)
-    """
-    ord = _check_vector_ord("vector_norm", ord)
-    if ord in (0, 1, _INF, -_INF) or not x.size:
-        # (no powers: nothing under- or overflows that the norm itself would not)
-        return B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
-    with B.errstate(over="ignore", divide="ignore"):  # (|x|^p out of range: caught below)
-        n = B.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims)
-    if B.reads_values:
-        # where n^p is within 2^+-900, no |x_i|^p overflowed (each is at most the sum) and
-        # those that underflowed are below 2^-120 of the sum: NumPy's result is exact enough
-        lg = B.abs(B.log2(B.where(n > 0, n, 1.0))) * abs(ord)
-        if bool(B.all((n > 0) & (lg < 900.0))):
-            return n
-    return _vector_norm_scaled(B, x, ord, axis, keepdims)
-
-
-def _vector_norm_scaled(B, x, ord, axis, keepdims):
-    """The p-norm in units of a power of two near the largest modulus of each slice (the
-    smallest, for ``p < 0``, which the norm is at most): ``|x|^p`` under- or overflows at
-    ``|x|`` of 1e-150 for ``p = 3`` (the norm came out 0), at 1e-170 for ``p = 2`` (Note
-    [Linear algebra at extreme scales]). Scaling by the power of two is exact."""
-    axes = tuple(range(x.ndim)) if axis is None else axis
-    ax = B.abs(x)
-    if ord < 0:  # the smallest modulus, as 1 / the largest reciprocal (inf at a zero: norm 0)
-        with B.errstate(divide="ignore"):
-            inv = 1 / inverse_scale_along(B, 1 / ax, axes)
-    else:
-        inv = inverse_scale_along(B, ax, axes)
-    n = B.linalg.vector_norm(x * inv, ord=ord, axis=axis, keepdims=keepdims)
-    return n / (inv if keepdims else B.reshape(inv, n.shape))
-
-
-vector_norm.defvjp(_vector_norm_vjp)
-vector_norm.defjvp(_vector_norm_jvp)
-
-
