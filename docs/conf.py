@@ -106,7 +106,7 @@ _KIND_TITLES = {
 
 def ops_page() -> str:
     """The text of ``api_ops.rst``: every public op of ``ndgrad.core.ops.PUBLIC``, by kind,
-    then NumPy's functions without a derivative (``ndgrad.without_derivative.FUNCTIONS``).
+    then NumPy's functions without a derivative (``ndgrad.numpy.without_derivative.FUNCTIONS``).
 
     Nothing is listed by hand: an op registered with ``defop`` or ``defcomposite`` appears
     here on the next build, under the section of its ``kind``.
@@ -147,7 +147,7 @@ def ops_page() -> str:
                   ""]
         lines += [f"   {name}" for name in groups[kind]]
         lines.append("")
-    from ndgrad import without_derivative
+    from ndgrad.numpy import without_derivative
 
     title = "NumPy's functions outside the registry"
     lines += [title, "-" * len(title), "",
@@ -158,13 +158,14 @@ def ops_page() -> str:
               "``histogramdd``: differentiable where the registered ops they use are, tested",
               "against NumPy on their own.", "",
               ".. autosummary::", "   :toctree: api/generated", ""]
-    plain = {**ops.numeric.CREATION, **ops.stacking.INPLACE, **ops.signal.PLAIN}
+    from ndgrad.numpy import creation, selecting, statistics
+    plain = {**creation.CREATION, **selecting.INPLACE, **statistics.PLAIN}
     lines += [f"   {name}" for name in sorted(plain)]
     lines.append("")
     title = "Without a derivative"
     lines += [title, "-" * len(title), "",
               "NumPy's functions whose results are indices, booleans, sets or metadata",
-              "(``ndgrad/without_derivative.py``): NumPy's signatures, run on the tensors'",
+              "(``ndgrad/numpy/without_derivative.py``): NumPy's signatures, run on the tensors'",
               "data; their results never require grad.", "",
               ".. autosummary::", "   :toctree: api/generated", ""]
     lines += [f"   {name}" for name in sorted(without_derivative.FUNCTIONS)]

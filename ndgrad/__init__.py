@@ -18,6 +18,8 @@ tensor([0.78644773, 0.41997434])
 
 from __future__ import annotations
 
+import sys as _sys
+
 from .core.backend import (Device, bool_, complex64, complex128, device, float16, float32,
                            float64, get_default_device, get_default_dtype, int8, int16, int32,
                            int64, set_default_device, set_default_dtype, uint8, uint16,
@@ -31,22 +33,25 @@ from .core.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from .core.tensor import Tensor
 from .core.lazy import compute, persist
 from .core import ops as _ops
+from . import numpy as _numpy_namespace  # noqa: E402  (NumPy's mirror: import ndgrad.numpy as np)
 from . import autograd, checks, forward_ad, functional, func  # noqa: E402
 from .func import compile  # noqa: E402,A004  (ndgrad.compile is ndgrad.func.compile)
-from . import cuda, fft, linalg, special, utils  # noqa: E402
-from . import integrate, optimize  # noqa: E402  (import SciPy on first use only)
-from . import stats  # noqa: E402  (imports SciPy on first use only)
-from . import sparse  # noqa: E402  (imports SciPy on first use only)
-from . import signal  # noqa: E402  (imports SciPy on first use only)
-from . import interpolate, ndimage  # noqa: E402  (SciPy's interpolators and filters)
-from . import numpy_protocols as _numpy_protocols  # noqa: E402
-from . import array_api as _array_api  # noqa: E402
-from . import without_derivative as _without_derivative  # noqa: E402
-from ._index_tricks import c_, r_  # noqa: E402
-from .array_api import (__array_api_version__, __array_namespace_info__, can_cast,  # noqa: E402
-                        count_nonzero, e, finfo, from_dlpack, iinfo, inf, isdtype, nan,
-                        newaxis, nonzero, pi, result_type, searchsorted, unique_all,
-                        unique_counts, unique_inverse, unique_values)
+from . import cuda, utils  # noqa: E402
+# SciPy's mirror (each module imports SciPy on first use only), which also assembles linalg
+# and fft; every module of it is entered under its public name too (ndgrad.stats, ...)
+from . import scipy  # noqa: E402
+from .scipy import (fft, integrate, interpolate, linalg, ndimage, optimize, signal,  # noqa: E402
+                    sparse, special, stats)
+# (Note [SciPy's subpackages in ndgrad.scipy])
+_sys.modules.update(scipy.public_names(_sys.modules))
+from .numpy import protocols as _protocols  # noqa: E402
+from .numpy import array_api as _array_api  # noqa: E402
+from .numpy import without_derivative as _without_derivative  # noqa: E402
+from .numpy.index_tricks import c_, r_  # noqa: E402
+from .numpy.array_api import (__array_api_version__, __array_namespace_info__,  # noqa: E402
+                              can_cast, count_nonzero, e, finfo, from_dlpack, iinfo, inf,
+                              isdtype, nan, newaxis, nonzero, pi, result_type, searchsorted,
+                              unique_all, unique_counts, unique_inverse, unique_values)
 
 bool = bool_  # noqa: A001  (ndgrad.bool, as torch.bool)
 
@@ -66,14 +71,13 @@ __version__ = "0.1.0"
 
 # Every registered op (and composite) becomes a public function: ndgrad.exp, ndgrad.sum, ...
 globals().update(_ops.PUBLIC)
-globals().update(_ops.numeric.CREATION)  # NumPy's creation functions: array, identity, tri ...
-globals().update(_ops.stacking.INPLACE)  # NumPy's in-place writers: put, place, putmask ...
-globals().update(_ops.signal.PLAIN)  # histogramdd
+globals().update(_numpy_namespace.creation.CREATION)  # NumPy's creation: array, identity, tri ...
+globals().update(_numpy_namespace.selecting.INPLACE)  # NumPy's in-place writers: put, place ...
+globals().update(_numpy_namespace.statistics.PLAIN)  # histogramdd
 globals().update(_without_derivative.FUNCTIONS)  # NumPy's functions without a derivative
 __test__ = _ops.doctests(_ops.PUBLIC)  # their examples, for --doctest-modules
-_numpy_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
+_protocols.install()  # np.sin(t), np.sum(t), ... run ndgrad's functions
 _array_api.install()  # t.__array_namespace__() is this module
-from . import numpy as _numpy_namespace, scipy  # noqa: E402  (import ndgrad.numpy as np)
 _numpy_namespace._install(globals())  # Note [NumPy's names in ndgrad.numpy]
 
 __all__ = sorted(
@@ -91,6 +95,7 @@ __all__ = sorted(
      "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "autograd", "checks",
      "forward_ad", "functional", "func", "linalg", "fft", "special", "cuda", "utils",
      "optimize", "integrate", "sparse", "compute", "persist", "compile"]
-    + list(_ops.PUBLIC) + list(_ops.numeric.CREATION) + list(_ops.stacking.INPLACE)
-    + list(_ops.signal.PLAIN) + list(_without_derivative.FUNCTIONS)
+    + list(_ops.PUBLIC) + list(_numpy_namespace.creation.CREATION)
+    + list(_numpy_namespace.selecting.INPLACE) + list(_numpy_namespace.statistics.PLAIN)
+    + list(_without_derivative.FUNCTIONS)
 )

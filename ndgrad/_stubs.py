@@ -286,22 +286,28 @@ def render():
                 + "\n\n" + code + "\n\n"
                 + "__all__ = [\n" + "".join(f"    {n!r},\n" for n in names) + "]\n")
         files[_stub_path(module)] = text.replace("\n\n\n\n", "\n\n\n")
-    # Modules entered in sys.modules under a second name (ndgrad.scipy.stats is ndgrad.stats,
-    # ndgrad.numpy.linalg is ndgrad.linalg): a stub re-exporting the module's.
+    # Modules entered in sys.modules under a second name (ndgrad.stats is ndgrad.scipy.stats,
+    # ndgrad.numpy.linalg is ndgrad.scipy.linalg): a stub re-exporting the one at its home.
     for key, module in sorted(sys.modules.items()):
-        if (isinstance(module, types.ModuleType) and module.__name__ != key
-                and module.__name__ in modules
-                and any(key.startswith(r + ".") for r in ROOTS if r != "ndgrad")):
+        if (isinstance(module, types.ModuleType) and module.__name__ in modules
+                and key != _home(module) and key.startswith("ndgrad.")):
             package = any(k.startswith(key + ".") for k in sys.modules)
             path = "/".join([*key.split("."), *(["__init__"] if package else [])])
             files[path + ".pyi"] = (
                 _HEADER.format(command=COMMAND) + "\n"
-                f"from {module.__name__} import *  # noqa: F403\n")
+                f"from {_home(module)} import *  # noqa: F403\n")
     return files
 
 
+def _home(module):
+    """The name a module was loaded by, where its file is (``ndgrad.scipy.stats``), which its
+    ``__name__`` need not be (Note [Public module names] in ndgrad/scipy/__init__.py)."""
+    spec = getattr(module, "__spec__", None)
+    return spec.name if spec is not None else module.__name__
+
+
 def _stub_path(module):
-    parts = module.__name__.split(".")
+    parts = _home(module).split(".")
     if os.path.basename(module.__file__) == "__init__.py":
         parts.append("__init__")
     return "/".join(parts) + ".pyi"

@@ -403,7 +403,7 @@ REFERENCES = {
     "linalg.lstsq": _lstsq,
     "special.zeta_derivative": _zeta_derivative,
     "special.sinc": np.sinc,  # SciPy has no special.sinc
-    # ndgrad/core/ops/special_shape.py: shape derivatives (SciPy has none) and the inverses
+    # ndgrad/core/ops/special_gamma.py: shape derivatives (SciPy has none) and the inverses
     "special._gammainc_da": lambda a, x: _shape_derivative(scipy.special.gammainc, a, x),
     "special._betainc_d": _betainc_d,
     "special._gammaincinv": lambda a, y, upper=False: (
@@ -413,7 +413,7 @@ REFERENCES = {
     "special.lambertw": lambda z, k=0, tol=1e-8: np.where(
         scipy.special.lambertw(z, k, tol).imag == 0, scipy.special.lambertw(z, k, tol).real,
         np.nan) if not np.iscomplexobj(z) else scipy.special.lambertw(z, k, tol),
-    # ndgrad/core/ops/stacking.py
+    # ndgrad/numpy/joining.py, selecting.py
     # (packing functions take their arrays as one sequence; the sample spreads them)
     "concatenate": lambda *arrays, **kw: np.concatenate(arrays, **kw),
     "vstack": lambda *tup, **kw: np.vstack(tup, **kw),
@@ -423,8 +423,6 @@ REFERENCES = {
     # NumPy's order inside the two parts is unspecified; ndgrad's partition sorts fully (a
     # valid partition; tests/test_stacking.py checks it against np.partition's contract)
     "partition": lambda a, kth, axis=-1, **kw: np.sort(a, axis=axis),
-    # ndgrad/core/ops/numeric.py
-    # ndgrad/core/ops/signal.py
 }
 
 

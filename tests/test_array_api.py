@@ -1,4 +1,4 @@
-"""The array API standard's namespace facilities (ndgrad/array_api.py), against NumPy's
+"""The array API standard's namespace facilities (ndgrad/numpy/array_api.py), against NumPy's
 answers and the standard's tables."""
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 import types
 
 import numpy
@@ -174,3 +176,49 @@ def test_ndgrad_scipy_import_forms_and_a_derivative():
         _ = ndgrad.scipy.spatial
     with pytest.raises(AttributeError, match=r"^module 'ndgrad\.scipy' has no attribute"):
         _ = ndgrad.scipy.not_scipys
+
+
+# (a fresh interpreter: each public import form first, before any other import of the module)
+FORMS = ["import ndgrad.stats as m; from ndgrad.scipy import stats as n",
+         "import ndgrad.signal.windows as m; import ndgrad.scipy.signal.windows as n",
+         "import ndgrad.sparse.linalg as m; import ndgrad.scipy.sparse.linalg as n",
+         "from ndgrad.stats import norm as m; from ndgrad.scipy.stats import norm as n",
+         "import ndgrad.linalg as m; import ndgrad.numpy.linalg as n",
+         "import ndgrad.scipy.fft as m; import ndgrad.fft as n"]
+ONCE = r"""
+import sys
+{form}
+assert m is n
+import importlib, pkgutil, ndgrad
+for info in pkgutil.walk_packages(ndgrad.scipy.__path__, "ndgrad.scipy."):
+    home = importlib.import_module(info.name)
+    public = importlib.import_module("ndgrad." + info.name[len("ndgrad.scipy."):])
+    assert home is public, info.name
+    assert home.__name__ == "ndgrad." + info.name[len("ndgrad.scipy."):], home.__name__
+files = {{}}
+for module in list(sys.modules.values()):
+    f = getattr(module, "__file__", None) or ""
+    if "ndgrad" in f:
+        assert files.setdefault(f, module) is module, f"{{f}} loaded twice"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_each_mirror_module_is_loaded_once_under_both_names(form):
+    """``import ndgrad.stats`` and ``import ndgrad.scipy.stats`` (and the nested ones) give the
+    one module loaded from ndgrad/scipy/ (Note [SciPy's subpackages in ndgrad.scipy]), whose
+    ``__name__`` is its public name (Note [Public module names]), and no file of ndgrad is
+    loaded as two module objects."""
+    out = subprocess.run([sys.executable, "-c", ONCE.format(form=form)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_functions_of_moved_modules_keep_their_public_module():
+    assert ndgrad.stats.norm.__class__.__module__ == "ndgrad.stats"
+    assert ndgrad.integrate.quad.__module__ == "ndgrad.integrate"
+    assert ndgrad.special.yn.__module__ == "ndgrad.special"
+    assert ndgrad.linalg.solve.__module__ == ndgrad.linalg.lu_factor.__module__ == "ndgrad.linalg"
+    assert ndgrad.signal.windows.get_window.__module__ == "ndgrad.signal.windows"
+    assert ndgrad.concatenate.__module__ == ndgrad.quantile.__module__ == "ndgrad"

@@ -1,7 +1,7 @@
-"""NumPy's remaining numeric functions (ndgrad/core/ops/numeric.py): what the registry suites
-do not draw. Edge values (zeros, infinities, NaN, subnormals, powers of two), gradients at
-NaNs, ties and steps, keyword variants, error messages, and the plain creation functions,
-each against NumPy or a closed form."""
+"""NumPy's remaining numeric functions (ndgrad/numpy/elementwise.py, statistics.py, creation.py):
+what the registry suites do not draw. Edge values (zeros, infinities, NaN, subnormals, powers of
+two), gradients at NaNs, ties and steps, keyword variants, error messages, and the plain
+creation functions, each against NumPy or a closed form."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import ndgrad as nd
 from ndgrad import func
-from ndgrad.core.ops import numeric
+from ndgrad.numpy import creation
 from support import close, host, val
 
 NAN, INF = float("nan"), float("inf")
@@ -345,7 +345,7 @@ def test_kaiser():
 
 @pytest.mark.parametrize("name", ["bartlett", "blackman", "hamming", "hanning"])
 def test_windows(name):
-    fn = numeric.CREATION[name]
+    fn = creation.CREATION[name]
     for M in (-1, 0, 1, 2, 5, 6):
         close(fn(M), getattr(np, name)(M), atol=1e-15)
     w = fn(4, dtype=nd.float32, requires_grad=True)
@@ -353,7 +353,7 @@ def test_windows(name):
 
 
 def test_array():
-    array = numeric.array
+    array = creation.array
     close(array([1, 2], ndmin=3), np.array([1, 2], ndmin=3))
     assert array([1.0]).dtype == np.float64 and array([1]).dtype == np.int64
     x = nd.tensor([1.0, 2.0], requires_grad=True)
@@ -406,30 +406,30 @@ def test_array_of_tensors_and_numbers_is_differentiable():
 
 
 def test_plain_creation_functions():
-    close(numeric.identity(3), np.identity(3))
-    assert numeric.identity(2, dtype=nd.int64).dtype == np.int64
-    close(numeric.tri(3, 4, k=-1), np.tri(3, 4, k=-1))
-    assert numeric.tri(2).dtype == np.float64
-    close(numeric.indices((2, 3)), np.indices((2, 3)))
-    for got, want in zip(numeric.indices((2, 3), sparse=True), np.indices((2, 3), sparse=True)):
+    close(creation.identity(3), np.identity(3))
+    assert creation.identity(2, dtype=nd.int64).dtype == np.int64
+    close(creation.tri(3, 4, k=-1), np.tri(3, 4, k=-1))
+    assert creation.tri(2).dtype == np.float64
+    close(creation.indices((2, 3)), np.indices((2, 3)))
+    for got, want in zip(creation.indices((2, 3), sparse=True), np.indices((2, 3), sparse=True)):
         close(got, want)
-    assert numeric.indices((2,), dtype=float).dtype == np.float64
-    r = numeric.fromfunction(lambda i, j, k=1: i * k + j, (2, 3), k=10)
+    assert creation.indices((2,), dtype=float).dtype == np.float64
+    r = creation.fromfunction(lambda i, j, k=1: i * k + j, (2, 3), k=10)
     close(r, np.fromfunction(lambda i, j, k=1: i * k + j, (2, 3), k=10))
     with pytest.raises(TypeError, match="like="):
-        numeric.identity(2, like=np.ones(2))
+        creation.identity(2, like=np.ones(2))
 
 
 def test_real_if_close():
     z = nd.tensor([2.1 + 4e-14j, 5.2 + 3e-15j], requires_grad=True)
-    r = numeric.real_if_close(z, tol=1000)
+    r = creation.real_if_close(z, tol=1000)
     assert r.dtype == np.float64
     close(r, np.real_if_close(host(z), tol=1000))
     (g,) = nd.autograd.grad(r.sum(), z)
     close(g, [1.0, 1.0])
-    assert numeric.real_if_close(z).dtype == np.complex128  # 4e-14 > 100 eps
+    assert creation.real_if_close(z).dtype == np.complex128  # 4e-14 > 100 eps
     x = nd.tensor([1.0])
-    assert numeric.real_if_close(x) is x
+    assert creation.real_if_close(x) is x
 
 
 def test_numpy_calls_run_these():
@@ -451,7 +451,7 @@ def test_real_if_close_decides_on_the_data():
     # its result's dtype depends on the values: no single answer for a vmap batch
     z = nd.tensor([[1.0 + 1e-20j], [1.0 + 1.0j]])
     with pytest.raises(RuntimeError, match="vmap"):
-        func.vmap(numeric.real_if_close)(z)
+        func.vmap(creation.real_if_close)(z)
 
 
 @pytest.mark.parametrize("shape, axis", [((0,), None), ((2, 0), 1), ((2, 0), 0), ((0, 3), 1)])

@@ -1,4 +1,4 @@
-"""NumPy's small forms: ``ndgrad.r_`` / ``ndgrad.c_`` (ndgrad/_index_tricks.py), einsum's
+"""NumPy's small forms: ``ndgrad.r_`` / ``ndgrad.c_`` (ndgrad/numpy/index_tricks.py), einsum's
 sublist form, ``diag`` of a vector: values against NumPy, derivatives by gradcheck."""
 
 from __future__ import annotations

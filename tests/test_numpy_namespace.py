@@ -3,7 +3,7 @@
 deliberate exceptions below, each with its reason. At most 5 % of NumPy's numerical functions
 may be exceptions.
 
-Also NumPy's functions without a derivative (``ndgrad/without_derivative.py``) against
+Also NumPy's functions without a derivative (``ndgrad/numpy/without_derivative.py``) against
 NumPy's own results.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 import ndgrad
 from ndgrad.numpy import NOT_IN_NDGRAD
-from ndgrad.without_derivative import FUNCTIONS
+from ndgrad.numpy.without_derivative import FUNCTIONS
 from support import host
 
 # Not numerical: these do not compute on array values, so ndgrad has no reason to have them

@@ -1,4 +1,4 @@
-"""NumPy's protocols on Tensors (ndgrad/numpy_protocols.py): functions written only with
+"""NumPy's protocols on Tensors (ndgrad/numpy/protocols.py): functions written only with
 ``np.*`` calls, differentiated unmodified under every transform, against closed forms; each
 ufunc that ndgrad implements, drawn from the registry, against ndgrad's own op; the ufunc
 methods, ``out=``, and the errors."""
@@ -14,7 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import ndgrad as nd
-from ndgrad import numpy_protocols
+from ndgrad.numpy import protocols
 from ndgrad.core.ops import COMPOSITES, REGISTRY
 from registry_harness import FLOAT, draw
 from support import assert_close, close, random_like, val
@@ -171,7 +171,7 @@ def _ufunc_cases():
             ufunc = getattr(space, name)
             if not isinstance(ufunc, np.ufunc) or ufunc.__name__ != name:
                 continue
-            fn = numpy_protocols._ufunc_impl(ufunc)[2]
+            fn = protocols._ufunc_impl(ufunc)[2]
             op = table.get(id(fn)) if fn is not None else None
             if op is not None and op.differentiable:
                 cases.append(pytest.param(ufunc, op, id=f"{library}.{name}"))
@@ -223,7 +223,7 @@ def test_each_ufunc_runs_ndgrads_op(ufunc, op, data):
 def _alias_cases():
     """Every public name of NumPy and scipy.special that holds a ufunc ndgrad has under some
     name (of any of the names that hold the same ufunc, found here by walking both
-    namespaces, not through numpy_protocols' table): ``scipy.special.digamma`` is the ufunc
+    namespaces, not through ndgrad.numpy.protocols' table): ``scipy.special.digamma`` is the ufunc
     named ``psi``, which ndgrad has as ``digamma``."""
     table = _public_to_entry()
     cases = []

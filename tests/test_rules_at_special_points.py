@@ -16,7 +16,7 @@ sweep then requires mismatches, so the declaration cannot go stale); an op whose
 jumps at these points. The closed-form tests after it pin the reported cases, third
 derivatives included.
 
-Linear algebra (Note [Linear algebra at extreme scales] in ndgrad/core/ops/dense_linalg.py):
+Linear algebra (Note [Linear algebra at extreme scales] in ndgrad/core/ops/solves.py):
 every differentiable op of the linear-algebra modules and of kind LINALG (corrcoef, cond,
 the FFTs, the polynomials ...), and every elementwise op, at its sample scaled by powers of
 two near 1e+-150, to the ends of the range and to where its value is 2^+-1000, against its
@@ -802,20 +802,22 @@ def test_std_at_tiny_and_huge_spreads():
 
 # ------------------------------------------------------------------ linear algebra
 # Linear algebra at extreme scales (Note [Linear algebra at extreme scales] in
-# ndgrad/core/ops/dense_linalg.py): most of these functions are homogeneous, f(s x) =
+# ndgrad/core/ops/solves.py): most of these functions are homogeneous, f(s x) =
 # s^k f(x) in some of their inputs (det: k = n, inv and pinv -1, solve -1 in a and 1 in b,
 # norms and eigenvalues 1, eigenvectors 0, cholesky 1/2), so their derivatives at s x are
 # s^(k-1) (first order) and s^(k-2) (second) times those at x: a reference at extreme scales
 # from the op's own derivatives at ordinary ones (which the property suite checks against
 # finite differences). The scales are powers of two (multiplying by one is exact), and each
 # compared quantity is one whose truth is a normal number.
-LINALG_MODULES = ("ndgrad.core.ops.dense_linalg", "ndgrad.core.ops.decompositions",
-                  "ndgrad.core.ops.linalg")
-# the ops of those modules, and every op the registry declares of kind LINALG wherever it is
-# written (corrcoef, cov, kron in ops/statistics.py; cond, tensorsolve, the polynomials in
-# ops/signal.py; the FFTs): the sweep measures which are homogeneous
+LINALG_MODULES = ("ndgrad.core.ops.solves", "ndgrad.core.ops.decompositions",
+                  "ndgrad.core.ops.contractions", "ndgrad.numpy.linear_algebra")
+# the ops of those modules, every op of ndgrad.linalg (linalg.vector_norm is in
+# core/ops/reductions.py) and every op the registry declares of kind LINALG wherever it is
+# written (corrcoef, cov, kron in numpy/statistics.py and products.py; cond, tensorsolve,
+# the polynomials in numpy/linear_algebra.py and polynomials.py; the FFTs): the sweep
+# measures which are homogeneous
 LINALG_OPS = [n for n in ENTRIES if entry(n).differentiable and
-              (entry(n).kind == LINALG or
+              (entry(n).kind == LINALG or getattr(entry(n), "namespace", None) == "linalg" or
                getattr(getattr(entry(n), "fn", None) or entry(n).forward, "__module__", None)
                in LINALG_MODULES)]
 SCALE = 500  # s = 2^+-500, about 1e+-150
@@ -1038,7 +1040,7 @@ def _sweep_scaled(name, sample, second_order=True):
           phases=[Phase.explicit, Phase.generate])  # (no shrinking: the sample is printed)
 @given(data=st.data())
 def test_linear_algebra_at_extreme_scales(name, dtype, data):
-    """Every differentiable op of the linear-algebra modules (dense_linalg, decompositions,
+    """Every differentiable op of the linear-algebra modules (solves, decompositions,
     linalg) and every op of kind LINALG (registered or composite), its sample scaled by
     2^+-500 (about 1e+-150), by the largest power of two that keeps s^k, s^(k-1) and s^(k-2)
     in range, to the smallest normal and largest finite magnitudes, and (first order) where

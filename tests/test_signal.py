@@ -1,4 +1,5 @@
-"""ndgrad/core/ops/signal.py: products, signals, polynomials, histograms, linalg.tensorsolve,
+"""ndgrad/numpy/ (products.py, calculus.py, convolution.py, polynomials.py, statistics.py,
+linear_algebra.py): products, signals, polynomials, histograms, linalg.tensorsolve,
 tensorinv and cond.
 
 The registry-driven suites check every function's values against NumPy, its derivatives

@@ -1,9 +1,9 @@
-"""NumPy's array-manipulation functions (ndgrad/core/ops/stacking.py) beyond what the
-registry suites draw: keyword variants and edge cases against NumPy, gradients at trimmed
-zeros, ties and overwritten entries against closed forms and finite differences, nested
-``block``, per-example conditions under ``vmap``, the error messages, the in-place writers
-(``place``, ``put``, ``putmask``, ``fill_diagonal``, ``put_along_axis``), and NumPy's own
-functions reaching these through ``__array_function__``."""
+"""NumPy's array-manipulation functions (ndgrad/numpy/joining.py, splitting.py, shaping.py,
+selecting.py) beyond what the registry suites draw: keyword variants and edge cases against
+NumPy, gradients at trimmed zeros, ties and overwritten entries against closed forms and finite
+differences, nested ``block``, per-example conditions under ``vmap``, the error messages, the
+in-place writers (``place``, ``put``, ``putmask``, ``fill_diagonal``, ``put_along_axis``), and
+NumPy's own functions reaching these through ``__array_function__``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import ndgrad as nd
 from ndgrad.checks import gradcheck
-from ndgrad.core.ops.stacking import fill_diagonal, place, put, put_along_axis, putmask
+from ndgrad.numpy.selecting import fill_diagonal, place, put, put_along_axis, putmask
 from support import close, host, val
 
 RNG = np.random.default_rng(11)

@@ -112,7 +112,8 @@ ARRAY = "_ArrayLike | Tensor"
 def _namespaces():
     yield "ndgrad", ops.PUBLIC, STUBS / "__init__.pyi"
     for space, functions in sorted(ops.NAMESPACED.items()):
-        yield f"ndgrad.{space}", functions, STUBS / f"{space}.pyi"
+        # (the stub at the namespace's home: ndgrad.fft is ndgrad/scipy/fft.py)
+        yield f"ndgrad.{space}", functions, STUBS / "scipy" / f"{space}.pyi"
 
 
 @pytest.mark.parametrize("space,functions,stub", list(_namespaces()),

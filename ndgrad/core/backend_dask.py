@@ -47,7 +47,7 @@ backward pass builds Dask graphs too; Dask schedules them (threads, processes or
   is one chunk: a stack of matrices is rechunked so, an axis of several chunks is a
   DaskUnsupported saying how to rechunk (the rechunk can be large: the user decides).
 * A result whose shape depends on the values (a lazy boolean mask's selection,
-  ``trim_zeros``, the polynomials of Note [Values that decide a shape] in core/ops/signal.py)
+  ``trim_zeros``, the polynomials of Note [Values that decide a shape] in numpy/polynomials.py)
   is a DaskUnsupported saying so: computing the values would break laziness silently.
 """
 

@@ -22,12 +22,15 @@ come from the caller (core/graph.py).
 
 from __future__ import annotations
 
+import os
 import weakref
 
 from . import levels
 from .backend import _BACKEND_BY_TYPE, NUMPY
 from .grad_mode import STATE
 from .tensor import Tensor, VersionCounter, _meta, _new
+
+_PROTOCOLS = os.path.join("numpy", "protocols.py")  # (ndgrad/numpy/protocols.py: out=)
 
 __all__ = ["SavedValue", "SavedOutput", "PackedValue", "PackedOutput", "InputMeta",
            "FREED", "FREED_MSG", "SAVED_TYPES", "stand_ins",
@@ -126,7 +129,7 @@ def _where_modified(counter, cur, expected):
         what = f"{_AUGMENTED[name]} ({name})"
     elif name == "__setitem__":
         what = "x[...] = value (__setitem__)"
-    elif entry is not None and entry.co_filename.endswith("numpy_protocols.py"):
+    elif entry is not None and entry.co_filename.endswith(_PROTOCOLS):
         what = "the out= argument of a NumPy function"
     else:
         what = name

@@ -326,7 +326,7 @@ class Tensor:
     __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vcounter",
                  "_meta", "__weakref__")
 
-    # NumPy's ufuncs and functions run ndgrad's (ndgrad/numpy_protocols.py attaches
+    # NumPy's ufuncs and functions run ndgrad's (ndgrad/numpy/protocols.py attaches
     # __array_ufunc__ and __array_function__); np_array + tensor is then np.add's, a Tensor.
     __array_priority__ = 1000
 

@@ -524,8 +524,7 @@ class _LinearSolveError(RuntimeError):
 def _solve(call, fun, x, b, transpose):
     """``(dF/dx)^T v = b`` (``transpose``) or ``(dF/dx) v = b`` at ``x``, where
     ``fun = F(., theta)`` (Note [Implicit differentiation])."""
-    from .. import linalg
-    from ..core.ops import reshape
+    from ..core.ops import NAMESPACED, reshape
     from .transforms import jvp, vjp
     if call.solve != "dense" and _plain([x, b]):
         if transpose:
@@ -533,7 +532,7 @@ def _solve(call, fun, x, b, transpose):
             return _host_solve(call, lambda v: vjp_fn(v)[0], b, x, True)
         return _host_solve(call, lambda v: jvp(fun, (x,), (v,))[1], b, x, False)
     A = _dense_matrix(fun, x, transpose, "rev")
-    v = linalg.solve(A, reshape(b, (x.numel(),)))
+    v = NAMESPACED["linalg"]["solve"](A, reshape(b, (x.numel(),)))
     return reshape(v, tuple(x.shape))
 
 

@@ -189,7 +189,7 @@ class BatchedTensor(WrapperTensor):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # NumPy meets a batched tensor when a NumPy value comes first (``array * x``) or a
         # NumPy function is called on one: the Tensor's protocol runs ndgrad's function for
-        # it (ndgrad/numpy_protocols.py: every ufunc method, out=, SciPy's ufuncs under any
+        # it (ndgrad/numpy/protocols.py: every ufunc method, out=, SciPy's ufuncs under any
         # name), batched; before that protocol is installed, the op of the same name
         if not self._level.alive:
             _escaped()

@@ -44,8 +44,14 @@ from types import ModuleType as _ModuleType
 
 import numpy as _np
 
-from ..numpy_protocols import _detach_hint
-from . import random
+# NumPy's functions written from the primitives, by subject: importing them declares them,
+# and each declaration is published as it is made (Note [Publishing a declaration] in
+# core/ops/registry.py). Then what is written with them, and the protocols.
+from . import (_arraylike, applying, calculus, convolution, creation, elementwise,  # noqa: F401
+               fourier, joining, linear_algebra, polynomials, products, selecting, shaping,
+               splitting, statistics)
+from . import array_api, index_tricks, protocols, random, without_derivative  # noqa: F401
+from .protocols import _detach_hint
 
 _SUBMODULES = ("linalg", "fft")
 

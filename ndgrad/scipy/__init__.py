@@ -2,10 +2,11 @@
 
 ``import ndgrad.scipy.stats as st`` or ``from ndgrad.scipy import special``, as with
 ``jax.scipy``: each subpackage here is ndgrad's module of that name itself
-(``ndgrad.scipy.special is ndgrad.special``), also importable by its full name, with its own
-submodules (``ndgrad.scipy.signal.windows``, ``ndgrad.scipy.sparse.linalg``). SciPy's
-subpackages ndgrad does not have raise an AttributeError saying so. Importing these loads
-SciPy only on first use of a function that needs it, as ``ndgrad.special`` and the others do.
+(``ndgrad.scipy.special is ndgrad.special``), also importable by its public name
+(``import ndgrad.stats``), with its own submodules (``ndgrad.scipy.signal.windows``,
+``ndgrad.scipy.sparse.linalg``). SciPy's subpackages ndgrad does not have raise an
+AttributeError saying so. Importing these loads SciPy only on first use of a function that
+needs it.
 
 Examples
 --------
@@ -22,31 +23,39 @@ True
 
 # Note [SciPy's subpackages in ndgrad.scipy]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Each subpackage is an alias: the module object ndgrad already has, bound here and entered
-# in sys.modules under ``ndgrad.scipy.<name>`` (and each of its submodules under
-# ``ndgrad.scipy.<name>.<sub>``), so ``import ndgrad.scipy.X`` finds the existing module
-# instead of loading its file a second time as a new module. A submodule left out of
-# _NESTED would be loaded twice by ``import ndgrad.scipy.X.sub``; tests/test_namespaces.py
-# checks that every submodule of every aliased package is in it.
+# SciPy's mirror lives here: each subpackage's home is this package's module of that name
+# (ndgrad/scipy/stats.py, signal/, sparse/, ...). ``ndgrad.linalg`` and ``ndgrad.fft`` are
+# assembled here too (Note [The linalg and fft namespaces] in linalg.py). The face
+# (ndgrad/__init__.py) enters every module loaded under ``ndgrad.scipy.`` in sys.modules under
+# its public name as well (``ndgrad.stats``, ``ndgrad.signal.windows``), so ``import
+# ndgrad.stats`` finds the module already loaded instead of loading its file a second time as
+# a new module; each package here imports its submodules, so all are loaded by then.
+# tests/test_namespaces.py checks that no file of ndgrad is loaded as two modules.
+#
+# Note [Public module names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A module of SciPy's mirror sets its ``__name__`` to its public name (``ndgrad.stats``, what
+# users import and what it was called before it moved here) once its imports are done, so
+# what it defines says ``__module__ == "ndgrad.stats"``: in reprs, pickles, the API docs and
+# the stubs, as before. (A package sets it after importing its submodules: ``from . import
+# windows`` reads the package's ``__name__``.)
 
 from __future__ import annotations
 
-import sys as _sys
-
-from .. import (fft, integrate, interpolate, linalg, ndimage, optimize, signal, sparse,
-                special, stats)
-from ..signal import windows as _windows
-from ..sparse import linalg as _sparse_linalg
+from . import (fft, integrate, interpolate, linalg, ndimage, optimize, signal,  # noqa: F401
+               sparse, special, stats)
 
 __all__ = ["fft", "integrate", "interpolate", "linalg", "ndimage", "optimize", "signal",
            "sparse", "special", "stats"]
 
-_NESTED = {"signal.windows": _windows, "sparse.linalg": _sparse_linalg}
 
-for _name in __all__:
-    _sys.modules[f"{__name__}.{_name}"] = globals()[_name]
-for _name, _module in _NESTED.items():
-    _sys.modules[f"{__name__}.{_name}"] = _module
+def public_names(modules):
+    """``{public name: module}`` of SciPy's mirror's modules among ``modules`` (the face
+    passes sys.modules): ``ndgrad.stats`` for ``ndgrad.scipy.stats`` (Note [SciPy's subpackages
+    in ndgrad.scipy])."""
+    prefix = __name__ + "."
+    return {"ndgrad." + key[len(prefix):]: module for key, module in modules.items()
+            if key.startswith(prefix) and not key[len(prefix):].startswith("_")}
 
 
 def __getattr__(name):

@@ -226,8 +226,8 @@ def test_the_walk_covers_every_module_of_the_package():
     walk = package_walk()
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(walk.paths) == len(files) and set(walk.paths.values()) == set(files)
-    for m in ("ndgrad", "ndgrad.core.backend_dask", "ndgrad.core.lazy", "ndgrad.signal.windows",
-              "ndgrad.functional.api", "ndgrad.core.ops.registry"):
+    for m in ("ndgrad", "ndgrad.core.backend_dask", "ndgrad.core.lazy",
+              "ndgrad.scipy.signal.windows", "ndgrad.functional.api", "ndgrad.core.ops.registry"):
         assert m in walk.edges
     assert [k for _, k in walk.edges["ndgrad.core.lazy"]["ndgrad.core.backend_dask"]] \
         == ["importlib"]
@@ -354,6 +354,29 @@ def test_core_layers_point_down():
     for m in ops:
         for d in graph[m]:
             assert d in rank or d.startswith("ndgrad.core.ops"), (m, d)
+
+
+# The package's layers, bottom up (Note [Layers] in docs/how_it_works.rst): the kernel and
+# its primitives; NumPy's mirror (composites by subject, the protocols, the array API);
+# forward mode, the transforms, the checks and autograd's namespace, written on the kernel;
+# SciPy's mirror, which uses the transforms (optimize, integrate, sparse.linalg differentiate
+# implicitly) and NumPy's composites; the stub generator; the face.
+PACKAGE_LAYERS = ["core", "numpy", "forward_ad", "functional", "checks", "autograd", "utils",
+                  "cuda", "func", "scipy", "_stubs", ""]
+
+
+def _layer(module):
+    return PACKAGE_LAYERS.index(module.split(".")[1] if "." in module else "")
+
+
+def test_package_layers_point_down():
+    """Each module imports (at module level, in a function or by importlib) only modules of
+    its own layer or of the layers below it; every module is in a layer."""
+    walk = package_walk()
+    assert {m.split(".")[1] for m in walk.paths if "." in m} <= set(PACKAGE_LAYERS)
+    upward = sorted(f"{m} imports {d}" for m, deps in walk.graph().items() for d in deps
+                    if _layer(d) > _layer(m))
+    assert upward == []
 
 
 def test_core_has_no_function_local_imports():

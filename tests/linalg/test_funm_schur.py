@@ -1,4 +1,4 @@
-"""ndgrad.linalg.funm and ndgrad.linalg.schur (ndgrad/_linalg_scipy.py). funm: values against
+"""ndgrad.linalg.funm and ndgrad.linalg.schur (ndgrad/scipy/linalg.py). funm: values against
 scipy.linalg (funm, expm, sinm, cosm, sqrtm, logm and closed forms), its errest and message,
 derivatives against finite differences (gradcheck, gradgradcheck) and against the Fréchet
 derivative of expm (scipy.linalg.expm_frechet), jacrev against jacfwd, vmap against a loop.

@@ -1,4 +1,4 @@
-"""ndgrad.linalg's functions from scipy.linalg (ndgrad/_linalg_scipy.py): values against
+"""ndgrad.linalg's functions from scipy.linalg (ndgrad/scipy/linalg.py): values against
 scipy.linalg, derivatives against finite differences (gradcheck), a vmap and a jacrev
 composition. They are compositions of registered ops, whose device paths the registry
 suites check: these tests run on the CPU only."""

@@ -55,11 +55,11 @@ def test_public_names_are_the_scipy_names():
                 "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "logsumexp", "softmax",
                 "log_softmax", "ndtr", "ndtri", "log_ndtr", "i0", "i0e", "i1", "i1e", "j0",
                 "j1", "y0", "y1", "sinc", "zeta", "zeta_derivative", "gammainc", "gammaincc",
-                # special_more.py and the plain functions of ndgrad/special.py
+                # (the rest, and the plain functions of ndgrad/scipy/special.py)
                 "betainc", "betaincinv", "jv", "yv", "ive", "kve", "expn", "lambertw",
                 "ellipk", "ellipe", "hyp1f1", "hyp2f1", "jn", "yn", "iv", "kv", "exp1",
                 "rgamma", "gammasgn", "spence", "owens_t",
-                # special_shape.py
+                # special_gamma.py
                 "gammaincinv", "gammainccinv", "sph_harm_y"}
     assert set(S.__all__) == expected
     for name in expected - {"sinc", "zeta_derivative"}:
@@ -505,7 +505,7 @@ def test_gammainc_special_cases():
 
 @pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
 def test_gammainc_derivative_in_a_is_first_order_only(name):
-    # (the derivative itself: tests/special/test_special_shape.py)
+    # (the derivative itself: tests/special/test_special_gamma.py)
     f = getattr(S, name)
     a = T([2.0], True)
     x = T([1.5], True)

@@ -1,7 +1,10 @@
 """Every primitive, and the namespaces built from the registry.
 
 Importing this package imports the op modules (each declares its primitives with
-:func:`~ndgrad.core.ops.registry.defop`), then builds from :data:`REGISTRY`:
+:func:`~ndgrad.core.ops.registry.defop`), then builds from :data:`REGISTRY`, one declaration
+at a time with :func:`publish`, which then publishes every declaration made later (in
+``ndgrad.numpy`` and ``ndgrad.scipy``) as it is made (Note [Publishing a declaration] in
+registry.py):
 
 * the public functions (``ndgrad.exp``, ``ndgrad.sum``, ...), exported from this module;
 * the Tensor's operators and methods (``x + y``, ``x.exp()``, ``x[i]``, ``.backward()``) and
@@ -15,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import weakref
 
 from .. import backend as _backend_mod
 from .. import creation as _creation
@@ -30,9 +34,10 @@ from . import registry
 from .registry import COMPOSITES, REGISTRY, Domain, defcomposite, defop
 
 # The op modules: importing them fills the registry.
-from . import elementwise, reductions, linalg, shape, indexing, composites  # noqa: E402,F401  isort:skip
-from . import dense_linalg, decompositions, fft, special, statistics  # noqa: E402,F401  isort:skip
-from . import stacking, numeric, signal, special_more, special_shape  # noqa: E402,F401  isort:skip
+from . import elementwise, reductions, contractions, shape, indexing  # noqa: E402,F401  isort:skip
+from . import solves, decompositions, fft  # noqa: E402,F401  isort:skip
+from . import special_shared, special_error, special_gamma, special_bessel  # noqa: E402,F401  isort:skip
+from . import special_entropy, special_hypergeometric  # noqa: E402,F401  isort:skip
 from .methods import TensorMethods  # noqa: E402  isort:skip
 
 __all__ = ["REGISTRY", "COMPOSITES", "NAMESPACED", "TENSOR_F", "Namespace", "raw_namespace",
@@ -322,29 +327,6 @@ def _saved_by_name(node, key, raw):
     return node.params[key]
 
 
-for _op in REGISTRY.values():
-    _publish(_op, _op.public_fn or _make_public(_op, apply))
-expose_saved_names(REGISTRY.values())  # grad_fn._saved_x, ...
-for _c in COMPOSITES.values():
-    _publish(_c, _make_composite_public(_c, TENSOR_F))
-
-# Formula helpers that are not ops (creation, predicates) come from core.creation.
-for _name in _creation.FORMULA_HELPERS:
-    setattr(TENSOR_F, _name, getattr(_creation, _name))
-for _name, _f in _creation.FORMULA_EXTRA.items():
-    setattr(TENSOR_F, _name, _f)
-for _name, _f in PUBLIC.items():
-    setattr(TENSOR_F, _name, _f)
-for _ns, _fns in NAMESPACED.items():
-    for _name, _f in _fns.items():
-        setattr(getattr(TENSOR_F, _ns), _name, _f)
-# Aliases (``sub`` for ``subtract``) are public names only: formulas use the canonical names.
-for _alias, _target in registry.ALIASES.items():
-    if _alias in PUBLIC:
-        raise ValueError(f"alias {_alias!r} (of {_target!r}) is also a registered op")
-    PUBLIC[_alias] = PUBLIC[_target]
-
-
 # ------------------------------------------------------------------ raw namespaces
 def _raw_call(B):
     def call(op, *args, **kw):
@@ -370,29 +352,32 @@ class _RawNamespace(Namespace):
         return f
 
 
+_RAW_NAMESPACES = weakref.WeakSet()  # those raw_namespace made: publish adds to each
+
+
 def raw_namespace(B: Backend):
     """The first-order formula namespace of backend ``B``: ops run their forward directly."""
     ns = _RawNamespace(B.name, B)
     for sub in registry.NAMESPACES:
         setattr(ns, sub, _RawNamespace(f"{B.name}.{sub}", B))
-    call = _raw_call(B)
-    for op in REGISTRY.values():
-        home = getattr(ns, op.namespace) if op.namespace else ns
-        if op.pack:
-            setattr(home, op.name, _make_public(op, call))
-        else:  # bound on first use (Note [Forwards that hand their arguments on])
-            home._unbound[op.name] = op
-    for c in COMPOSITES.values():
-        f = _make_composite_public(c, ns) if c.pack else functools.partial(c.fn, ns)
-        setattr(getattr(ns, c.namespace) if c.namespace else ns, c.name, f)
+    for obj in _published:
+        _publish_raw(ns, obj)
     for name, fn in _creation.raw_helpers(B).items():
         setattr(ns, name, fn)
+    _RAW_NAMESPACES.add(ns)
     return ns
 
 
-NUMPY.F = raw_namespace(NUMPY)
-# backends made later (CUDA, on first use) get theirs when they are registered
-_backend_mod._ON_REGISTER.append(lambda B: setattr(B, "F", raw_namespace(B)))
+def _publish_raw(ns, obj):
+    """Enter op or composite ``obj`` in the raw namespace ``ns``."""
+    home = getattr(ns, obj.namespace) if obj.namespace else ns
+    if isinstance(obj, registry.Composite):
+        f = _make_composite_public(obj, ns) if obj.pack else functools.partial(obj.fn, ns)
+        setattr(home, obj.name, f)
+    elif obj.pack:
+        setattr(home, obj.name, _make_public(obj, _raw_call(ns._backend)))
+    else:  # bound on first use (Note [Forwards that hand their arguments on])
+        home._unbound[obj.name] = obj
 
 
 # ------------------------------------------------------------------ Tensor methods
@@ -429,27 +414,85 @@ def _make_inplace_method(op, name):
     return method
 
 
+def _set_method(name, fn):
+    if not hasattr(Tensor, name):  # (the first declaration of a name keeps it)
+        setattr(Tensor, name, _make_method(fn, name))
+
+
+def _publish_alias(alias):
+    """An alias (``sub`` for ``subtract``) is a public name (and method) only: formulas use
+    the canonical names. Published with its target, whichever of the two comes first."""
+    target = registry.ALIASES[alias]
+    if alias in PUBLIC:
+        raise ValueError(f"alias {alias!r} (of {target!r}) is also a registered op")
+    obj = REGISTRY.get(target) or COMPOSITES.get(target)
+    if obj is None or obj.public is None:  # (published with its target)
+        return
+    PUBLIC[alias] = obj.public
+    if obj.method:
+        _set_method(alias, obj.public)
+
+
+_published = []  # the ops and composites published, in order
+
+
+def publish(obj):
+    """Publish the declaration ``obj`` (an Op, a Composite, or an alias's name): its public
+    function, its entries in the formula namespaces (TENSOR_F and every raw one), its Tensor
+    method and in-place methods, its OpNode ``_saved_<name>`` properties (Note [Publishing a
+    declaration] in registry.py)."""
+    if isinstance(obj, str):
+        return _publish_alias(obj)
+    if obj.namespace is None and obj.name in registry.ALIASES:
+        raise ValueError(f"{obj.name!r} is an alias (of {registry.ALIASES[obj.name]!r}) and "
+                         "a registered op")
+    again = obj.public is not None  # (defpublic or defargs after defop, above core)
+    if isinstance(obj, registry.Composite):
+        _publish(obj, _make_composite_public(obj, TENSOR_F))
+    else:
+        _publish(obj, obj.public_fn or _make_public(obj, apply))
+        expose_saved_names([obj])  # grad_fn._saved_x, ...
+    setattr(getattr(TENSOR_F, obj.namespace) if obj.namespace else TENSOR_F, obj.name,
+            obj.public)
+    for ns in _RAW_NAMESPACES:
+        _publish_raw(ns, obj)
+    if not again:
+        _published.append(obj)
+    if obj.method:
+        mname = obj.method if isinstance(obj.method, str) else obj.name
+        if again:
+            delattr(Tensor, mname)
+        _set_method(mname, obj.public)
+    ipm = getattr(obj, "inplace_method", None)
+    if ipm:
+        for n in ([ipm] if isinstance(ipm, str) else ipm):
+            setattr(Tensor, n, _make_inplace_method(obj, n))
+    for alias, target in registry.ALIASES.items():
+        if target == obj.qualname:
+            if again:
+                PUBLIC.pop(alias, None)
+            _publish_alias(alias)
+
+
 # The hand-written members first (operators, conversions, backward, hooks:
 # core/ops/methods.py); generated methods do not replace them.
 for _name, _member in vars(TensorMethods).items():
     if not _name.startswith("__") or _name not in ("__module__", "__qualname__", "__doc__",
                                                     "__dict__", "__weakref__"):
         setattr(Tensor, _name, _member)
-_ALIASES_OF = {}
-for _alias, _target in registry.ALIASES.items():
-    _ALIASES_OF.setdefault(_target, []).append(_alias)
+# Formula helpers that are not ops (creation, predicates) come from core.creation; the ops'
+# functions replace those of the same name.
+for _name in _creation.FORMULA_HELPERS:
+    setattr(TENSOR_F, _name, getattr(_creation, _name))
+for _name, _f in _creation.FORMULA_EXTRA.items():
+    setattr(TENSOR_F, _name, _f)
+NUMPY.F = raw_namespace(NUMPY)
 for _obj in list(REGISTRY.values()) + list(COMPOSITES.values()):
-    if _obj.method:
-        _mname = _obj.method if isinstance(_obj.method, str) else _obj.name
-        if not hasattr(Tensor, _mname) or _mname in getattr(Tensor, "_generated", ()):
-            setattr(Tensor, _mname, _make_method(_obj.public, _mname))
-        for _alias in _ALIASES_OF.get(_obj.name, ()):
-            if not hasattr(Tensor, _alias) or _alias in getattr(Tensor, "_generated", ()):
-                setattr(Tensor, _alias, _make_method(_obj.public, _alias))
-    _ipm = getattr(_obj, "inplace_method", None)
-    if _ipm:
-        for _n in ([_ipm] if isinstance(_ipm, str) else _ipm):
-            setattr(Tensor, _n, _make_inplace_method(_obj, _n))
+    publish(_obj)
+# Declarations made from now on (modules above core) are published as they are made.
+registry.ON_DECLARE.append(publish)
+# backends made later (CUDA, on first use) get theirs when they are registered
+_backend_mod._ON_REGISTER.append(lambda B: setattr(B, "F", raw_namespace(B)))
 
 
 def __getattr__(name):

@@ -54,8 +54,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..dispatch import apply
-from .dense_linalg import LinAlgError
-from .linalg import _eye
+from .solves import LinAlgError
+from .contractions import _eye
 from .registry import LINALG, Domain, defop, sample_numpy
 
 __all__ = ["EighResult", "EigResult", "SVDResult", "QRResult"]
@@ -136,7 +136,7 @@ def _sv_gaps(F, S, eye):
     S_i)) / 2``: of the scale ``1 / S``, where ``S^2`` under- or overflows (at ``|a|`` of
     2^-1016 the gaps of the squares were 0, the derivatives of the vectors silently wrong;
     at 2^1019 nan; differentiated again, ``1 / S^3`` terms overflowed at 1e-150: Note [Linear
-    algebra at extreme scales] in dense_linalg.py). An exactly repeated value drops the
+    algebra at extreme scales] in solves.py). An exactly repeated value drops the
     ``1 / (S_j - S_i)`` part only (Note [Exactly repeated eigenvalues])."""
     d = _inv_gaps(F, S)
     sums = _safe_inv(F, F.expand_dims(S, -2) + F.expand_dims(S, -1)) * (1 - eye)

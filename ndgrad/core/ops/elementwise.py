@@ -26,7 +26,7 @@ differentiate the rule's own formula). The rules avoid four traps:
 
 * terms growing like ``1/x^k`` that cancel: ``i1' = i0 - i1/x`` differentiates to
   ``i1/x^2 - i1'/x``, noise of 1e154 at ``x = 1e-170``. Identities exact at 0 instead:
-  ``i1' = (i0 + I_2)/2``, ``j1' = (j0 - J_2)/2`` (special.py).
+  ``i1' = (i0 + I_2)/2``, ``j1' = (j0 - J_2)/2`` (special_bessel.py).
 * intermediate powers that over- or underflow: ``hypot``'s ``x / out`` differentiates to
   ``1/out^2`` terms (``inf - inf`` at ``1e-170``), ``atan2``'s ``x / (x^2 + y^2)`` underflows
   to ``x / 0``. These rules compute in units of a power of two ``s`` near the inputs

@@ -840,3 +840,123 @@ def argsort(B, a, axis=-1, *, descending=False, stable=True):
 
 
 _sort_batch(argsort)
+
+
+def _axis(who, axis, ndim, what="axis"):
+    """``axis`` in ``[0, ndim)``; NumPy's AxisError (a ValueError) naming ``who`` and the
+    parameter ``what`` otherwise."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{who}: {what} must be an integer, got {type(axis).__name__}") from None
+    if not -ndim <= axis < ndim:
+        raise NUMPY.exceptions.AxisError(f"{who}: {what} {axis} is out of bounds for a "
+                                         f"{ndim}-D tensor")
+    return axis % ndim
+
+
+def _sample_trim_zeros(d):
+    # no exact zeros: trimming one changes the output's shape, where finite differences
+    # cannot follow (tests/test_stacking.py trims zeros and checks their gradient)
+    shape = d.shape(min_dims=1, max_dims=2, max_side=3)
+    axis = d.choice([None, d.axis(len(shape), none=False)])
+    return (d.array(shape),), {"trim": d.choice(["fb", "f", "b", "BF"]), "axis": axis}
+
+
+def _trim_axes(trim, axis, ndim):
+    """The checked ``trim`` (lower case) and the trimmed axes of ``trim_zeros``."""
+    if not isinstance(trim, str) or trim.lower() not in ("fb", "bf", "f", "b"):
+        raise ValueError(f"trim_zeros: unexpected character(s) in `trim`: {trim!r}")
+    if axis is None:
+        return trim.lower(), tuple(range(ndim))
+    axes = tuple(_axis("trim_zeros", ax, ndim)
+                 for ax in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"trim_zeros: repeated axis in {axis!r}")
+    return trim.lower(), axes
+
+
+@defop(kind=INDEXING, domain=ANY, method=False, sample=_sample_trim_zeros,
+       notes={"vmap": "the trimmed shape depends on the values, so there is no batching "
+                      "rule; the batch elements' trimmed shapes must agree"})
+def trim_zeros(B, filt, trim="fb", axis=None):
+    """``filt`` without its leading ("f") and/or trailing ("b") zeros along ``axis`` (every
+    axis when None: the smallest box holding every nonzero element), NumPy's ``trim_zeros``.
+
+    The trimmed elements are zeros the output does not depend on: their gradient is zero.
+    The result is a copy (NumPy returns a view). The output's shape depends on the values,
+    so ``vmap`` runs it once per batch element (their trimmed shapes must agree).
+
+    Examples
+    --------
+    >>> import ndgrad
+    >>> ndgrad.trim_zeros(ndgrad.tensor([0.0, 0.0, 1.0, 2.0, 0.0]))
+    tensor([1., 2.])
+    >>> ndgrad.trim_zeros(ndgrad.tensor([0.0, 1.0, 0.0]), trim="b")
+    tensor([0., 1.])
+    """
+    filt = B.asarray(filt)  # (a list or a number, from the public function)
+    trim, axes = _trim_axes(trim, axis, filt.ndim)
+    if not axes:
+        return B.array(filt, copy=True)
+    if not B.reads_values:
+        raise B.unsupported("trim_zeros", why="the result's shape depends on the values "
+                                                "(where the zeros are)")
+    nonzero = filt != 0
+    index = [slice(None)] * filt.ndim
+    for ax in axes:
+        others = tuple(k for k in range(filt.ndim) if k != ax)
+        where = B.nonzero(B.any(nonzero, axis=others) if others else nonzero)[0]
+        if where.shape[0] == 0:  # all zero: empty along every trimmed axis (NumPy's rule)
+            index[ax] = slice(0, 0)
+            continue
+        start = int(where[0]) if "f" in trim else 0
+        stop = int(where[-1]) + 1 if "b" in trim else filt.shape[ax]
+        index[ax] = slice(start, stop)
+    return B.array(filt[tuple(index)], copy=True)
+
+
+def _trim_starts(F, filt, trim, axis):
+    """Per trimmed axis, ``(axis, first kept position)`` of ``trim_zeros(filt)``, the
+    positions as (0-d) integer arrays of ``F``, computed without reading a value (so that
+    the rules run batched)."""
+    trim, axes = _trim_axes(trim, axis, filt.ndim)
+    nonzero = F.not_equal(filt, 0)
+    starts = []
+    for ax in axes:
+        others = tuple(k for k in range(filt.ndim) if k != ax)
+        line = F.any(nonzero, axis=others) if others else nonzero
+        starts.append((ax, F.argmax(F.astype(line, "int8"), axis=0) if "f" in trim else 0))
+    return starts
+
+
+def _positions(F, n, ax, ndim, like):
+    """``arange(n)`` laid along dimension ``ax`` of ``ndim``."""
+    return F.reshape(F.arange(n, like=like), (1,) * ax + (n,) + (1,) * (ndim - ax - 1))
+
+
+# The kept block of axis ax starts at s (0-d): the output's entry j along ax is filt's entry
+# s + j; transposed, filt's entry i gets the cotangent's entry i - s where 0 <= i - s < k.
+def _trim_zeros_vjp(F, g, out, filt, trim="fb", axis=None):
+    for ax, s in _trim_starts(F, filt, trim, axis):
+        n, k = filt.shape[ax], g.shape[ax]
+        shape = tuple(g.shape[:ax]) + (n,) + tuple(g.shape[ax + 1:])
+        if k == 0:
+            g = F.zeros(shape, dtype=g.dtype, like=g)
+            continue
+        rel = _positions(F, n, ax, g.ndim, g) - s
+        inside = F.logical_and(F.greater_equal(rel, 0), F.less(rel, k))
+        g = F.where(inside, F.take_along_axis(g, F.clip(rel, 0, k - 1), axis=ax), 0)
+    return g
+
+
+def _trim_zeros_jvp(F, tangents, out, filt, trim="fb", axis=None):
+    t = tangents[0]
+    for ax, s in _trim_starts(F, filt, trim, axis):
+        t = F.take_along_axis(t, _positions(F, out.shape[ax], ax, t.ndim, t) + s, axis=ax)
+    return t
+
+
+trim_zeros.defvjp(_trim_zeros_vjp)
+trim_zeros.defjvp(_trim_zeros_jvp)
+trim_zeros.defstructure(linear(piecewise=True))  # (a slice, fixed along a smooth path)

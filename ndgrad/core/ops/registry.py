@@ -223,6 +223,23 @@ COMPOSITES: dict[str, Composite] = {}
 # Extra public names of one declaration (``sub`` -> ``subtract``): alias -> canonical name.
 ALIASES: dict[str, str] = {}
 
+# Note [Publishing a declaration]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A declaration (defop, defcomposite, defalias) becomes public functions, formula-namespace
+# entries, Tensor methods and OpNode properties by one function, ``publish`` in
+# core/ops/__init__.py. That package runs it over every declaration of core/ops once they are
+# all imported, then installs it here as the hook ``ON_DECLARE``: a declaration made later,
+# in a module above core (ndgrad/numpy/, ndgrad/scipy/), is published the moment it is made,
+# the same way. (This module cannot import the publishing code: it sits below it.) An op's
+# public function depends on ``defpublic`` and ``defargs`` too, which come after ``defop``:
+# they publish the op again once it has been published.
+ON_DECLARE: list = []
+
+
+def _declared(entry):
+    for hook in ON_DECLARE:
+        hook(entry)
+
 
 class Domain:
     """Where the property suite draws an op's inputs (data, read by the tests).
@@ -579,6 +596,8 @@ class Op:
         fn.__doc__ = self.doc
         fn.__module__ = f"ndgrad.{self.namespace}" if self.namespace else "ndgrad"
         self.public_fn = fn
+        if self.public is not None:  # (declared above core: published already)
+            _declared(self)
         return fn
 
     def defargs(self, fn):
@@ -586,6 +605,8 @@ class Op:
         input positional (an op whose optional inputs may be passed by keyword or left out,
         e.g. ``clip(x, max=1.0)``)."""
         self.normalize_args = fn
+        if self.public is not None:  # (declared above core: published already)
+            _declared(self)
         return fn
 
     # -- vjp
@@ -933,6 +954,7 @@ def defop(name=None, *, kind, nin=1, nout=1, domain=None, differentiable=True, v
         if piecewise_constant:
             _piecewise_constant(op)
         REGISTRY[op.qualname] = op
+        _declared(op)
         return op
     return deco
 
@@ -980,7 +1002,7 @@ def _zero_tangent(F, tangents, out, *inputs, **params):
 # Ops of ndgrad.linalg, ndgrad.fft and ndgrad.special are declared like every other op, with
 # ``namespace=``. Their registry key is the qualified name ("linalg.solve"), so two
 # namespaces may both have a ``norm`` or a ``logsumexp``; the public function lives in its
-# namespace module (ndgrad/linalg.py ...) and in the formula namespaces as ``F.linalg.solve``
+# namespace module (ndgrad/scipy/linalg.py ...) and in the formula namespaces as ``F.linalg.solve``
 # (a sub-namespace of F): generic code applies an op again with ``op.of(F)``, never
 # ``getattr(F, op.name)``.
 NAMESPACES = ("linalg", "fft", "special")
@@ -1037,6 +1059,7 @@ def defcomposite(name=None, *, nin=1, domain=None, sample=None, method=None,
             raise ValueError(f"{c.qualname!r} is already registered")
         c.__doc__ = fn.__doc__
         COMPOSITES[c.qualname] = c
+        _declared(c)
         return c
     return deco
 
@@ -1048,4 +1071,5 @@ def defalias(alias, target):
     if alias in REGISTRY or alias in COMPOSITES or alias in ALIASES:
         raise ValueError(f"{alias!r} is already registered")
     ALIASES[alias] = target
+    _declared(alias)
     return alias

@@ -22,7 +22,7 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .batching import (batch_size, flatten, keeps_identity, logical_ndim, pad_to, shift_axes,
                        shift_axis, with_batch)
-from .registry import SHAPE, VARIADIC, Domain, defalias, defcomposite, defop, linear
+from .registry import SHAPE, VARIADIC, Domain, defalias, defop, linear
 
 ANY = Domain((-2.0, 2.0), complex=True)
 
@@ -217,92 +217,6 @@ permute_dims.defscatter(lambda F, parent, child, axes:
 permute_dims.defbatch(lambda F, batched, x, axes: F.permute_dims(
     x, (0,) + tuple(shift_axis(operator.index(a), x.ndim - 1) for a in axes)))
 
-
-def _sample_transpose(d):
-    shape = d.shape(max_dims=4)
-    form = d.choice(["none", "tuple", "varargs"])
-    if form == "none":
-        return (d.array(shape),), {}
-    axes = d.permutation(len(shape))
-    if form == "tuple":
-        return (d.array(shape), axes), {}
-    return (d.array(shape),) + tuple(axes), {}
-
-
-@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_transpose, notes={"signature": (
-    "the axes may also be given as separate arguments, ``*more_axes``, as "
-    "ndarray.transpose(1, 0, 2) takes them; every call NumPy's transpose(a, axes) accepts "
-    "binds as there")})
-def transpose(F, a, axes=None, *more_axes):
-    """Permute the dimensions of ``a`` with NumPy's semantics (all reversed by default).
-
-    ``transpose(x)`` reverses the dimensions; ``transpose(x, axes)`` is
-    :func:`permute_dims`. Like ``ndarray.transpose``, the method also takes the axes as
-    separate arguments: ``x.transpose(1, 0, 2)``.
-
-    Note that this is NumPy's meaning, not PyTorch's: for a PyTorch-style
-    ``x.transpose(dim0, dim1)`` (exchange two dimensions) use :func:`swapaxes`. On a 2-D
-    tensor ``x.transpose(0, 1)`` is the identity permutation here.
-
-    Parameters
-    ----------
-    a : Tensor
-    axes : tuple of ints, optional
-        A permutation of ``range(x.ndim)``; default: reversed.
-
-    Returns
-    -------
-    Tensor
-        A view of ``a``.
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> x = ndgrad.ones(2, 3, 4)
-    >>> ndgrad.transpose(x).shape
-    (4, 3, 2)
-    >>> x.transpose(1, 0, 2).shape
-    (3, 2, 4)
-    >>> ndgrad.transpose(x, (0, 2, 1)).shape
-    (2, 4, 3)
-    """
-    if more_axes:
-        axes = (axes,) + more_axes
-    elif axes is None:
-        axes = tuple(range(a.ndim - 1, -1, -1))
-    else:
-        axes = _as_int_tuple(axes)
-    if len(axes) != a.ndim:
-        raise ValueError(
-            f"transpose: axes {tuple(axes)} don't match a tensor of {a.ndim} dimensions; pass "
-            "a permutation of all dimensions (NumPy semantics), or use swapaxes(x, i, j) to "
-            "exchange two dimensions as PyTorch's x.transpose(i, j) does")
-    return F.permute_dims(a, tuple(axes))
-
-
-def _sample_swapaxes(d):
-    shape = d.shape(min_dims=1, max_dims=4)
-    return (d.array(shape),), {"axis1": d.axis(len(shape), none=False),
-                                "axis2": d.axis(len(shape), none=False)}
-
-
-@defcomposite(kind=SHAPE, domain=ANY, sample=_sample_swapaxes)
-def swapaxes(F, a, axis1, axis2):
-    """Exchange two dimensions of ``a`` (PyTorch's ``x.transpose(dim0, dim1)``).
-
-    Examples
-    --------
-    >>> import ndgrad
-    >>> ndgrad.ones(2, 3, 4).swapaxes(0, 2).shape
-    (4, 3, 2)
-    """
-    nd = a.ndim
-    i, j = operator.index(axis1), operator.index(axis2)
-    if not (-nd <= i < nd and -nd <= j < nd):
-        raise ValueError(f"swapaxes: axes ({i}, {j}) out of range for {nd} dimensions")
-    axes = list(range(nd))
-    axes[i % nd], axes[j % nd] = axes[j % nd], axes[i % nd]
-    return F.permute_dims(a, tuple(axes))
 
 
 def _sample_moveaxis(d):
