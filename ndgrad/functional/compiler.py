@@ -251,6 +251,15 @@ class _Tracer(DataInterpreter):
                                   "a tensor the compiled function captures") +
                 "; a compiled function computes values and cannot change its caller's "
                 "tensors. Return the new value instead (or clone() the tensor first)")
+        other = _alias(lv, root)
+        if other is not None:
+            raise CompileError(
+                f"ndgrad.func.compile: the in-place operation {op.name} at {_user_line()} "
+                f"writes into a tensor (shape {list(target.shape)}) that shares its memory "
+                f"with another value of the function (shape {list(other.shape)}) without "
+                "being its view (made by detach(), .data, or an op that returned its input's "
+                "memory): eager code changes both, a program changes the one written. "
+                "clone() the tensor before writing into it")
         return super().write_inplace(lv, op, target, new, old, data)
 
     def lift(self, lv, t):
@@ -286,6 +295,26 @@ class _Tracer(DataInterpreter):
                 "Pass the value as a static argument (static_argnums/static_argnames), "
                 "compute with tensors (ndgrad.where instead of `if`), or run this function "
                 "without compile"))
+
+
+def _root(t):
+    while t._meta is not None and t._meta.base is not None:
+        t = t._meta.base
+    return t
+
+
+def _alias(lv, root):
+    """A live value of the trace whose memory ``root`` (a base) shares without the two being
+    linked as base and view (the in-place protocol follows a write into the views of its
+    base only), or None."""
+    for ref in lv.info.holders:
+        t = ref()
+        if t is None or t is root or type(t) is not Tensor:
+            continue
+        r = _root(t)
+        if r is not root and root._shares_memory(r):
+            return t
+    return None
 
 
 def _astype(x, dtype):

@@ -496,3 +496,24 @@ def test_writing_into_an_arguments_memory_through_an_alias_raises(alias):
     close(x, X0, atol=0)  # (refused before the write)
     y = nd.tensor(X0) * 1  # (an alias of a value made inside is the function's to change)
     close(compile(lambda x: (x * 2).detach().add_(1.0))(y), 2 * X0 + 1, atol=0)
+
+
+def test_writing_into_an_alias_of_a_value_made_inside_raises():
+    """``y.detach()`` shares y's memory without being its view: eager code's write into it
+    changes y too, the program's changed the alias alone (``y = x * 2; y.detach().add_(1);
+    return y`` returned 2x from the second call on)."""
+    def f(x):
+        y = x * 2
+        y.detach().add_(1.0)
+        return y
+
+    with pytest.raises(CompileError, match="shares its memory with another value"):
+        compile(f)(nd.tensor(X0))
+
+    def g(x):  # (a write into a view of it is followed: the protocol of the data levels)
+        y = x * 2
+        y[1:3].add_(1.0)
+        return y
+    cg = compile(g)
+    for _ in range(2):
+        close(cg(nd.tensor(X0)), g(nd.tensor(X0)), atol=0)
