@@ -28,7 +28,7 @@ import weakref
 from . import levels
 from .backend import _BACKEND_BY_TYPE, NUMPY
 from .grad_mode import STATE
-from .tensor import Tensor, VersionCounter, _meta, _new
+from .tensor import ShapeMetadata, Tensor, VersionCounter, _meta, _new
 
 _PROTOCOLS = os.path.join("numpy", "protocols.py")  # (ndgrad/numpy/protocols.py: out=)
 
@@ -37,7 +37,7 @@ __all__ = ["SavedValue", "SavedOutput", "PackedValue", "PackedOutput", "InputMet
            "plain_output", "hooks_now", "hookable", "raise_inference_save"]
 
 
-class InputMeta:
+class InputMeta(ShapeMetadata):
     """Stand-in for an unsaved input whose rule reads only its shape, ndim, dtype or size."""
 
     __slots__ = ("shape", "dtype")
@@ -45,17 +45,6 @@ class InputMeta:
     def __init__(self, shape, dtype):
         self.shape = shape
         self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
 
     def __repr__(self):
         return f"InputMeta(shape={self.shape}, dtype={self.dtype})"

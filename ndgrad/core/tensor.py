@@ -308,6 +308,24 @@ def _rebuild(host, device, requires_grad, grad):
     return t
 
 
+class ShapeMetadata:
+    """``ndim`` and ``size`` from ``shape``, for what stands for an array without one
+    (a wrapper level's value, an unsaved input's stand-in)."""
+
+    __slots__ = ()
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
 class Tensor:
     """An n-dimensional array that records operations for automatic differentiation.
 

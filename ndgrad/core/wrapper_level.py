@@ -49,7 +49,7 @@ from contextlib import nullcontext
 
 from .function import _run as run_at_level, apply_function
 from .levels import Interpreter, below
-from .tensor import Tensor
+from .tensor import ShapeMetadata, Tensor
 
 __all__ = ["WrapperTensor", "WrapperInterpreter"]
 
@@ -93,7 +93,7 @@ class WrapperInterpreter(Interpreter):
         return result, self.function_ctx(level, cls, args, result, ctxs, needs)
 
 
-class WrapperTensor(Tensor):
+class WrapperTensor(ShapeMetadata, Tensor):
     """A value of a wrapper level: the value one level down (``_value``) and its level
     (``_level``), with the Tensor's metadata forwarded from it (Note [Wrapper levels])."""
 
@@ -121,16 +121,7 @@ class WrapperTensor(Tensor):
     def backend(self):
         return self._carrier.backend
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+    # (``ndim`` and ``size`` from ``shape``: ShapeMetadata, before Tensor in the MRO)
 
     # -- what the graph and the engine call (core/tensor.py)
     def _counter(self):
