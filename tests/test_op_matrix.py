@@ -93,7 +93,7 @@ def _derivatives_on_the_device(op, e, rule):
 
 # ------------------------------------------------------------------- coverage of the registry
 FAMILY_MODULES = ("test_op_properties", "test_op_compositions", "test_op_batching",
-                  "test_taylor", "test_op_python_inputs", "test_op_matrix")
+                  "test_taylor", "test_op_python_inputs", "test_op_matrix", "test_op_compile")
 
 
 @pytest.mark.cpu_only("the rules and the collection are device independent")

@@ -605,18 +605,20 @@ def _fold_identities(steps, program, assume_finite):
 
 # Note [Buffers of a program]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A step that calls a ufunc (a forward handed on to the backend's ufunc, with no
-# parameters: Note [Forwards that hand their arguments on] in core/ops/registry.py) writes
-# its result into the memory of a value no later step reads (``out=``), when one has its
-# shape and dtype: first an argument read for the last time by this very step (a ufunc may
-# write over an input of the output's shape: it reads each element before it writes it),
-# else one freed earlier. Only memory the program made itself is reused: a ufunc's result
-# or a random draw; never an input (the caller's), a constant, or memory a returned value
-# may share (the caller keeps what it receives). Any other step's result may be a view of
-# its arguments (a reshape, basic indexing, a forward that returns its input), so it keeps
-# the memory of the values it was computed from alive for as long as it is read. Each call
-# allocates its own buffers, so a compiled function is reentrant. A lazy backend's arrays
-# (Dask's: a backend with ``deferred_gradients``) are graphs, not memory: none is reused.
+# A step that calls a ufunc (a forward handed on to the backend's ufunc, with no parameters:
+# Note [Forwards that hand their arguments on] in core/ops/registry.py) writes its result
+# into the memory of a value no later step reads (``out=``), when one has its shape and
+# dtype: first an argument read for the last time by this very step (a ufunc may write over
+# an input of the output's shape: it reads each element before it writes it; not a complex
+# one, whose product NumPy rounds differently in place, by an ulp: ``a *= c`` for one
+# element), else one freed earlier. Only memory the program made itself is reused: a ufunc's
+# result or a random draw; never an input (the caller's), a constant, or memory a returned
+# value may share (the caller keeps what it receives). Any other step's result may be a view
+# of its arguments (a reshape, basic indexing, a forward that returns its input), so it
+# keeps the memory of the values it was computed from alive for as long as it is read. Each
+# call allocates its own buffers, so a compiled function is reentrant. A lazy backend's
+# arrays (Dask's: a backend with ``deferred_gradients``) are graphs, not memory: none is
+# reused.
 def _is_ufunc(fn):
     """A ufunc, or one of the program's own functions that takes ``out=`` as one does."""
     return getattr(fn, "takes_out", False) or (
@@ -672,6 +674,8 @@ def _buffers(program):
         o = s.outs[0]
         pick = None
         for a in s.args:
+            if o.dtype.kind == "c":
+                break  # (NumPy's complex loops round otherwise when out= is an input)
             if type(a) is Value and a.index in fresh and dies.get(a.index) == i and \
                     a.index not in taken and a.shape == o.shape and a.dtype == o.dtype and \
                     not any(type(b) is Value and b is not a and a.index in
