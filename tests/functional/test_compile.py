@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
-from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, jvp, vmap
+from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, jet, jvp, laplacian, vmap
 from ndgrad.functional.compiler import CompileError
 from support import close
 
@@ -327,6 +327,14 @@ COMPOSED = {
     "jvp(compile)": (lambda: (lambda x: jvp(compile(_vec), (x,), (nd.ones_like(x),))[1]),
                      lambda: (lambda x: jvp(_vec, (x,), (nd.ones_like(x),))[1]),
                      lambda x: _fd_jvp(x)),
+    "compile(jet)": (lambda: compile(lambda x: jet(_poly, (x,), ([nd.ones_like(x),
+                                                                  nd.zeros_like(x)],))[1][1]),
+                     lambda: (lambda x: jet(_poly, (x,), ([nd.ones_like(x),
+                                                           nd.zeros_like(x)],))[1][1]),
+                     lambda x: _fd_grad(lambda y: grad(_poly)(y).sum(), x).sum()),
+    "compile(laplacian)": (lambda: compile(laplacian(_poly)), lambda: laplacian(_poly),
+                           lambda x: sum(_fd_grad(lambda y, i=i: grad(_poly)(y)[i], x)[i]
+                                         for i in range(x.size))),
     # two deep
     "compile(grad(grad))": (lambda: compile(grad(lambda x: grad(_poly)(x).sum())),
                             lambda: grad(lambda x: grad(_poly)(x).sum()), None),
