@@ -93,6 +93,11 @@ class Interpreter:
     # computation); a tangent or a series is dropped by detach, as PyTorch drops a tangent.
     keeps_data_detached = False
 
+    # A level whose values are not computed while it runs (compile's tracer) sets this: a
+    # formula that picks between exact branches by the values takes the value-independent one
+    # (core/ops/batching.values_unknown).
+    values_unknown = False
+
     # A transform that changes random draws (vmap's ``randomness``) sets this and defines
     # ``random(kind, shape, dtype, device, requires_grad)``.
     transforms_random = False

@@ -166,6 +166,7 @@ class _Tracer(DataInterpreter):
     follows_every_op = True
     transforms_random = True
     keeps_data_detached = True
+    values_unknown = True
 
     def propagate(self, lv, op, data, out, args, params):
         info = lv.info

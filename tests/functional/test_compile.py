@@ -265,13 +265,15 @@ def test_static_values_equal_in_python_get_programs_of_their_own():
 
 
 def test_an_op_that_reads_its_traced_values_is_named():
-    """A rule that branches on its input's values (prod's, on zeros) refuses the trace
-    naming the op and the line of ndgrad that reads; the user's own read says what to do."""
+    """A rule that branches on its input's values (det's, on a zero determinant) refuses the
+    trace naming the op and the line of ndgrad that reads; the user's own read says what to
+    do."""
     x = nd.tensor(X0)
-    with pytest.raises(CompileError, match=r"by ndgrad\.prod \(ndgrad/core/ops/[a-z_]+\.py:"
-                                           r"\d+\) at .*test_compile\.py:\d+.*cannot be "
-                                           r"compiled on traced values"):
-        compile(lambda x, v: jvp(nd.prod, (x,), (v,)))(x, x)
+    a = nd.tensor(RNG.normal(size=(3, 3)))
+    with pytest.raises(CompileError, match=r"by ndgrad\.linalg\.det \(ndgrad/core/ops/"
+                                           r"[a-z_]+\.py:\d+\) at .*test_compile\.py:\d+.*"
+                                           r"cannot be compiled on traced values"):
+        compile(lambda a, v: jvp(nd.linalg.det, (a,), (v,)))(a, a)
     with pytest.raises(CompileError, match=r"read as .*\) at .*test_compile\.py:\d+.*"
                                            r"static_argnums") as info:
         compile(lambda x: float(x.sum()))(x)
@@ -525,3 +527,14 @@ def test_writing_into_an_alias_of_a_value_made_inside_raises():
     cg = compile(g)
     for _ in range(2):
         close(cg(nd.tensor(X0)), g(nd.tensor(X0)), atol=0)
+
+
+def test_a_rule_that_picks_a_branch_by_values_takes_the_exact_one():
+    """prod's rules divide by a factor only where the values allow it (Note [Products with
+    zeros]); traced values are unknown (Interpreter.values_unknown), so the program takes the
+    exact leave-one-out formulas, right at zeros too (the trace was refused)."""
+    g = compile(grad(lambda x: nd.prod(x) + nd.cumprod(x, axis=0).sum()))
+    for x in (np.array([1.5, 0.0, 2.0, -3.0]), np.array([0.5, -1.0, 2.0, 4.0])):
+        eager = grad(lambda x: nd.prod(x) + nd.cumprod(x, axis=0).sum())(nd.tensor(x))
+        g(nd.tensor(x))
+        close(g(nd.tensor(x)), eager, atol=1e-14, rtol=1e-14)

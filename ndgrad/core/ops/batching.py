@@ -79,6 +79,21 @@ def is_batched(x):
     return getattr(x, "_batched", False)
 
 
+def values_unknown(x):
+    """Whether ``x``'s values cannot be read where a formula runs: a batched tensor (one value
+    per element), or a tensor carrying the data of a level whose values are not computed yet
+    (``Interpreter.values_unknown``: compile's tracer). A formula that picks the faster of two
+    exact branches by the values takes the branch that holds for every value then."""
+    if getattr(x, "_batched", False):
+        return True
+    m = getattr(x, "_meta", None)
+    if m is not None and m.level_data:
+        for lv in m.level_data:
+            if lv.interpreter.values_unknown:
+                return True
+    return False
+
+
 def at_level(x, level):
     """Whether the parameter value ``x`` is a tensor batched at vmap ``level`` (a rule declared
     with ``params=True`` gets ``_level``; its physical value, batch first, is ``x._value``)."""

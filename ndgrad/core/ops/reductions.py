@@ -35,7 +35,7 @@ import math
 import operator
 
 from ..tensor import Tensor
-from .batching import flatten, is_batched, shift_axis
+from .batching import flatten, shift_axis, values_unknown
 from .registry import REDUCTION, SCAN, Domain, defop, linear, sample_numpy
 
 
@@ -151,8 +151,9 @@ def _divides_exactly(F, x, out, taped):
     first factor 6e-170). A formula that will be differentiated again (``taped``) also needs
     the factors within 2^20 of each other: the second derivative of ``out / x_i`` in ``x_i``
     is ``out / x_i^2 - out / x_i^2``, rounding noise of ``eps out / x_i^2`` against entries of
-    ``out / (x_i x_j)``. Inside vmap the values cannot be read: False (the exact formulas)."""
-    if is_batched(x) or is_batched(out):
+    ``out / (x_i x_j)``. Inside vmap (or a compile trace) the values cannot be read: False
+    (the exact formulas)."""
+    if values_unknown(x) or values_unknown(out):
         return False
     if not bool(F.all(_normal(F, x))) or not bool(F.all(_normal(F, out))):
         return False
