@@ -247,3 +247,12 @@ def test_a_complex_product_is_not_written_over_its_input():
     x, c = nd.tensor(np.array([1 / b])), nd.tensor(np.array([b]))
     cf = compile(f)
     _bits_equal(_run_twice(cf, x, c), f(x, c))
+
+
+def test_an_index_written_twice_is_one_step():
+    """Two equal slices are one index: x[1:] read twice is one step (common subexpressions
+    compare an index by its value, an array constant by its bytes and layout)."""
+    cf = compile(lambda x: nd.sin(x[1:]) * x[1:])
+    x = nd.tensor(X0)
+    assert [s.name for s in cf.program(x).steps].count("getitem") == 1
+    _bits_equal(_run_twice(cf, x), np.sin(X0[1:]) * X0[1:])
