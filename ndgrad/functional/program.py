@@ -92,6 +92,8 @@ def _token(a):
         if isinstance(v, np.ndarray) and v.size <= 64:  # (bytes and layout: the same array)
             return ("a", v.dtype.str, v.shape, v.strides, v.tobytes())
         return ("k", id(v))
+    if _index_like(a):
+        return ("i", repr(a))
     hash(a)
     return ("p", type(a), repr(a))
 
