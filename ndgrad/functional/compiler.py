@@ -400,17 +400,30 @@ def _capture_sources(fun, depth=3):
                 visit(inner, d - 1)
             return
         for cell in f.__closure__ or ():
-            found.append((cell, None))
-            if _filled(cell) and callable(cell.cell_contents):
+            if not _filled(cell):
+                continue
+            if _may_hold_tensors(cell.cell_contents):
+                found.append((cell, None))
+            elif callable(cell.cell_contents):
                 visit(cell.cell_contents, d - 1)
+        if f.__module__ and f.__module__.startswith("ndgrad."):
+            return  # (ndgrad's own globals hold no tensor of the user's)
         g = f.__globals__
         for n in code.co_names:
             if n in g:
-                found.append((g, n))
-                if inspect.isfunction(g[n]):
+                if _may_hold_tensors(g[n]):
+                    found.append((g, n))
+                elif inspect.isfunction(g[n]):
                     visit(g[n], d - 1)
     visit(fun, depth)
     return found
+
+
+def _may_hold_tensors(v):
+    """A tensor, a container that may hold one, or None (a name bound later): what a source
+    is watched for. A name bound to a function, a module or a number is not watched, and
+    rebinding it to a tensor is not seen; ndgrad's own modules are not read."""
+    return v is None or isinstance(v, (Tensor, list, tuple, dict))
 
 
 def _captured(sources):
@@ -471,12 +484,14 @@ _NDARRAY = NUMPY.array_type
 # A call with positional tensors only (none requiring grad) and no transform level visible
 # looks its program up by a short key first: grad mode, the default dtype, each array's
 # shape and dtype (type and device beyond NumPy), and the captured tensors' identities and
-# versions (read from the closure cells and globals found once: ``_capture_sources``). A
+# versions (read from the closure cells and globals found once, those that hold a tensor, a
+# container or None, outside ndgrad's own modules: ``_capture_sources``). A
 # program is entered under that key when it is traced from such a call, beside the full
 # signature; anything else (keyword arguments, static arguments, pytrees, NumPy arrays, a
 # miss) takes the full signature's path. Then the program runs on the arrays and its
-# outputs are wrapped. About 1.8 us per call more than the program itself, against 12 us
-# through the full signature (pytree flattening and hashing its structure dominate).
+# outputs are wrapped. About 2 us per call more than the program itself, against 12 us
+# through the full signature (pytree flattening and hashing its structure dominate); it
+# was 9 us for a Hessian while every global of ndgrad's transforms was watched.
 class Compiled:
     """A compiled function (:func:`compile`): call it as the function; ``source(*args)``,
     ``program(*args)`` and ``clear_cache()``."""

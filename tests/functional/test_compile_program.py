@@ -256,3 +256,21 @@ def test_an_index_written_twice_is_one_step():
     x = nd.tensor(X0)
     assert [s.name for s in cf.program(x).steps].count("getitem") == 1
     _bits_equal(_run_twice(cf, x), np.sin(X0[1:]) * X0[1:])
+
+
+_LATER = None
+
+
+def test_a_global_bound_after_compile_is_watched():
+    """A global the function reads that is None when compile is called and a tensor later,
+    then rebound, gives a new trace each time (never a stale constant); ndgrad's own
+    modules' globals are not watched (a Hessian's call costs about 2 us over its program)."""
+    global _LATER
+    cg = compile(grad(lambda x: (x * _LATER).sum() ** 2))
+    _LATER = nd.tensor(X0)
+    x = nd.tensor(np.ones(N))
+    close(_run_twice(cg, x), 2 * (X0.sum()) * X0, atol=1e-13)
+    _LATER = nd.tensor(2 * X0)
+    close(cg(x), 2 * (2 * X0.sum()) * 2 * X0, atol=1e-13)
+    assert all(not (n is not None and w.get("__name__", "").startswith("ndgrad."))
+               for w, n in cg._sources)
