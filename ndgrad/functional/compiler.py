@@ -690,21 +690,50 @@ def compile(fun=None, *, static_argnums=(), static_argnames=(), assume_finite=Fa
             cache_size=64):
     """Compile ``fun``: trace it once per signature into a program of backend calls.
 
+    The first call with a given signature runs ``fun`` and records what it computes, its
+    derivative rules included (``compile(grad(f))``, ``compile(hessian(f))``, a step that
+    calls ``.backward()``); later calls with that signature run the recorded program, with no
+    Tensor or graph in between (Note [Compiled programs]; ``docs/compile.rst``). Usable as a
+    decorator, with or without arguments.
+
     Parameters
     ----------
     fun : callable
-        Takes tensors (and pytrees of them, and static values) and returns tensors.
-    static_argnums, static_argnames : int or tuple, str or tuple
-        The arguments whose values (not only types) are part of the signature.
+        Takes tensors (and tuples, lists and dicts of them, and other values) and returns
+        tensors (or such a structure of them).
+    static_argnums : int or tuple of ints
+        Positional arguments whose values, not only their types, decide the program (a
+        number of steps, a flag); they must be hashable. Other non-tensor arguments (Python
+        numbers, strings) are part of the signature too.
+    static_argnames : str or tuple of str
+        The same for keyword arguments.
     assume_finite : bool
-        Allow rewrites exact only for finite values (reserved; no such rewrite yet).
+        Also allow rewrites that are exact for finite values only: identity folding where
+        the sign of a zero off the diagonal could differ, and without its checks of
+        infinite and NaN elements (Note [Identity folding]). Default False: the program's
+        values are eager ndgrad's.
     cache_size : int
-        How many programs to keep (least recently used dropped first).
+        How many programs to keep, the least recently used dropped first (default 64).
 
     Returns
     -------
     Compiled
-        Call it as ``fun``; ``.source(*args)`` gives the program's Python source.
+        Call it as ``fun``. ``.source(*args)`` is the program's Python source for those
+        arguments' signature (``standalone=True``: a module that needs NumPy only),
+        ``.program(*args)`` the program itself (its steps before and after optimisation,
+        the trace and build times), ``.clear_cache()`` forgets every program.
+
+    Raises
+    ------
+    CompileError
+        While tracing, a traced value read as a Python or NumPy value (``bool``, ``float``,
+        ``item``, ``numpy``, an index), an in-place write into an argument or a captured
+        tensor, seeding the random generator, or an op whose result depends on values it
+        cannot read (each message names the line and what to do).
+    TypeError
+        ``fun`` not callable, or an argument of the signature that is not hashable.
+    ValueError
+        A bad ``cache_size``, ``static_argnums`` or ``static_argnames``.
 
     Examples
     --------
@@ -714,17 +743,37 @@ def compile(fun=None, *, static_argnums=(), static_argnames=(), assume_finite=Fa
     >>> x = ndgrad.tensor([0.5, 1.0])
     >>> bool(ndgrad.allclose(g(x), grad(lambda x: (ndgrad.tanh(x) ** 2).sum())(x)))
     True
+    >>> @compile(static_argnums=1)
+    ... def power(x, n):
+    ...     for _ in range(n - 1):
+    ...         x = x * x
+    ...     return x
+    >>> power(ndgrad.tensor([2.0, 3.0]), 3)
+    tensor([16., 81.])
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
-    if not isinstance(cache_size, int) or cache_size < 1:
-        raise ValueError(f"compile: cache_size must be a positive int, got {cache_size!r}")
+    if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+        raise ValueError(f"ndgrad.func.compile: cache_size must be a positive int, got "
+                         f"{cache_size!r}")
+    try:
+        static_argnums = tuple(static_argnums)
+        static_argnames = tuple(static_argnames)
+    except TypeError:
+        raise ValueError("ndgrad.func.compile: static_argnums must be an int or a tuple of "
+                         "ints, static_argnames a str or a tuple of str") from None
+    if not all(isinstance(k, int) and not isinstance(k, bool) for k in static_argnums) or \
+            not all(isinstance(k, str) for k in static_argnames):
+        raise ValueError(f"ndgrad.func.compile: static_argnums must be ints and "
+                         f"static_argnames strs, got {static_argnums!r} and "
+                         f"{static_argnames!r}")
 
     def make(f):
         if not callable(f):
-            raise TypeError(f"compile: expected a function, got {type(f).__name__}")
+            raise TypeError(f"ndgrad.func.compile: expected a function, got "
+                            f"{type(f).__name__}")
         if isinstance(f, Compiled):
             return f
         return Compiled(f, tuple(static_argnums), tuple(static_argnames), bool(assume_finite),

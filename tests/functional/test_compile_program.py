@@ -274,3 +274,13 @@ def test_a_global_bound_after_compile_is_watched():
     close(cg(x), 2 * (2 * X0.sum()) * 2 * X0, atol=1e-13)
     assert all(not (n is not None and w.get("__name__", "").startswith("ndgrad."))
                for w, n in cg._sources)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"static_argnums": "x"}, "static_argnums must be ints"),
+    ({"static_argnums": (1.5,)}, "static_argnums must be ints"),
+    ({"static_argnames": (1,)}, "static_argnums must be ints and static_argnames strs"),
+    ({"cache_size": True}, "cache_size must be a positive int")])
+def test_bad_compile_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=f"ndgrad.func.compile: {match}"):
+        compile(lambda x: x, **kwargs)
