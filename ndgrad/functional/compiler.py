@@ -582,7 +582,7 @@ class Compiled:
                 if entry is not None and entry.current():
                     return entry.wrap(entry.program.run(*datas))
         if self._eager(args, kwargs):
-            if not kwargs and not _levels.VISIBLE[0]:  # (arguments that require grad)
+            if not kwargs:  # (arguments that require grad, or values of func.grad levels)
                 out = call_differentiably(self, args)
                 if out is not None:
                     return out

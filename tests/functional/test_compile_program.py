@@ -284,3 +284,22 @@ def test_a_global_bound_after_compile_is_watched():
 def test_bad_compile_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=f"ndgrad.func.compile: {match}"):
         compile(lambda x: x, **kwargs)
+
+
+def test_grad_of_a_compiled_function_runs_its_compiled_pullback():
+    """grad(compile(f)) records the compiled call as one node at the grad level, whose
+    backward is the compiled pullback (made once, then called); nested grads differentiate
+    it again; under vmap it runs as f. All equal eager's."""
+    def f(x):
+        return (nd.tanh(x) ** 2).sum() * x.sum()
+
+    cf = compile(f)
+    x = nd.tensor(X0)
+    close(grad(cf)(x), grad(f)(x), atol=0, rtol=1e-15)
+    pullback = cf.__dict__["_pullbacks"][1]
+    assert list(pullback._cache)                        # (its program was made)
+    close(grad(cf)(nd.tensor(2 * X0)), grad(f)(nd.tensor(2 * X0)), atol=0, rtol=1e-15)
+    close(grad(lambda x: grad(cf)(x).sum())(x), grad(lambda x: grad(f)(x).sum())(x),
+          atol=1e-13)
+    close(vmap(grad(cf))(nd.tensor(np.stack([X0, -X0]))),
+          vmap(grad(f))(nd.tensor(np.stack([X0, -X0]))), atol=1e-14)
