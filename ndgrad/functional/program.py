@@ -138,6 +138,7 @@ def optimize(program, assume_finite=False):
     rename = {}
     made_by = {}
     steps = []
+    program.steps = _live(program.steps, program.outputs)  # (dead steps read nothing)
     uses = {}  # value index -> how many steps and outputs read it
     for s in program.steps:
         for a in s.args:
@@ -153,15 +154,16 @@ def optimize(program, assume_finite=False):
         if k is not None:
             first = same.get(k)
             if first is not None:
-                for a, b in zip(s.outs, first.outs):
-                    rename[a.index] = b
+                _dropped(s, uses, zip(s.outs, first.outs), rename)
                 continue
         given = _same_as(s, made_by, assume_finite)
         if given is not None:
-            rename[s.outs[0].index] = given
+            _dropped(s, uses, [(s.outs[0], given)], rename)
             continue
         moved = _onto_constant(s, made_by, uses, program)
         if moved is not None:
+            _count(uses, s.args, -1)
+            _count(uses, moved.args, +1)
             s = moved
             k = s.key()
         if k is not None:
@@ -173,7 +175,13 @@ def optimize(program, assume_finite=False):
                        for o in program.outputs]
     if program.backend is NUMPY:
         steps = _fold_identities(steps, program, assume_finite)
-    live = {o.index for o in program.outputs if type(o) is Value}
+    program.steps = _live(steps, program.outputs)
+    return program
+
+
+def _live(steps, outputs):
+    """The steps an output needs, and the random draws (dead-code elimination)."""
+    live = {o.index for o in outputs if type(o) is Value}
     kept = []
     for s in reversed(steps):
         if s.kind == "random" or any(o.index in live for o in s.outs):
@@ -182,8 +190,22 @@ def optimize(program, assume_finite=False):
                 if type(a) is Value:
                     live.add(a.index)
     kept.reverse()
-    program.steps = kept
-    return program
+    return kept
+
+
+def _count(uses, args, by):
+    for a in args:
+        if type(a) is Value:
+            uses[a.index] = uses.get(a.index, 0) + by
+
+
+def _dropped(s, uses, pairs, rename):
+    """Step ``s`` dropped, each of its outputs read as the value paired with it: the reads
+    of its arguments go, its outputs' readers read the pairs (``uses`` stays exact)."""
+    _count(uses, s.args, -1)
+    for out, given in pairs:
+        rename[out.index] = given
+        uses[given.index] = uses.get(given.index, 0) + uses.get(out.index, 0)
 
 
 # Note [Program rewrites]
