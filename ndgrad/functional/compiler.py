@@ -49,13 +49,17 @@ differentiable and transformable as eager code's.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
+import os
 import sys
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from itertools import count
+
+import numpy as _np
 
 from ..core import levels as _levels
 from ..core.backend import (NUMPY, WEAK_FLOAT_DTYPES, _BACKEND_BY_TYPE, backend_of,
@@ -76,19 +80,36 @@ __all__ = ["compile", "Compiled", "CompileError"]
 _PACKAGE = __file__.rsplit("/functional/", 1)[0] + "/"
 
 
+def _scipy_package():
+    """SciPy's package, found without importing it (ndgrad loads SciPy on first use)."""
+    spec = importlib.util.find_spec("scipy")
+    return type("_Found", (), {"__file__": spec.origin})() if spec else _np
+
+
 class CompileError(RuntimeError):
     """What ``compile`` cannot trace: a traced value read as a Python value, an in-place
     write into an argument or a captured tensor, ..."""
 
 
 def _user_line():
-    """``file:line`` of the innermost frame outside the ndgrad package (the user's code)."""
+    """``file:line`` of the innermost frame outside the ndgrad package (the user's code); a
+    frame of NumPy or SciPy that ndgrad called (a SciPy solver run on the values) is named
+    with the user's line it was reached from."""
     f = sys._getframe(1)
+    through = None
     while f is not None:
-        if not f.f_code.co_filename.startswith(_PACKAGE):
-            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        file = f.f_code.co_filename
+        if not file.startswith(_PACKAGE):
+            if not file.startswith(_LIBRARIES):
+                line = f"{file}:{f.f_lineno}"
+                return line if through is None else f"{line} (through {through})"
+            if through is None:
+                through = f"{file.rsplit('site-packages/', 1)[-1]}:{f.f_lineno}"
         f = f.f_back
-    return "?"
+    return through or "?"
+
+
+_LIBRARIES = tuple(os.path.dirname(m.__file__) + os.sep for m in (_np, _scipy_package()))
 
 
 _OPS_INIT = _PACKAGE + "core/ops/__init__.py"

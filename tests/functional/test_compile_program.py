@@ -11,6 +11,7 @@ import pytest
 import ndgrad as nd
 from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, vmap
 from ndgrad.functional import program as P
+from ndgrad.functional.compiler import CompileError
 from support import close
 
 pytestmark = pytest.mark.cpu_only("identity folding and buffers are NumPy programs'")
@@ -303,3 +304,16 @@ def test_grad_of_a_compiled_function_runs_its_compiled_pullback():
           atol=1e-13)
     close(vmap(grad(cf))(nd.tensor(np.stack([X0, -X0]))),
           vmap(grad(f))(nd.tensor(np.stack([X0, -X0]))), atol=1e-14)
+
+
+def test_a_solver_that_reads_values_names_the_users_line():
+    """ndgrad.optimize runs SciPy's solver on the values: under compile that is a read of a
+    traced value, refused naming the user's line (this file) and the SciPy line it went
+    through, not SciPy's line as if it were the user's."""
+    def fit(a):
+        return nd.optimize.minimize(lambda x, a: ((x - a) ** 2).sum(), nd.zeros(3),
+                                    args=(a,)).x
+
+    with pytest.raises(CompileError, match=r"at .*test_compile_program\.py:\d+ \(through "
+                                        r"scipy/optimize/"):
+        compile(fit)(nd.tensor([1.0, 2.0, 3.0]))
