@@ -69,7 +69,8 @@ from ..core.creation import sample as _sample
 from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
-from ..core.tensor import Tensor, _wrap_raw, finish
+from ..core.inplace import BEFORE_WRITE
+from ..core.tensor import Tensor, _wrap_raw, finish, level_data
 from .compiled_function import call_differentiably
 from .program import (LITERALS, Const, Program, Step, Value, build, optimize,
                       standalone_source)
@@ -146,7 +147,7 @@ class _TraceInfo(DataInfo):
     and the constant tensors its steps read (checked again on each call)."""
 
     __slots__ = ("steps", "consts", "const_ids", "made", "guards", "values", "backend",
-                 "inputs", "arguments")
+                 "inputs", "arguments", "captured", "unknown", "snapshots")
 
     def __init__(self):
         super().__init__("compile")
@@ -159,6 +160,13 @@ class _TraceInfo(DataInfo):
         self.backend = None
         self.inputs = set()  # ids of the arguments' carriers' bases (the caller's tensors)
         self.arguments = []  # the caller's tensors
+        self.captured = set()  # ids of the tensors the function captures (its closure, globals)
+        # (weakrefs to) tensors written into that carry no value of the trace and were not
+        # made by a creation function: made inside a transform (a vmap's identity basis), or
+        # reached through an attribute; decided when the trace ends (Note [Writes into
+        # tensors the trace did not make])
+        self.unknown = []
+        self.snapshots = {}  # id -> (weakref, version, the constant of its array then)
 
     def was_made(self, t):
         r = self.made.get(id(t))
@@ -240,7 +248,17 @@ class _Tracer(DataInterpreter):
                 "transform with its values as arguments instead")
         if not info.was_made(t) and id(t) not in info.guards:
             info.guards[id(t)] = (weakref.ref(t), t._counter().value)
-        return info.const(t._data)
+        if id(t) in info.captured:
+            return info.const(t._data)  # (the function cannot write into it: refused)
+        # the array as it is now: the function may write into the tensor later in the trace
+        # (below this level, where the write is made), which must not change this constant
+        version = t._counter().value
+        kept = info.snapshots.get(id(t))
+        if kept is not None and kept[0]() is t and kept[1] == version:
+            return kept[2]
+        c = info.const(_snapshot(t._data))
+        info.snapshots[id(t)] = (weakref.ref(t), version, c)
+        return c
 
     def function_rule(self, lv, cls, ctx, args, kwargs, data, outs):  # pragma: no cover
         raise AssertionError("a Function runs at the compile level (follows_every_op)")
@@ -262,8 +280,13 @@ class _Tracer(DataInterpreter):
         root = target
         while root._meta is not None and root._meta.base is not None:
             root = root._meta.base
-        shared = any(root._shares_memory(a) for a in lv.info.arguments)
-        if shared or data_of(root, lv) is None and not lv.info.was_made(root):
+        info = lv.info
+        shared = any(root._shares_memory(a) for a in info.arguments)
+        unknown = not shared and data_of(root, lv) is None and not info.was_made(root)
+        if unknown and id(root) not in info.inputs and id(root) not in info.captured:
+            info.unknown.append(weakref.ref(root))  # (Note [Writes into tensors the trace
+            unknown = False                           # did not make])
+        if shared or unknown:
             # (a tensor sharing an argument's memory without being its view, through
             # detach() or .data, is the caller's memory too: eager code changes the argument)
             raise CompileError(
@@ -325,6 +348,56 @@ def _root(t):
     return t
 
 
+# Note [Writes into tensors the trace did not make]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An in-place write becomes an op of the program whose result the target holds from then on
+# (Note [In-place at the data levels]); the target itself is not written when the program
+# runs. That is right for a tensor of the function's own (a value of the trace, or one a
+# creation function made) and wrong for the caller's: an argument, or a tensor the function
+# captures, which eager code changes (refused). A transform inside the function makes
+# tensors of its own with no creation function (a vmap's identity basis, made when a
+# Jacobian's tangents are written in place): such a tensor is unreachable once the trace
+# ends, while a tensor the function reached through an attribute (``self.w``) outlives it.
+# So a write into a tensor that is neither is allowed while tracing and decided when the
+# trace ends: if the tensor is still alive (and not one of the function's outputs), the
+# function changed a tensor of its caller's, and compile refuses it.
+def _plain_write(lv, t):
+    """Before a plain in-place write (core/inplace.py's BEFORE_WRITE) while ``lv`` traces:
+    a tensor that carries no value of the trace and was not made inside is written without
+    the level seeing it (no traced value is involved): noted, decided when the trace ends."""
+    if not lv.alive or lv not in _levels.active_levels():
+        return  # (another thread's write, or this trace's level is gone)
+    info = lv.info
+    root = t
+    while root._meta is not None and root._meta.base is not None:
+        root = root._meta.base
+    if data_of(root, lv) is None and not info.was_made(root) and \
+            level_data(root, lv) is None:
+        if id(root) in info.inputs or id(root) in info.captured or any(
+                root._shares_memory(a) for a in info.arguments):
+            raise CompileError(
+                f"ndgrad.func.compile: an in-place operation at {_user_line()} writes into "
+                + ("an argument of the compiled function" if id(root) in info.inputs or
+                   id(root) not in info.captured else
+                   "a tensor the compiled function captures") +
+                "; a compiled function computes values and cannot change its caller's "
+                "tensors. Return the new value instead (or clone() the tensor first)")
+        info.unknown.append(weakref.ref(root))
+
+
+def _check_unknown_writes(info, out_leaves):
+    outs = [o for o in out_leaves if isinstance(o, Tensor)]
+    for ref in info.unknown:
+        t = ref()
+        if t is not None and not any(t is o or t._shares_memory(o) for o in outs):
+            raise CompileError(
+                f"ndgrad.func.compile: the function writes in place into a tensor (shape "
+                f"{list(t.shape)}) that it neither made nor received as an argument, and "
+                "that outlives the call (a tensor reached through an attribute or a "
+                "container?); a compiled function computes values and cannot change its "
+                "caller's tensors. Pass it as an argument and return the new value")
+
+
 def _alias(lv, root):
     """A live value of the trace whose memory ``root`` (a base) shares without the two being
     linked as base and view (the in-place protocol follows a write into the views of its
@@ -337,6 +410,15 @@ def _alias(lv, root):
         if r is not root and root._shares_memory(r):
             return t
     return None
+
+
+def _snapshot(d):
+    """A copy of array ``d`` with its memory layout (a transposed operand takes another BLAS
+    path, which rounds differently)."""
+    try:
+        return d.copy(order="K")
+    except TypeError:  # (an array library whose copy takes no order: Dask's)
+        return d.copy()
 
 
 def _astype(x, dtype):
@@ -623,6 +705,8 @@ class Compiled:
         start = time.perf_counter()
         info = _TraceInfo()
         lv = _TRACER.enter(info)
+        watch = functools.partial(_plain_write, lv)  # (Note [Writes into tensors the trace
+        BEFORE_WRITE.append(watch)                    # did not make])
         try:
             inputs = []
             traced = []
@@ -643,6 +727,7 @@ class Compiled:
             call_kwargs = dict(dyn_kwargs)
             call_kwargs.update({n: kwargs[n] for n in kwargs if n in self.static_argnames})
             generator = NUMPY.generator()
+            info.captured = {i for i, _ in _captured(self._sources)}
             result = self.fun(*call_args, **call_kwargs)
             if getattr(NUMPY._rng, "gen", None) is not generator:
                 raise CompileError(
@@ -664,7 +749,9 @@ class Compiled:
                 else:
                     outputs.append(info.const(o))
         finally:
+            BEFORE_WRITE.remove(watch)
             _TRACER.leave(lv)
+        _check_unknown_writes(info, out_leaves)
         B = info.backend or (backend_of(tensors[0]._data) if tensors else _BACKEND_BY_TYPE[
             type(_asarray(0.0)._data)])
         program = Program(B, inputs, outputs, out_spec, info.steps, info.consts)
