@@ -145,10 +145,15 @@ class DataInterpreter(_levels.Interpreter):
             data.append(d)
             if d is not None:
                 moving = True
+        run = params
+        if self.follows_every_op and params:  # (an index parameter of traced tensors: the
+            run = _arrays_of(params)           # op runs on their arrays one level down)
+            if not moving and run is not params:
+                moving = _carries(params.values(), lv)
         results = None
         hid = _levels.hide(lv)
         try:
-            out = apply(op, *args, **params)
+            out = apply(op, *args, **run)
             if op.view:  # (Note [Views at the data levels])
                 link_views(op, args, nin, params, out)
             if moving and (op.differentiable or self.follows_every_op) and self.rules_below:
@@ -394,6 +399,40 @@ def data_of(a, lv):
             m.level_data.pop(lv, None)
     lv.info.views.stamp(a, m.base)
     return m.level_data.get(lv) if m.level_data else None
+
+
+def _arrays_of(params):
+    """``params`` with the plain tensors in them (into tuples and lists) as their arrays,
+    or ``params`` itself when it holds none."""
+    if not any(_holds_tensor(v) for v in params.values()):
+        return params
+    return {k: _array_in(v) for k, v in params.items()}
+
+
+def _holds_tensor(v):
+    if type(v) is Tensor:
+        return True
+    return type(v) in (tuple, list) and any(_holds_tensor(x) for x in v)
+
+
+def _array_in(v):
+    if type(v) is Tensor:
+        return v._data
+    if type(v) in (tuple, list):
+        return type(v)(_array_in(x) for x in v)
+    return v
+
+
+def _carries(values, lv):
+    """Whether a tensor among ``values`` (searched into tuples and lists) carries data of
+    ``lv``."""
+    for v in values:
+        if isinstance(v, Tensor):
+            if data_of(v, lv) is not None:
+                return True
+        elif type(v) in (tuple, list) and _carries(v, lv):
+            return True
+    return False
 
 
 def set_data(t, lv, data):

@@ -222,10 +222,19 @@ class _Tracer(DataInterpreter):
         else:
             fn, name, with_backend = op.forward, op.name, True
         values = tuple(info.value(o) for o in outs)
-        p = {k: (self._constant(info, v, op) if isinstance(v, Tensor) else v)
-             for k, v in params.items()}
+        p = {k: self._parameter(info, lv, v, op) for k, v in params.items()}
         info.steps.append(Step("op", op, fn, _identifier(name), with_backend, refs, p, values))
         return list(values)
+
+    def _parameter(self, info, lv, v, op):
+        """A parameter of a step: a tensor in it (an index, alone or in a tuple) is a value
+        of the program where it carries one, else a constant (its array)."""
+        if isinstance(v, Tensor):
+            d = data_of(v, lv)
+            return d if d is not None else self._constant(info, v, op)
+        if type(v) in (tuple, list):
+            return type(v)(self._parameter(info, lv, x, op) for x in v)
+        return v
 
     def _backend(self, info, outs):
         B = backend_of(outs[0]._data) if outs and isinstance(outs[0], Tensor) else None

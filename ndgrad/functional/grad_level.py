@@ -210,7 +210,10 @@ def _lower_value(x, level, raw=False):
         if x._level is not level:
             return x
         x = x._value
-        return x._data if raw and type(x) is Tensor else x
+        # (a tensor carrying a data level's value stays a tensor: a compile trace's index
+        # made its array would be a constant of the program, its value at the trace)
+        return x._data if raw and type(x) is Tensor and not (
+            x._meta is not None and x._meta.level_data) else x
     # (map, not a comprehension: that would make level and raw cells, made on every call:
     # Note [No cells on the hot path] in core/engine.py)
     if type(x) in (tuple, list):

@@ -94,8 +94,40 @@ def _token(a):
         return ("k", id(v))
     if _index_like(a):
         return ("i", repr(a))
+    if type(a) in (tuple, list):  # (a parameter holding values: an index of tensors)
+        return (type(a), tuple(_token(x) for x in a))
     hash(a)
     return ("p", type(a), repr(a))
+
+
+def step_values(s):
+    """The values step ``s`` reads: its arguments', and those inside its parameters (an
+    index made of traced tensors)."""
+    for a in s.args:
+        if type(a) is Value:
+            yield a
+    for v in s.params.values():
+        if type(v) is Value:
+            yield v
+        elif type(v) in (tuple, list):
+            yield from _nested_values(v)
+
+
+def _nested_values(v):
+    for x in v:
+        if type(x) is Value:
+            yield x
+        elif type(x) in (tuple, list):
+            yield from _nested_values(x)
+
+
+def _renamed(v, rename):
+    """Parameter ``v`` with its values renamed."""
+    if type(v) is Value:
+        return rename.get(v.index, v)
+    if type(v) in (tuple, list):
+        return type(v)(_renamed(x, rename) for x in v)
+    return v
 
 
 def _index_like(v):
@@ -141,15 +173,15 @@ def optimize(program, assume_finite=False):
     program.steps = _live(program.steps, program.outputs)  # (dead steps read nothing)
     uses = {}  # value index -> how many steps and outputs read it
     for s in program.steps:
-        for a in s.args:
-            if type(a) is Value:
-                uses[a.index] = uses.get(a.index, 0) + 1
+        _count(uses, step_values(s), +1)
     for o in program.outputs:
         if type(o) is Value:
             uses[o.index] = uses.get(o.index, 0) + 1
     for s in program.steps:
         if rename:
             s.args = [rename.get(a.index, a) if type(a) is Value else a for a in s.args]
+            if s.params:
+                s.params = {k: _renamed(v, rename) for k, v in s.params.items()}
         k = s.key()
         if k is not None:
             first = same.get(k)
@@ -186,9 +218,8 @@ def _live(steps, outputs):
     for s in reversed(steps):
         if s.kind == "random" or any(o.index in live for o in s.outs):
             kept.append(s)
-            for a in s.args:
-                if type(a) is Value:
-                    live.add(a.index)
+            for a in step_values(s):
+                live.add(a.index)
     kept.reverse()
     return kept
 
@@ -202,7 +233,7 @@ def _count(uses, args, by):
 def _dropped(s, uses, pairs, rename):
     """Step ``s`` dropped, each of its outputs read as the value paired with it: the reads
     of its arguments go, its outputs' readers read the pairs (``uses`` stays exact)."""
-    _count(uses, s.args, -1)
+    _count(uses, step_values(s), -1)
     for out, given in pairs:
         rename[out.index] = given
         uses[given.index] = uses.get(given.index, 0) + uses.get(out.index, 0)
@@ -437,6 +468,15 @@ def build(program):
         lit = _literal(a)
         return lit if lit is not None else _param(a, program)
 
+    def pref(v):
+        """A parameter: values inside it by name (an index of traced tensors)."""
+        if type(v) in (tuple, list) and any(True for _ in _nested_values(v)):
+            inner = ", ".join(pref(x) for x in v)
+            return f"({inner},)" if type(v) is tuple else f"[{inner}]"
+        if type(v) is Value or type(v) is Const:
+            return ref(v)
+        return ref(v) if _literal(v) is not None else _param(v, program)
+
     # (a lazy backend's arrays are graphs, not memory: Note [Buffers of a program])
     buffers = {} if getattr(B, "deferred_gradients", False) else _buffers(program)
     ins = ", ".join(f"v{v.index}" for v in program.inputs)
@@ -452,8 +492,7 @@ def build(program):
             args = [ref(a) for a in s.args]
             if s.with_backend:
                 args.insert(0, "B")
-            args += [f"{k}={ref(v) if type(v) is Const else _param(v, program)}"
-                     for k, v in s.params.items()]
+            args += [f"{k}={pref(v)}" for k, v in s.params.items()]
             if i in buffers:
                 args.append(f"out=v{buffers[i]}")
             call = f"{fn}({', '.join(args)})"
@@ -677,17 +716,15 @@ def _buffers(program):
             fresh.add(o.index)
         else:
             shared = set()
-            for a in s.args:
-                if type(a) is Value:
-                    shared |= owned.get(a.index, set())
+            for a in step_values(s):
+                shared |= owned.get(a.index, set())
             for o in s.outs:
                 owned[o.index] = shared
     dies = {}  # memory (value index) -> the last step reading a value that shares it
     for i, s in enumerate(steps):
-        for a in s.args:
-            if type(a) is Value:
-                for m in owned.get(a.index, ()):
-                    dies[m] = i
+        for a in step_values(s):
+            for m in owned.get(a.index, ()):
+                dies[m] = i
     for o in program.outputs:
         if type(o) is Value:
             for m in owned.get(o.index, ()):
@@ -781,6 +818,9 @@ def standalone_source(program, name="program"):
     def ref(a):
         if type(a) is Value:
             return f"v{a.index}"
+        if type(a) in (tuple, list) and any(True for _ in _nested_values(a)):
+            inner = ", ".join(ref(x) for x in a)
+            return f"({inner},)" if type(a) is tuple else f"[{inner}]"
         return const(_value_of(a))
 
     for s in program.steps:

@@ -354,3 +354,16 @@ def test_a_write_into_a_tensor_reached_through_an_attribute_raises():
     m = _Model()
     with pytest.raises(CompileError, match="neither made nor received as an argument"):
         compile(m.step)(nd.ones(N))
+
+
+def test_an_index_computed_from_traced_values_is_a_value_of_the_program():
+    """An index tensor computed inside (argsort), used as an op's parameter directly or in a
+    rule (sort's pullback under jacrev, where vmap batches it), is a value of the program,
+    not its array at the trace (the second input, with another order, got the first's)."""
+    take = compile(lambda x: x[nd.argsort(x)] * 2)
+    def f(x):
+        return (nd.sort(nd.sin(x), axis=0)[::-1] ** 2).sum()
+    h = compile(jacrev(grad(f)))
+    for x in (X0, X0[::-1] * 1.1):
+        close(_run_twice(take, nd.tensor(x)), np.sort(x) * 2, atol=0)
+        close(_run_twice(h, nd.tensor(x)), jacrev(grad(f))(nd.tensor(x)), atol=1e-13)

@@ -36,8 +36,9 @@ def normalize_index(index):
     if isinstance(index, Tensor):
         if index.dtype.kind not in "iub":
             raise IndexError(f"tensors used as indices must be integer or bool, got {index.dtype}")
-        if type(index) is not Tensor:  # a transform's value (a per-example index inside vmap,
-            return index               # a grad level's): its level takes it
+        if type(index) is not Tensor or (index._meta is not None and index._meta.level_data):
+            return index  # a transform's value (a per-example index inside vmap, a grad
+            #               level's, a compile trace's value): its level takes it
         return index._data
     if isinstance(index, list):
         if any(isinstance(i, Tensor) for i in index):
