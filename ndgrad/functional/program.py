@@ -171,6 +171,7 @@ def optimize(program, assume_finite=False):
     made_by = {}
     steps = []
     program.steps = _live(program.steps, program.outputs)  # (dead steps read nothing)
+    signless = set()  # values none of whose elements is -0.0 (Note [Program rewrites])
     uses = {}  # value index -> how many steps and outputs read it
     for s in program.steps:
         _count(uses, step_values(s), +1)
@@ -193,15 +194,21 @@ def optimize(program, assume_finite=False):
             _dropped(s, uses, [(s.outs[0], given)], rename)
             continue
         moved = _onto_constant(s, made_by, uses, program)
+        if moved is None:
+            moved = _accumulated(s, made_by, uses, signless)
+            if moved is not None:
+                signless.add(s.outs[0].index)  # (x + v_k is not -0.0 where x is not)
         if moved is not None:
-            _count(uses, s.args, -1)
-            _count(uses, moved.args, +1)
+            _count(uses, step_values(s), -1)
+            _count(uses, step_values(moved), +1)
             s = moved
             k = s.key()
         if k is not None:
             same[k] = s
         for o in s.outs:
             made_by[o.index] = s
+        if _scatters_onto_zeros(s):
+            signless.add(s.outs[0].index)
         steps.append(s)
     program.outputs = [rename.get(o.index, o) if type(o) is Value else o
                        for o in program.outputs]
@@ -257,7 +264,10 @@ def _dropped(s, uses, pairs, rename):
 #
 # And an elementwise linear op of one input applied to a product with a constant, the
 # product read by it alone, moves onto the constant, computed once when the program is
-# built (``-(c * x)`` is ``(-c) * x`` bit for bit): one pass less (``_onto_constant``).
+# built (``-(c * x)`` is ``(-c) * x`` bit for bit): one pass less (``_onto_constant``). A
+# sum of a value with no -0.0 in it and a scatter of values onto zeros (a getitem's
+# cotangent, ``index_add(0, v)``) is the scatter of those values into the value, where the
+# op adds each value once (``_accumulated``): an array and a pass less.
 #
 # The output must have the argument's shape and dtype (``x * ones`` that broadcasts makes a
 # new shape). A complex ``x * 1`` gives NaN where x has an infinite part (``inf * 0`` in
@@ -312,6 +322,88 @@ def _moved_onto_constant(s, made_by, uses, program):
     const = Const(len(program.consts) - 1, folded)
     args = [const, v] if k == 0 else [v, const]
     return Step("op", m.op, m.fn, m.name, m.with_backend, args, {}, s.outs)
+
+
+def _zeros_const(c, o):
+    """Whether ``c`` is a constant array of +0.0 of ``o``'s shape and dtype."""
+    if type(c) is not Const or not isinstance(c.value, np.ndarray):
+        return False
+    v = c.value
+    return v.shape == o.shape and v.dtype == o.dtype and v.dtype.kind in "fc" and \
+        not np.any(v) and not np.any(np.signbit(np.real(v)))
+
+
+def _scatter_op(op):
+    """A linear op of two inputs that is not elementwise: the candidates for ``x`` plus a
+    scatter of ``values`` (index_add's shape), confirmed per step by ``_adds_into``."""
+    return op is not None and op.kind != "elementwise" and op.nin == 2 and \
+        op.structure.algebra is Algebra.LINEAR
+
+
+def _scatters_onto_zeros(s):
+    return s.kind == "op" and _scatter_op(s.op) and len(s.outs) == 1 and \
+        len(s.args) == 2 and _zeros_const(s.args[0], s.outs[0])
+
+
+_ADDS_INTO = {}
+
+
+def _adds_into(s):
+    """Whether scatter step ``s`` adds its values into its first input, each element at most
+    once: ``L(P, V) == P + L(0, V)`` bit for bit on random P and V, and ``L(0, 1)`` at most
+    1 everywhere (no repeated index)."""
+    o = s.outs[0]
+    v = s.args[1]
+    if type(v) is not Value or o.dtype.kind not in "fc":
+        return False
+    params = {k: _value_of(x) for k, x in s.params.items()}
+    if any(True for _ in step_values(s)) and any(
+            type(x) is Value for x in params.values()):
+        return False
+    try:
+        key = (s.op, o.shape, o.dtype, v.shape, repr(params))
+    except Exception:  # noqa: BLE001 - an unprintable parameter: probe each time
+        key = None
+    ok = _ADDS_INTO.get(key) if key is not None else None
+    if ok is None:
+        r = np.random.default_rng(0)
+        P = r.normal(size=o.shape).astype(o.dtype)
+        V = r.normal(size=v.shape).astype(v.dtype) + 3
+        zero = np.zeros(o.shape, o.dtype)
+        try:
+            with np.errstate(all="ignore"):
+                ok = _bitwise_equal(s.op.forward(NUMPY, P, V, **params),
+                                    P + s.op.forward(NUMPY, zero, V, **params)) and \
+                    bool(np.all(np.real(s.op.forward(NUMPY, zero, np.ones(v.shape, v.dtype),
+                                                     **params)) <= 1))
+        except Exception:  # noqa: BLE001 - a probe the forward refuses: no rewrite
+            ok = False
+        if key is not None:
+            _ADDS_INTO[key] = ok
+    return ok
+
+
+def _accumulated(s, made_by, uses, signless):
+    """``x + L(0, v)`` as ``L(x, v)``: a sum of a value none of whose elements is -0.0 and a
+    scatter of ``v`` onto zeros read by this sum alone, where L adds into its first input
+    (:func:`_adds_into`): bit for bit, as ``x + (0 + v_k)`` is ``x + v_k`` when x is not -0.0,
+    and the sum is not -0.0 either; one array less, and its pass (Note [Program rewrites])."""
+    op = s.op
+    if s.kind != "op" or op is None or op.kind != "elementwise" or s.params or \
+            op.structure.algebra is not Algebra.LINEAR or \
+            op.structure.coefficients != (1, 1) or len(s.args) != 2 or len(s.outs) != 1:
+        return None
+    o = s.outs[0]
+    for x, y in ((s.args[0], s.args[1]), (s.args[1], s.args[0])):
+        if type(x) is not Value or type(y) is not Value or x.index not in signless or \
+                x.shape != o.shape or x.dtype != o.dtype or uses.get(y.index) != 1:
+            continue
+        m = made_by.get(y.index)
+        if m is None or not _scatters_onto_zeros(m) or not _adds_into(m):
+            continue
+        return Step("op", m.op, m.fn, m.name, m.with_backend, [x, m.args[1]],
+                    dict(m.params), (o,))
+    return None
 
 
 def _value_of(a):

@@ -367,3 +367,19 @@ def test_an_index_computed_from_traced_values_is_a_value_of_the_program():
     for x in (X0, X0[::-1] * 1.1):
         close(_run_twice(take, nd.tensor(x)), np.sort(x) * 2, atol=0)
         close(_run_twice(h, nd.tensor(x)), jacrev(grad(f))(nd.tensor(x)), atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_scatters_onto_zeros_are_accumulated_bit_for_bit():
+    """The cotangents of x[1:], x[:-1] and x[2:] are scatters onto zeros summed: the program
+    scatters each into the sum so far (no zeros made, no sum pass) and keeps eager's bits,
+    -0.0, inf and NaN included."""
+    f = lambda x: ((x[1:] * x[:-1]).sum() + (nd.sin(x[2:]) * x[:-2]).sum())  # noqa: E731
+    g = compile(grad(f))
+    x = nd.tensor(np.array([-0.0, 1.5, -0.0, np.inf, -2.0, 0.0]))
+    program = g.program(x)
+    adds = [s for s in program.steps if s.op is not None and s.op.name == "add"]
+    scatters = [s for s in program.steps if s.op is not None and s.op.name == "index_add"]
+    assert not adds and scatters and any(type(s.args[0]) is P.Value for s in scatters)
+    _bits_equal(_run_twice(g, x), grad(f)(x))
+    _bits_equal(g(nd.tensor(X0)), grad(f)(nd.tensor(X0)))
