@@ -1,25 +1,27 @@
-"""A compiled function called with tensors that require grad, or under ``func.grad``: one
-node whose forward and backward are compiled programs (Note [Differentiating a compiled
-function]).
+"""A compiled function called with tensors that require grad, or under ``func.grad`` and
+forward mode: one node whose forward, backward and jvp are compiled programs (Note
+[Differentiating a compiled function]).
 
 Note [Differentiating a compiled function]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``compile(f)(x)`` with ``x`` requiring grad (grad mode on, no transform level visible), or
-inside ``func.grad``/``vjp`` levels only (``grad(compile(f))``, nested too), with the
-arguments positional tensors and the outputs tensors of floating dtypes, records one node: a
-custom Function whose forward runs f's program on the plain values and whose backward runs
-the program of ``vjp(f)`` (compiled too, once per signature: it computes f's forward again
-with its pullback, as ``jax.jit(jax.vjp)`` would without saved residuals), given the saved
-arguments and the cotangents (zeros for the outputs that got none). A grad level processes
-the node as any custom Function (Note [Wrapper levels] in core/wrapper_level.py): it runs
-the forward one level down and records the node at the level. So ``.backward()``,
-``autograd.grad`` and ``func.grad`` through a compiled function run compiled programs both
-ways (``grad(compile(f))`` of a 100-step tanh chain on 16 values: 0.53 ms against 3.0 ms for
-``grad(f)``), and the backward's own values are differentiable: with ``create_graph`` (or a
-grad level outside) the backward's program is called with level values and runs as eager
-code, recording its graph (higher order). Under a vmap or a data level (a dual level's
-tangent, a jet) a compiled function runs as ``f`` itself, as eager code: a vmap would run
-the node once per batch element, and a tangent would need the node's jvp.
+inside ``func.grad``/``vjp`` levels and forward mode's dual levels only (``grad(compile(f))``,
+``jvp(compile(f))``, nested, in either order), with the arguments positional tensors and
+the outputs tensors of floating dtypes, records one node: a custom Function whose forward
+runs f's program on the plain values, whose backward runs the program of ``vjp(f)`` and
+whose jvp the program of ``jvp(f)`` (each compiled too, once per signature; each computes
+f's forward again, as ``jax.jit(jax.vjp)`` would without saved residuals). The levels
+process the node as any custom Function (Note [Wrapper levels] in core/wrapper_level.py,
+Note [Data levels] in core/data_level.py): a grad level runs the forward one level down and
+records the node; a dual level calls its jvp. Every program is traced below all visible
+levels, so no level lifts the tensors it makes. So ``.backward()``, ``autograd.grad``,
+``func.grad`` and ``func.jvp`` through a compiled function run compiled programs
+(``grad(compile(f))`` of a 100-step tanh chain on 16 values: 0.53 ms against 3.0 ms for
+``grad(f)``), and their values are differentiable: a derivative of the backward or the jvp
+calls that program with level values and runs it the same way, or as eager code. Under a
+vmap (``vmap(compile(f))``, ``jacfwd``, ``hessian``), a Taylor or sparsity level, a compiled
+function runs as ``f`` itself, as eager code: a vmap would run the node once per batch
+element.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F
 from ..core.function import Function
+from ..forward_ad import _DUAL as DUAL_INTERPRETER
 from ..core.tensor import Tensor
 from .grad_level import _GRAD as GRAD_INTERPRETER
 from .grad_level import GradTensor
-from .transforms import vjp
+from .transforms import jvp, vjp
 
 __all__ = ["call_differentiably"]
 
@@ -50,6 +53,7 @@ class _CompiledCall(Function):
     def forward(ctx, compiled, *xs):
         ctx.compiled = compiled
         ctx.save_for_backward(*xs)
+        ctx.save_for_forward(*xs)
         out = compiled(*[x.detach() for x in xs])
         ctx.single = not isinstance(out, tuple)
         ctx.outs = (out,) if ctx.single else out
@@ -62,6 +66,27 @@ class _CompiledCall(Function):
                     for g, o in zip(grads, ctx.outs))
         gs = _pullback(ctx.compiled, len(xs))(*xs, *cts)
         return (None,) + (gs if isinstance(gs, tuple) else (gs,))
+
+
+    @staticmethod
+    def jvp(ctx, compiled_tangent, *tangents):  # (the first input is the compiled function)
+        xs = ctx.saved_tensors
+        ts = tuple(t if t is not None else TENSOR_F.zeros_like(x) for t, x in zip(tangents, xs))
+        out = _pushforward(ctx.compiled, len(xs))(*xs, *ts)
+        return out if ctx.single or isinstance(out, tuple) else (out,)
+
+
+def _pushforward(compiled, n):
+    """The compiled pushforward (jvp) of ``compiled``'s function for ``n`` arguments."""
+    made = compiled.__dict__.setdefault("_pushforwards", {})
+    p = made.get(n)
+    if p is None:
+        fun = compiled.fun
+
+        def push(*args):
+            return jvp(fun, tuple(args[:n]), tuple(args[n:]))[1]
+        p = made[n] = type(compiled)(push, (), (), compiled.assume_finite, compiled.cache_size)
+    return p
 
 
 def _pullback(compiled, n):
@@ -93,9 +118,10 @@ def call_differentiably(compiled, args):
         # under func.grad/vjp levels only: each records the node, and runs the program one
         # level down on plain values; under vmap or a data level (a tangent) it runs as
         # eager code (a vmap would loop over the node, a tangent needs the node's jvp)
-        if any(lv.interpreter is not GRAD_INTERPRETER for lv in _levels.visible_levels()):
+        if any(lv.interpreter is not GRAD_INTERPRETER and lv.interpreter is not
+               DUAL_INTERPRETER for lv in _levels.visible_levels()):
             return None
-        if not any(isinstance(a, GradTensor) and a._level.interpreter is GRAD_INTERPRETER
+        if not any(isinstance(a, GradTensor) or (a._meta is not None and a._meta.level_data)
                    for a in args):
             return None
     elif not any(is_differentiable_dtype(a.dtype) and a._requires_grad for a in args):
@@ -103,7 +129,12 @@ def call_differentiably(compiled, args):
     plain = [_plain(a) for a in args]
     if any(p is None for p in plain):
         return None
-    probe = compiled.program(*plain)
+    visible = _levels.visible_levels()
+    if visible:  # (traced below every level: none lifts the tensors the function makes)
+        with _levels.below(visible[0]):
+            probe = compiled.program(*plain)
+    else:
+        probe = compiled.program(*plain)
     leaves = probe.outputs
     if probe.out_spec.kind not in ("leaf", "tuple") or any(
             c.kind != "leaf" for c in probe.out_spec.children) or not all(

@@ -383,9 +383,15 @@ class _LevelFunctionNode:
                 return super().saved_tensors  # (raises the freed-graph error)
             below._fn_in_jvp = self._fn_in_jvp
             try:
-                return below.saved_tensors  # values one level down
+                saved = below.saved_tensors  # values one level down
             finally:
                 below._fn_in_jvp = False
+            if self._fn_in_jvp and not self._lower:
+                # the jvp of a dual level inside this one (grad of a jvp): the Function's
+                # inputs it saved are this level's values, so the tangent's computation is
+                # recorded here and differentiable (it was not: the gradient was zero)
+                saved = tuple(self._level_value(v) for v in saved)
+            return saved
         out = []
         for s, kind in zip(below.saved_tensors, self.saved_kinds()):
             if kind is not None and kind[0] == "in":
@@ -397,6 +403,13 @@ class _LevelFunctionNode:
                 s._requires_grad = True
             out.append(s)
         return tuple(out)
+
+    def _level_value(self, v):
+        """``v``, a value one level down, as this level's input it is the value of."""
+        for a in self._args:
+            if type(a) is GradTensor and a._level is self._level and a._value is v:
+                return a
+        return v
 
     def saved_kinds(self):
         return self._below.saved_kinds()

@@ -1328,3 +1328,18 @@ def test_a_function_node_at_a_grad_level_gets_the_recorders_stamps(anomaly):
     assert seen["a"] < node.seq < seen["z"]
     assert (node.trace is not None) == anomaly
     close(g, 2 * np.cos(np.exp(2 * XV)) * np.exp(2 * XV))
+
+
+def test_grad_of_a_jvp_through_a_functions_jvp_rule():
+    """Reverse over forward through a custom Function: grad of jvp(Cube) in x is the
+    derivative of its jvp rule 3 x^2 t, 6 x t. The rule reads the saved input as the grad
+    level's value, so its computation is recorded there (the gradient was zero: the rule
+    read the value one level down)."""
+    from support import Cube
+    x0, t0 = np.array([1.0, -2.0, 0.5]), np.array([1.0, 0.5, -3.0])
+    x, t = nd.tensor(x0), nd.tensor(t0)
+    g = nd.func.grad(lambda x: nd.func.jvp(Cube.apply, (x,), (t,))[1].sum())(x)
+    close(g, 6 * x0 * t0, atol=1e-14)
+    # and forward over reverse, for the same Function, as before
+    h = nd.func.jvp(nd.func.grad(lambda x: Cube.apply(x).sum()), (x,), (t,))[1]
+    close(h, 6 * x0 * t0, atol=1e-14)

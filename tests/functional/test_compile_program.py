@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
-from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, vmap
+from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, jvp, vmap
 from ndgrad.functional import program as P
 from ndgrad.functional.compiler import CompileError
 from support import close
@@ -383,3 +383,34 @@ def test_scatters_onto_zeros_are_accumulated_bit_for_bit():
     assert not adds and scatters and any(type(s.args[0]) is P.Value for s in scatters)
     _bits_equal(_run_twice(g, x), grad(f)(x))
     _bits_equal(g(nd.tensor(X0)), grad(f)(nd.tensor(X0)))
+
+
+def test_jvp_of_a_compiled_function_runs_its_compiled_pushforward():
+    """Under forward mode only (func.jvp, a dual level), and under func.grad around it, a
+    compiled function's call is one node whose jvp is the compiled pushforward of f; the
+    tangents, and the gradient of a tangent, equal eager's."""
+    def f(x, y):
+        return nd.sin(x) * y, (x * y).sum()
+
+    cf = compile(f)
+    x, y, v = nd.tensor(X0), nd.tensor(X0[::-1].copy()), nd.tensor(np.arange(N) * 1.0)
+    for got, want in zip(jvp(cf, (x, y), (v, v))[1], jvp(f, (x, y), (v, v))[1]):
+        close(got, want, atol=0, rtol=1e-15)
+    assert list(cf.__dict__["_pushforwards"][2]._cache)   # (its program was made)
+    tangent = lambda g: lambda x: jvp(lambda x: g(x, y)[1], (x,), (v,))[1]  # noqa: E731
+    close(grad(tangent(cf))(x), grad(tangent(f))(x), atol=1e-13)
+
+
+def test_jacrev_of_grad_of_a_compiled_function():
+    """jacrev(grad(compile(f))): the compiled pullback is traced below every level (a vmap's
+    cotangents outside; the tensors the pullback makes were lifted to the outer levels and
+    refused as their values), and the Hessian equals eager's."""
+    def f(x):
+        y = x * 1.0
+        w = y[1:4]
+        w.mul_(nd.cos(x[:3]))
+        return (y * y).sum()
+
+    cf = compile(f)
+    for x in (X0, 1.4 * X0):
+        close(jacrev(grad(cf))(nd.tensor(x)), jacrev(grad(f))(nd.tensor(x)), atol=1e-12)
