@@ -352,11 +352,13 @@ def _function_node(ctx, level, args, outs, needs):
     node_cls = _NODE_CLASSES.get(cls)
     if node_cls is None:
         node_cls = _NODE_CLASSES[cls] = type(cls.__name__, (_LevelFunctionNode, cls), {
-            "__slots__": ("_below", "_level", "_args", "_lower"), "__module__": cls.__module__,
+            "__slots__": ("_below", "_level", "_args", "_lower", "_outs"),
+            "__module__": cls.__module__,
             "__qualname__": cls.__qualname__})
     node = new_ctx(node_cls)
     node.__dict__ = ctx.__dict__
     node._below, node._level, node._args, node._lower = ctx, level, tuple(args), False
+    node._outs = tuple(outs)
     node._fn_materialize = ctx._fn_materialize
     node.needs_input_grad = needs
     wire(node, args, needs)
@@ -371,7 +373,8 @@ def _function_node(ctx, level, args, outs, needs):
 
 class _LevelFunctionNode:
     """The behaviour of a Function's node at a grad level (mixed into the Function's node
-    class, before it; the class adds the slots ``_below``, ``_level``, ``_args``, ``_lower``)."""
+    class, before it; the class adds the slots ``_below``, ``_level``, ``_args``, ``_lower``,
+    ``_outs``)."""
 
     __slots__ = ()
 
@@ -388,8 +391,8 @@ class _LevelFunctionNode:
                 below._fn_in_jvp = False
             if self._fn_in_jvp and not self._lower:
                 # the jvp of a dual level inside this one (grad of a jvp): the Function's
-                # inputs it saved are this level's values, so the tangent's computation is
-                # recorded here and differentiable (it was not: the gradient was zero)
+                # inputs and outputs it saved are this level's values, so the tangent's
+                # computation is recorded here and differentiable (the gradient was zero)
                 saved = tuple(self._level_value(v) for v in saved)
             return saved
         out = []
@@ -405,10 +408,13 @@ class _LevelFunctionNode:
         return tuple(out)
 
     def _level_value(self, v):
-        """``v``, a value one level down, as this level's input it is the value of."""
-        for a in self._args:
-            if type(a) is GradTensor and a._level is self._level and a._value is v:
-                return a
+        """``v``, a value one level down, as this level's input or output it is the value
+        of."""
+        for a in self._args + self._outs:
+            if type(a) is GradTensor and a._level is self._level and (
+                    a._value is v or (type(v) is Tensor and type(a._value) is Tensor and
+                                      a._value._data is v._data)):
+                return a  # (an output: the forward's tensor, or one around its array)
         return v
 
     def saved_kinds(self):
@@ -421,6 +427,7 @@ class _LevelFunctionNode:
     def release(self):
         super().release()
         self._args = None
+        self._outs = None
         if self._below.seq < 0:  # a ctx no graph refers to but this node
             self._below.release()
 

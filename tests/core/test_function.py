@@ -1343,3 +1343,22 @@ def test_grad_of_a_jvp_through_a_functions_jvp_rule():
     # and forward over reverse, for the same Function, as before
     h = nd.func.jvp(nd.func.grad(lambda x: Cube.apply(x).sum()), (x,), (t,))[1]
     close(h, 6 * x0 * t0, atol=1e-14)
+
+    class Exp(nd.autograd.Function):  # (a jvp rule that reads the saved output)
+        @staticmethod
+        def forward(ctx, x):
+            y = nd.exp(x)
+            ctx.save_for_backward(y)
+            ctx.save_for_forward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.saved_tensors[0]
+
+        @staticmethod
+        def jvp(ctx, t):
+            return ctx.saved_tensors[0] * t
+
+    g = nd.func.grad(lambda x: nd.func.jvp(Exp.apply, (x,), (t,))[1].sum())(x)
+    close(g, np.exp(x0) * t0, atol=1e-14)
