@@ -78,25 +78,30 @@ class _CompiledCall(Function):
 
 def _pushforward(compiled, n):
     """The compiled pushforward (jvp) of ``compiled``'s function for ``n`` arguments."""
-    made = compiled.__dict__.setdefault("_pushforwards", {})
-    p = made.get(n)
-    if p is None:
-        fun = compiled.fun
-
-        def push(*args):
-            return jvp(fun, tuple(args[:n]), tuple(args[n:]))[1]
-        p = made[n] = type(compiled)(push, (), (), compiled.assume_finite, compiled.cache_size)
-    return p
+    return _derived(compiled, "_pushforwards", n, pushforward_of)
 
 
 def _pullback(compiled, n):
-    """The compiled pullback of ``compiled``'s function for ``n`` arguments (made once)."""
-    made = compiled.__dict__.setdefault("_pullbacks", {})
+    """The compiled pullback of ``compiled``'s function for ``n`` arguments."""
+    return _derived(compiled, "_pullbacks", n, pullback_of)
+
+
+def _derived(compiled, kind, n, of):
+    """``compile(of(f, n))`` with ``compiled``'s settings, made once per ``n`` and kept on
+    ``compiled`` (under ``kind``)."""
+    made = compiled.__dict__.setdefault(kind, {})
     p = made.get(n)
     if p is None:
-        p = made[n] = type(compiled)(pullback_of(compiled.fun, n), (), (),
-                                     compiled.assume_finite, compiled.cache_size)
+        p = made[n] = type(compiled)(of(compiled.fun, n), (), (), compiled.assume_finite,
+                                     compiled.cache_size)
     return p
+
+
+def pushforward_of(fun, n):
+    """``(x_1..x_n, t_1..t_n) -> the tangent of fun's output``: the pushforward of ``fun``."""
+    def push(*args):
+        return jvp(fun, tuple(args[:n]), tuple(args[n:]))[1]
+    return push
 
 
 def pullback_of(fun, n):

@@ -70,7 +70,7 @@ from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.inplace import BEFORE_WRITE
-from ..core.tensor import Tensor, _wrap_raw, finish, level_data
+from ..core.tensor import Tensor, _wrap_raw, finish
 from .compiled_function import call_differentiably
 from .program import (LITERALS, Const, Program, Step, Value, build, optimize,
                       standalone_source)
@@ -286,25 +286,16 @@ class _Tracer(DataInterpreter):
         return cast
 
     def write_inplace(self, lv, op, target, new, old, data):
-        root = target
-        while root._meta is not None and root._meta.base is not None:
-            root = root._meta.base
+        root = _root(target)
         info = lv.info
-        shared = any(root._shares_memory(a) for a in info.arguments)
-        unknown = not shared and data_of(root, lv) is None and not info.was_made(root)
-        if unknown and id(root) not in info.inputs and id(root) not in info.captured:
+        # (a tensor sharing an argument's memory without being its view, through detach()
+        # or .data, is the caller's memory too: eager code changes the argument)
+        whose = _callers(info, root)
+        if whose is not None:
+            _refuse_write(f"the in-place operation {op.name}", whose)
+        if data_of(root, lv) is None and not info.was_made(root):
             info.unknown.append(weakref.ref(root))  # (Note [Writes into tensors the trace
-            unknown = False                           # did not make])
-        if shared or unknown:
-            # (a tensor sharing an argument's memory without being its view, through
-            # detach() or .data, is the caller's memory too: eager code changes the argument)
-            raise CompileError(
-                f"ndgrad.func.compile: the in-place operation {op.name} at {_user_line()} "
-                "writes into " + ("an argument of the compiled function" if shared or
-                                  id(root) in lv.info.inputs else
-                                  "a tensor the compiled function captures") +
-                "; a compiled function computes values and cannot change its caller's "
-                "tensors. Return the new value instead (or clone() the tensor first)")
+            #                                         did not make])
         other = _alias(lv, root)
         if other is not None:
             raise CompileError(
@@ -377,21 +368,30 @@ def _plain_write(lv, t):
     if not lv.alive or lv not in _levels.active_levels():
         return  # (another thread's write, or this trace's level is gone)
     info = lv.info
-    root = t
-    while root._meta is not None and root._meta.base is not None:
-        root = root._meta.base
-    if data_of(root, lv) is None and not info.was_made(root) and \
-            level_data(root, lv) is None:
-        if id(root) in info.inputs or id(root) in info.captured or any(
-                root._shares_memory(a) for a in info.arguments):
-            raise CompileError(
-                f"ndgrad.func.compile: an in-place operation at {_user_line()} writes into "
-                + ("an argument of the compiled function" if id(root) in info.inputs or
-                   id(root) not in info.captured else
-                   "a tensor the compiled function captures") +
-                "; a compiled function computes values and cannot change its caller's "
-                "tensors. Return the new value instead (or clone() the tensor first)")
-        info.unknown.append(weakref.ref(root))
+    root = _root(t)
+    if data_of(root, lv) is not None or info.was_made(root):
+        return  # (the function's own: a value of the trace, or one it made)
+    whose = _callers(info, root)
+    if whose is not None:
+        _refuse_write("an in-place operation", whose)
+    info.unknown.append(weakref.ref(root))
+
+
+def _callers(info, root):
+    """What the caller's tensor ``root`` is to the function (an argument, or one it
+    captures), or None: then the function may write into it."""
+    if id(root) in info.inputs or any(root._shares_memory(a) for a in info.arguments):
+        return "an argument of the compiled function"
+    if id(root) in info.captured:
+        return "a tensor the compiled function captures"
+    return None
+
+
+def _refuse_write(what, whose):
+    raise CompileError(
+        f"ndgrad.func.compile: {what} at {_user_line()} writes into {whose}; a compiled "
+        "function computes values and cannot change its caller's tensors. Return the new "
+        "value instead (or clone() the tensor first)")
 
 
 def _check_unknown_writes(info, out_leaves):
