@@ -18,10 +18,22 @@ levels, so no level lifts the tensors it makes. So ``.backward()``, ``autograd.g
 ``func.grad`` and ``func.jvp`` through a compiled function run compiled programs
 (``grad(compile(f))`` of a 100-step tanh chain on 16 values: 0.53 ms against 3.0 ms for
 ``grad(f)``), and their values are differentiable: a derivative of the backward or the jvp
-calls that program with level values and runs it the same way, or as eager code. Under a
-vmap (``vmap(compile(f))``, ``jacfwd``, ``hessian``), a Taylor or sparsity level, a compiled
-function runs as ``f`` itself, as eager code: a vmap would run the node once per batch
-element.
+calls that program with level values and runs it the same way, or as eager code.
+
+Under a vmap, the call of a compiled function whose arguments the vmap batches runs the
+program of ``vmap(f)`` (compiled once per choice of batched arguments) one level down on
+the batched values, batch first, and batches its outputs (``call_batched``): as JAX's
+batching rule of a jitted call. The node is a Function whose class has
+``generate_vmap_rule``: under a vmap its forward, backward and jvp run once, on batched
+values, and call compiled functions that run batched programs. So ``vmap(compile(f))``,
+``jacrev``, ``jacfwd``, ``hessian`` and ``vmap(grad(...))`` of a compiled function run
+compiled programs. A call none of whose arguments is a value of a visible level (jacfwd's
+primal: a constant of the transform) runs its program below the levels (``call_below``).
+A random draw whose eager numbers depend on a vmap the program is not traced under (one
+draw per element of every vmap with ``randomness="different"``), and a function that reads
+a value of a level from its closure (Note [Tensors a derivative follows through a
+constant] in functional/compiler.py), run as eager code; so does a compiled function under
+a Taylor or sparsity level.
 """
 
 from __future__ import annotations
@@ -30,18 +42,26 @@ from ..core import levels as _levels
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F
 from ..core.function import Function
+from ..core.grad_mode import STATE
+from ..core.tensor import innermost_level
 from ..forward_ad import _DUAL as DUAL_INTERPRETER
 from ..core.tensor import Tensor
 from .grad_level import _GRAD as GRAD_INTERPRETER
 from .grad_level import GradTensor
 from .transforms import jvp, vjp
+from .vmap import _VMAP as VMAP_INTERPRETER
+from .vmap import BatchedTensor, vmap
 
-__all__ = ["call_differentiably"]
+__all__ = ["call_differentiably", "call_batched", "call_below"]
 
 
 class _CompiledCall(Function):
     """The node of a compiled function's call (Note [Differentiating a compiled
     function])."""
+
+    # (under a vmap its forward, backward and jvp call compiled functions with batched
+    # values, which run their batched programs: call_batched)
+    generate_vmap_rule = True
 
     @staticmethod
     def vmap_loop(compiled, *xs):  # (how vmap's loop warning would name it)
@@ -114,6 +134,74 @@ def pullback_of(fun, n):
     return pull
 
 
+def call_batched(compiled, args):
+    """The call of ``compiled`` with ``args`` at the innermost visible level, a vmap's: the
+    compiled program of ``vmap(f)`` run one level down on the batched values (batch first),
+    its outputs batched at the level; or None where it does not apply (no argument batched
+    there, or an argument that is not a tensor). Note [Differentiating a compiled
+    function]."""
+    level = innermost_level(args)
+    if level is None or level.interpreter is not VMAP_INTERPRETER:
+        return None
+    dims = []
+    values = []
+    for a in args:
+        if type(a) is BatchedTensor and a._level is level:
+            dims.append(0)
+            values.append(a._value)
+        elif isinstance(a, Tensor):
+            dims.append(None)
+            values.append(a)
+        else:
+            return None
+    if 0 not in dims:
+        return None
+    key = (tuple(dims), level.info.randomness)
+    made = compiled.__dict__.setdefault("_batched", {})
+    batched = made.get(key)
+    if batched is None:
+        batched = made[key] = type(compiled)(
+            vmap(compiled.fun, in_dims=key[0], randomness=key[1]), (), (),
+            compiled.assume_finite, compiled.cache_size)
+    try:
+        with _levels.below(level):
+            if any(lv.depth > level.depth and lv.interpreter is VMAP_INTERPRETER
+                   for lv in _visible()) and any(
+                    s.kind == "random" for s in batched.program(*values).traced):
+                return None  # (a vmap inside this one, which eager code's draws see)
+            out = batched(*values)
+    except _levels.HiddenValueError:  # (the function reads a value of the level:
+        return None                   # Note [Tensors a derivative follows through a constant])
+    if isinstance(out, Tensor):
+        return BatchedTensor._wrap(out, level)
+    if type(out) is tuple and all(isinstance(o, Tensor) for o in out):
+        return tuple(BatchedTensor._wrap(o, level) for o in out)
+    return None
+
+
+def call_below(compiled, args):
+    """The call of ``compiled`` with ``args``, none a value of a visible level (a
+    constant of a transform: ``jacfwd``'s primal, a Jacobian's basis), run as its program
+    below every visible level; or None where it does not apply: an argument of a level, or
+    one that requires grad; a program that reads a value of a level (Note [Tensors a
+    derivative follows through a constant] in functional/compiler.py), or draws random
+    numbers under a vmap (eager code draws per batch element)."""
+    visible = _visible()
+    if not visible or innermost_level(args) is not None:
+        return None
+    if STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        return None
+    try:
+        with _levels.below(visible[0]):
+            program = compiled.program(*args)
+            if program.reads_live or (any(s.kind == "random" for s in program.traced) and any(
+                    lv.interpreter is VMAP_INTERPRETER for lv in visible)):
+                return None
+            return compiled(*args)
+    except _levels.HiddenValueError:
+        return None
+
+
 def call_differentiably(compiled, args):
     """The call of ``compiled`` with ``args`` recorded as one node, or None where it does
     not apply (Note [Differentiating a compiled function])."""
@@ -124,7 +212,8 @@ def call_differentiably(compiled, args):
         # level down on plain values; under vmap or a data level (a tangent) it runs as
         # eager code (a vmap would loop over the node, a tangent needs the node's jvp)
         if any(lv.interpreter is not GRAD_INTERPRETER and lv.interpreter is not
-               DUAL_INTERPRETER for lv in _levels.visible_levels()):
+               DUAL_INTERPRETER and lv.interpreter is not VMAP_INTERPRETER
+               for lv in _visible()):
             return None
         if not any(isinstance(a, GradTensor) or (a._meta is not None and a._meta.level_data)
                    for a in args):
@@ -134,12 +223,17 @@ def call_differentiably(compiled, args):
     plain = [_plain(a) for a in args]
     if any(p is None for p in plain):
         return None
-    visible = _levels.visible_levels()
-    if visible:  # (traced below every level: none lifts the tensors the function makes)
-        with _levels.below(visible[0]):
+    visible = _visible()
+    try:
+        if visible:  # (traced below every level: none lifts the tensors the function makes)
+            with _levels.below(visible[0]):
+                probe = compiled.program(*plain)
+        else:
             probe = compiled.program(*plain)
-    else:
-        probe = compiled.program(*plain)
+    except _levels.HiddenValueError:  # (the function reads a value of a level: Note
+        return None                   # [Tensors a derivative follows through a constant])
+    if probe.reads_live:
+        return None
     leaves = probe.outputs
     if probe.out_spec.kind not in ("leaf", "tuple") or any(
             c.kind != "leaf" for c in probe.out_spec.children) or not all(
@@ -148,10 +242,20 @@ def call_differentiably(compiled, args):
     return _CompiledCall.apply(compiled, *args)
 
 
+def _visible():
+    """This thread's visible levels, outermost first, less those shown only to refuse their
+    values (Note [Data levels below a Function] in core/refusing.py): hidden ones."""
+    return [lv for lv in _levels.visible_levels() if lv.received is None]
+
+
 def _plain(a):
-    """The plain tensor under the grad levels' values ``a`` wraps (detached), or None."""
+    """The plain tensor under the grad levels' values ``a`` wraps (detached; a batch
+    element's where a vmap batches it: the program's outputs are probed), or None."""
     while type(a) is not Tensor:
-        if not isinstance(a, GradTensor):
+        if isinstance(a, GradTensor):
+            a = a._value
+        elif type(a) is BatchedTensor:
+            a = a._value[0]
+        else:
             return None
-        a = a._value
     return a.detach()

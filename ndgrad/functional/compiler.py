@@ -41,9 +41,10 @@ function captures (in its closure or the globals it names); a tensor a step read
 constant is checked again on each call (its version), so a captured tensor changed in
 place means a new trace. A call whose argument requires grad (while grad mode is on)
 records one node whose forward and backward are compiled programs (Note [Differentiating
-a compiled function] in functional/compiled_function.py); a call made inside a transform
-(``grad(compile(f))``, ``vmap(compile(f))``) runs the function as it is, so its result is
-differentiable and transformable as eager code's.
+a compiled function] in functional/compiled_function.py), and so does a call inside
+``func.grad``, ``jvp`` and ``vmap`` levels (a vmap runs the batched program); inside other
+transforms (``jet``, the Forward Laplacian) the call runs the function as it is, so its
+result is transformable as eager code's.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.inplace import BEFORE_WRITE
+from ..core.refusing import refuse_hidden, restore
 from ..core.tensor import Tensor, _wrap_raw, finish
-from .compiled_function import call_differentiably
+from .compiled_function import call_batched, call_below, call_differentiably
 from .program import (LITERALS, Const, Program, Step, Value, build, optimize,
                       standalone_source)
 from .pytree import tree_flatten, tree_unflatten
@@ -147,7 +149,7 @@ class _TraceInfo(DataInfo):
     and the constant tensors its steps read (checked again on each call)."""
 
     __slots__ = ("steps", "consts", "const_ids", "made", "guards", "values", "backend",
-                 "inputs", "arguments", "captured", "unknown", "snapshots")
+                 "inputs", "arguments", "captured", "unknown", "snapshots", "live")
 
     def __init__(self):
         super().__init__("compile")
@@ -167,6 +169,7 @@ class _TraceInfo(DataInfo):
         # tensors the trace did not make])
         self.unknown = []
         self.snapshots = {}  # id -> (weakref, version, the constant of its array then)
+        self.live = False  # (Note [Tensors a derivative follows through a constant])
 
     def was_made(self, t):
         r = self.made.get(id(t))
@@ -255,8 +258,10 @@ class _Tracer(DataInterpreter):
                 f"ndgrad.func.compile: {op.qualname} met a value of a transform entered "
                 "outside the compiled function; call the compiled function inside the "
                 "transform with its values as arguments instead")
+        if STATE.grad_enabled and t._requires_grad or _carries_level_data(t):
+            info.live = True  # (Note [Tensors a derivative follows through a constant])
         if not info.was_made(t) and id(t) not in info.guards:
-            info.guards[id(t)] = (weakref.ref(t), t._counter().value)
+            info.guards[id(t)] = (weakref.ref(t), t._counter().value, t._requires_grad)
         if id(t) in info.captured:
             return info.const(t._data)  # (the function cannot write into it: refused)
         # the array as it is now: the function may write into the tensor later in the trace
@@ -342,6 +347,30 @@ class _Tracer(DataInterpreter):
                 "without compile"))
 
 
+def _carries_level_data(t):
+    """Whether tensor ``t`` carries data of a live transform level (a dual level's
+    tangent, ...)."""
+    m = t._meta
+    return m is not None and bool(m.level_data) and any(lv.alive for lv in m.level_data)
+
+
+# Note [Tensors a derivative follows through a constant]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A program's inputs are the function's arguments; a tensor it reads any other way (its
+# closure, a global, an attribute) is a constant of the program. A constant that a
+# derivative follows would silently lose its derivative: one that requires grad (grad mode
+# on) in the plain graph, or a value of a transform level outside the call (a dual level's
+# tangent, a func.grad or vmap level's wrapper: ``jvp(lambda y: compile(lambda x: x * y)(x0))``
+# gave the tangent 0). So a trace that reads such a constant marks its program
+# (``Program.reads_live``) and the call runs as eager code, which follows it: every call of
+# that signature (the guards keep each constant's ``requires_grad`` too: set later, the
+# program is traced again). A trace made below the levels of its call (the node of a
+# compiled function, a batched program: Note [Differentiating a compiled function] in
+# functional/compiled_function.py) hides those levels: there a value of a hidden wrapper
+# level raises where an op unwraps it, and the hidden data levels refuse the values the
+# function did not receive (Note [Data levels below a Function] in core/refusing.py), so
+# an op on a captured tangent's tensor raises even where its result is folded into a
+# constant; the call then runs as eager code.
 def _root(t):
     while t._meta is not None and t._meta.base is not None:
         t = t._meta.base
@@ -475,9 +504,10 @@ class _Entry:
         identity in the signature may now be a new tensor's (CPython reuses the ids of
         freed objects: a loop rebinding a captured global ran a program of two iterations
         before, with its constant)."""
-        for ref, version in self.guards:
+        for ref, version, requires_grad in self.guards:
             t = ref()
-            if t is None or t._counter().value != version:
+            if t is None or t._counter().value != version or \
+                    t._requires_grad is not requires_grad:
                 return False
         return True
 
@@ -539,7 +569,7 @@ def _may_hold_tensors(v):
 
 
 def _captured(sources):
-    """``((id, version), ...)`` of the tensors the sources hold now (one level into
+    """``((id, version, requires_grad), ...)`` of the tensors the sources hold now (one level into
     lists, tuples and dicts)."""
     found = []
     for where, name in sources:
@@ -551,11 +581,13 @@ def _captured(sources):
         else:
             v = where.get(name)
         if type(v) is Tensor:
-            found.append((id(v), v._counter().value))
+            found.append((id(v), v._counter().value, v._requires_grad))
         elif type(v) in (list, tuple):
-            found += [(id(x), x._counter().value) for x in v if type(x) is Tensor]
+            found += [(id(x), x._counter().value, x._requires_grad) for x in v
+                      if type(x) is Tensor]
         elif type(v) is dict:
-            found += [(id(x), x._counter().value) for x in v.values() if type(x) is Tensor]
+            found += [(id(x), x._counter().value, x._requires_grad) for x in v.values()
+                      if type(x) is Tensor]
     return tuple(found)
 
 
@@ -695,7 +727,12 @@ class Compiled:
                     return entry.wrap(entry.program.run(*datas))
         if self._eager(args, kwargs):
             if not kwargs:  # (arguments that require grad, or values of func.grad levels)
+                out = call_batched(self, args) if _levels.VISIBLE[0] else None
+                if out is not None:
+                    return out
                 out = call_differentiably(self, args)
+                if out is None and _levels.VISIBLE[0]:
+                    out = call_below(self, args)
                 if out is not None:
                     return out
             return self.fun(*args, **kwargs)
@@ -704,6 +741,8 @@ class Compiled:
         if entry is None or not entry.current():
             # (the trace's own results: it ran the function once, random draws included)
             return self._trace(key, args, kwargs, leaves, spec, tensors)[1]
+        if entry.program.reads_live:  # (Note [Tensors a derivative follows through a
+            return self.fun(*args, **kwargs)  # constant])
         try:
             self._cache.move_to_end(key)
         except KeyError:  # (another thread dropped it meanwhile)
@@ -736,8 +775,14 @@ class Compiled:
             call_kwargs = dict(dyn_kwargs)
             call_kwargs.update({n: kwargs[n] for n in kwargs if n in self.static_argnames})
             generator = NUMPY.generator()
-            info.captured = {i for i, _ in _captured(self._sources)}
-            result = self.fun(*call_args, **call_kwargs)
+            info.captured = {c[0] for c in _captured(self._sources)}
+            # (levels this call is traced below refuse what the function reads of theirs:
+            # Note [Tensors a derivative follows through a constant])
+            shown = refuse_hidden((), {})
+            try:
+                result = self.fun(*call_args, **call_kwargs)
+            finally:
+                restore(shown)
             if getattr(NUMPY._rng, "gen", None) is not generator:
                 raise CompileError(
                     "ndgrad.func.compile: the function seeds ndgrad's random generator "
@@ -765,11 +810,13 @@ class Compiled:
             type(_asarray(0.0)._data)])
         program = Program(B, inputs, outputs, out_spec, info.steps, info.consts)
         program.trace_time = time.perf_counter() - start
+        program.reads_live = info.live
         build(optimize(program, self.assume_finite))
         guards = tuple(g for g in info.guards.values() if g[0]() is not None)
         entry = _Entry(program, guards)
         fast = None
-        if not kwargs and not self.static_argnums and all(type(a) is Tensor for a in args):
+        if not kwargs and not self.static_argnums and not info.live and \
+                all(type(a) is Tensor for a in args):
             fast = tuple([STATE.grad_enabled, get_default_dtype()] + [
                 (a._data.shape, a._data.dtype) if type(a._data) is _NDARRAY else
                 _placed_as(a._data) for a in args] + [_captured(self._sources)])
@@ -784,11 +831,17 @@ class Compiled:
         return entry, result
 
     def program(self, *args, **kwargs):
-        """The :class:`Program` for these arguments' signature (traced if need be)."""
+        """The :class:`Program` for these arguments' signature (traced if need be; a trace
+        made here leaves the random generators as they were, as though it drew nothing)."""
         key, leaves, spec, tensors = self._split(args, kwargs)
         entry = self._cache.get(key)
         if entry is None or not entry.current():
-            entry = self._trace(key, args, kwargs, leaves, spec, tensors)[0]
+            states = _rng_states()
+            try:
+                entry = self._trace(key, args, kwargs, leaves, spec, tensors)[0]
+            finally:
+                for B, state in states:
+                    B.set_rng_state(state)
         return entry.program
 
     def source(self, *args, standalone=False, **kwargs):
@@ -801,6 +854,17 @@ class Compiled:
 
 
 _ARRAYS = tuple(_BACKEND_BY_TYPE)
+
+
+def _rng_states():
+    """``[(backend, its generator's state)]`` for the backends whose state can be kept."""
+    states = []
+    for B in set(_BACKEND_BY_TYPE.values()):
+        try:
+            states.append((B, B.rng_state()))
+        except RuntimeError:  # (a generator that cannot be copied: not kept)
+            pass
+    return states
 
 
 def compile(fun=None, *, static_argnums=(), static_argnames=(), assume_finite=False,  # noqa: A001

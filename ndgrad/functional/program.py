@@ -153,6 +153,9 @@ class Program:
         self.run = None
         self.trace_time = 0.0
         self.build_time = 0.0
+        # the function read a tensor that a derivative follows but the program cannot (Note
+        # [Tensors a derivative follows through a constant] in functional/compiler.py)
+        self.reads_live = False
 
     def __repr__(self):
         return (f"<Program: {len(self.traced)} steps traced, {len(self.steps)} after "

@@ -85,9 +85,10 @@ def test_compile_over_the_transforms(transform):
         close(b, a, atol=1e-13, rtol=1e-12)
 
 
-def test_transforms_over_a_compiled_function_run_it_as_eager_code():
-    """grad, vmap and hessian of a compiled function differentiate it (it runs as it is
-    under a transform and when an argument requires grad)."""
+def test_transforms_over_a_compiled_function_give_its_derivatives():
+    """grad, vmap and hessian of a compiled function, and backward through its call, give
+    the closed form's and eager's values (test_compile_program's transforms over a compiled
+    function check that they run its programs)."""
     cf = compile(_chain)
     x = nd.tensor(X0)
     close(grad(cf)(x), _chain_grad_closed_form(X0), atol=1e-13)

@@ -415,3 +415,143 @@ def test_jacrev_of_grad_of_a_compiled_function():
     cf = compile(f)
     for x in (X0, 1.4 * X0):
         close(jacrev(grad(cf))(nd.tensor(x)), jacrev(grad(f))(nd.tensor(x)), atol=1e-12)
+
+
+# ------------------------------------- transforms over a compiled function run its programs
+def _sin_x(x):
+    """x -> sin(x) * x, elementwise (its Jacobian is diagonal: cos(x) x + sin(x))."""
+    _sin_x.calls += 1
+    return nd.sin(x) * x
+
+
+def _dsin_x(x):
+    return np.cos(x) * x + np.sin(x)
+
+
+def _d2sin_x(x):
+    return 2 * np.cos(x) - np.sin(x) * x
+
+
+XS = RNG.normal(size=(3, N))
+T0 = RNG.normal(size=N)
+_sum = lambda f: lambda x: f(x).sum()  # noqa: E731
+
+# (name, the transform over a compiled function, its argument, the closed form)
+OVER_COMPILED = [
+    ("vmap", lambda c: vmap(_sum(c)), XS, lambda x: (np.sin(x) * x).sum(1)),
+    ("vmap in_dims=1", lambda c: vmap(_sum(c), in_dims=1), XS.T, lambda x: (np.sin(x) * x)
+     .sum(0)),
+    ("vmap of an unbatched argument", lambda c: lambda x: vmap(lambda a, b: c(a) * c(b),
+                                                               in_dims=(0, None))(x, x[0]),
+     XS, lambda x: np.sin(x) * x * np.sin(x[0]) * x[0]),
+    ("vmap(vmap)", lambda c: vmap(vmap(c)), XS, lambda x: np.sin(x) * x),
+    ("vmap(grad)", lambda c: vmap(grad(_sum(c))), XS, _dsin_x),
+    ("grad(vmap)", lambda c: grad(lambda x: vmap(_sum(c))(x).sum()), XS, _dsin_x),
+    ("jacrev", lambda c: jacrev(c), X0, lambda x: np.diag(_dsin_x(x))),
+    ("jacfwd", lambda c: jacfwd(c), X0, lambda x: np.diag(_dsin_x(x))),
+    ("hessian", lambda c: hessian(_sum(c)), X0, lambda x: np.diag(_d2sin_x(x))),
+    ("vmap(hessian)", lambda c: vmap(hessian(_sum(c))), XS,
+     lambda x: np.stack([np.diag(_d2sin_x(r)) for r in x])),
+    ("vmap(jvp)", lambda c: vmap(lambda x: jvp(c, (x,), (nd.tensor(T0),))[1]), XS,
+     lambda x: _dsin_x(x) * T0),
+    ("jacfwd(grad)", lambda c: jacfwd(grad(_sum(c))), X0, lambda x: np.diag(_d2sin_x(x))),
+]
+
+
+@pytest.mark.parametrize("name, transform, x, closed_form", OVER_COMPILED,
+                         ids=[c[0] for c in OVER_COMPILED])
+def test_transforms_over_a_compiled_function_run_its_programs(name, transform, x,
+                                                              closed_form):
+    """vmap, jacrev, jacfwd, hessian and their compositions over ``compile(f)``: the closed
+    form's values, and from the second call on f's Python body never runs (a batched
+    program under vmap, the compiled pullback and pushforward under the derivatives:
+    Note [Differentiating a compiled function])."""
+    fun = transform(compile(_sin_x))
+    _sin_x.calls = 0
+    close(fun(nd.tensor(x)), closed_form(x), atol=1e-13)
+    assert _sin_x.calls > 0                       # (traced)
+    _sin_x.calls = 0
+    close(fun(nd.tensor(1.5 * x)), closed_form(1.5 * x), atol=1e-13)
+    assert _sin_x.calls == 0                      # (its programs ran)
+
+
+def test_vmap_of_a_compiled_function_draws_as_eager_code_does():
+    """A batched program draws what eager vmap draws (one draw of the batch's shape, for
+    randomness="different"), fresh on each call; under a vmap that is not the argument's,
+    whose elements eager code draws for too, the function runs as eager code."""
+    def f(x):
+        return x * nd.randn(N)
+
+    xs = nd.tensor(XS)
+    batched = vmap(f, randomness="different")
+    nd.manual_seed(3)
+    eager = [batched(xs).numpy().copy() for _ in range(3)]
+    compiled = vmap(compile(f), randomness="different")
+    nd.manual_seed(3)
+    got = [compiled(xs).numpy().copy() for _ in range(3)]
+    for a, b in zip(got, eager):
+        close(a, b, atol=0)
+    assert not np.allclose(got[1], got[2])
+    outer = vmap(lambda x: vmap(compile(f), randomness="different")(xs) * x,
+                 randomness="different")
+    nd.manual_seed(4)
+    a = outer(nd.tensor(T0)).numpy()
+    nd.manual_seed(4)
+    b = vmap(lambda x: batched(xs) * x, randomness="different")(nd.tensor(T0)).numpy()
+    close(a, b, atol=0)
+
+
+# ------------------------ a tensor a derivative follows, read as a constant, is followed
+def test_a_captured_value_of_a_transform_is_differentiated():
+    """A compiled function that reads, from its closure, a value of a transform outside the
+    call (a dual level's, a func.grad level's, a vmap's), directly or through a constant it
+    folds, runs as eager code: the derivative through it is kept (Note [Tensors a
+    derivative follows through a constant]; the tangent was x, not 2x)."""
+    x0, t = nd.tensor(X0), nd.tensor(T0)
+    close(jvp(lambda x: compile(lambda z: z * x)(x), (x0,), (t,))[1], 2 * X0 * T0,
+          atol=1e-15)
+    close(jvp(lambda x: compile(lambda z: z * (x * 2.0))(x), (x0,), (t,))[1],
+          4 * X0 * T0, atol=1e-15)
+    close(grad(lambda x: compile(lambda z: (z * x).sum())(x))(x0), 2 * X0, atol=1e-15)
+    close(vmap(lambda x: compile(lambda z: (z * x).sum())(x))(nd.tensor(XS)),
+          (XS * XS).sum(1), atol=1e-14)
+    close(jacfwd(lambda x: compile(lambda z: nd.sin(z) * x)(x))(x0),
+          np.diag(np.cos(X0) * X0 + np.sin(X0)), atol=1e-15)
+
+
+def test_a_captured_tensor_that_requires_grad_gets_its_gradient():
+    """A captured tensor that requires grad (a closure's, an attribute's) gets its gradient
+    on every call, also when it is made to require grad after the first trace; an
+    argument's gradient through a captured function of it is complete (it was w's part
+    only)."""
+    x0 = nd.tensor(X0)
+    w = nd.tensor(T0)
+    cf = compile(lambda z: (z * w).sum())
+    close(cf(x0), (X0 * T0).sum(), atol=1e-14)
+    w.requires_grad_()
+    for _ in range(2):
+        w.grad = None
+        cf(x0).backward()
+        close(w.grad, X0, atol=0)
+
+    class Model:
+        pass
+
+    m = Model()
+    m.w = nd.tensor(T0)
+    cm = compile(lambda z: (nd.sin(z) * m.w).sum())
+    cm(x0)
+    cm(x0)
+    m.w.requires_grad_()
+    cm(x0).backward()
+    close(m.w.grad, np.sin(X0), atol=1e-15)
+    x = nd.tensor(X0, requires_grad=True)
+
+    def loss():
+        y = x * 3.0
+        return compile(lambda z: (z * y).sum())(x)
+
+    for _ in range(2):
+        x.grad = None
+        loss().backward()
+        close(x.grad, 6 * X0, atol=1e-14)
