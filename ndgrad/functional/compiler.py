@@ -71,6 +71,7 @@ from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.inplace import BEFORE_WRITE
+from ..core.ops.registry import REGISTRY
 from ..core.refusing import refuse_hidden, restore
 from ..core.tensor import Tensor, _wrap_raw, finish
 from .compiled_function import call_batched, call_below, call_differentiably
@@ -219,7 +220,13 @@ class _Tracer(DataInterpreter):
             else:
                 refs.append(a if type(a) in LITERALS else info.const(a))
         B = self._backend(info, outs)
-        bound = op.bound[B] if not params and len(args) == nin else None
+        inputs_only = not params and len(args) == nin
+        if op.special is not None and inputs_only:  # (Note [Special cases of an op] in
+            found = op.special(*refs)               # core/ops/registry.py)
+            if found is not None:
+                op = REGISTRY[found[0]]
+                refs = list(found[1])
+        bound = op.bound[B] if inputs_only else None
         if bound is not None and not isinstance(bound, functools.partial):
             fn, name, with_backend = bound, getattr(bound, "__name__", op.name), False
         else:

@@ -106,3 +106,51 @@ def test_a_bound_forward_serves_the_public_call_and_its_gradient():
     # a call that does not fit the op still says so in the op's terms
     with pytest.raises(TypeError, match=r"ndgrad\.tanh"):
         ndgrad.tanh(x, 1, 2)
+
+
+SPECIAL = [n for n in ALL if REGISTRY[n].special is not None]
+
+
+@pytest.mark.parametrize("name", SPECIAL)
+@settings(max_examples=5)
+@given(data=st.data())
+def test_a_special_case_gives_what_the_forward_gives(name, data):
+    """Where an op declares that it is another op for some arguments (Note [Special cases of
+    an op]), that op gives the result of the forward's general path (the rule removed) bit
+    for bit; the draws are the op's own, with each input in turn set to Python scalars the
+    rule might single out."""
+    op = REGISTRY[name]
+    rule = op.special
+    args, kwargs = data.draw(op_samples(op))
+    if kwargs:
+        return
+    args = tuple(args)
+    candidates = [args] + [args[:k] + (v,) + args[k + 1:] for k in range(len(args))
+                           for v in (0, 1, 2, 2.0, 0.5, -1, 3)]
+    applied = 0
+    for cand in candidates:
+        found = rule(*cand)
+        if found is None:
+            continue
+        other, inputs = found
+        op.special = None
+        try:
+            general = op.forward(NUMPY, *cand)
+        finally:
+            op.special = rule
+        assert _same(REGISTRY[other].forward(NUMPY, *inputs), general), name
+        applied += 1
+    assert applied, f"{name}: no draw met its special case"
+
+
+def test_pow_of_two_is_square_in_a_compiled_program():
+    """pow(x, 2) of a real floating x is recorded as square (its special case) and gives
+    x * x bit for bit; an integer or complex x keeps pow."""
+    x = np.random.default_rng(5).normal(size=7) * 1e3
+    f = ndgrad.func.compile(lambda t: t ** 2)
+    out = f(ndgrad.tensor(x))
+    assert np.array_equal(f(ndgrad.tensor(x)).numpy(), x * x) and np.array_equal(out, x * x)
+    assert "square(v0)" in f.source(ndgrad.tensor(x))
+    for other in (np.arange(3), np.array([1 + 2j])):
+        assert "pow(" in f.source(ndgrad.tensor(other))
+        assert np.array_equal(f(ndgrad.tensor(other)).numpy(), other ** 2)

@@ -124,6 +124,17 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # A transform reads only these fields: it never compares an op's name or parses a string. A
 # transform's own rule table is the declaration too: an op with a Taylor rule of its own
 # declares it (``deftaylor``), one with a sparsity rule its name (``defsparsity``).
+# Note [Special cases of an op]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Some forwards take another op's path for some arguments, known from their types alone:
+# ``pow(x, 2)`` of a real floating ``x`` is ``square(x)`` (NumPy's power loop squares 2.7x
+# slower; both are ``x * x`` rounded once). The op declares it once (``defspecial``), and its
+# forward asks the same rule (``op.special``): so a program compiled from the op
+# (functional/compiler.py) records the other op, with that op's structure for the
+# optimiser, and its values stay the forward's. The rule sees no values, only shapes,
+# dtypes and Python scalars. A test runs the forward with the rule removed (its general
+# path) against the other op, for every op that declares one
+# (tests/core/test_bound_forwards.py).
 class Algebra:
     """The algebraic kinds of :class:`Structure` (compared by identity)."""
 
@@ -493,6 +504,8 @@ class Op:
         "public", "public_fn", "normalize_args", "signature", "_input_names",
         # the forward bound to each backend (Note [Forwards that hand their arguments on])
         "bound", "_target",
+        # where the op is another op for some arguments (Note [Special cases of an op])
+        "special",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -538,6 +551,7 @@ class Op:
         self.batch_params = False
         self.default_batch = _UNSET  # the rule the kind gives, made on first need
         self.identity_batch = None  # vmap's rule for identity batches (Note [Identity batches])
+        self.special = None  # (Note [Special cases of an op])
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
@@ -756,6 +770,19 @@ class Op:
         on the dense identity)."""
         self.identity_batch = rule
         return rule
+
+    # -- special cases (Note [Special cases of an op])
+    def defspecial(self, rule):
+        """Where the op is another op: ``rule(*inputs, **params)`` gives ``(name, inputs)``
+        (the registered op ``name`` on those inputs computes this op's result bit for bit:
+        the forward takes it) or None. It sees only what is known without values: an
+        array's ``shape`` and ``dtype``, and Python scalars (Note [Special cases of an
+        op])."""
+        if not callable(rule):
+            raise TypeError(f"{self.qualname}.defspecial: expected a rule function, got "
+                            f"{rule!r}")
+        self.special = rule
+        return self
 
     # -- structure and Taylor mode
     def defstructure(self, structure):
