@@ -27,6 +27,10 @@ G2  float32 matmul chain, X, W1, W2, W3 ``--size`` x ``--size`` (4096 on the GPU
 G3  ``--jac`` x ``--jac`` (256x256) float64 Jacobian of ``x -> tanh(A @ x)``; closed form
     ``(1 - tanh(A x)**2)[:, None] * A``: ``func.jacrev`` (one batched backward), ``func.jacfwd``,
     ``functional.jacobian(vectorize=True)`` (bench_transforms.py's W4 on the GPU).
+
+Each workload also times ``ndgrad.func.compile`` of its derivative (``compile(grad)``,
+``compile(jacrev)``, ``compile(jacfwd)``): the program traced once, its elementwise chains
+fused into one CuPy kernel each.
                                                   (reported; W4's CPU target is <= 15x)
 """
 
@@ -115,7 +119,16 @@ def g1_fns(env):
         y.sum().backward()
         return x.grad
 
-    return hand, {"ndgrad": nd}
+    def chain(x, n):
+        y = x
+        for _ in range(n):
+            y = ndgrad.tanh(y * 1.0001 + 0.5)
+        return y.sum()
+
+    # (the gradient traced once into a program; on the GPU its elementwise chain is one
+    # fused kernel: Note [Fused kernels] in ndgrad/functional/program.py)
+    compiled = func.compile(func.grad(chain), static_argnums=1)
+    return hand, {"ndgrad": nd, "ndgrad compile(grad)": compiled}
 
 
 def g1_torch(env):  # pragma: no cover - optional peer
@@ -161,7 +174,13 @@ def g2_fns(env):
         (out * out).mean().backward()
         return [p.grad for p in ps]
 
-    return hand, {"ndgrad": nd}
+    def loss(X, W1, W2, W3):
+        out = ndgrad.tanh(ndgrad.tanh(X @ W1) @ W2) @ W3
+        return (out * out).mean()
+
+    compiled = func.compile(func.grad(loss, argnums=(1, 2, 3)))
+    return hand, {"ndgrad": nd,
+                  "ndgrad compile(grad)": lambda X, Ws: list(compiled(X, *Ws))}
 
 
 def g2_torch(env):  # pragma: no cover - optional peer
@@ -192,10 +211,13 @@ def g3_fns(env, A, x):
 
     def f(v):
         return ndgrad.tanh(At @ v)
+    rev, fwd = func.compile(func.jacrev(f)), func.compile(func.jacfwd(f))
     return hand, {
         "ndgrad func.jacrev": lambda A, x: func.jacrev(f)(xt),
         "ndgrad func.jacfwd": lambda A, x: func.jacfwd(f)(xt),
         "ndgrad jacobian(vectorize)": lambda A, x: functional.jacobian(f, xt, vectorize=True),
+        "ndgrad compile(jacrev)": lambda A, x: rev(xt),
+        "ndgrad compile(jacfwd)": lambda A, x: fwd(xt),
     }
 
 

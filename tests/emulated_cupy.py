@@ -56,6 +56,9 @@ Each item is a behaviour of real CuPy that made ndgrad fail on a GPU, or could:
   ``|m| > n``; the random generator cannot be copied (its state is a device array beside a
   lock). (cuFFT's wrong real transforms of length 1 are not reproduced.)
 * no floating-point warnings (CuPy does not report division by zero or invalid values).
+* ``cupy.fuse``: a fused function runs on device arrays and scalars only, and inside it only
+  ufuncs (``cupy.ufunc``) may be called (``FUSE_LOG`` lists each fused call's kernel name,
+  for the compile tests; the kernel itself is the function run op by op).
 * timing and markers: ``cuda.Event``/``cuda.get_elapsed_time`` (an event never recorded, or
   events of two devices, cannot be timed) and ``cuda.nvtx.RangePush``/``RangePop``, whose
   calls are logged in ``NVTX_LOG`` for the profiler's tests.
@@ -351,6 +354,8 @@ ndarray.__module__ = "cupy"  # as CuPy's own: ndgrad recognises CuPy arrays by t
 def _check(args, kwargs=None):
     """The device of the device arrays among ``args``; TypeError for a host array, ValueError
     for an array on another device than the current one (CuPy's rules)."""
+    if getattr(_FUSING, "depth", 0) and not getattr(_FUSING, "ufunc", False):
+        raise TypeError("only ufuncs can be called inside a function fused by cupy.fuse")
     dev = None
     stack = list(args) + (list(kwargs.values()) if kwargs else [])
     while stack:
@@ -471,7 +476,11 @@ class _ufunc:  # noqa: N801 - a ufunc's stand-in
                 np.iscomplexobj(_unwrap(a)) for a in args[:self.nin]):
             raise TypeError(f"Wrong type ({tuple(_dtype_of(a) for a in args[:self.nin])}) "
                             f"of arguments for cupy_{self.__name__}")
-        dev = _check(args, kwargs)
+        _FUSING.ufunc = True
+        try:
+            dev = _check(args, kwargs)
+        finally:
+            _FUSING.ufunc = False
         if "out" not in kwargs:
             kwargs["order"] = "C"
         with np.errstate(all="ignore"):
@@ -496,6 +505,38 @@ class _ufunc:  # noqa: N801 - a ufunc's stand-in
 
 
 _REAL_ONLY = {"logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
+# ------------------------------------------------------------------------------ cupy.fuse
+_FUSING = threading.local()
+FUSE_LOG = []  # the kernel name of each call of a fused function
+
+
+def fuse(*args, kernel_name=None):
+    """``cupy.fuse``: ``fuse(f)`` or ``fuse(kernel_name=...)(f)``. The fused function takes
+    device arrays and scalars, and calls only ufuncs (anything else raises, as CuPy's
+    fusion cannot compile it); it runs op by op here."""
+    def make(f):
+        name = kernel_name or getattr(f, "__name__", "fused")
+
+        def fused(*xs):
+            for x in xs:
+                if not isinstance(x, (ndarray, int, float, complex, bool, np.generic)):
+                    raise TypeError(f"Unsupported type {type(x)} for a fused function")
+            _FUSING.depth = getattr(_FUSING, "depth", 0) + 1
+            try:
+                out = f(*xs)
+            finally:
+                _FUSING.depth -= 1
+            FUSE_LOG.append(name)
+            return out
+        fused.__name__ = name
+        return fused
+    if len(args) == 1 and callable(args[0]):
+        return make(args[0])
+    if args:
+        raise TypeError("fuse() takes a function, or keyword arguments")
+    return make
 
 
 def _dtype_of(a):
@@ -963,6 +1004,7 @@ def make_modules():
     global _REMAINDER, _TAKE_ALONG_AXIS
     _REMAINDER, _TAKE_ALONG_AXIS = main["remainder"], main["take_along_axis"]
     main.update(
+        fuse=fuse, ufunc=_ufunc,
         asarray=_asarray, array=_array, where=_where, tensordot=_tensordot, einsum=_einsum,
         ndarray=ndarray, asnumpy=asnumpy, remainder=_remainder_lossy, mod=_remainder_lossy,
         allclose=_as_0d(np.allclose), array_equal=_as_0d(np.array_equal), lexsort=_lexsort,

@@ -308,6 +308,13 @@ class Backend:
         plug-ins]); ``dispatch.apply`` names the ndgrad function."""
         return Unsupported(self.name, label, hint, why=why)
 
+    def elementwise_fusion(self):
+        """``(fuse, fusable)`` where the backend fuses chains of elementwise functions into
+        one kernel, else None: ``fuse(f, name)`` makes ``f`` (which calls only functions
+        for which ``fusable(fn)`` holds, on the backend's arrays and scalars) one kernel.
+        Compiled programs use it (Note [Fused kernels] in functional/program.py)."""
+        return None
+
     def rng_state(self):
         """A snapshot of this thread's random generator (``set_rng_state`` brings it back),
         or None when this thread has drawn nothing from this backend yet."""
@@ -670,6 +677,14 @@ class CupyBackend(Backend):
         f = _on_host(self, getattr(np, name), name)
         setattr(self, name, f)
         return f
+
+    def elementwise_fusion(self):
+        """``cupy.fuse`` over CuPy's ufuncs (Note [Fused kernels] in functional/program.py)."""
+        fuse = getattr(self._cp, "fuse", None)
+        ufunc = getattr(self._cp, "ufunc", None)
+        if fuse is None or not isinstance(ufunc, type):
+            return None
+        return (lambda f, name: fuse(kernel_name=name)(f)), (lambda fn: isinstance(fn, ufunc))
 
     # -- functions CuPy lacks, on the device
     def errstate(self, **kwargs):

@@ -305,7 +305,11 @@ def _moved_onto_constant(s, made_by, uses, program):
     c, v = m.args[k], m.args[1 - k]
     if type(v) is not Value or type(c) is Value:
         return None
-    cv = np.asarray(_value_of(c))
+    B = program.backend
+    value = _value_of(c)
+    # (the constant's values, probed on the host; the fold is made on the program's backend:
+    # a host array in a device program would be refused there)
+    cv = B.to_numpy(value) if type(value) is B.array_type else np.asarray(value)
     values = np.unique(cv.ravel())
     probe = _probe_values(x.dtype)
     if probe is None or values.size > 64 or cv.dtype.kind not in "biufc":
@@ -318,7 +322,8 @@ def _moved_onto_constant(s, made_by, uses, program):
             if not _bitwise_equal(op.forward(NUMPY, m.op.forward(NUMPY, *pair)),
                                   m.op.forward(NUMPY, *moved)):
                 return None
-        folded = op.forward(NUMPY, cv)
+        folded = op.forward(B, value) if type(value) is B.array_type else \
+            op.forward(NUMPY, cv)
     except Exception:  # (a probe the forwards refuse: no rewrite)
         return None
     program.consts.append(folded)
@@ -572,11 +577,39 @@ def build(program):
             return ref(v)
         return ref(v) if _literal(v) is not None else _param(v, program)
 
-    # (a lazy backend's arrays are graphs, not memory: Note [Buffers of a program])
-    buffers = {} if getattr(B, "deferred_gradients", False) else _buffers(program)
+    fusion = B.elementwise_fusion()
+    groups = _fusion_groups(program, fusion[1]) if fusion is not None else {}
+    # (a lazy backend's arrays are graphs, not memory: Note [Buffers of a program]; a
+    # fused kernel's values inside it have none: Note [Fused kernels])
+    buffers = {} if getattr(B, "deferred_gradients", False) or fusion is not None else \
+        _buffers(program)
+    kernels = []
+    for start, (stop, ins, outs) in groups.items():
+        name = f"fused_{len(kernels) + 1}"
+        params = [f"k{v[2:-1]}" if v.startswith("K[") else v for v in ins]
+        body = [f"def {name}({', '.join(params)}):"]
+        for s in program.steps[start:stop]:
+            fn = fname(s.fn, s.name)
+            args = [f"k{a.index}" if type(a) is Const and _literal(a.value) is None else ref(a)
+                    for a in s.args]
+            body.append(f"    v{s.outs[0].index} = {fn}({', '.join(args)})")
+        body.append(f"    return ({', '.join(f'v{v}' for v in outs)},)")
+        kernels.append((name, "\n".join(body) + "\n"))
     ins = ", ".join(f"v{v.index}" for v in program.inputs)
     lines.append(f"def program({ins}):")
+    k = 0
+    skip = 0
     for i, s in enumerate(program.steps):
+        if i < skip:
+            continue
+        group = groups.get(i)
+        if group is not None:
+            stop, g_ins, g_outs = group
+            k += 1
+            lines.append(f"    {', '.join(f'v{v}' for v in g_outs)}, = fused_{k}("
+                         f"{', '.join(g_ins)})")
+            skip = stop
+            continue
         outs = ", ".join(f"v{o.index}" for o in s.outs) + ("," if len(s.outs) == 1 and
                                                           s.op is not None and s.op.nout != 1
                                                           else "")
@@ -603,7 +636,13 @@ def build(program):
     lines.append(f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
     source = "\n".join(lines) + "\n"
     namespace = dict(glob)
+    for name, text in kernels:  # (Note [Fused kernels])
+        exec(builtins.compile(text, f"<ndgrad fused kernel {name}>", "exec"),  # noqa: S102
+             namespace)
+        namespace[name] = glob[name] = _Fused(fusion[0](namespace[name], f"ndgrad_{name}"),
+                                              namespace[name])
     exec(builtins.compile(source, "<ndgrad compiled program>", "exec"), namespace)  # noqa: S102
+    source = "".join(text + "\n" for _, text in kernels) + source
     program.source = source
     program.globals = glob
     program.run = namespace["program"]
@@ -792,6 +831,86 @@ def _is_ufunc(fn):
     """A ufunc, or one of the program's own functions that takes ``out=`` as one does."""
     return getattr(fn, "takes_out", False) or (
         hasattr(fn, "nout") and hasattr(fn, "reduce") and hasattr(fn, "types"))
+
+
+# Note [Fused kernels]
+# ~~~~~~~~~~~~~~~~~~~~
+# On a backend that fuses elementwise functions into one kernel (``elementwise_fusion``:
+# CuPy's ``cupy.fuse`` over its ufuncs), each run of two or more consecutive steps that
+# call a fusable function (a ufunc, with no parameter, one output that is no 0-d scalar)
+# becomes one function of the program, ``fused_k``, made one kernel: it takes the values
+# the run reads from before it, and returns those of its values that a later step or the
+# caller reads; the others never reach memory. Its body is the steps' own lines, so
+# ``compiled.source`` shows what each kernel computes. A run of elementwise ops on the GPU
+# is bound by memory traffic and launches, which this removes (one read of each input and
+# one write of each result per chain). Such a program reuses no buffers (``out=``): the
+# device's memory pool gives fresh memory cheaply, and a fused value has no memory to
+# reuse. A kernel that the backend fails to build or run on its first call (a function
+# its fusion does not support) runs as its steps from then on (``_Fused``), so fusion
+# never changes what a program can compute; its values are the steps' to rounding (a
+# fused kernel may contract a multiply and an add into one rounding).
+class _Fused:
+    """A fused kernel (Note [Fused kernels]), or its steps where the kernel fails."""
+
+    __slots__ = ("kernel", "steps")
+
+    def __init__(self, kernel, steps):
+        self.kernel = kernel
+        self.steps = steps
+
+    def __call__(self, *args):
+        try:
+            return self.kernel(*args)
+        except Exception:  # noqa: BLE001 - the backend's fusion refused this kernel
+            if self.kernel is self.steps:
+                raise
+            self.kernel = self.steps
+            return self.steps(*args)
+
+
+def _fusion_groups(program, fusable):
+    """``{first step: (stop, inputs, output value indices)}``: the runs of two or more
+    consecutive fusable steps (Note [Fused kernels]); the inputs are the names the program
+    gives them (``v3``, a constant array's ``K[1]``)."""
+    steps = program.steps
+
+    def ok(s):
+        return s.kind == "op" and not s.with_backend and not s.params and \
+            len(s.outs) == 1 and not s.scalar and s.op is not None and s.op.nout == 1 and \
+            fusable(s.fn)
+
+    last_read = {}  # value index -> the last step reading it (len(steps): the caller)
+    for i, s in enumerate(steps):
+        for a in step_values(s):
+            last_read[a.index] = i
+    for o in program.outputs:
+        if type(o) is Value:
+            last_read[o.index] = len(steps)
+    groups = {}
+    i = 0
+    while i < len(steps):
+        if not ok(steps[i]):
+            i += 1
+            continue
+        stop = i
+        while stop < len(steps) and ok(steps[stop]):
+            stop += 1
+        if stop - i >= 2:
+            made, ins, outs = set(), [], []
+            for s in steps[i:stop]:
+                for a in s.args:
+                    if type(a) is Value and a.index not in made and f"v{a.index}" not in ins:
+                        ins.append(f"v{a.index}")
+                    elif type(a) is Const and _literal(a.value) is None and \
+                            f"K[{a.index}]" not in ins:
+                        ins.append(f"K[{a.index}]")  # (a kernel reads arrays as arguments)
+                made.add(s.outs[0].index)
+            outs = [s.outs[0].index for s in steps[i:stop]
+                    if last_read.get(s.outs[0].index, -1) >= stop]
+            if outs:
+                groups[i] = (stop, ins, outs)
+        i = stop
+    return groups
 
 
 def _buffers(program):
