@@ -353,17 +353,20 @@ def pow(B, x, y):
     >>> x.grad
     tensor([-4.,  6.])
     """
-    special = pow.special  # (None while a test runs the general path)
-    if special is not None and special(x, y) is not None:
+    if (type(y) is int or type(y) is float) and y == 2 and \
+            getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
+        # as NumPy's own ``x ** 2``: its power loop squares 2.7x slower than ``square`` does
+        # (the same values: pow(x, 2) is x * x exactly rounded; and, for a real floating x,
+        # the same dtype). Declared as pow's special case below (Note [Special cases of an op]
+        # in core/ops/registry.py), written there again: a call here would cost eager x ** 2
+        # a tenth of its time; a test holds the two to the same arguments
         return B.square(x)
     return B.power(x, y)
 
 
 def _pow_special(x, y):
-    """``pow(x, 2)`` of a real floating ``x`` is ``square(x)`` (Note [Special cases of an op]
-    in core/ops/registry.py): as NumPy's own ``x ** 2``, whose power loop squares 2.7x
-    slower than ``square`` does (the same values: pow(x, 2) is x * x exactly rounded; and,
-    for a real floating x, the same dtype)."""
+    """``pow(x, 2)`` of a real floating ``x`` is ``square(x)``: the forward's shortcut (Note
+    [Special cases of an op] in core/ops/registry.py)."""
     if (type(y) is int or type(y) is float) and y == 2 and \
             getattr(x, "dtype", None) is not None and x.dtype.kind == "f":
         return "square", (x,)

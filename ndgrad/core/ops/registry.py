@@ -128,13 +128,14 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Some forwards take another op's path for some arguments, known from their types alone:
 # ``pow(x, 2)`` of a real floating ``x`` is ``square(x)`` (NumPy's power loop squares 2.7x
-# slower; both are ``x * x`` rounded once). The op declares it once (``defspecial``), and its
-# forward asks the same rule (``op.special``): so a program compiled from the op
-# (functional/compiler.py) records the other op, with that op's structure for the
-# optimiser, and its values stay the forward's. The rule sees no values, only shapes,
-# dtypes and Python scalars. A test runs the forward with the rule removed (its general
-# path) against the other op, for every op that declares one
-# (tests/core/test_bound_forwards.py).
+# slower; both are ``x * x`` rounded once). The op declares it (``defspecial``), so a program
+# compiled from the op (functional/compiler.py) records the other op, with that op's
+# structure for the optimiser, and its values stay the forward's. The rule sees no values,
+# only shapes, dtypes and Python scalars. The forward keeps its own test of the case (a
+# call into the rule would slow the eager op), and a test holds the two together: for
+# every op that declares a special case, on its drawn arguments and Python scalars in each
+# position, where the rule names another op, that op gives the forward's result bit for
+# bit (tests/core/test_bound_forwards.py; a rule that also took ``pow(x, 3)`` fails it).
 class Algebra:
     """The algebraic kinds of :class:`Structure` (compared by identity)."""
 
