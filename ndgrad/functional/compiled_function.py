@@ -52,7 +52,7 @@ from .transforms import jvp, vjp
 from .vmap import _VMAP as VMAP_INTERPRETER
 from .vmap import BatchedTensor, vmap
 
-__all__ = ["call_differentiably", "call_batched", "call_below"]
+__all__ = ["call_at_levels"]
 
 
 class _CompiledCall(Function):
@@ -163,15 +163,13 @@ def call_batched(compiled, args):
         batched = made[key] = type(compiled)(
             vmap(compiled.fun, in_dims=key[0], randomness=key[1]), (), (),
             compiled.assume_finite, compiled.cache_size)
-    try:
-        with _levels.below(level):
-            if any(lv.depth > level.depth and lv.interpreter is VMAP_INTERPRETER
-                   for lv in _visible()) and any(
-                    s.kind == "random" for s in batched.program(*values).traced):
-                return None  # (a vmap inside this one, which eager code's draws see)
-            out = batched(*values)
-    except _levels.HiddenValueError:  # (the function reads a value of the level:
-        return None                   # Note [Tensors a derivative follows through a constant])
+    def run():
+        if any(lv.depth > level.depth and lv.interpreter is VMAP_INTERPRETER
+               for lv in _visible()) and _draws(batched.program(*values)):
+            return None  # (a vmap inside this one, which eager code's draws see)
+        return batched(*values)
+
+    out = _below(level, run)
     if isinstance(out, Tensor):
         return BatchedTensor._wrap(out, level)
     if type(out) is tuple and all(isinstance(o, Tensor) for o in out):
@@ -191,15 +189,14 @@ def call_below(compiled, args):
         return None
     if STATE.grad_enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
         return None
-    try:
-        with _levels.below(visible[0]):
-            program = compiled.program(*args)
-            if program.reads_live or (any(s.kind == "random" for s in program.traced) and any(
-                    lv.interpreter is VMAP_INTERPRETER for lv in visible)):
-                return None
-            return compiled(*args)
-    except _levels.HiddenValueError:
-        return None
+    def run():
+        program = compiled.program(*args)
+        if program.reads_live or (_draws(program) and any(
+                lv.interpreter is VMAP_INTERPRETER for lv in visible)):
+            return None
+        return compiled(*args)
+
+    return _below(visible[0], run)
 
 
 def call_differentiably(compiled, args):
@@ -208,9 +205,9 @@ def call_differentiably(compiled, args):
     if not args or not all(isinstance(a, Tensor) for a in args):
         return None
     if _levels.VISIBLE[0]:
-        # under func.grad/vjp levels only: each records the node, and runs the program one
-        # level down on plain values; under vmap or a data level (a tangent) it runs as
-        # eager code (a vmap would loop over the node, a tangent needs the node's jvp)
+        # under func.grad/vjp, dual and vmap levels only: a grad level records the node and
+        # runs it one level down, a dual level calls its jvp, a vmap runs it once on the
+        # batch (generate_vmap_rule); under a Taylor or sparsity level it runs as eager code
         if any(lv.interpreter is not GRAD_INTERPRETER and lv.interpreter is not
                DUAL_INTERPRETER and lv.interpreter is not VMAP_INTERPRETER
                for lv in _visible()):
@@ -224,15 +221,9 @@ def call_differentiably(compiled, args):
     if any(p is None for p in plain):
         return None
     visible = _visible()
-    try:
-        if visible:  # (traced below every level: none lifts the tensors the function makes)
-            with _levels.below(visible[0]):
-                probe = compiled.program(*plain)
-        else:
-            probe = compiled.program(*plain)
-    except _levels.HiddenValueError:  # (the function reads a value of a level: Note
-        return None                   # [Tensors a derivative follows through a constant])
-    if probe.reads_live:
+    # (traced below every level: none lifts the tensors the function makes)
+    probe = _below(visible[0] if visible else None, lambda: compiled.program(*plain))
+    if probe is None or probe.reads_live:
         return None
     leaves = probe.outputs
     if probe.out_spec.kind not in ("leaf", "tuple") or any(
@@ -240,6 +231,38 @@ def call_differentiably(compiled, args):
             hasattr(o, "dtype") and is_differentiable_dtype(o.dtype) for o in leaves):
         return None
     return _CompiledCall.apply(compiled, *args)
+
+
+def call_at_levels(compiled, args):
+    """The call of ``compiled`` with positional ``args`` inside transforms or with arguments
+    that require grad, as a compiled program: batched under a vmap, one node under grad and
+    dual levels, below the levels where no argument is theirs; or None: then the function
+    runs as eager code (Note [Differentiating a compiled function])."""
+    levels = _levels.VISIBLE[0]
+    out = call_batched(compiled, args) if levels else None
+    if out is None:
+        out = call_differentiably(compiled, args)
+    if out is None and levels:
+        out = call_below(compiled, args)
+    return out
+
+
+def _below(level, run):
+    """``run()`` with ``level`` and the levels inside it hidden (as it is for None); None
+    where the function reads a value of a hidden level (Note [Tensors a derivative follows
+    through a constant] in functional/compiler.py)."""
+    try:
+        if level is None:
+            return run()
+        with _levels.below(level):
+            return run()
+    except _levels.HiddenValueError:
+        return None
+
+
+def _draws(program):
+    """Whether the program draws random numbers."""
+    return any(s.kind == "random" for s in program.traced)
 
 
 def _visible():

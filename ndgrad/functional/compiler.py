@@ -74,7 +74,7 @@ from ..core.inplace import BEFORE_WRITE
 from ..core.ops.registry import REGISTRY
 from ..core.refusing import refuse_hidden, restore
 from ..core.tensor import Tensor, _wrap_raw, finish
-from .compiled_function import call_batched, call_below, call_differentiably
+from .compiled_function import call_at_levels
 from .program import (LITERALS, Const, Program, Step, Value, build, optimize,
                       standalone_source)
 from .pytree import tree_flatten, tree_unflatten
@@ -733,13 +733,8 @@ class Compiled:
                 if entry is not None and entry.current():
                     return entry.wrap(entry.program.run(*datas))
         if self._eager(args, kwargs):
-            if not kwargs:  # (arguments that require grad, or values of func.grad levels)
-                out = call_batched(self, args) if _levels.VISIBLE[0] else None
-                if out is not None:
-                    return out
-                out = call_differentiably(self, args)
-                if out is None and _levels.VISIBLE[0]:
-                    out = call_below(self, args)
+            if not kwargs:  # (arguments that require grad, or values of transforms)
+                out = call_at_levels(self, args)
                 if out is not None:
                     return out
             return self.fun(*args, **kwargs)
