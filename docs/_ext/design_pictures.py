@@ -105,14 +105,16 @@ def package_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+def _module_name(path, root):
+    rel = path.relative_to(root.parent).with_suffix("")
+    parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
 def _absolute(name, level, package):
+    """The absolute module a relative ``from`` (or ``importlib``) names from ``package``."""
     if not level:
         return name or ""
     base = package.split(".")
@@ -120,80 +122,114 @@ def _absolute(name, level, package):
     return ".".join(base + ([name] if name else []))
 
 
-def _is_type_checking(test) -> bool:
+def _is_type_checking(test):
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-class Walk:
-    """Every module under ``root`` (a package folder): ``paths`` {module: file} and
-    ``imports`` {module: set of modules of the package it imports}. An import of the package
-    itself (``import ndgrad``, ``from .. import name`` where the name is not a module) is an
-    import of its ``__init__``: the face."""
+class Imports:
+    """The imports of every module under ``root`` (a package folder) of its own package
+    (``paths``: {module: file}; ``imports``: {module: the modules it imports}), as the
+    pictures and tests/core/test_layers.py read them:
+    ``edges`` {module: {imported module: [(file:line, kind)]}}, kind ``module`` (run when the
+    module is imported), ``local`` (inside a function) or ``importlib`` (``import_module`` /
+    ``__import__`` of a constant name); ``face``: the file:line of each import of the package
+    itself (``import ndgrad``, ``import ndgrad.x`` without ``as``, ``from ndgrad import f`` or
+    ``from .. import f`` where f is not a module); ``dynamic``: {(module, function): file:line}
+    of each importlib call whose name is not a constant. Imports under ``if TYPE_CHECKING`` do
+    not run and are left out."""
 
     def __init__(self, root: Path):
         self.root = root
         self.top = root.name
         self.paths = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
-        self.imports: dict[str, set[str]] = {m: set() for m in self.paths}
+        self.edges = {m: {} for m in self.paths}
+        self.face = []
+        self.dynamic = {}
         for module, path in self.paths.items():
             package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-            self._walk(ast.parse(path.read_text(encoding="utf-8")), module, package)
+            self._walk(ast.parse(path.read_text(encoding="utf-8")), module, package, path, (),
+                       False)
+        # {module: set of modules of the package it imports}, through imports of every kind
+        self.imports: dict[str, set[str]] = {m: set(deps) for m, deps in self.edges.items()}
 
-    def _add(self, module, target):
+    def _add(self, module, target, where, kind):
         while target not in self.paths and "." in target:
             target = target.rpartition(".")[0]  # ``import a.b.f``: f is a name in a.b
         if target in self.paths and target != module:
-            self.imports[module].add(target)
+            self.edges[module].setdefault(target, []).append((where, kind))
 
-    def _walk(self, node, module, package):
+    def _walk(self, node, module, package, path, scope, local):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
                 children = child.orelse
             else:
                 children = [child]
             for c in children:
-                self._visit(c, module, package)
+                self._visit(c, module, package, path, scope, local)
 
-    def _visit(self, node, module, package):
+    def _visit(self, node, module, package, path, scope, local):
+        where = f"{path.relative_to(self.root.parent)}:{getattr(node, 'lineno', '?')}"
+        kind = "local" if local else "module"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == self.top:
-                    self._add(module, alias.name)
+                    if alias.name == self.top or alias.asname is None:
+                        self.face.append(where)
+                    self._add(module, alias.name, where, kind)
         elif isinstance(node, ast.ImportFrom):
             target = _absolute(node.module, node.level, package)
             if target.split(".")[0] == self.top:
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
-                    self._add(module, sub if sub in self.paths else target)
+                    if sub in self.paths:
+                        self._add(module, sub, where, kind)
+                    else:
+                        if target == self.top:
+                            self.face.append(where)
+                        self._add(module, target, where, kind)
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            arg = node.args[0] if node.args else None
-            if name in ("import_module", "__import__") and isinstance(arg, ast.Constant) \
-                    and isinstance(arg.value, str):
-                level = len(arg.value) - len(arg.value.lstrip("."))
-                target = _absolute(arg.value.lstrip(".") or None, level, package)
-                if target.split(".")[0] == self.top:
-                    self._add(module, target)
-        self._walk(node, module, package)
+            if name in ("import_module", "__import__"):
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    level = len(arg.value) - len(arg.value.lstrip("."))
+                    target = _absolute(arg.value.lstrip(".") or None, level, package)
+                    if target.split(".")[0] == self.top:
+                        if target == self.top:
+                            self.face.append(where)
+                        self._add(module, target, where, "importlib")
+                else:
+                    self.dynamic[(module, ".".join(scope))] = where
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = scope + (node.name,)
+        local = local or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        self._walk(node, module, package, path, scope, local)
 
     def rel(self, module: str) -> str:
         """The module's file relative to the package folder, with ``/``."""
         return self.paths[module].relative_to(self.root).as_posix()
 
+    def graph(self, kinds=("module", "local", "importlib"), allowed=()):
+        """{module: imported modules}, through imports of ``kinds``, without the ``allowed``
+        edges."""
+        return {m: {t for t, sites in deps.items() if (m, t) not in allowed
+                    and any(k in kinds for _, k in sites)}
+                for m, deps in self.edges.items()}
 
-def package_imports(root: Path | None = None) -> Walk:
-    return Walk(root or package_root())
+
+def package_imports(root: Path | None = None) -> Imports:
+    return Imports(root or package_root())
 
 
-def assign(walk: Walk, table=GROUPS) -> dict[str, list[str]]:
+def assign(walk: Imports, table=GROUPS) -> dict[str, list[str]]:
     """{module: its groups} for every module of the walk (one group each, where the table
     places every module)."""
     return {m: groups_of(walk.rel(m), table) for m in walk.paths}
 
 
-def members(walk: Walk, table=GROUPS) -> dict[str, list[str]]:
+def members(walk: Imports, table=GROUPS) -> dict[str, list[str]]:
     """{group: its modules, a module after the modules of its group that it imports}; the
     modules the table does not place (or places twice) under ``"?"``."""
     groups = assign(walk, table)
@@ -223,7 +259,7 @@ def _depths(graph: dict[str, set[str]]) -> dict[str, int]:
     return depth
 
 
-def group_edges(walk: Walk, table=GROUPS) -> dict[tuple[str, str], int]:
+def group_edges(walk: Imports, table=GROUPS) -> dict[tuple[str, str], int]:
     """{(importing group, imported group): the number of (module, imported module) pairs},
     between different groups of modules the table places."""
     groups = assign(walk, table)
@@ -255,7 +291,7 @@ _RC = {"svg.fonttype": "none", "svg.hashsalt": "ndgrad-docs", "font.family": "De
        "font.size": FONT}
 
 
-def _short_names(walk: Walk, modules: list[str]) -> list[str]:
+def _short_names(walk: Imports, modules: list[str]) -> list[str]:
     """Each module's file relative to the folder its group's files share, without ``.py``."""
     rels = [walk.rel(m) for m in modules]
     folders = [r.rpartition("/")[0] for r in rels]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import io
 import re
 import subprocess
@@ -23,6 +24,7 @@ import ndgrad
 
 PACKAGE = Path(ndgrad.__file__).parent
 CORE = PACKAGE / "core"
+PICTURES = Path(__file__).resolve().parents[2] / "docs" / "_ext" / "design_pictures.py"
 pytestmark = pytest.mark.cpu_only("it reads the package's source, not a device")
 
 # The imports allowed to close a cycle, each named with the reason it cannot be broken by
@@ -40,115 +42,22 @@ DYNAMIC_IMPORTS = {
 }
 
 
-def _module_name(path, root):
-    rel = path.relative_to(root.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def _walker():
+    """The import walker the docs' layer picture draws from (docs/_ext/design_pictures.py,
+    loaded by its path): one reading of the imports for the picture and these tests."""
+    spec = importlib.util.spec_from_file_location("ndgrad_docs_design_pictures", PICTURES)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Imports
 
 
-def _absolute(name, level, package):
-    """The absolute module a relative ``from`` (or ``importlib``) names from ``package``."""
-    if not level:
-        return name or ""
-    base = package.split(".")
-    base = base[:len(base) - level + 1]
-    return ".".join(base + ([name] if name else []))
-
-
-def _is_type_checking(test):
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-class Imports:
-    """The imports of every module under ``root`` (a package folder) of its own package:
-    ``edges`` {module: {imported module: [(file:line, kind)]}}, kind ``module`` (run when the
-    module is imported), ``local`` (inside a function) or ``importlib`` (``import_module`` /
-    ``__import__`` of a constant name); ``face``: the file:line of each import of the package
-    itself (``import ndgrad``, ``import ndgrad.x`` without ``as``, ``from ndgrad import f`` or
-    ``from .. import f`` where f is not a module); ``dynamic``: {(module, function): file:line}
-    of each importlib call whose name is not a constant. Imports under ``if TYPE_CHECKING`` do
-    not run and are left out."""
-
-    def __init__(self, root=PACKAGE):
-        self.root = root
-        self.top = root.name
-        self.paths = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
-        self.edges = {m: {} for m in self.paths}
-        self.face = []
-        self.dynamic = {}
-        for module, path in self.paths.items():
-            package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-            self._walk(ast.parse(path.read_text()), module, package, path, (), False)
-
-    def _add(self, module, target, where, kind):
-        while target not in self.paths and "." in target:
-            target = target.rpartition(".")[0]  # ``import a.b.f``: f is a name in a.b
-        if target in self.paths and target != module:
-            self.edges[module].setdefault(target, []).append((where, kind))
-
-    def _walk(self, node, module, package, path, scope, local):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child.test):
-                children = child.orelse
-            else:
-                children = [child]
-            for c in children:
-                self._visit(c, module, package, path, scope, local)
-
-    def _visit(self, node, module, package, path, scope, local):
-        where = f"{path.relative_to(self.root.parent)}:{getattr(node, 'lineno', '?')}"
-        kind = "local" if local else "module"
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == self.top:
-                    if alias.name == self.top or alias.asname is None:
-                        self.face.append(where)
-                    self._add(module, alias.name, where, kind)
-        elif isinstance(node, ast.ImportFrom):
-            target = _absolute(node.module, node.level, package)
-            if target.split(".")[0] == self.top:
-                for alias in node.names:
-                    sub = f"{target}.{alias.name}"
-                    if sub in self.paths:
-                        self._add(module, sub, where, kind)
-                    else:
-                        if target == self.top:
-                            self.face.append(where)
-                        self._add(module, target, where, kind)
-        elif isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in ("import_module", "__import__"):
-                arg = node.args[0] if node.args else None
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    level = len(arg.value) - len(arg.value.lstrip("."))
-                    target = _absolute(arg.value.lstrip(".") or None, level, package)
-                    if target.split(".")[0] == self.top:
-                        if target == self.top:
-                            self.face.append(where)
-                        self._add(module, target, where, "importlib")
-                else:
-                    self.dynamic[(module, ".".join(scope))] = where
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            scope = scope + (node.name,)
-        local = local or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        self._walk(node, module, package, path, scope, local)
-
-    def graph(self, kinds=("module", "local", "importlib"), allowed=()):
-        """{module: imported modules}, through imports of ``kinds``, without the ``allowed``
-        edges."""
-        return {m: {t for t, sites in deps.items() if (m, t) not in allowed
-                    and any(k in kinds for _, k in sites)}
-                for m, deps in self.edges.items()}
+Imports = _walker()
 
 
 @functools.cache
 def package_walk():
     """The imports of every module of ndgrad (one walk per process: each test reads it)."""
-    return Imports()
+    return Imports(PACKAGE)
 
 
 def core_imports():
