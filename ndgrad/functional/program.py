@@ -192,11 +192,15 @@ def optimize(program, assume_finite=False):
             if first is not None:
                 _dropped(s, uses, zip(s.outs, first.outs), rename)
                 continue
+        if program.backend is NUMPY:
+            s = _uniform_constants(s, program)
         given = _same_as(s, made_by, assume_finite)
         if given is not None:
             _dropped(s, uses, [(s.outs[0], given)], rename)
             continue
         moved = _onto_constant(s, made_by, uses, program)
+        if moved is None:
+            moved = _scaled_once(s, made_by, uses, program)
         if moved is None:
             moved = _accumulated(s, made_by, uses, signless)
             if moved is not None:
@@ -270,7 +274,16 @@ def _dropped(s, uses, pairs, rename):
 # built (``-(c * x)`` is ``(-c) * x`` bit for bit): one pass less (``_onto_constant``). A
 # sum of a value with no -0.0 in it and a scatter of values onto zeros (a getitem's
 # cotangent, ``index_add(0, v)``) is the scatter of those values into the value, where the
-# op adds each value once (``_accumulated``): an array and a pass less.
+# op adds each value once (``_accumulated``): an array and a pass less. A product of a
+# real constant ``a`` with ``|a| >= 1`` and a product of a power of two ``2^k`` (k >= 0) with
+# ``x``, read by it alone, is one product, ``(a 2^k) * x`` (``_scaled_once``): ``2^k x`` is
+# exact, and so is ``a 2^k``; where ``2^k x`` overflows, ``|a| >= 1`` makes ``(a 2^k) x``
+# overflow too; zeros keep their signs; a pass less (the gradient of ``100 * u ** 2`` scales
+# by 2, then by 100). A constant array whose elements are all one value, bit for bit, in an
+# elementwise step whose other inputs give the output its shape, is that value, a 0-d
+# array of its dtype (a Python number where one gives the same dtype): the gradient of a
+# sum broadcasts ones, folded into such arrays (``_uniform_constants``); the step then reads
+# one array less.
 #
 # The output must have the argument's shape and dtype (``x * ones`` that broadcasts makes a
 # new shape). A complex ``x * 1`` gives NaN where x has an infinite part (``inf * 0`` in
@@ -326,10 +339,123 @@ def _moved_onto_constant(s, made_by, uses, program):
             op.forward(NUMPY, cv)
     except Exception:  # (a probe the forwards refuse: no rewrite)
         return None
+    if type(value) in LITERALS and np.ndim(folded) == 0:  # (a Python number stays one)
+        folded = type(value)(folded.item())
     program.consts.append(folded)
     const = Const(len(program.consts) - 1, folded)
     args = [const, v] if k == 0 else [v, const]
     return Step("op", m.op, m.fn, m.name, m.with_backend, args, {}, s.outs)
+
+
+def _uniform_constants(s, program):
+    """Step ``s`` with each constant array whose elements are all one value, bit for bit, as
+    that value, where ``s`` is elementwise and its other inputs give the output its shape
+    (Note [Program rewrites]); else ``s`` itself."""
+    op = s.op
+    if s.kind != "op" or op is None or op.kind != "elementwise" or s.params or \
+            len(s.outs) != 1 or not any(type(a) is Const for a in s.args):
+        return s
+    o = s.outs[0]
+    args = list(s.args)
+    for k, a in enumerate(args):
+        if type(a) is not Const or type(a.value) is not np.ndarray or a.value.size < 2 or \
+                a.value.dtype.kind not in "biufc":
+            continue
+        others = [x for j, x in enumerate(args) if j != k]
+        try:
+            shape = np.broadcast_shapes(*[x.shape if type(x) is Value else
+                                          np.shape(_value_of(x)) for x in others])
+        except ValueError:
+            continue
+        v = a.value
+        flat = np.ascontiguousarray(v).reshape(-1)
+        rows = flat.view(np.uint8).reshape(flat.size, flat.itemsize)
+        if shape != o.shape or not (rows == rows[0]).all():
+            continue
+        first = flat[:1].reshape(())
+        weak = v.dtype == o.dtype and v.dtype in _WEAK and any(type(x) is Value for x in others) \
+            and all(x.dtype == o.dtype for x in others if type(x) is Value) and \
+            all(type(x) is Value or type(x) in LITERALS for x in others)
+        value = first.item() if weak and _literal(first.item()) is not None else first.copy()
+        program.consts.append(value)
+        args[k] = Const(len(program.consts) - 1, value)
+    if all(x is y for x, y in zip(args, s.args)):
+        return s
+    return Step("op", op, s.fn, s.name, s.with_backend, args, {}, s.outs)
+
+
+# (the dtypes a Python number of the same kind gives, next to arrays of that dtype)
+_WEAK = (np.dtype(np.float64), np.dtype(np.complex128), np.dtype(np.int64), np.dtype(bool))
+
+
+def _scalar_of(a, dtype):
+    """The real number a constant argument is, where it is one number of a real floating
+    ``dtype`` that keeps the step's dtype (a Python number, or a 0-d array of ``dtype``):
+    ``(value, python)``; else None."""
+    if type(a) is not Const:
+        v = a
+    else:
+        v = a.value
+    if type(v) in (int, float) and type(v) is not bool:
+        return float(v), True
+    if isinstance(v, (np.ndarray, np.generic)) and np.ndim(v) == 0 and v.dtype == dtype:
+        return float(v), False
+    return None
+
+
+def _scaled_once(s, made_by, uses, program):
+    """``a * (2^k * x)`` as ``(a 2^k) * x`` where exact (Note [Program rewrites]), else
+    None."""
+    op = s.op
+    o = s.outs[0] if len(s.outs) == 1 else None
+    if o is None or s.kind != "op" or op is None or op.kind != "elementwise" or s.params or \
+            op.structure.algebra is not Algebra.MULTILINEAR or len(s.args) != 2 or \
+            o.dtype.kind != "f" or not _is_product(op, o.dtype):
+        return None
+    for j in (0, 1):
+        y = s.args[1 - j]
+        a = _scalar_of(s.args[j], o.dtype)
+        m = made_by.get(y.index) if type(y) is Value else None
+        if a is None or m is None or m.op is not op or m.params or uses.get(y.index) != 1 or \
+                len(m.args) != 2 or y.dtype != o.dtype or y.shape != o.shape:
+            continue
+        for i in (0, 1):
+            x = m.args[1 - i]
+            b = _scalar_of(m.args[i], o.dtype)
+            if b is None or type(x) is not Value or x.dtype != o.dtype or x.shape != o.shape:
+                continue
+            mantissa, exponent = np.frexp(b[0])
+            if mantissa != 0.5 or exponent < 1 or not abs(a[0]) >= 1:
+                continue
+            with np.errstate(all="ignore"):
+                c = np.multiply(np.asarray(a[0], o.dtype), np.asarray(b[0], o.dtype))
+            if not np.isfinite(c) or float(c) / b[0] != a[0]:
+                continue
+            value = float(c) if a[1] and b[1] else c
+            if type(value) is not float:
+                program.consts.append(value)
+                value = Const(len(program.consts) - 1, value)
+            return Step("op", op, s.fn, s.name, s.with_backend, [value, x], {}, s.outs)
+    return None
+
+
+_PRODUCTS = {}
+
+
+def _is_product(op, dtype):
+    """Whether an elementwise multilinear op of two inputs is the product ``x * y`` (its
+    forward on probe pairs)."""
+    ok = _PRODUCTS.get((op, dtype))
+    if ok is None:
+        try:
+            with np.errstate(all="ignore"):
+                x = np.asarray([3.0, -0.5, -0.0, 2.0], dtype)
+                y = np.asarray([2.0, 4.0, 1.0, float("inf")], dtype)
+                ok = _bitwise_equal(op.forward(NUMPY, x, y), x * y)
+        except Exception:  # noqa: BLE001 - a probe the forward refuses: no rewrite
+            ok = False
+        _PRODUCTS[(op, dtype)] = ok
+    return ok
 
 
 def _zeros_const(c, o):
@@ -621,7 +747,12 @@ def build(program):
             if s.with_backend:
                 args.insert(0, "B")
             args += [f"{k}={pref(v)}" for k, v in s.params.items()]
-            if i in buffers:
+            if i in buffers and _writes_into_first(s):  # (Note [Buffers of a program])
+                fn = fname(s.op.into, f"{s.name}_into")
+                o = s.outs[0]
+                args[1] = f"v{buffers[i]}" if buffers[i] != INTO_ZEROS else \
+                    f"B.zeros({o.shape!r}, dtype={_param(o.dtype, program)})"
+            elif i in buffers:
                 args.append(f"out=v{buffers[i]}")
             call = f"{fn}({', '.join(args)})"
         single = s.op is None or s.op.nout == 1  # (else the call returns a tuple)
@@ -823,10 +954,25 @@ def _fold_identities(steps, program, assume_finite):
 # result or a random draw; never an input (the caller's), a constant, or memory a returned
 # value may share (the caller keeps what it receives). Any other step's result may be a view
 # of its arguments (a reshape, basic indexing, a forward that returns its input), so it
-# keeps the memory of the values it was computed from alive for as long as it is read. Each
-# call allocates its own buffers, so a compiled function is reentrant. A lazy backend's
-# arrays (Dask's: a backend with ``deferred_gradients``) are graphs, not memory: none is
-# reused.
+# keeps the memory of the values it was computed from alive for as long as it is read; but
+# for an op whose forward copies its first input and writes into the copy (a scatter,
+# ``index_add``: Note [Forwards that write into their first input] in core/ops/registry.py),
+# whose result is memory the program made. Such a step whose first input is memory the
+# program made and reads for the last time there writes into it (the op's ``into``
+# forward: no copy, one pass over the array less); one whose first input is a constant of
+# zeros writes into fresh zeros (no read of the constant). Each call allocates its own
+# buffers, so a compiled function is reentrant. A lazy backend's arrays (Dask's: a backend
+# with ``deferred_gradients``) are graphs, not memory: none is reused.
+def _writes_into_first(s):
+    """A step whose op's forward copies its first input and writes into the copy, and
+    declares the forward without the copy (Note [Buffers of a program])."""
+    return s.kind == "op" and s.with_backend and s.op is not None and \
+        s.op.into is not None and s.fn is s.op.forward and len(s.outs) == 1
+
+
+INTO_ZEROS = -1  # (a step that writes into fresh zeros: ``_buffers``)
+
+
 def _is_ufunc(fn):
     """A ufunc, or one of the program's own functions that takes ``out=`` as one does."""
     return getattr(fn, "takes_out", False) or (
@@ -924,7 +1070,7 @@ def _buffers(program):
         for o in s.outs:
             values[o.index] = o
         if s.kind == "random" or (s.kind == "op" and not s.with_backend and _is_ufunc(s.fn)
-                                  and len(s.outs) == 1):
+                                  and len(s.outs) == 1) or _writes_into_first(s):
             o = s.outs[0]
             owned[o.index] = {o.index}
             fresh.add(o.index)
@@ -954,6 +1100,17 @@ def _buffers(program):
             r += 1
             if m not in taken:
                 free.setdefault((values[m].shape, values[m].dtype), []).append(m)
+        if _writes_into_first(s):
+            o, a = s.outs[0], s.args[0]
+            if type(a) is Value and a.index in fresh and dies.get(a.index) == i and \
+                    a.index not in taken and a.shape == o.shape and a.dtype == o.dtype and \
+                    not any(b is not a and a.index in owned.get(b.index, ())
+                            for b in step_values(s)):
+                taken.add(a.index)
+                chosen[i] = a.index
+            elif _zeros_const(a, o):
+                chosen[i] = INTO_ZEROS
+            continue
         if not (s.kind == "op" and not s.with_backend and not s.params and
                 _is_ufunc(s.fn) and len(s.outs) == 1):
             continue

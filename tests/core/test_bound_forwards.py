@@ -149,3 +149,27 @@ def test_pow_of_two_is_square_in_a_compiled_program():
     for other in (np.arange(3), np.array([1 + 2j])):
         assert "pow(" in f.source(ndgrad.tensor(other))
         assert np.array_equal(f(ndgrad.tensor(other)).numpy(), other ** 2)
+
+
+INTO = [n for n in ALL if REGISTRY[n].into is not None]
+
+
+def test_scatters_declare_a_forward_into_their_first_input():
+    assert {"index_add", "index_put"} <= set(INTO)
+
+
+@pytest.mark.parametrize("name", INTO)
+@settings(max_examples=8)
+@given(data=st.data())
+def test_a_forward_into_the_first_input_gives_what_the_forward_gives(name, data):
+    """Where an op declares a forward that writes into its first input (Note [Forwards that
+    write into their first input]), that forward, on a copy of the first input of the
+    result's dtype, gives the forward's result bit for bit in the copy's memory; and the
+    op's own forward returns memory none of its inputs shares."""
+    op = REGISTRY[name]
+    args, kwargs = data.draw(op_samples(op))
+    want = op.forward(NUMPY, *args, **kwargs)
+    assert not any(np.shares_memory(want, a) for a in args if isinstance(a, np.ndarray)), name
+    base = np.array(args[0], dtype=want.dtype, copy=True)
+    got = op.into(NUMPY, base, *args[1:], **kwargs)
+    assert got is base and _same(got, want), name

@@ -208,6 +208,98 @@ def test_a_negation_moves_onto_its_constant():
     _bits_equal(_run_twice(cf, x), fun(x))
 
 
+def _rosenbrock(x):
+    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def _hvp(x, v):
+    return jvp(grad(_rosenbrock), (x,), (v,))[1]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scatters_write_into_memory_the_program_made(dtype):
+    """A scatter whose base the program made and reads no more writes into it (index_add's
+    forward without its copy: Note [Buffers of a program]); one onto a constant of zeros
+    writes into fresh zeros. The Hessian-vector product of Rosenbrock's function has three
+    such scatters; its values are eager's bit for bit, in float32 too (a negated Python
+    constant stays a Python number: it was a strong int64 that made the result float64)."""
+    x = nd.tensor(RNG.normal(size=9).astype(dtype))
+    v = nd.tensor(RNG.normal(size=9).astype(dtype))
+    h = compile(_hvp)
+    source = h.source(x, v)
+    assert source.count("index_add_into(") == 3 and "index_add(" not in source
+    assert "B.zeros((9,)" in source
+    got = _run_twice(h, x, v)
+    assert got.dtype == dtype
+    _bits_equal(got, _hvp(x, v))
+    _bits_equal(h(x * 1.5, v), _hvp(x * 1.5, v))
+
+
+def test_a_scatter_does_not_write_into_what_is_read_later_or_passed():
+    """A scatter's base that a later step or the caller reads, or the caller's own array,
+    keeps its values: the scatter copies it."""
+    def f(x):
+        y = nd.exp(x)
+        z = nd.index_add(y, x[:2] * 3, index=slice(0, 2))  # (y read again below)
+        w = nd.index_add(x, 1.0, index=[0, 0])             # (x: the caller's)
+        return y * 2, z, w
+
+    cf = compile(f)
+    x0 = X0.copy()
+    source = cf.source(nd.tensor(x0))
+    assert "index_add_into(" not in source and source.count("index_add(") == 2
+    for got, want in zip(_run_twice(cf, nd.tensor(x0)), f(nd.tensor(X0))):
+        _bits_equal(got, want)
+    _bits_equal(x0, X0)
+
+
+def test_a_scatter_into_a_dying_base_is_eagers_where_values_view_it():
+    """The values a scatter adds may view its base (``y[1:]`` into ``y``): the base is then
+    read by the same step, so the scatter copies it."""
+    def f(x):
+        y = nd.exp(x)
+        return nd.index_add(y, y[:-1], index=slice(1, None))
+
+    cf = compile(f)
+    assert "index_add_into(" not in cf.source(nd.tensor(X0))
+    _bits_equal(_run_twice(cf, nd.tensor(X0)), f(nd.tensor(X0)))
+
+
+@pytest.mark.parametrize("a, folded", [(100.0, True), (-1.0, True), (0.5, False),
+                                       (0.0, False)])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+def test_two_products_are_one_only_where_exact(a, folded):
+    """``a * (2 * y)`` is ``(2a) * y`` for ``|a| >= 1``: where ``2 y`` overflows, so does
+    ``2a y``. With ``|a| < 1`` it is not (``0.5 * (2 e^709.7)`` is inf, ``1.0 e^709.7`` is
+    not; ``0 * inf`` is NaN): the two products stay. Subnormal and zero y included."""
+    fun = lambda x: a * (2 * nd.exp(x))  # noqa: E731
+    cf = compile(fun)
+    x = nd.tensor(np.array([709.7, -709.7, 0.75, -np.inf, np.inf, np.nan, -745.0, 3.0]))
+    names = [s.name for s in cf.program(x).steps]
+    assert names.count("multiply") == (1 if folded else 2), names
+    _bits_equal(_run_twice(cf, x), fun(x))
+
+
+def test_uniform_constant_arrays_are_scalars():
+    """The gradient of a sum broadcasts ones; folded with a constant factor they make arrays
+    of one value. In an elementwise step whose other input gives the shape, such an array is
+    that value, a number: the program keeps no array of the input's size. One that gives
+    the output its shape stays an array."""
+    n = 50
+    g = compile(grad(lambda x: (3.0 * nd.sin(x)).sum()))
+    x = nd.tensor(RNG.normal(size=n))
+    read = [a.value for s in g.program(x).steps for a in s.args if type(a) is P.Const]
+    assert read and all(np.size(c) == 1 for c in read)
+    _bits_equal(_run_twice(g, x), grad(lambda x: (3.0 * nd.sin(x)).sum())(x))
+    fun = lambda x: x + nd.full((3, 4), 2.0) * 3  # noqa: E731
+    cf = compile(fun)
+    x = nd.tensor(RNG.normal(size=4))
+    _bits_equal(_run_twice(cf, x), fun(x))
+    assert any(np.shape(a.value) == (3, 4) for s in cf.program(x).steps for a in s.args
+               if type(a) is P.Const)
+
+
 def test_a_standalone_program_runs_without_ndgrad(tmp_path):
     """source(standalone=True) is a module that imports NumPy only (run in a fresh
     interpreter that cannot import ndgrad) and gives the compiled gradient's values."""

@@ -378,12 +378,19 @@ def index_add(B, x, values, index):
     tensor([[0. , 1.5],
             [0. , 1.5]])
     """
-    out = B.array(x, copy=True, dtype=B.result_type(x, values))
+    return _index_add_into(B, B.array(x, copy=True, dtype=B.result_type(x, values)), values,
+                           index)
+
+
+def _index_add_into(B, x, values, index):
     if is_basic(index) and B.adds_in_place:
-        out[index] += values
+        x[index] += values
     else:  # (the backend's scatter, also for a basic index where it adds otherwise)
-        B.scatter_add(out, on_device(B, index, False), values)
-    return out
+        B.scatter_add(x, on_device(B, index, False), values)
+    return x
+
+
+index_add.definto(_index_add_into)  # (Note [Forwards that write into their first input])
 
 
 index_add.defvjp(lambda F, g, out, x, values, index: g,
@@ -471,9 +478,16 @@ def index_put(B, x, values, index):
     >>> v.grad
     tensor([0., 1., 1.])
     """
-    out = B.array(x, copy=True, dtype=B.result_type(x, values))
-    B.assign(out, on_device(B, index, False), values)
-    return out
+    return _index_put_into(B, B.array(x, copy=True, dtype=B.result_type(x, values)), values,
+                           index)
+
+
+def _index_put_into(B, x, values, index):
+    B.assign(x, on_device(B, index, False), values)
+    return x
+
+
+index_put.definto(_index_put_into)  # (Note [Forwards that write into their first input])
 
 
 index_put.defvjp(lambda F, g, out, x, values, index: F.index_put(g, 0, index=index),

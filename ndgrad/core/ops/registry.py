@@ -136,6 +136,21 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # every op that declares a special case, on its drawn arguments and Python scalars in each
 # position, where the rule names another op, that op gives the forward's result bit for
 # bit (tests/core/test_bound_forwards.py; a rule that also took ``pow(x, 3)`` fails it).
+#
+# Note [Forwards that write into their first input]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A scatter's forward (``index_add``, ``index_put``) copies its first input and writes the
+# values into the copy: eager code must not change the caller's array. A compiled program
+# knows when that input is memory it made itself and reads no more (Note [Buffers of a
+# program] in functional/program.py); there the copy is a wasted pass over the whole array.
+# Such an op declares its forward without the copy (``definto``): ``into(B, x, *rest,
+# **params)`` writes the op's result into ``x`` and returns ``x``, where ``x`` has the
+# result's shape and dtype. The declaration also promises that the op's own forward returns
+# new memory (never a view of an input), so a program may write into that result in turn.
+# A test holds the two together for every op that declares one, on its drawn arguments:
+# ``into`` on a copy of the first input gives the forward's result bit for bit, in that
+# copy's memory, and the forward's result shares no memory with its inputs
+# (tests/core/test_bound_forwards.py).
 class Algebra:
     """The algebraic kinds of :class:`Structure` (compared by identity)."""
 
@@ -507,6 +522,9 @@ class Op:
         "bound", "_target",
         # where the op is another op for some arguments (Note [Special cases of an op])
         "special",
+        # the forward that writes into its first input (Note [Forwards that write into
+        # their first input])
+        "into",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -553,6 +571,7 @@ class Op:
         self.default_batch = _UNSET  # the rule the kind gives, made on first need
         self.identity_batch = None  # vmap's rule for identity batches (Note [Identity batches])
         self.special = None  # (Note [Special cases of an op])
+        self.into = None  # (Note [Forwards that write into their first input])
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
@@ -783,6 +802,16 @@ class Op:
             raise TypeError(f"{self.qualname}.defspecial: expected a rule function, got "
                             f"{rule!r}")
         self.special = rule
+        return self
+
+    def definto(self, forward):
+        """The forward without its copy: ``forward(B, x, *rest, **params)`` writes this op's
+        result into ``x`` (of the result's shape and dtype) and returns it; and this op's own
+        forward returns new memory (Note [Forwards that write into their first input])."""
+        if not callable(forward):
+            raise TypeError(f"{self.qualname}.definto: expected a forward function, got "
+                            f"{forward!r}")
+        self.into = forward
         return self
 
     # -- structure and Taylor mode
