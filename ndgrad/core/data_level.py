@@ -93,6 +93,13 @@ class DataInfo:
         self.holders = []
         self.views = LevelViews()
 
+    def params(self):
+        """The arguments that make a new info of this type with the same parameters
+        (``type(info)(*info.params())``), or None where there is none: a level a compiled
+        function cannot run its program through (Note [Differentiating a compiled function]
+        in functional/compiled_function.py)."""
+        return None
+
 
 class DataInterpreter(_levels.Interpreter):
     """The skeleton every data level shares (Note [Data levels]); a subclass supplies
@@ -124,6 +131,17 @@ class DataInterpreter(_levels.Interpreter):
         """The rule's ``data`` fitted to output ``out`` (one level down); ``who`` names the
         op or Function in an error."""
         return data
+
+    def pack(self, data):
+        """A tensor's ``data`` at the level as a tuple of tensors (read at the level), or None
+        where it has no such form; ``unpack`` makes the data again. A compiled function
+        takes and returns them as arrays (Note [Differentiating a compiled function] in
+        functional/compiled_function.py)."""
+        return None
+
+    def unpack(self, tensors):
+        """The data ``pack`` made ``tensors`` of."""
+        raise NotImplementedError
 
     # ``read(a, lv)`` and ``store(t, lv, data)``: how a value's data is read and kept; by
     # default with the views' epochs (data_of and set_data, bound below the class: Note

@@ -29,16 +29,27 @@ values, and call compiled functions that run batched programs. So ``vmap(compile
 ``jacrev``, ``jacfwd``, ``hessian`` and ``vmap(grad(...))`` of a compiled function run
 compiled programs. A call none of whose arguments is a value of a visible level (jacfwd's
 primal: a constant of the transform) runs its program below the levels (``call_below``).
+Under a data level whose data has a form as tensors (a jet's Taylor coefficients, the
+Forward Laplacian's gradient batch and Laplacian: the interpreter's ``pack`` and
+``unpack``), a call whose arguments carry the level's data runs the program of ``f``
+pushed through a new level of the same kind with the same parameters (``jet(f)`` of the
+same order, ``laplacian``'s level of the same number of directions), compiled once per
+choice of carried arguments: it takes the arguments and their data, and returns ``f``'s
+outputs and theirs, which the call gives its outputs at the level (``call_at_data_level``).
+So ``jet``, ``derivatives``, ``hessian_diag`` and ``laplacian`` of a compiled function run
+compiled programs.
+
 A random draw whose eager numbers depend on a vmap the program is not traced under (one
 draw per element of every vmap with ``randomness="different"``), and a function that reads
 a value of a level from its closure (Note [Tensors a derivative follows through a
 constant] in functional/compiler.py), run as eager code; so does a compiled function under
-a Taylor or sparsity level.
+a sparsity level.
 """
 
 from __future__ import annotations
 
 from ..core import levels as _levels
+from ..core.data_level import DataInterpreter, data_of
 from ..core.backend import is_differentiable_dtype
 from ..core.dispatch import TENSOR_F
 from ..core.function import Function
@@ -48,6 +59,7 @@ from ..forward_ad import _DUAL as DUAL_INTERPRETER
 from ..core.tensor import Tensor
 from .grad_level import _GRAD as GRAD_INTERPRETER
 from .grad_level import GradTensor
+from .pytree import tree_flatten, tree_unflatten
 from .transforms import jvp, vjp
 from .vmap import _VMAP as VMAP_INTERPRETER
 from .vmap import BatchedTensor, vmap
@@ -74,7 +86,14 @@ class _CompiledCall(Function):
         ctx.compiled = compiled
         ctx.save_for_backward(*xs)
         ctx.save_for_forward(*xs)
-        out = compiled(*[x.detach() for x in xs])
+        plain = [x.detach() for x in xs]
+        # (plain values: run below the levels shown only to refuse what the forward did not
+        # receive, as its program reads nothing else; Note [Data levels below a Function] in
+        # core/refusing.py)
+        shown = _levels.visible_levels()
+        out = _below(shown[0], lambda: compiled(*plain)) if shown and not _visible() else None
+        if out is None:
+            out = compiled(*plain)
         ctx.single = not isinstance(out, tuple)
         ctx.outs = (out,) if ctx.single else out
         return out
@@ -170,11 +189,93 @@ def call_batched(compiled, args):
         return batched(*values)
 
     out = _below(level, run)
-    if isinstance(out, Tensor):
-        return BatchedTensor._wrap(out, level)
-    if type(out) is tuple and all(isinstance(o, Tensor) for o in out):
-        return tuple(BatchedTensor._wrap(o, level) for o in out)
-    return None
+    if out is None:
+        return None
+    leaves, spec = tree_flatten(out)
+    if not all(isinstance(o, Tensor) for o in leaves):
+        return None
+    return tree_unflatten(spec, [BatchedTensor._wrap(o, level) for o in leaves])
+
+
+def call_at_data_level(compiled, args):
+    """The call of ``compiled`` with ``args`` at the innermost visible level, a data level
+    whose data has a form as tensors: the compiled program of ``f`` through a new level of
+    that kind, run one level down on the arguments and their data; its outputs get their
+    data at the level. None where it does not apply (Note [Differentiating a compiled
+    function])."""
+    level = innermost_level(args)
+    if level is None or level.received is not None or \
+            not isinstance(level.interpreter, DataInterpreter) or \
+            not all(isinstance(a, Tensor) for a in args):
+        return None
+    interpreter, info = level.interpreter, level.info
+    params = info.params()
+    if params is None:
+        return None
+    packs = []
+    with _levels.below(level):
+        for a in args:
+            d = data_of(a, level)
+            p = () if d is None else interpreter.pack(d)
+            if p is None or not all(isinstance(t, Tensor) for t in p):
+                return None
+            packs.append(p)
+    if not any(packs):
+        return None
+    key = (interpreter, type(info), params, tuple(len(p) for p in packs))
+    made = compiled.__dict__.setdefault("_through_levels", {})
+    through = made.get(key)
+    if through is None:
+        through = made[key] = type(compiled)(
+            through_level(compiled.fun, interpreter, type(info), params, key[3]), (), (),
+            compiled.assume_finite, compiled.cache_size)
+    flat = list(args) + [t for p in packs for t in p]
+
+    def run():
+        # (a program that reads a value of a level from its closure runs as eager code at
+        # the levels; values of a level outside: the call at that level decides)
+        if all(type(t) is Tensor for t in flat) and through.program(*flat).reads_live:
+            return None
+        return through(*flat)
+
+    got = _below(level, run)
+    if got is None:
+        return None
+    out, packed = got
+    leaves = tree_flatten(out)[0]
+    who = getattr(compiled, "__name__", "a compiled function")
+    for o, p in zip(leaves, packed):
+        if p:
+            interpreter.attach(level, o, interpreter.unpack(p), who)
+    return out
+
+
+def through_level(fun, interpreter, info_type, params, counts):
+    """``(args, their data's tensors) -> (fun's output, its leaves' data's tensors)``: ``fun``
+    run at a new level of ``interpreter`` (its info ``info_type(*params)``), the arguments
+    carrying their data there (``counts[i]`` tensors for argument i, none: no data)."""
+    n = len(counts)
+
+    def through(*flat):
+        lv = interpreter.enter(info_type(*params))
+        try:
+            xs = []
+            k = n
+            for a, c in zip(flat[:n], counts):
+                if c:
+                    a = interpreter.carrier(lv, a, interpreter.unpack(flat[k:k + c]))
+                    k += c
+                xs.append(a)
+            out = fun(*xs)
+            packed = []
+            for o in tree_flatten(out)[0]:
+                d = data_of(o, lv)
+                with _levels.below(lv):
+                    packed.append(() if d is None else interpreter.pack(d))
+        finally:
+            interpreter.leave(lv)
+        return out, tuple(packed)
+    return through
 
 
 def call_below(compiled, args):
@@ -226,20 +327,39 @@ def call_differentiably(compiled, args):
     if probe is None or probe.reads_live:
         return None
     leaves = probe.outputs
-    if probe.out_spec.kind not in ("leaf", "tuple") or any(
-            c.kind != "leaf" for c in probe.out_spec.children) or not all(
-            hasattr(o, "dtype") and is_differentiable_dtype(o.dtype) for o in leaves):
+    if not leaves or not all(hasattr(o, "dtype") and is_differentiable_dtype(o.dtype)
+                             for o in leaves):
         return None
-    return _CompiledCall.apply(compiled, *args)
+    spec = probe.out_spec
+    if spec.kind == "leaf" or (spec.kind == "tuple" and all(c.kind == "leaf"
+                                                          for c in spec.children)):
+        return _CompiledCall.apply(compiled, *args)
+    # (another structure: the node's function returns its leaves, a tuple)
+    flat = compiled.__dict__.get("_leaves")
+    if flat is None:
+        flat = compiled.__dict__["_leaves"] = type(compiled)(
+            _leaves_of(compiled.fun), (), (), compiled.assume_finite, compiled.cache_size)
+    out = _CompiledCall.apply(flat, *args)
+    return tree_unflatten(spec, list(out) if type(out) is tuple else [out])
+
+
+def _leaves_of(fun):
+    """``fun`` returning the tuple of its output's leaves."""
+    def leaves(*args):
+        return tuple(tree_flatten(fun(*args))[0])
+    return leaves
 
 
 def call_at_levels(compiled, args):
     """The call of ``compiled`` with positional ``args`` inside transforms or with arguments
-    that require grad, as a compiled program: batched under a vmap, one node under grad and
-    dual levels, below the levels where no argument is theirs; or None: then the function
-    runs as eager code (Note [Differentiating a compiled function])."""
+    that require grad, as a compiled program: batched under a vmap, through a data level of
+    the same kind under a jet or a Forward Laplacian, one node under grad and dual levels,
+    below the levels where no argument is theirs; or None: then the function runs as eager
+    code (Note [Differentiating a compiled function])."""
     levels = _levels.VISIBLE[0]
     out = call_batched(compiled, args) if levels else None
+    if out is None and levels:
+        out = call_at_data_level(compiled, args)
     if out is None:
         out = call_differentiably(compiled, args)
     if out is None and levels:

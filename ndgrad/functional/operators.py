@@ -102,6 +102,9 @@ class _LaplacianInfo(DataInfo):
         super().__init__(who)  # (biharmonic runs two of these)
         self.d = d  # the number of directions; each tensor's data is (J, L)
 
+    def params(self):
+        return (self.d, self.who)
+
 
 def _fit(c, shape, out, who, what):
     """``c`` as a Tensor of ``shape`` and ``out``'s dtype (broadcast, cast)."""
@@ -412,6 +415,13 @@ class _ForwardLaplacianInterpreter(DataInterpreter):
 
     def zeros(self, data):
         return (TENSOR_F.zeros_like(_dense(data[0])), None)
+
+    def pack(self, data):
+        J, L = data  # (a Laplacian of None, zero so far, is no tensor)
+        return (_dense(J),) if L is None else (_dense(J), L)
+
+    def unpack(self, tensors):
+        return (tensors[0], tensors[1] if len(tensors) > 1 else None)
 
     def fit(self, lv, out, data, who):
         J, L = data

@@ -60,6 +60,9 @@ class _JetInfo(DataInfo):
         super().__init__(who)  # (who: jet, derivatives, hessian_diag)
         self.order = order
 
+    def params(self):
+        return (self.order, self.who)
+
 
 # ------------------------------------------------------------------------------ the rules
 def _linear(op, series, out, args, params, K):
@@ -223,6 +226,12 @@ class _JetInterpreter(DataInterpreter):
 
     def zeros(self, series):
         return [TENSOR_F.zeros_like(c) for c in series]
+
+    def pack(self, series):
+        return tuple(series)
+
+    def unpack(self, tensors):
+        return list(tensors)
 
     def fit(self, lv, out, coeffs, who):
         return [fit_to(c, tuple(out.shape), out, who, "its Taylor rule gave a coefficient")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ndgrad as nd
-from ndgrad.func import compile, grad, hessian, jacfwd, jacrev, jvp, vmap
+from ndgrad.func import (compile, derivatives, grad, hessian, hessian_diag, jacfwd, jacrev,
+                         jet, jvp, laplacian, vmap)
 from ndgrad.functional import program as P
 from ndgrad.functional.compiler import CompileError
 from support import close
@@ -524,6 +525,14 @@ def _d2sin_x(x):
     return 2 * np.cos(x) - np.sin(x) * x
 
 
+def _d3sin_x(x):
+    return -3 * np.sin(x) - np.cos(x) * x
+
+
+def _second_coefficient(c):
+    return lambda x: jet(c, (x,), ([nd.ones_like(x), nd.zeros_like(x)],))[1][1]
+
+
 XS = RNG.normal(size=(3, N))
 T0 = RNG.normal(size=N)
 _sum = lambda f: lambda x: f(x).sum()  # noqa: E731
@@ -547,6 +556,14 @@ OVER_COMPILED = [
     ("vmap(jvp)", lambda c: vmap(lambda x: jvp(c, (x,), (nd.tensor(T0),))[1]), XS,
      lambda x: _dsin_x(x) * T0),
     ("jacfwd(grad)", lambda c: jacfwd(grad(_sum(c))), X0, lambda x: np.diag(_d2sin_x(x))),
+    ("jet", _second_coefficient, X0, _d2sin_x),
+    ("derivatives", lambda c: lambda x: derivatives(c, x, 3)[3], X0, _d3sin_x),
+    ("grad(jet)", lambda c: grad(lambda x: _second_coefficient(c)(x).sum()), X0, _d3sin_x),
+    ("vmap(jet)", lambda c: vmap(_second_coefficient(c)), XS, _d2sin_x),
+    ("laplacian", lambda c: laplacian(_sum(c)), X0, lambda x: _d2sin_x(x).sum()),
+    ("vmap(laplacian)", lambda c: vmap(laplacian(_sum(c))), XS,
+     lambda x: _d2sin_x(x).sum(1)),
+    ("hessian_diag", lambda c: hessian_diag(_sum(c)), X0, _d2sin_x),
 ]
 
 
@@ -554,10 +571,11 @@ OVER_COMPILED = [
                          ids=[c[0] for c in OVER_COMPILED])
 def test_transforms_over_a_compiled_function_run_its_programs(name, transform, x,
                                                               closed_form):
-    """vmap, jacrev, jacfwd, hessian and their compositions over ``compile(f)``: the closed
-    form's values, and from the second call on f's Python body never runs (a batched
-    program under vmap, the compiled pullback and pushforward under the derivatives:
-    Note [Differentiating a compiled function])."""
+    """vmap, jacrev, jacfwd, hessian, jet, the Forward Laplacian and their compositions
+    over ``compile(f)``: the closed form's values, and from the second call on f's Python
+    body never runs (a batched program under vmap, the compiled pullback and pushforward
+    under the derivatives, f's program through a level of the same kind under a jet or a
+    Laplacian: Note [Differentiating a compiled function])."""
     fun = transform(compile(_sin_x))
     _sin_x.calls = 0
     close(fun(nd.tensor(x)), closed_form(x), atol=1e-13)
