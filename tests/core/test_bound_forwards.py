@@ -173,3 +173,46 @@ def test_a_forward_into_the_first_input_gives_what_the_forward_gives(name, data)
     base = np.array(args[0], dtype=want.dtype, copy=True)
     got = op.into(NUMPY, base, *args[1:], **kwargs)
     assert got is base and _same(got, want), name
+
+
+FORMULA = [n for n in ALL if REGISTRY[n].formula is not None]
+
+
+def test_conj_declares_its_formula():
+    assert "conj" in FORMULA
+
+
+@pytest.mark.parametrize("name", FORMULA)
+@settings(max_examples=5)
+@given(data=st.data())
+def test_a_formula_is_the_raw_function_on_numbers_and_the_public_one_on_tensors(name, data):
+    """Where an op's function in TENSOR_F is not its public one (Note [Formulas on Python
+    numbers]), on Python numbers it gives what the raw namespace's function gives, of the
+    same type (a weak number beside arrays), and on tensors what the public function
+    gives."""
+    op = REGISTRY[name]
+    raw = getattr(NUMPY.F, name)
+    for v in (2.5, -0.0, 3, True, 1.5 - 2j):
+        got, want = op.formula(v), raw(v)
+        assert type(got) is type(want) and got == want and \
+            np.signbit(np.real(got)) == np.signbit(np.real(want)), (name, v)
+    args, kwargs = data.draw(op_samples(op))
+    tensors = [ndgrad.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+    assert _same(op.formula(*tensors, **kwargs).numpy(), op.public(*tensors, **kwargs).numpy())
+
+
+def test_a_float32_rule_with_a_python_constant_stays_float32():
+    """``g * F.conj(1.0001)`` in a Tensor-mode rule (create_graph, a compiled trace) computes
+    in float32 as the raw rule does, bit for bit; the public conj of a number is a tensor."""
+    x0 = np.random.default_rng(0).normal(size=5).astype(np.float32)
+    x = ndgrad.tensor(x0, requires_grad=True)
+    y = ndgrad.tanh(x * 1.0001).sum()
+    raw, = ndgrad.autograd.grad(y, x, retain_graph=True)
+    graph, = ndgrad.autograd.grad(y, x, create_graph=True)
+    assert raw.dtype == graph.dtype == np.float32
+    assert np.array_equal(raw.numpy(), graph.detach().numpy())
+    g = ndgrad.func.compile(ndgrad.func.grad(lambda t: ndgrad.tanh(t * 1.0001).sum()))
+    src = g.source(ndgrad.tensor(x0))
+    assert "astype" not in src and "1.0001" in src
+    assert np.array_equal(g(ndgrad.tensor(x0)).numpy(), raw.numpy())
+    assert isinstance(ndgrad.conj(2.0), ndgrad.Tensor)

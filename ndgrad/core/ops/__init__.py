@@ -453,7 +453,7 @@ def publish(obj):
         _publish(obj, obj.public_fn or _make_public(obj, apply))
         expose_saved_names([obj])  # grad_fn._saved_x, ...
     setattr(getattr(TENSOR_F, obj.namespace) if obj.namespace else TENSOR_F, obj.name,
-            obj.public)
+            getattr(obj, "formula", None) or obj.public)  # (Note [Formulas on Python numbers])
     for ns in _RAW_NAMESPACES:
         _publish_raw(ns, obj)
     if not again:

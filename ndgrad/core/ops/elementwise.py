@@ -630,6 +630,19 @@ def _conj_public(x):
 conj.defpublic(_conj_public)
 
 
+def _conj_formula(x):
+    # (a Python number given back as conj's forward gives it: Note [Formulas on Python
+    # numbers] in registry.py)
+    if type(x) in (float, int, bool):
+        return x
+    if type(x) is complex:
+        return x.conjugate()
+    return _conj_public(x)
+
+
+conj.defformula(_conj_formula)
+
+
 # ------------------------------------------------------------------------- exp / log
 @defop(kind=ELEMENTWISE, domain=REALS, inplace_method="exp_")
 def exp(B, x):

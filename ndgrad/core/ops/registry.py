@@ -137,6 +137,21 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # position, where the rule names another op, that op gives the forward's result bit for
 # bit (tests/core/test_bound_forwards.py; a rule that also took ``pow(x, 3)`` fails it).
 #
+# Note [Formulas on Python numbers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A rule is one formula for both namespaces: raw arrays (``B.F``, first-order backward) and
+# Tensors (``TENSOR_F``: ``create_graph``, the transforms' levels, compiled traces). Its
+# inputs may be the Python numbers the op was called with (``x * 1.0001``), which beside an
+# array keep NumPy's weak meaning (``g32 * 1.0001`` stays float32). ``conj``'s forward gives a
+# Python number back unchanged, so ``g * F.conj(y)`` stays float32 in the raw namespace; the
+# public ``ndgrad.conj(1.0001)`` is a 0-d float64 tensor (NumPy's ``np.conj`` a strong float64
+# scalar), which made the Tensor formula compute in float64 and its result cast back: other
+# bits than the raw rule's, and in a compiled float32 gradient two passes more per
+# multiplication by a constant. An op whose formula must not be its public function declares
+# the formula's (``defformula``): ``TENSOR_F.conj`` gives Python numbers back as the forward
+# does. tests/core/test_bound_forwards.py holds each such formula to the raw namespace's
+# function on Python numbers and to the public function on tensors.
+#
 # Note [Forwards that write into their first input]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A scatter's forward (``index_add``, ``index_put``) copies its first input and writes the
@@ -525,6 +540,9 @@ class Op:
         # the forward that writes into its first input (Note [Forwards that write into
         # their first input])
         "into",
+        # the op's function in TENSOR_F where it is not the public one (Note [Formulas on
+        # Python numbers])
+        "formula",
     )
 
     def __init__(self, name, forward, *, kind, nin, nout, domain, differentiable, view,
@@ -572,6 +590,7 @@ class Op:
         self.identity_batch = None  # vmap's rule for identity batches (Note [Identity batches])
         self.special = None  # (Note [Special cases of an op])
         self.into = None  # (Note [Forwards that write into their first input])
+        self.formula = None  # (Note [Formulas on Python numbers])
         self.scatter = None        # view ops: writes a new view value back into the parent
         self.view_replay = None    # view ops whose output k views another op's view of input k
         self.public = None
@@ -803,6 +822,16 @@ class Op:
                             f"{rule!r}")
         self.special = rule
         return self
+
+    def defformula(self, fn):
+        """The op's function in the formula namespace over Tensors (``TENSOR_F``), where it
+        must differ from the public one (Note [Formulas on Python numbers])."""
+        if not callable(fn):
+            raise TypeError(f"{self.qualname}.defformula: expected a function, got {fn!r}")
+        self.formula = fn
+        if self.public is not None:  # (published already: the namespace takes it now)
+            _declared(self)
+        return fn
 
     def definto(self, forward):
         """The forward without its copy: ``forward(B, x, *rest, **params)`` writes this op's
