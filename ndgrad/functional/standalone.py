@@ -605,6 +605,8 @@ def _kind(v):
         return f"the class {v.__module__}.{v.__qualname__}"
     if isinstance(v, types.FunctionType):
         return f"the function {v.__module__}.{v.__qualname__}"
+    if type(v).__repr__ is not object.__repr__ and len(repr(v)) <= 60:
+        return repr(v)  # (SciPy's modules, imported on first use, say so)
     return f"a {type(v).__name__}"
 
 
