@@ -5,10 +5,7 @@ source a program is run as.
 
 from __future__ import annotations
 
-import ast
 import builtins
-import inspect
-import textwrap
 import time
 from itertools import count as itertools_count
 
@@ -17,6 +14,7 @@ import numpy as np
 from ..core.backend import NUMPY
 from ..core.creation import sample as _sample
 from ..core.ops.registry import Algebra
+from .standalone import CopiedSource
 
 __all__ = ["Value", "Const", "Step", "Program", "optimize", "build", "standalone_source",
            "LITERALS"]
@@ -1146,20 +1144,22 @@ def _param(v, program):
 # Note [Standalone programs]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``compiled.source(*args, standalone=True)`` is the program as a Python module that needs
-# NumPy only: a step whose op hands its arguments to a NumPy function calls ``numpy.<name>``;
-# a step that calls an op's forward carries the forward's own source (its docstring and
-# decorators dropped), with ``B`` bound to the ``numpy`` module, where every backend
-# function the forward uses (``B.<name>``) is NumPy's own function of that name and the
-# forward reads nothing else (no helper of ndgrad's); the constants are written out
-# exactly (their bytes). A program that cannot be made so (a random draw, which runs on
-# ndgrad's generator; identity folding's own steps; a forward that uses one of ndgrad's
-# helpers; the CuPy or Dask backend) raises a ValueError naming the step.
+# NumPy only (and Python's standard library): a step whose op hands its arguments to a NumPy
+# function calls ``numpy.<name>``; a step that calls an op's forward carries the forward's
+# own source (its docstring and decorators dropped), with ``B`` bound to the ``numpy``
+# module, and the source of what it reads of ndgrad's: its helpers, the NumPy backend's
+# methods that are plain Python, the literal constants they read, each once, the backend's
+# flags written as their values and the branches the NumPy backend never takes left out
+# (Note [Copied helpers] in functional/standalone.py). The module runs the code eager
+# ndgrad runs: its values are the compiled program's, bit for bit. The program's constants
+# are written out exactly (their bytes). A program that cannot be made so (a random draw,
+# which runs on ndgrad's generator; identity folding's own steps; a forward that needs
+# SciPy or reads a class of ndgrad's; the CuPy or Dask backend) raises a ValueError naming
+# the step and what it uses.
 def standalone_source(program, name="program"):
     """The program as a module that imports NumPy only (Note [Standalone programs])."""
     if program.backend is not NUMPY:
         raise ValueError("standalone=True: only a NumPy program can be made standalone")
-    defs = {}
-    lines = []
     consts = []
 
     def const(v):
@@ -1183,6 +1183,8 @@ def standalone_source(program, name="program"):
             return f"slice({const(v.start)}, {const(v.stop)}, {const(v.step)})"
         if type(v) is tuple:
             return "(" + "".join(const(x) + ", " for x in v) + ")"
+        if type(v) is list:  # (a new list on each call)
+            return "[" + ", ".join(const(x) for x in v) + "]"
         raise ValueError(f"standalone=True: a constant of type {type(v).__name__} "
                          "cannot be written out")
 
@@ -1194,6 +1196,8 @@ def standalone_source(program, name="program"):
             return f"({inner},)" if type(a) is tuple else f"[{inner}]"
         return const(_value_of(a))
 
+    copied = CopiedSource()
+    calls = []  # (step, the copy of its forward or None, its call after the callee)
     for s in program.steps:
         where = s.op.qualname if s.op is not None else s.name
         if s.kind == "random":
@@ -1206,16 +1210,18 @@ def standalone_source(program, name="program"):
         args = [ref(a) for a in s.args]
         kw = [f"{k}={ref(v)}" for k, v in s.params.items()]
         if s.with_backend:
-            fn = defs.get(s.op)
-            if fn is None:
-                fn = defs[s.op] = _standalone_forward(s.op, len(defs))
-            call = f"{fn[0]}(numpy, {', '.join(args + kw)})"
+            forward, call = copied.forward(s.op), f"(numpy, {', '.join(args + kw)})"
         else:
             n = getattr(s.fn, "__name__", None)
             if n is None or getattr(np, n, None) is not s.fn:
                 raise ValueError(f"standalone=True: the step {where} calls {s.fn!r}, which "
                                  "is not one of NumPy's functions")
-            call = f"numpy.{n}({', '.join(args + kw)})"
+            forward, call = None, f"numpy.{n}({', '.join(args + kw)})"
+        calls.append((s, forward, call))
+    copied.finish({name, "_K"})
+    lines = []
+    for s, forward, call in calls:
+        call = call if forward is None else forward.name + call
         single = s.op.nout == 1
         outs = ", ".join(f"v{o.index}" for o in s.outs) + ("" if single else ",")
         made = f"numpy.asarray({call})" if s.scalar and single else call
@@ -1227,49 +1233,5 @@ def standalone_source(program, name="program"):
     body = [f"def {name}({', '.join(f'v{v.index}' for v in program.inputs)}):",
             '    """Generated by ndgrad.func.compile; needs NumPy only."""'] + lines + [
         f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})"]
-    head = ["import numpy", ""]
-    if consts:
-        head += ["_K = [", *[f"    {c}," for c in consts], "]", ""]
-    for _, src in defs.values():
-        head += [src, ""]
+    head = copied.head(["_K = [", *[f"    {c}," for c in consts], "]"] if consts else [])
     return "\n".join(head + [""] + body) + "\n"
-
-
-def _standalone_forward(op, k):
-    """``(name, source)`` of ``op``'s forward as a function of NumPy's (Note [Standalone
-    programs]), or a ValueError saying what it reads of ndgrad's."""
-    try:
-        node = ast.parse(textwrap.dedent(inspect.getsource(op.forward))).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
-        node = None
-    if not isinstance(node, ast.FunctionDef):
-        raise ValueError(f"standalone=True: the forward of {op.qualname} has no source to "
-                         "copy")
-    node.decorator_list = []
-    if node.body and isinstance(node.body[0], ast.Expr) and \
-            isinstance(node.body[0].value, ast.Constant):
-        node.body = node.body[1:] or [ast.Pass()]
-    params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    params |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
-    backend = node.args.args[0].arg
-    local = set(params)
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            local.add(n.id)
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
-                n.value.id == backend:
-            mine = getattr(NUMPY, n.attr, None)
-            if mine is None or getattr(np, n.attr, None) is not mine:
-                raise ValueError(f"standalone=True: the forward of {op.qualname} uses "
-                                 f"{backend}.{n.attr}, ndgrad's backend function, not NumPy's")
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and \
-                n.id not in local and not hasattr(builtins, n.id):
-            raise ValueError(f"standalone=True: the forward of {op.qualname} uses {n.id}, "
-                             "one of ndgrad's helpers")
-    node.name = f"_{_safe(op.name)}_{k}"
-    return node.name, ast.unparse(node)
-
-
-def _safe(name):
-    return "".join(c if c.isalnum() else "_" for c in name)

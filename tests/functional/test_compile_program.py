@@ -5,14 +5,23 @@ included; ``assume_finite`` folds more."""
 
 from __future__ import annotations
 
+import ast
+import builtins
+import io
+import sys
+import tokenize
+
 import numpy as np
 import pytest
 
 import ndgrad as nd
+from ndgrad.checks.strategies import Drawer, _accepts_kwargs, _default_sample
+from ndgrad.core.ops import REGISTRY
 from ndgrad.func import (compile, derivatives, grad, hessian, hessian_diag, jacfwd, jacrev,
                          jet, jvp, laplacian, vmap)
 from ndgrad.functional import program as P
 from ndgrad.functional.compiler import CompileError
+from registry_harness import Sample, dtypes
 from support import close
 
 pytestmark = pytest.mark.cpu_only("identity folding and buffers are NumPy programs'")
@@ -301,12 +310,38 @@ def test_uniform_constant_arrays_are_scalars():
                if type(a) is P.Const)
 
 
-def test_a_standalone_program_runs_without_ndgrad(tmp_path):
-    """source(standalone=True) is a module that imports NumPy only (run in a fresh
-    interpreter that cannot import ndgrad) and gives the compiled gradient's values."""
+def _code_mentions_ndgrad(src):
+    """Whether ndgrad is named in ``src`` outside its strings (the docstring, and the error
+    messages of the copied forwards, which are eager ndgrad's)."""
+    strings = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    return any("ndgrad" in t.string and t.type not in strings
+               for t in tokenize.generate_tokens(io.StringIO(src).readline))
+
+
+def _run_standalone(tmp_path, src, name, *arrays):
+    """The standalone module ``src`` run in a fresh interpreter that cannot import ndgrad
+    (``python -I``): the outputs of its function ``name`` on ``arrays``."""
     import subprocess
     import sys
 
+    assert not _code_mentions_ndgrad(src)
+    (tmp_path / "prog.py").write_text(
+        src + "\nimport sys\nassert 'ndgrad' not in sys.modules\n"
+        f"outs = {name}(*[numpy.load(f) for f in sys.argv[2:]])\n"
+        "numpy.savez(sys.argv[1], *outs)\n")
+    files = []
+    for k, a in enumerate(arrays):
+        np.save(tmp_path / f"in{k}.npy", a)
+        files.append(str(tmp_path / f"in{k}.npy"))
+    subprocess.run([sys.executable, "-I", str(tmp_path / "prog.py"), str(tmp_path / "out.npz"),
+                    *files], check=True, cwd=tmp_path, timeout=60)
+    with np.load(tmp_path / "out.npz") as z:
+        return [z[f"arr_{k}"] for k in range(len(z.files))]
+
+
+def test_a_standalone_program_runs_without_ndgrad(tmp_path):
+    """source(standalone=True) is a module that imports NumPy only (run in a fresh
+    interpreter that cannot import ndgrad) and gives the compiled gradient's values."""
     def loss(x):
         y = x
         for _ in range(3):
@@ -315,23 +350,169 @@ def test_a_standalone_program_runs_without_ndgrad(tmp_path):
 
     g = compile(grad(loss))
     x = nd.tensor(X0)
-    src = g.source(x, standalone=True)
-    assert "ndgrad" not in src.split('"""')[0] + src.split('"""')[-1]
-    (tmp_path / "prog.py").write_text(src + "\nimport sys\nassert 'ndgrad' not in sys.modules\n"
-                                      "numpy.save(sys.argv[2], loss(numpy.load(sys.argv[1])))\n")
-    np.save(tmp_path / "x.npy", X0)
-    subprocess.run([sys.executable, "-I", str(tmp_path / "prog.py"), str(tmp_path / "x.npy"),
-                    str(tmp_path / "g.npy")], check=True, cwd=tmp_path, timeout=60)
-    close(np.load(tmp_path / "g.npy")[0], grad(loss)(x), atol=0, rtol=0)
+    out = _run_standalone(tmp_path, g.source(x, standalone=True), "loss", X0)
+    close(out[0], grad(loss)(x), atol=0, rtol=0)
+
+
+def _rosenbrock(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def test_a_standalone_hessian_vector_product_of_slices(tmp_path):
+    """The Hessian-vector product of the Rosenbrock function (slices: getitem; their
+    derivatives: index_add) stands alone, the helpers of ndgrad's its forwards call copied
+    in, and gives the compiled program's values bit for bit."""
+    hvp = compile(lambda x, v: jvp(grad(_rosenbrock), (x,), (v,))[1])
+    x, v = np.linspace(-1.2, 1.5, N), RNG.normal(size=N)
+    src = hvp.source(nd.tensor(x), nd.tensor(v), standalone=True)
+    assert "def _getitem_" in src and "def _index_add_" in src
+    defs = [line.split("(")[0] for line in src.splitlines() if line.startswith("def ")]
+    assert defs[-1] == "def program" and defs.index("def is_basic") < \
+        min(k for k, d in enumerate(defs) if d.startswith("def _getitem_"))  # helpers first
+    out = _run_standalone(tmp_path, src, "program", x, v)
+    _run_twice(hvp, nd.tensor(x), nd.tensor(v))
+    program = hvp.program(nd.tensor(x), nd.tensor(v))
+    _bits_equal(out[0], program.run(x.copy(), v.copy())[0])
+    close(out[0], jvp(grad(_rosenbrock), (nd.tensor(x),), (nd.tensor(v),))[1], atol=0, rtol=0)
 
 
 def test_a_program_that_cannot_stand_alone_says_which_step():
-    g = compile(grad(lambda x: (x[1:] * x[:-1]).sum()))
-    with pytest.raises(ValueError, match="standalone=True: the forward of getitem uses"):
-        g.source(nd.tensor(X0), standalone=True)
+    e = compile(lambda x: nd.special.erf(x) + 1.0)
+    with pytest.raises(ValueError, match=r"standalone=True: the forward of special\.erf uses "
+                       r"B\.special .*not NumPy's"):
+        e.source(nd.tensor(X0), standalone=True)
     r = compile(lambda x: x + nd.randn(N))
     with pytest.raises(ValueError, match="draws random numbers"):
         r.source(nd.tensor(X0), standalone=True)
+
+
+class _Rejected(Exception):
+    pass
+
+
+class _SeededDrawer(Drawer):
+    """An op sampler's Drawer on one seeded NumPy generator, without a hypothesis run (one
+    run per op costs more than the whole check): equal shapes where broadcastable ones are
+    asked for, small sides."""
+
+    def __init__(self, seed, dtype):
+        super().__init__(None, dtype, max_side=3, max_dims=2)
+        self._gen = np.random.default_rng(seed)
+
+    def shape(self, min_dims=0, max_dims=None, min_side=1, max_side=None):
+        max_dims = self._max_dims if max_dims is None else max_dims
+        max_side = self._max_side if max_side is None else max_side
+        ndim = self.integers(min_dims, max(min_dims, max_dims))
+        return tuple(self.integers(min_side, max(min_side, max_side)) for _ in range(ndim))
+
+    def shapes(self, n, min_dims=0, max_dims=None, min_side=1, max_side=None):
+        return [self.shape(min_dims, max_dims, min_side, max_side)] * n
+
+    def _rng(self):
+        return np.random.default_rng(self.integers(0, 2 ** 32 - 1))
+
+    def integers(self, low, high):
+        return int(self._gen.integers(low, high, endpoint=True))
+
+    def choice(self, seq):
+        seq = list(seq)
+        return seq[self.integers(0, len(seq) - 1)]
+
+    def boolean(self):
+        return bool(self.integers(0, 1))
+
+    def axes(self, ndim):
+        chosen = [a for a in range(ndim) if self.boolean()]
+        return tuple(a - ndim if self.boolean() else a for a in chosen)
+
+    def permutation(self, n):
+        return tuple(int(i) for i in self._gen.permutation(n))
+
+    def reject(self):
+        raise _Rejected
+
+
+def _one_sample(op, dtype):
+    """A small sample of ``op`` (with a floating input where it is differentiable)."""
+    for seed in range(50):
+        d = _SeededDrawer(seed, dtype)
+        try:
+            args, kwargs = op.sample(d) if op.sample is not None else _default_sample(op, d)
+        except _Rejected:
+            continue
+        s = Sample(op, args, kwargs)
+        valid = op.domain.valid
+        if valid is not None and not np.all(valid(*s.arrays, **kwargs) if
+                                            _accepts_kwargs(valid) else valid(*s.arrays)):
+            continue
+        if s.pos or not op.differentiable:
+            return s
+    return None
+
+
+def _standalone_equals_compiled(cf, args, what):
+    """``cf``'s program for ``args`` as a standalone module (exec'd in a namespace without
+    ndgrad) gives the program's values bit for bit; True, or False where the module cannot
+    be made (a ValueError naming a step of the program), or None where the function is not
+    compiled (it reads traced values: a CompileError, the compile tests' concern)."""
+    try:
+        program = cf.program(*args)
+    except CompileError:
+        return None
+    arrays = [t._data for t in cf._split(args, {})[3]]
+    try:
+        src = cf.source(*args, standalone=True)
+    except ValueError as e:
+        named = {st.op.qualname for st in program.steps if st.op is not None}
+        assert str(e).startswith("standalone=True: ") and any(
+            f"the forward of {n} " in str(e) or f"step {n} " in str(e) for n in named) or \
+            "draws random numbers" in str(e), f"{what}: {e}"
+        return False
+    assert not _code_mentions_ndgrad(src), what
+    imported = {a.name.split(".")[0] for n in ast.parse(src).body
+                if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module)])}
+    assert imported <= {"numpy"} | sys.stdlib_module_names, f"{what}: imports {imported}"
+    namespace = {"__name__": "standalone"}
+    exec(builtins.compile(src, "<standalone>", "exec"), namespace)  # noqa: S102
+    name = [n.name for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)][-1]
+    got = namespace[name](*[a.copy() for a in arrays])
+    expected = [np.array(o, copy=True) if isinstance(o, np.ndarray) else o
+                for o in program.run(*[a.copy() for a in arrays])]
+    assert len(got) == len(expected), what
+    for g, e in zip(got, expected):
+        assert type(g) is type(e), f"{what}: {type(g).__name__}, compiled {type(e).__name__}"
+        _bits_equal(g, e)
+    return True
+
+
+def test_every_op_standalone_or_refused():
+    """Every registered primitive, one small sample per dtype: ``compile(f)`` (f the op) and
+    ``compile(grad(sum f))`` either stand alone, with the compiled program's values bit for
+    bit, or are refused with a ValueError naming the step. Getitem, index_add and index_put
+    (the helpers of indexing) stand alone."""
+    covered = set()
+    for name in sorted(REGISTRY):
+        op = REGISTRY[name]
+        for dtype in dtypes(op):
+            s = _one_sample(op, dtype)
+            if s is None:
+                continue
+            args = s.inputs()
+            what = f"compile(f) of {s!r}"
+            if _standalone_equals_compiled(compile(lambda *a, s=s: s.call(list(a))), args,
+                                           what):
+                covered.add(name)
+            if not (op.differentiable and s.pos):
+                continue
+
+            def total(*a, s=s):
+                outs = [o for o in s.call(list(a))
+                        if isinstance(o, nd.Tensor) and o.dtype.kind in "fc"]
+                return sum(nd.sum(nd.real(o) if o.dtype.kind == "c" else o) for o in outs)
+            _standalone_equals_compiled(compile(grad(total, argnums=tuple(s.pos))), args,
+                                        f"compile(grad(sum f)) of {s!r}")
+    assert {"getitem", "index_add", "index_put", "take", "sort"} <= covered
 
 
 def test_a_complex_product_is_not_written_over_its_input():
