@@ -147,7 +147,9 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # public ``ndgrad.conj(1.0001)`` is a 0-d float64 tensor (NumPy's ``np.conj`` a strong float64
 # scalar), which made the Tensor formula compute in float64 and its result cast back: other
 # bits than the raw rule's, and in a compiled float32 gradient two passes more per
-# multiplication by a constant. An op whose formula must not be its public function declares
+# multiplication by a constant. The same holds for the zero tangent of a Python number in a
+# linear op's jvp (``1 - x``): a Python zero, not ``zeros_like(1)``, a strong int64 array.
+# An op whose formula must not be its public function declares
 # the formula's (``defformula``): ``TENSOR_F.conj`` gives Python numbers back as the forward
 # does. tests/core/test_bound_forwards.py holds each such formula to the raw namespace's
 # function on Python numbers and to the public function on tensors.
@@ -166,6 +168,9 @@ COMPARISON = "comparison"    # elementwise, non-differentiable, bool output
 # ``into`` on a copy of the first input gives the forward's result bit for bit, in that
 # copy's memory, and the forward's result shares no memory with its inputs
 # (tests/core/test_bound_forwards.py).
+_NUMBERS = (bool, int, float, complex)  # (Note [Formulas on Python numbers])
+
+
 class Algebra:
     """The algebraic kinds of :class:`Structure` (compared by identity)."""
 
@@ -920,7 +925,9 @@ class Op:
             n = len(tangents)
             ts = []  # (a loop: a comprehension would make F a cell, made on every call)
             for t, x in zip(tangents, inputs[:n]):
-                ts.append(F.zeros_like(x) if t is None else t)
+                if t is None:  # (a Python number's zero is one: Note [Formulas on Python
+                    t = type(x)(0) if type(x) in _NUMBERS else F.zeros_like(x)  # numbers])
+                ts.append(t)
             extra = inputs[n:]
             return op.of(F)(*ts, *extra, **params) if not op.pack else \
                 op.of(F)(ts, *extra, **params)
