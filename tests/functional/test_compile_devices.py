@@ -63,7 +63,8 @@ def test_elementwise_chains_fuse_into_one_kernel_each(device):
     cg = compile(grad(_tanh_chain))
     cg(x)
     src = cg.source(x)
-    assert src.count("def fused_") == 1 and "v25, = fused_1(v0, K[1], K[2], K[3])" in src
+    # (its constant factors are Python numbers, written in the kernel: it reads x alone)
+    assert src.count("def fused_") == 1 and "v25, = fused_1(v0)" in src
     if log is not None:
         log.clear()
     out = cg(x)
