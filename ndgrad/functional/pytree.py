@@ -23,7 +23,7 @@ class TreeSpec:
     """The structure of a pytree: ``kind`` ("leaf", "tuple", "list", "dict", "namedtuple"),
     the node's type, dict keys, and the children's specs."""
 
-    __slots__ = ("kind", "type", "keys", "children", "num_leaves")
+    __slots__ = ("kind", "type", "keys", "children", "num_leaves", "_hash")
 
     def __init__(self, kind, type_=None, keys=None, children=()):
         self.kind = kind
@@ -31,14 +31,18 @@ class TreeSpec:
         self.keys = keys
         self.children = children
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in children)
+        self._hash = None
 
     def __eq__(self, other):
         return isinstance(other, TreeSpec) and self.kind == other.kind and \
             self.type == other.type and self.keys == other.keys and \
             self.children == other.children
 
-    def __hash__(self):  # (a compiled function's signature holds its arguments' structure)
-        return hash((self.kind, self.type, self.keys, self.children))
+    def __hash__(self):  # (a compiled function's signature holds its arguments' structure:
+        h = self._hash     # hashed on every call, so kept; a spec does not change)
+        if h is None:
+            h = self._hash = hash((self.kind, self.type, self.keys, self.children))
+        return h
 
     def __repr__(self):
         if self.kind == "leaf":
