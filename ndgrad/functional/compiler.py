@@ -491,11 +491,13 @@ _TRACER = _Tracer()
 
 # ------------------------------------------------------------------------------ the API
 class _Entry:
-    __slots__ = ("program", "guards", "wrap")
+    __slots__ = ("program", "run", "guards", "wrap", "cached")
 
     def __init__(self, program, guards):
         self.program = program
+        self.run = program.run
         self.guards = guards
+        self.cached = True  # (False once the cache drops it: Note [Calling a compiled function])
         spec = program.out_spec
         if spec.kind == "leaf" and type(program.outputs[0]) is Value:
             self.wrap = _one
@@ -639,10 +641,14 @@ _NDARRAY = NUMPY.array_type
 # container or None, outside ndgrad's own modules: ``_capture_sources``). A
 # program is entered under that key when it is traced from such a call, beside the full
 # signature; anything else (keyword arguments, static arguments, pytrees, NumPy arrays, a
-# miss) takes the full signature's path. Then the program runs on the arrays and its
+# miss) takes the full signature's path. The short key leads to the cache's entry itself,
+# which says whether the cache still holds it (``cached``: an entry the LRU bound or
+# ``clear_cache`` dropped is traced again). Then the program runs on the arrays and its
 # outputs are wrapped. About 2 us per call more than the program itself, against 12 us
 # through the full signature (pytree flattening and hashing its structure dominate); it
-# was 9 us for a Hessian while every global of ndgrad's transforms was watched.
+# was 9 us for a Hessian while every global of ndgrad's transforms was watched. Between
+# two calls of a memory-bound program (a 128 x 128 Hessian) the same Python costs about
+# twice that: its objects are no longer in the processor's caches.
 class Compiled:
     """A compiled function (:func:`compile`): call it as the function; ``source(*args)``,
     ``program(*args)`` and ``clear_cache()``."""
@@ -654,7 +660,7 @@ class Compiled:
         self.assume_finite = assume_finite
         self.cache_size = cache_size
         self._cache = OrderedDict()
-        self._fast = {}  # (Note [Calling a compiled function]) fast key -> cache key
+        self._fast = {}  # (Note [Calling a compiled function]) fast key -> cache entry
         self._lock = threading.Lock()
         self._sources = _capture_sources(fun)
         functools.update_wrapper(self, fun)
@@ -662,6 +668,8 @@ class Compiled:
     def clear_cache(self):
         """Forget every program made so far (the next calls trace again)."""
         with self._lock:
+            for entry in self._cache.values():
+                entry.cached = False
             self._cache.clear()
             self._fast.clear()
 
@@ -728,10 +736,12 @@ class Compiled:
                 fast.append((d.shape, d.dtype) if type(d) is _NDARRAY else _placed_as(d))
                 datas.append(d)
             else:
-                fast.append(_captured(self._sources))
-                entry = self._cache.get(self._fast.get(tuple(fast)))
-                if entry is not None and entry.current():
-                    return entry.wrap(entry.program.run(*datas))
+                if self._sources:
+                    fast.append(_captured(self._sources))
+                entry = self._fast.get(tuple(fast))
+                if entry is not None and entry.cached and (not entry.guards or
+                                                           entry.current()):
+                    return entry.wrap(entry.run(*datas))
         if self._eager(args, kwargs):
             if not kwargs:  # (arguments that require grad, or values of transforms)
                 out = call_at_levels(self, args)
@@ -821,15 +831,19 @@ class Compiled:
                 all(type(a) is Tensor for a in args):
             fast = tuple([STATE.grad_enabled, get_default_dtype()] + [
                 (a._data.shape, a._data.dtype) if type(a._data) is _NDARRAY else
-                _placed_as(a._data) for a in args] + [_captured(self._sources)])
+                _placed_as(a._data) for a in args] + (
+                    [_captured(self._sources)] if self._sources else []))
         with self._lock:
+            old = self._cache.get(key)
+            if old is not None:
+                old.cached = False
             self._cache[key] = entry
             if fast is not None:
                 if len(self._fast) > 4 * self.cache_size:
-                    self._fast.clear()  # (keys of programs dropped from the cache)
-                self._fast[fast] = key
+                    self._fast.clear()  # (entries the cache dropped)
+                self._fast[fast] = entry
             while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                self._cache.popitem(last=False)[1].cached = False
         return entry, result
 
     def program(self, *args, **kwargs):

@@ -205,12 +205,28 @@ def test_random_draws_are_eagers_draws_and_fresh_on_each_call():
 
 
 def test_the_cache_is_bounded_and_can_be_cleared():
-    cf = compile(lambda x: nd.exp(x), cache_size=2)
+    """At most cache_size programs are kept (least recently made first out); a call whose
+    program was dropped, by the bound or clear_cache, traces again (the short key of a call
+    leads to the entry only while the cache holds it)."""
+    traces = []
+
+    def f(x):
+        traces.append(x.shape)
+        return nd.exp(x)
+
+    cf = compile(f, cache_size=2)
     for n in (2, 3, 4):
         close(cf(nd.ones(n)), np.full(n, np.e), atol=0)
-    assert len(cf._cache) == 2
+        close(cf(nd.ones(n)), np.full(n, np.e), atol=0)
+    assert len(cf._cache) == 2 and len(traces) == 3
+    close(cf(nd.ones(2)), np.full(2, np.e), atol=0)   # (dropped: traced again)
+    assert len(traces) == 4
+    close(cf(nd.ones(4)), np.full(4, np.e), atol=0)   # (kept)
+    assert len(traces) == 4
     cf.clear_cache()
     assert len(cf._cache) == 0
+    close(cf(nd.ones(4)), np.full(4, np.e), atol=0)
+    assert len(traces) == 5
     with pytest.raises(ValueError, match="cache_size must be a positive int"):
         compile(lambda x: x, cache_size=0)
 
