@@ -862,8 +862,8 @@ class Compiled:
 
     def source(self, *args, standalone=False, **kwargs):
         """The generated Python source of the program for these arguments' signature; with
-        ``standalone=True``, a module that needs NumPy only (Note [Standalone programs] in
-        functional/program.py)."""
+        ``standalone=True``, a module that needs NumPy only (and SciPy where it calls SciPy's
+        functions; Note [Standalone programs] in functional/program.py)."""
         p = self.program(*args, **kwargs)
         return standalone_source(p, getattr(self.fun, "__name__", "program")
                                  .replace("<lambda>", "program")) if standalone else p.source
@@ -916,7 +916,8 @@ def compile(fun=None, *, static_argnums=(), static_argnames=(), assume_finite=Fa
     -------
     Compiled
         Call it as ``fun``. ``.source(*args)`` is the program's Python source for those
-        arguments' signature (``standalone=True``: a module that needs NumPy only),
+        arguments' signature (``standalone=True``: a module that needs NumPy only, and SciPy
+        where it calls SciPy's functions),
         ``.program(*args)`` the program itself (its steps before and after optimisation,
         the trace and build times), ``.clear_cache()`` forgets every program.
 

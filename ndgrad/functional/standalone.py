@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import importlib
 import inspect
 import sys
 import textwrap
@@ -15,7 +16,7 @@ import types
 
 import numpy as np
 
-from ..core.backend import NUMPY
+from ..core.backend import NUMPY, _OnFirstUse
 
 _MISSING = object()
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
@@ -39,8 +40,11 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 #     function of ndgrad's (copied the same way, each once); a literal (scalars, tuples and
 #     frozensets of them: one module-level constant); a module or function of Python's
 #     standard library (imported).
-# Anything else (a class of ndgrad's, a dict, a closure over one, a SciPy function, the
-# backend's own generator) raises a ValueError naming the op, the helper and the name. The
+# The backend's SciPy namespaces (``B.special``, ``B.scipy_linalg``: SciPy's modules,
+# imported on first use) are those modules, imported by the program (``import
+# scipy.special as special``): a program of SciPy's functions needs SciPy, as ndgrad does.
+# Anything else (a class of ndgrad's, a dict, a closure over one, the backend's own
+# generator) raises a ValueError naming the op, the helper and the name. The
 # names the module gives what it copies clash with no builtin, no reserved name and no
 # local of any copied function.
 class CopiedSource:
@@ -144,8 +148,14 @@ class CopiedSource:
             k = self._constants[key] = _Named(name, text)
         return k
 
+    def imports_scipy(self):
+        """Whether the module imports one of SciPy's modules."""
+        return any(getattr(k.value, "__name__", "").startswith("scipy.")
+                   for k in self._imports.values())
+
     def stdlib(self, value):
-        """The import of a module or function of Python's standard library."""
+        """The import of a module or function of Python's standard library (or one of
+        SciPy's modules)."""
         k = self._imports.get(id(value))
         if k is None:
             k = self._imports[id(value)] = _Import(value)
@@ -431,6 +441,9 @@ class _Rewrite(ast.NodeTransformer):
                                      node)
         if mine is _MISSING:
             self.fail(f"{b}.{attr}, which the NumPy backend lacks and NumPy has")
+        scipy_module = _scipy_module(mine)
+        if scipy_module is not None:  # (B.special: SciPy's, imported by the module)
+            return self.source.stdlib(scipy_module).ref(node)
         if type(mine) in _SCALARS:
             return _expression(_literal_source(mine), node)
         if _is_backend_method(mine):
@@ -589,6 +602,14 @@ def _is_ndgrad_function(v):
 def _is_backend_method(v):
     return isinstance(v, types.MethodType) and v.__self__ is NUMPY and \
         _is_ndgrad_function(v.__func__)
+
+
+def _scipy_module(v):
+    """The SciPy module the NumPy backend's lazily imported namespace ``v`` stands for
+    (``B.special``: ``scipy.special``), or None."""
+    if type(v) is not _OnFirstUse or not v._name.startswith("scipy."):
+        return None
+    return importlib.import_module(v._name)
 
 
 def _is_stdlib(v):

@@ -380,13 +380,27 @@ def test_a_standalone_hessian_vector_product_of_slices(tmp_path):
 
 
 def test_a_program_that_cannot_stand_alone_says_which_step():
-    e = compile(lambda x: nd.special.erf(x) + 1.0)
-    with pytest.raises(ValueError, match=r"standalone=True: the forward of special\.erf uses "
-                       r"B\.special .*not NumPy's"):
-        e.source(nd.tensor(X0), standalone=True)
+    e = compile(lambda a: nd.linalg.slogdet(a)[1] + 1.0)
+    with pytest.raises(ValueError, match=r"standalone=True: the forward of linalg\.slogdet "
+                       r"uses SlogdetResult \(the class"):
+        e.source(nd.tensor(A0), standalone=True)
     r = compile(lambda x: x + nd.randn(N))
     with pytest.raises(ValueError, match="draws random numbers"):
         r.source(nd.tensor(X0), standalone=True)
+
+
+def test_a_standalone_program_of_scipys_functions_imports_scipy():
+    """A forward of SciPy's functions (``B.special``) calls SciPy's module, imported by the
+    standalone program, which says it needs SciPy; its values are the compiled program's."""
+    g = compile(grad(lambda x: (nd.special.erf(x) * nd.sigmoid(x)).sum()))
+    x = nd.tensor(X0)
+    src = g.source(x, standalone=True)
+    assert "import scipy.special as special" in src and "needs NumPy and SciPy" in src
+    namespace = {}
+    exec(builtins.compile(src, "<standalone>", "exec"), namespace)  # noqa: S102
+    _bits_equal(namespace["program"](X0.copy())[0], _run_twice(g, x))
+    assert "needs NumPy only" in compile(grad(lambda x: nd.tanh(x).sum())).source(
+        x, standalone=True)
 
 
 class _Rejected(Exception):
@@ -475,7 +489,7 @@ def _standalone_equals_compiled(cf, args, what):
     imported = {a.name.split(".")[0] for n in ast.parse(src).body
                 if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module)])}
-    assert imported <= {"numpy"} | sys.stdlib_module_names, f"{what}: imports {imported}"
+    assert imported <= {"numpy", "scipy"} | sys.stdlib_module_names, f"{what}: imports {imported}"
     namespace = {"__name__": "standalone"}
     exec(builtins.compile(src, "<standalone>", "exec"), namespace)  # noqa: S102
     name = [n.name for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)][-1]
