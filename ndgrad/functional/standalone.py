@@ -38,15 +38,19 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 #     passed to a function not copied, stored, returned, it raises).
 #   * a global or closure variable: NumPy, or one of its objects (``numpy.<name>``); a plain
 #     function of ndgrad's (copied the same way, each once); a literal (scalars, tuples and
-#     frozensets of them: one module-level constant); a module or function of Python's
+#     frozensets of them, and a dict of them its module never changes in place: one
+#     module-level constant); a module or function of Python's
 #     standard library (imported).
 # The backend's SciPy namespaces (``B.special``, ``B.scipy_linalg``: SciPy's modules,
 # imported on first use) are those modules, imported by the program (``import
 # scipy.special as special``): a program of SciPy's functions needs SciPy, as ndgrad does.
-# Anything else (a class of ndgrad's, a dict, a closure over one, the backend's own
-# generator) raises a ValueError naming the op, the helper and the name. The
-# names the module gives what it copies clash with no builtin, no reserved name and no
-# local of any copied function.
+# ``isinstance(x, C)`` with ``C`` a class of ndgrad's is False: a standalone program's
+# values are arrays and numbers, never ndgrad's objects (``_stop``'s ``x.detach() if
+# isinstance(x, Tensor) else x`` is ``x``). Anything else (a class of ndgrad's read
+# otherwise, a dict its module changes, a closure over one, the backend's own generator)
+# raises a ValueError naming the op, the helper and the name. The names the module gives
+# what it copies clash with no builtin, no reserved name and no local of any copied
+# function.
 class CopiedSource:
     """What a standalone module copies for its forwards: ``forward(op)`` adds an op's
     forward (and what it reads), ``finish(reserved)`` names everything, ``head()`` is the
@@ -314,6 +318,10 @@ class _Rewrite(ast.NodeTransformer):
         if text is not None:
             if namespace is self.fn.__globals__ and name in _rebound(self.fn.__module__):
                 self.fail(f"{name}, a variable its module rebinds (global {name})")
+            changed = _mutated(self.fn.__module__) if namespace is self.fn.__globals__ \
+                else None
+            if type(value) is dict and (changed is None or name in changed):
+                self.fail(f"{name}, a dict its module may change")
             return self.source.constant(namespace, name, text).ref(node)
         numpy_name = self.source.numpy_name(value)
         if numpy_name is not None:
@@ -453,6 +461,15 @@ class _Rewrite(ast.NodeTransformer):
             return _expression(numpy_name, node)
         self.fail(f"{b}.{attr} ({_kind(mine)}), the NumPy backend's, not NumPy's")
 
+    def _ndgrad_classes(self, node):
+        """Whether ``node`` names one of ndgrad's classes, or a tuple of them."""
+        if isinstance(node, ast.Tuple):
+            return bool(node.elts) and all(self._ndgrad_classes(e) for e in node.elts)
+        if not isinstance(node, ast.Name) or node.id in self.locals:
+            return False
+        v = self.lookup(node.id)[1]
+        return isinstance(v, type) and (v.__module__ or "").split(".")[0] == "ndgrad"
+
     def _constant_string(self, node):
         if isinstance(node, ast.Constant) and type(node.value) is str:
             return node.value
@@ -464,6 +481,11 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Call(self, node):
         f = node.func
+        if isinstance(f, ast.Name) and f.id == "isinstance" and f.id not in self.locals and \
+                self.lookup(f.id)[1] is _MISSING and len(node.args) == 2 and \
+                not node.keywords and self._ndgrad_classes(node.args[1]):
+            # (a standalone program's values are arrays and numbers, never ndgrad's objects)
+            return ast.copy_location(ast.Constant(False), node)
         if isinstance(f, ast.Name) and f.id == "getattr" and f.id not in self.locals and \
                 self.lookup(f.id)[1] is _MISSING and len(node.args) in (2, 3) and \
                 not node.keywords and self._is_backend(node.args[0]):
@@ -556,8 +578,8 @@ def _locals(node, where):
 
 
 def _literal_source(v):
-    """Source that evaluates to a value equal to ``v`` (a literal: scalars, tuples and
-    frozensets of them), or None."""
+    """Source that evaluates to a value equal to ``v`` (a literal: scalars, tuples,
+    frozensets and dicts of them), or None."""
     t = type(v)
     if t is float:
         finite = v == v and v not in (float("inf"), float("-inf"))
@@ -568,6 +590,11 @@ def _literal_source(v):
         return repr(v)
     if v is Ellipsis:
         return "..."
+    if t is dict:  # (a table of literals; one its module changes is refused by the caller)
+        parts = [(_literal_source(k), _literal_source(x)) for k, x in v.items()]
+        if any(a is None or b is None for a, b in parts):
+            return None
+        return "{" + ", ".join(f"{a}: {b}" for a, b in parts) + "}"
     if t is tuple or t is frozenset:
         parts = [_literal_source(x) for x in v]
         if None in parts:
@@ -576,6 +603,30 @@ def _literal_source(v):
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         return "frozenset({" + ", ".join(sorted(parts)) + "})" if parts else "frozenset()"
     return None
+
+
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__",
+                       "__delitem__"})
+
+
+@functools.cache
+def _mutated(module):
+    """The globals of ``module`` that its code may change in place (an item assigned or
+    deleted, a mutating method called): tables that are state, not constants; None where
+    its source cannot be read."""
+    try:
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
+    except (KeyError, OSError, TypeError, SyntaxError):
+        return None
+    found = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
+                isinstance(n.ctx, (ast.Store, ast.Del)):
+            found.add(n.value.id)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Name) and n.func.attr in _MUTATORS:
+            found.add(n.func.value.id)
+    return frozenset(found)
 
 
 @functools.cache

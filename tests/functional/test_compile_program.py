@@ -529,7 +529,23 @@ def test_every_op_standalone_or_refused():
                 return sum(nd.sum(nd.real(o) if o.dtype.kind == "c" else o) for o in outs)
             _standalone_equals_compiled(compile(grad(total, argnums=tuple(s.pos))), args,
                                         f"compile(grad(sum f)) of {s!r}")
-    assert {"getitem", "index_add", "index_put", "take", "sort"} <= covered
+    assert {"getitem", "index_add", "index_put", "take", "sort", "std", "linalg.solve",
+            "linalg.vector_norm", "linalg.matrix_exp", "special.erf", "sigmoid"} <= covered
+
+
+def test_a_table_its_module_changes_is_no_constant(tmp_path, monkeypatch):
+    """A dict of literals a standalone module copies must be one its module never changes in
+    place (a cache is state): ``_mutated`` finds items assigned or deleted and mutating
+    methods called, not reads."""
+    from ndgrad.functional import standalone
+    (tmp_path / "tables_mod.py").write_text(
+        "TABLE = {1: 2.0}\nCACHE = {}\nMEMO = {}\nGONE = {1: 1}\n"
+        "def f(k):\n    CACHE[k] = TABLE[k]\n    MEMO.setdefault(k, 1)\n    del GONE[k]\n"
+        "    return TABLE.get(k)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tables_mod  # noqa: F401
+    assert standalone._mutated("tables_mod") == {"CACHE", "MEMO", "GONE"}
+    assert standalone._mutated("no_such_module_here") is None
 
 
 def test_a_complex_product_is_not_written_over_its_input():
