@@ -357,13 +357,17 @@ class _OnFirstUse:
         self._name = name
         self._module = None
 
-    def __getattr__(self, attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
+    def _imported(self):
+        """The module itself (imported now, if it was not yet)."""
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)
-        value = getattr(module, attr)
+        return module
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        value = getattr(self._imported(), attr)
         setattr(self, attr, value)
         return value
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import importlib
 import inspect
 import sys
 import textwrap
@@ -660,7 +659,7 @@ def _scipy_module(v):
     (``B.special``: ``scipy.special``), or None."""
     if type(v) is not _OnFirstUse or not v._name.startswith("scipy."):
         return None
-    return importlib.import_module(v._name)
+    return v._imported()
 
 
 def _is_stdlib(v):

@@ -35,7 +35,7 @@ ALLOWED_CYCLES = {}
 # importlib calls whose module name is computed: the walk cannot resolve them, so each is named
 # here (module, enclosing function) with what it imports; a new one fails the walk's test.
 DYNAMIC_IMPORTS = {
-    ("ndgrad.core.backend", "_OnFirstUse.__getattr__"):
+    ("ndgrad.core.backend", "_OnFirstUse._imported"):
         "a third-party module (SciPy's, CuPy's) on first use; never an ndgrad module",
     ("ndgrad.core.backend", "_import"):
         "a submodule of the array library (numpy.linalg, cupyx.scipy.special ...)",
