@@ -39,10 +39,10 @@ value bit for bit, so only an op whose values depend on the memory layout of its
 reduction's pairwise summation on a view) may differ in the last bits.
 
 A trace that an op refuses because its forward or a rule reads its traced input's values
-(its result's shape depends on them, or a rule picks its formula by them: det's rule on a
-zero determinant) ends that check: the CompileError must name the op (``by ndgrad.<op>``)
-and the line of ndgrad that reads; a value read anywhere else fails. Defects of the program's code
-generation the family finds are listed in :data:`PROGRAM_DEFECTS` (strict xfails).
+(its result's shape depends on them: bincount without minlength) ends that check: the
+CompileError must name the op (``by ndgrad.<op>``) and the line of ndgrad that reads; a
+value read anywhere else fails. Defects of the program's code generation the family finds
+are listed in :data:`PROGRAM_DEFECTS` (strict xfails).
 
 tests/functional/test_compile.py shows that :func:`compiled_equals_eager` fails on a program
 one of whose steps is rewritten wrong (a negation dropped).

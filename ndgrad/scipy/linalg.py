@@ -874,6 +874,7 @@ __test__ = _ops.doctests(_ops.NAMESPACED["linalg"])  # their examples, for --doc
 _SHARED = ("matmul", "matrix_transpose", "outer", "tensordot", "vecdot")
 globals().update({_name: _ops.PUBLIC[_name] for _name in _SHARED})
 
-__all__ = sorted(set(_ops.NAMESPACED["linalg"]) | set(_SHARED) | set(_SCIPY)) + [
+__all__ = sorted({_n for _n in _ops.NAMESPACED["linalg"] if not _n.startswith("_")} |
+                set(_SHARED) | set(_SCIPY)) + [
     "LinAlgError", "EighResult", "EigResult", "QRResult", "SVDResult", "LstsqResult",
     "SlogdetResult"]

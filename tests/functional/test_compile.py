@@ -282,19 +282,51 @@ def test_static_values_equal_in_python_get_programs_of_their_own():
 
 
 def test_an_op_that_reads_its_traced_values_is_named():
-    """A rule that branches on its input's values (det's, on a zero determinant) refuses the
-    trace naming the op and the line of ndgrad that reads; the user's own read says what to
-    do."""
+    """A function that reads its input's values (choose checks its indices, with
+    mode="raise") refuses the trace naming the op and the line of ndgrad that reads; the
+    user's own read says what to do."""
     x = nd.tensor(X0)
-    a = nd.tensor(RNG.normal(size=(3, 3)))
-    with pytest.raises(CompileError, match=r"by ndgrad\.linalg\.det \(ndgrad/core/ops/"
+    with pytest.raises(CompileError, match=r"by ndgrad\.choose \(ndgrad/numpy/"
                                            r"[a-z_]+\.py:\d+\) at .*test_compile\.py:\d+.*"
                                            r"cannot be compiled on traced values"):
-        compile(lambda a, v: jvp(nd.linalg.det, (a,), (v,)))(a, a)
+        compile(lambda i, c: nd.choose(i, [c, 2 * c]))(nd.tensor([0, 1, 1, 0, 1]), x)
     with pytest.raises(CompileError, match=r"read as .*\) at .*test_compile\.py:\d+.*"
                                            r"static_argnums") as info:
         compile(lambda x: float(x.sum()))(x)
     assert "by ndgrad." not in str(info.value)
+
+
+_SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])  # (rank 2)
+
+
+@pytest.mark.parametrize("a0", [RNG.normal(size=(3, 3)), _SINGULAR,
+                                np.stack([RNG.normal(size=(3, 3)), _SINGULAR])],
+                         ids=["regular", "singular", "a stack of both"])
+def test_the_derivatives_of_det_choose_their_formula_when_the_program_runs(a0):
+    """det's rules take the cofactor matrix by a solve, or by the SVD at a singular matrix:
+    in a program that choice is one step, made on each call's values (Note [A choice made
+    when the program runs] in core/ops/solves.py). compile(grad(det)) and the compiled jvp
+    give eager's bits at regular and singular matrices alike, one program for both."""
+    a = nd.tensor(a0)
+    v = nd.tensor(RNG.normal(size=a0.shape))
+    g = compile(grad(lambda m: nd.linalg.det(m).sum()))
+    t = compile(lambda m, w: jvp(nd.linalg.det, (m,), (w,))[1])
+    assert "_det_cofactor(" in g.source(nd.tensor(RNG.normal(size=a0.shape)))
+    for _ in range(2):
+        close(g(a), grad(lambda m: nd.linalg.det(m).sum())(a), atol=0, rtol=0)
+        close(t(a, v), jvp(nd.linalg.det, (a,), (v,))[1], atol=0, rtol=0)
+
+
+def test_the_hessian_of_det_compiles_and_a_singular_matrix_raises():
+    """det's second derivative in a program differentiates its cofactor step by a solve:
+    eager's Hessian to rounding at a regular matrix, and LinAlgError at a singular one (eager
+    differentiates the SVD formula there), never a wrong value."""
+    h = compile(hessian(nd.linalg.det))
+    a = nd.tensor(RNG.normal(size=(3, 3)))
+    close(h(a), hessian(nd.linalg.det)(a), atol=1e-13)
+    close(h(a), hessian(nd.linalg.det)(a), atol=1e-13)
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        h(nd.tensor(_SINGULAR))
 
 
 def test_a_detached_traced_value_is_not_a_constant():

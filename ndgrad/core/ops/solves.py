@@ -89,7 +89,7 @@ from collections import namedtuple
 
 from ..backend import NUMPY
 from ..dispatch import apply
-from .batching import is_batched, logical_ndim
+from .batching import is_batched, logical_ndim, values_unknown
 from .contractions import _batch_pair, _cj, _eye
 from .reductions import inverse_scale_along
 from . import series
@@ -419,12 +419,78 @@ def _cofactor(F, a, det):
     """``C = det(a) a^-T``, the matrix of ``d det(a) = sum(C * da)``: one solve against
     ``det * I``; where some ``det`` is exactly 0 (a singular matrix, where the solve fails)
     the SVD formula of :func:`_adjugate_t_svd` instead. Inside vmap, where the values cannot
-    be read, the solve is used (a singular batch element then raises LinAlgError)."""
-    if not is_batched(det) and bool(F.any(F.equal(det, 0))):
+    be read, the solve is used (a singular batch element then raises LinAlgError). In a
+    compiled function's trace, where they are not known yet, one step computes this on the
+    arrays when the program runs (``linalg._det_cofactor``: Note [A choice made when the
+    program runs])."""
+    if is_batched(det):
+        return _cofactor_by_solve(F, a, det)
+    if values_unknown(det) or values_unknown(a):
+        return F.linalg._det_cofactor(a, det)
+    if bool(F.any(F.equal(det, 0))):
         return _adjugate_t_svd(F, a)
+    return _cofactor_by_solve(F, a, det)
+
+
+def _cofactor_by_solve(F, a, det):
     n = a.shape[-1]
     return F.linalg.solve(F.matrix_transpose(a),
                           _scalar_mat(F, det) * _identity(F, n, a))
+
+
+# Note [A choice made when the program runs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# det's rules take one of two formulas by the values: the cofactor matrix by a solve, or, at
+# a singular matrix (where the solve fails), by the SVD. A compiled function's trace does not
+# know the values (functional/compiler.py), and a program is straight-line code; so the
+# choice is an op of its own, ``linalg._det_cofactor(a, det)``, whose forward is that choice
+# on the arrays (``_cofactor`` in the backend's raw namespace): eager's formulas, bit for bit,
+# taken per call. Its rules differentiate the solve ``a^T C = det I`` as eager does (``a^T dC
+# = d det I - da^T C``): a derivative of det's derivative (``compile(hessian(det))``) at a
+# singular matrix raises LinAlgError when the program runs, where eager differentiates the
+# SVD formula.
+# Eager code never records the op (it reads the values); vmap takes the solve.
+def _sample_det_cofactor(d):
+    (a,), _ = _sample_square(d)
+    import numpy as np  # a test-time sampler, not a formula
+    return (a, np.asarray(np.linalg.det(a), dtype=a.dtype)), {}
+
+
+@defop(kind=LINALG, nin=2, domain=ANY, sample=_sample_det_cofactor, namespace="linalg")
+def _det_cofactor(B, a, det):
+    """The cofactor matrix ``det * a^-T`` of a square ``a`` (or of each matrix of a stack)
+    given its determinant ``det``: the adjugate's transpose from the SVD where a ``det`` is 0
+    (Note [A choice made when the program runs])."""
+    if tuple(a.shape[:-2]) != tuple(det.shape):  # (a batch of one given as the other's)
+        a, _ = B.broadcast_arrays(a, det[..., None, None])
+        det, _ = B.broadcast_arrays(det, a[..., 0, 0])
+    return _cofactor(B.F, a, det)
+
+
+def _det_cofactor_jvp(F, tangents, out, a, det):
+    # C solves a^T C = det I, so a^T dC = d det I - da^T C (as eager differentiates the solve)
+    ta, td = tangents
+    rhs = None
+    if td is not None:
+        rhs = _scalar_mat(F, td) * _identity(F, a.shape[-1], a)
+    if ta is not None:
+        t = -F.matmul(F.matrix_transpose(ta), out)
+        rhs = t if rhs is None else rhs + t
+    return F.linalg.solve(F.matrix_transpose(a), rhs)
+
+
+def _det_cofactor_pullback(F, g, a):
+    """The cotangent of the right-hand side ``det I - da^T C`` of the solve: ``solve(a^H^T,
+    g)``."""
+    return F.linalg.solve(_cj(F, a), g)
+
+
+_det_cofactor.defvjp(
+    lambda F, g, out, a, det: -F.matmul(_cj(F, out), F.matrix_transpose(
+        _det_cofactor_pullback(F, g, a))),
+    lambda F, g, out, a, det: _trace_last(F, _det_cofactor_pullback(F, g, a)))
+_det_cofactor.defjvp(_det_cofactor_jvp)
+_det_cofactor.defbatch(lambda F, batched, a, det: _det_cofactor.of(F)(a, det))
 
 
 @defop(kind=LINALG, domain=ANY, sample=_sample_square, namespace="linalg")
@@ -446,7 +512,9 @@ def det(B, a):
     polynomial): it is ``g * conj(C)`` with ``C = adj(a)^T`` the cofactor matrix, computed
     from the SVD (the formula PyTorch uses for singular input), finite and exact (zero when
     the rank is below ``n - 1``). Inside ``vmap`` the solve is
-    always used, so a singular matrix there raises :class:`LinAlgError`. For products of
+    always used, so a singular matrix there raises :class:`LinAlgError`. In a compiled
+    function the choice is made when the program runs (``compile(grad(det))`` is exact at
+    singular matrices too); its second derivative there takes the solve. For products of
     many factors or ill-scaled matrices, where ``det`` over- or underflows, use
     :func:`slogdet`.
 
