@@ -86,9 +86,10 @@ def values_unknown(x):
     exact branches by the values takes the branch that holds for every value then."""
     if getattr(x, "_batched", False):
         return True
-    m = getattr(x, "_meta", None)
-    if m is not None and m.level_data:
-        for lv in m.level_data:
+    m = getattr(x, "_meta", None)  # (a Tensor's; a Dask array's _meta is an array)
+    d = getattr(m, "level_data", None)
+    if d:
+        for lv in d:
             if lv.interpreter.values_unknown:
                 return True
     return False
