@@ -632,10 +632,14 @@ conj.defpublic(_conj_public)
 
 def _conj_formula(x):
     # (a Python number given back as conj's forward gives it: Note [Formulas on Python
-    # numbers] in registry.py)
-    if type(x) in (float, int, bool):
+    # numbers] in registry.py; a plain tensor's test first, as the public function's: every
+    # vjp rule calls conj)
+    t = type(x)
+    if t is Tensor:
+        return x if x._data.dtype.kind != "c" else apply(conj, x)
+    if t is float or t is int or t is bool:
         return x
-    if type(x) is complex:
+    if t is complex:
         return x.conjugate()
     return _conj_public(x)
 
