@@ -71,7 +71,7 @@ from ..core.data_level import DataInfo, DataInterpreter, data_of
 from ..core.dispatch import VARIADIC
 from ..core.grad_mode import STATE
 from ..core.inplace import BEFORE_WRITE
-from ..core.ops.registry import REGISTRY
+from ..core.ops.registry import COMPOSITES, REGISTRY
 from ..core.refusing import refuse_hidden, restore
 from ..core.tensor import Tensor, _wrap_raw, finish
 from .compiled_function import call_at_levels
@@ -142,6 +142,15 @@ def _reader():
             return f" by ndgrad.{name} ({line})"
         f = f.f_back
     return ""
+
+
+def _hint(where):
+    """What the op named in ``where`` (``_reader``'s) says to do instead, where its
+    declaration says (``notes["compile"]``), else ""."""
+    name = where.partition("by ndgrad.")[2].partition(" (")[0]
+    entry = REGISTRY.get(name) or COMPOSITES.get(name)
+    note = entry.notes.get("compile") if entry is not None else None
+    return f" ({note})" if note else ""
 
 
 # ------------------------------------------------------------------------------ the tracer
@@ -348,7 +357,7 @@ class _Tracer(DataInterpreter):
             "traced, and the program would keep the value of this first call. " + (
                 "This ndgrad function reads its input's values (its result's shape or the "
                 "formula it takes depends on them), so it cannot be compiled on traced "
-                "values: call it outside the compiled function" if where else
+                "values: call it outside the compiled function" + _hint(where) if where else
                 "Pass the value as a static argument (static_argnums/static_argnames), "
                 "compute with tensors (ndgrad.where instead of `if`), or run this function "
                 "without compile"))

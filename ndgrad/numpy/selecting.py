@@ -187,7 +187,9 @@ def _sample_choose(d):
 
 
 @defcomposite(nin=2, kind=INDEXING, domain=_ANYC, sample=_sample_choose,
-              sequences=("choices",))
+              sequences=("choices",),
+              notes={"compile": "mode='raise' checks the indices' values; with mode='wrap' or "
+                                "'clip' choose compiles"})
 def choose(F, a, choices, out=None, mode="raise"):
     """Entries picked from ``choices`` by the index tensor ``a``: ``out[i] =
     choices[a[i]][i]``, ``a`` and the choices broadcast together (NumPy's ``choose``).

@@ -290,6 +290,13 @@ def test_an_op_that_reads_its_traced_values_is_named():
                                            r"[a-z_]+\.py:\d+\) at .*test_compile\.py:\d+.*"
                                            r"cannot be compiled on traced values"):
         compile(lambda i, c: nd.choose(i, [c, 2 * c]))(nd.tensor([0, 1, 1, 0, 1]), x)
+    # (what the op's declaration says to do instead; and that does compile)
+    with pytest.raises(CompileError, match=r"with mode='wrap' or 'clip' choose compiles"):
+        compile(lambda i, c: nd.choose(i, [c, 2 * c]))(nd.tensor([0, 1, 1, 0, 1]), x)
+    i = nd.tensor([0, 1, 3, 0, -1])
+    wrap = compile(lambda i, c: nd.choose(i, [c, 2 * c], mode="wrap"))
+    for _ in range(2):
+        close(wrap(i, x), nd.choose(i, [x, 2 * x], mode="wrap"), atol=0)
     with pytest.raises(CompileError, match=r"read as .*\) at .*test_compile\.py:\d+.*"
                                            r"static_argnums") as info:
         compile(lambda x: float(x.sum()))(x)
