@@ -122,15 +122,15 @@ _NOT_READERS = (_PACKAGE + "core/tensor.py", _PACKAGE + "functional/compiler.py"
 
 
 def _reader():
-    """`` by ndgrad.<op> (file:line)``: the ndgrad op or composite whose forward or rule
-    reads a traced value (the innermost one running), with the line that reads it; ``""``
-    when the user's code reads it."""
+    """``(name, "file:line")``: the ndgrad op or composite whose forward or rule reads a
+    traced value (the innermost one running), with the line that reads it; None when the
+    user's code reads it."""
     f = sys._getframe(2)
     line = None
     while f is not None:
         file = f.f_code.co_filename
         if not file.startswith(_PACKAGE):
-            return ""
+            return None
         if line is None and not file.startswith(_NOT_READERS):
             line = f"{file[len(_PACKAGE) - len('ndgrad/'):]}:{f.f_lineno}"
         loc = f.f_locals
@@ -139,15 +139,14 @@ def _reader():
         if name is None and file == _OPS_INIT and f.f_code.co_name == "run":
             name = loc.get("name") if isinstance(loc.get("name"), str) else None
         if isinstance(name, str):
-            return f" by ndgrad.{name} ({line})"
+            return name, line
         f = f.f_back
-    return ""
+    return None
 
 
-def _hint(where):
-    """What the op named in ``where`` (``_reader``'s) says to do instead, where its
+def _hint(name):
+    """What op or composite ``name`` says to do instead of compiling it, where its
     declaration says (``notes["compile"]``), else ""."""
-    name = where.partition("by ndgrad.")[2].partition(" (")[0]
     entry = REGISTRY.get(name) or COMPOSITES.get(name)
     note = entry.notes.get("compile") if entry is not None else None
     return f" ({note})" if note else ""
@@ -350,14 +349,16 @@ class _Tracer(DataInterpreter):
         return t
 
     def refuse_conversion(self, lv, t, what):
-        where = _reader()
+        reader = _reader()
+        where = f" by ndgrad.{reader[0]} ({reader[1]})" if reader else ""
         raise CompileError(
             f"ndgrad.func.compile: a traced tensor (shape {list(t.shape)}) is read as "
             f"{what}{where} at {_user_line()}; its value is not known while the function is "
             "traced, and the program would keep the value of this first call. " + (
                 "This ndgrad function reads its input's values (its result's shape or the "
                 "formula it takes depends on them), so it cannot be compiled on traced "
-                "values: call it outside the compiled function" + _hint(where) if where else
+                "values: call it outside the compiled function" + _hint(reader[0])
+                if reader else
                 "Pass the value as a static argument (static_argnums/static_argnames), "
                 "compute with tensors (ndgrad.where instead of `if`), or run this function "
                 "without compile"))

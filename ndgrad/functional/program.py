@@ -390,10 +390,7 @@ def _scalar_of(a, dtype):
     """The real number a constant argument is, where it is one number of a real floating
     ``dtype`` that keeps the step's dtype (a Python number, or a 0-d array of ``dtype``):
     ``(value, python)``; else None."""
-    if type(a) is not Const:
-        v = a
-    else:
-        v = a.value
+    v = _value_of(a)
     if type(v) in (int, float) and type(v) is not bool:
         return float(v), True
     if isinstance(v, (np.ndarray, np.generic)) and np.ndim(v) == 0 and v.dtype == dtype:

@@ -613,9 +613,8 @@ def _mutated(module):
     """The globals of ``module`` that its code may change in place (an item assigned or
     deleted, a mutating method called): tables that are state, not constants; None where
     its source cannot be read."""
-    try:
-        tree = ast.parse(inspect.getsource(sys.modules[module]))
-    except (KeyError, OSError, TypeError, SyntaxError):
+    tree = _module_tree(module)
+    if tree is None:
         return None
     found = set()
     for n in ast.walk(tree):
@@ -632,12 +631,18 @@ def _mutated(module):
 def _rebound(module):
     """The globals of ``module`` that a function of it rebinds (``global name``): state,
     not constants."""
+    tree = _module_tree(module)
+    return frozenset() if tree is None else frozenset(
+        name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names)
+
+
+@functools.cache
+def _module_tree(module):
+    """The syntax tree of ``module``'s source, or None where it cannot be read."""
     try:
-        tree = ast.parse(inspect.getsource(sys.modules[module]))
+        return ast.parse(inspect.getsource(sys.modules[module]))
     except (KeyError, OSError, TypeError, SyntaxError):
-        return frozenset()
-    return frozenset(name for n in ast.walk(tree) if isinstance(n, ast.Global)
-                     for name in n.names)
+        return None
 
 
 def _expression(text, like):

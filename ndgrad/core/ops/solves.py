@@ -480,8 +480,8 @@ def _det_cofactor_jvp(F, tangents, out, a, det):
 
 
 def _det_cofactor_pullback(F, g, a):
-    """The cotangent of the right-hand side ``det I - da^T C`` of the solve: ``solve(a^H^T,
-    g)``."""
+    """The cotangent of the right-hand side ``det I - da^T C`` of the solve ``a^T C = det
+    I`` at cotangent ``g`` of C: ``solve((a^T)^H, g)``, ``(a^T)^H`` being ``conj(a)``."""
     return F.linalg.solve(_cj(F, a), g)
 
 
